@@ -1,0 +1,24 @@
+//===- Passes.h - mx conversion passes --------------------------*- C++ -*-===//
+//
+// Declares the mx conversion passes and their registration.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_CONVERSION_PASSES_H
+#define MX_CONVERSION_PASSES_H
+
+#include "mx/Conversion/MXToLinalg/MXToLinalg.h"
+
+#include "mlir/Pass/Pass.h"
+
+namespace mx {
+
+#define GEN_PASS_DECL
+#include "mx/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "mx/Conversion/Passes.h.inc"
+
+} // namespace mx
+
+#endif // MX_CONVERSION_PASSES_H

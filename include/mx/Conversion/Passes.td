@@ -1,0 +1,50 @@
+//===- Passes.td - mx conversion passes ---------------------*- tablegen -*-===//
+//
+// Declares every pass that lowers the mx dialect. Each lowering lives in its
+// own Conversion/<From>To<To> directory and exposes a populate function; the
+// passes here are thin drivers around those patterns.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_CONVERSION_PASSES_TD
+#define MX_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertMXToLinalg : Pass<"convert-mx-to-linalg"> {
+  let summary = "Lower mx ops to linalg, tensor and arith (the portable reference)";
+  let description = [{
+    Rewrites every mx op into tensor-level linalg, tensor, arith and math ops
+    that run on any target. FP8 and E8M0 conversions are emitted as integer
+    bit manipulation (round-to-nearest-even, saturation, subnormals, NaN and
+    Inf rules of docs/numerics.md), because LLVM has no FP8 types and
+    `arith.truncf` to `f8E4M3FN` does not lower to LLVM on the CPU.
+
+    * `mx.quantize`: `tensor.pad` to whole blocks, `tensor.expand_shape` to
+      `[n0, b0, n1, b1, ...]`, a `linalg.reduce` for each block's amax, one
+      `linalg.generic` for the scales and one for the elements.
+    * `mx.dequantize`: one `linalg.generic` reading each element's block scale
+      through a `floordiv` indexing map.
+    * `mx.swizzle` / `mx.unswizzle`: pad or slice, reshape and
+      `linalg.transpose`.
+    * `mx.scaled_matmul`: dequantize both operands to f32 and contract over K
+      in f32.
+
+    Example:
+
+    ```mlir
+    // mx-opt --convert-mx-to-linalg
+    %d, %s = mx.quantize %x block [1, 32]
+        : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+    // becomes tensor.expand_shape + linalg.reduce + 2 x linalg.generic
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+}
+
+#endif // MX_CONVERSION_PASSES_TD

@@ -1,0 +1,43 @@
+//===- MXOps.h - Operations of the mx dialect -------------------*- C++ -*-===//
+//
+// Declares the mx operations and the shape arithmetic that their verifiers
+// and every lowering share: the scale shape of a block quantization and the
+// 5-D shape of swizzled (128x4-tiled) scales.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_DIALECT_MX_IR_MXOPS_H
+#define MX_DIALECT_MX_IR_MXOPS_H
+
+#include "mx/Dialect/MX/IR/MXDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mx {
+
+/// Rows and columns of one scale tile of the swizzled layout.
+constexpr int64_t kSwizzleTileRows = 128;
+constexpr int64_t kSwizzleTileCols = 4;
+
+/// `ceil(shape / block)` per dimension: the shape of a quantization's scales.
+llvm::SmallVector<int64_t> getScalesShape(llvm::ArrayRef<int64_t> shape,
+                                          llvm::ArrayRef<int64_t> block);
+
+/// The swizzled shape `[R'/128, C'/4, 32, 4, 4]` of an `[rows, cols]` scale
+/// matrix whose rows are its unscaled dimension.
+llvm::SmallVector<int64_t> getSwizzledShape(int64_t rows, int64_t cols);
+
+/// The largest finite value and emax (exponent of the largest power of two not
+/// above it) of an mx element type (f8E4M3FN or f8E5M2).
+double getMaxFinite(mlir::Type elementType);
+int64_t getEmax(mlir::Type elementType);
+
+} // namespace mx
+
+#define GET_OP_CLASSES
+#include "mx/Dialect/MX/IR/MXOps.h.inc"
+
+#endif // MX_DIALECT_MX_IR_MXOPS_H

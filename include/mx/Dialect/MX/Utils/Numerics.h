@@ -1,0 +1,53 @@
+//===- Numerics.h - Scalar builders for the mx numerics ---------*- C++ -*-===//
+//
+// Builders that emit the mx scale and FP8 conversion rules (docs/numerics.md)
+// as scalar arith ops on integer bit patterns. The CPU lowering uses all of
+// them, since LLVM has no FP8 types; the GPU lowering shares the scale rules
+// and replaces only the element conversion with the hardware `cvt`. Keeping
+// one implementation of the exponent math is what makes the lowerings agree
+// bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_DIALECT_MX_UTILS_NUMERICS_H
+#define MX_DIALECT_MX_UTILS_NUMERICS_H
+
+#include "mx/Dialect/MX/IR/MXDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mx {
+
+/// The E8M0 byte (as i32, 0..255) of a block whose f32 `amax` is given, for
+/// the power-of-two roundings `ceil` and `floor`; 255 marks a NaN block.
+mlir::Value buildScaleExponent(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value amax, ScaleRounding rounding,
+                               mlir::Type elementType);
+
+/// The f32 scale of `exact` rounding: amax / maxfinite, 2^-127 for an all-zero
+/// block, the largest finite f32 for a block holding an infinity.
+mlir::Value buildExactScale(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value amax, mlir::Type elementType);
+
+/// 2^(e - 127) as f32 for an i32 E8M0 byte `e` (NaN for 255).
+mlir::Value buildScaleValue(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value exponent);
+
+/// 2^(127 - e) as f32 for an i32 E8M0 byte `e` (NaN for 255): the factor that
+/// moves a block into the element range with one exact multiplication.
+mlir::Value buildInverseScaleValue(mlir::OpBuilder &b, mlir::Location loc,
+                                   mlir::Value exponent);
+
+/// Converts f32 `value` to the bits (i8) of `elementType` with
+/// round-to-nearest-even, saturation to +-maxfinite and subnormal results;
+/// NaN becomes the positive NaN byte 0x7F.
+mlir::Value buildTruncToElementBits(mlir::OpBuilder &b, mlir::Location loc,
+                                    mlir::Value value, mlir::Type elementType);
+
+/// Decodes the bits (i8) of an `elementType` value to f32 exactly.
+mlir::Value buildExtFromElementBits(mlir::OpBuilder &b, mlir::Location loc,
+                                    mlir::Value bits, mlir::Type elementType);
+
+} // namespace mx
+
+#endif // MX_DIALECT_MX_UTILS_NUMERICS_H

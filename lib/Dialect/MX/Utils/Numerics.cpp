@@ -1,0 +1,238 @@
+//===- Numerics.cpp - Scalar builders for the mx numerics -----------------===//
+//
+// Each builder works on IEEE bit patterns with integer arith ops only (plus
+// the one correctly rounded f32 division the spec prescribes), which lowers to
+// any target and makes every special case explicit: NaN and Inf blocks, zero
+// blocks, subnormal quotients and subnormal FP8 encodings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mx/Dialect/MX/Utils/Numerics.h"
+#include "mx/Dialect/MX/IR/MXOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mx;
+
+namespace {
+
+/// The bit layout of an FP8 element type.
+struct ElementFormat {
+  int mantissaBits;
+  int exponentBits;
+  int bias;
+  uint32_t maxFiniteCode; // the byte of +maxfinite
+  uint32_t maxFiniteF32Bits;
+};
+
+ElementFormat getElementFormat(Type elementType) {
+  if (isa<Float8E4M3FNType>(elementType))
+    return {3, 4, 7, 0x7E, 0x43E00000};  // 448
+  return {2, 5, 15, 0x7B, 0x47600000};   // 57344
+}
+
+/// Small helper to keep the bit manipulation readable.
+struct BitBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value f32(float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value bitsToF32(Value v) {
+    return arith::BitcastOp::create(b, loc, b.getF32Type(), v);
+  }
+  Value f32ToBits(Value v) {
+    return arith::BitcastOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value band(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value bor(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value shl(Value x, Value y) { return arith::ShLIOp::create(b, loc, x, y); }
+  Value shr(Value x, Value y) { return arith::ShRUIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value select(Value c, Value t, Value f) {
+    return arith::SelectOp::create(b, loc, c, t, f);
+  }
+  Value isNaN(Value f) {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, f, f);
+  }
+  Value isInf(Value nonNegative) {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                 nonNegative,
+                                 f32(std::numeric_limits<float>::infinity()));
+  }
+};
+
+constexpr int64_t kNaNExponent = 255;
+constexpr int64_t kMaxExponent = 254;
+constexpr int64_t kF32Pow2Minus127 = 0x00400000; // 2^-127, an f32 subnormal
+constexpr int64_t kF32QuietNaN = 0x7FC00000;
+
+} // namespace
+
+Value mx::buildScaleExponent(OpBuilder &b, Location loc, Value amax,
+                             ScaleRounding rounding, Type elementType) {
+  assert(rounding != ScaleRounding::exact && "exact scales are not E8M0");
+  BitBuilder bb{b, loc};
+  using P = arith::CmpIPredicate;
+  Value exponent;
+  if (rounding == ScaleRounding::ceil) {
+    // b = biased exponent of q, plus one when q is not a power of two; a
+    // subnormal q rounds up to 2^-126 unless it is at most 2^-127.
+    Value quotient = arith::DivFOp::create(
+        b, loc, amax, bb.f32(static_cast<float>(getMaxFinite(elementType))));
+    Value bits = bb.f32ToBits(quotient);
+    Value biased = bb.band(bb.shr(bits, bb.i32(23)), bb.i32(0xFF));
+    Value mantissa = bb.band(bits, bb.i32(0x7FFFFF));
+    Value roundUp = arith::ExtUIOp::create(
+        b, loc, b.getI32Type(), bb.cmp(P::ne, mantissa, bb.i32(0)));
+    Value subnormal = arith::ExtUIOp::create(
+        b, loc, b.getI32Type(), bb.cmp(P::ugt, bits, bb.i32(kF32Pow2Minus127)));
+    exponent = bb.select(bb.cmp(P::eq, biased, bb.i32(0)), subnormal,
+                         bb.add(biased, roundUp));
+  } else {
+    // OCP MX: exponent(amax) - emax; amax is never negative here.
+    Value biased = bb.shr(bb.f32ToBits(amax), bb.i32(23));
+    exponent = bb.sub(biased, bb.i32(getEmax(elementType)));
+    exponent = arith::MaxSIOp::create(b, loc, exponent, bb.i32(0));
+  }
+  exponent = arith::MinSIOp::create(b, loc, exponent, bb.i32(kMaxExponent));
+  exponent = bb.select(bb.isInf(amax), bb.i32(kMaxExponent), exponent);
+  return bb.select(bb.isNaN(amax), bb.i32(kNaNExponent), exponent);
+}
+
+Value mx::buildExactScale(OpBuilder &b, Location loc, Value amax,
+                          Type elementType) {
+  BitBuilder bb{b, loc};
+  Value quotient = arith::DivFOp::create(
+      b, loc, amax, bb.f32(static_cast<float>(getMaxFinite(elementType))));
+  Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, amax,
+                                       bb.f32(0.0f));
+  quotient =
+      bb.select(isZero, bb.bitsToF32(bb.i32(kF32Pow2Minus127)), quotient);
+  return bb.select(bb.isInf(amax),
+                   bb.f32(std::numeric_limits<float>::max()), quotient);
+}
+
+Value mx::buildScaleValue(OpBuilder &b, Location loc, Value exponent) {
+  BitBuilder bb{b, loc};
+  using P = arith::CmpIPredicate;
+  Value bits = bb.shl(exponent, bb.i32(23));
+  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(0)),
+                   bb.i32(kF32Pow2Minus127), bits);
+  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kNaNExponent)),
+                   bb.i32(kF32QuietNaN), bits);
+  return bb.bitsToF32(bits);
+}
+
+Value mx::buildInverseScaleValue(OpBuilder &b, Location loc, Value exponent) {
+  BitBuilder bb{b, loc};
+  using P = arith::CmpIPredicate;
+  // 2^(127 - e) has the biased f32 exponent 254 - e.
+  Value bits = bb.shl(bb.sub(bb.i32(2 * 127), exponent), bb.i32(23));
+  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kMaxExponent)),
+                   bb.i32(kF32Pow2Minus127), bits);
+  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kNaNExponent)),
+                   bb.i32(kF32QuietNaN), bits);
+  return bb.bitsToF32(bits);
+}
+
+Value mx::buildTruncToElementBits(OpBuilder &b, Location loc, Value value,
+                                  Type elementType) {
+  ElementFormat fmt = getElementFormat(elementType);
+  BitBuilder bb{b, loc};
+  using P = arith::CmpIPredicate;
+  Value bits = bb.f32ToBits(value);
+  Value sign = bb.band(bb.shr(bits, bb.i32(24)), bb.i32(0x80));
+  Value magnitude = bb.band(bits, bb.i32(0x7FFFFFFF));
+
+  // Normal results: round the f32 mantissa to `mantissaBits` to nearest even
+  // by adding half an ulp minus one plus the kept lsb, then rebias. A carry
+  // into the exponent is the correct rounding to the next binade.
+  int shift = 23 - fmt.mantissaBits;
+  Value keptLsb = bb.band(bb.shr(magnitude, bb.i32(shift)), bb.i32(1));
+  Value rounded = bb.add(magnitude, bb.add(keptLsb, bb.i32((1 << (shift - 1)) - 1)));
+  Value normalCode =
+      bb.sub(bb.shr(rounded, bb.i32(shift)),
+             bb.i32(int64_t(127 - fmt.bias) << fmt.mantissaBits));
+
+  // Subnormal results: the significand (implicit bit made explicit) shifted
+  // right so that one unit is the smallest subnormal, rounded to nearest even.
+  // Shifts past 25 round to zero for every f32 significand, so they clamp.
+  Value exponent = bb.shr(magnitude, bb.i32(23));
+  Value significand =
+      bb.bor(bb.band(magnitude, bb.i32(0x7FFFFF)), bb.i32(0x800000));
+  Value rshift = bb.sub(bb.i32(151 - fmt.bias - fmt.mantissaBits), exponent);
+  rshift = arith::MinUIOp::create(b, loc, rshift, bb.i32(25));
+  Value truncated = bb.shr(significand, rshift);
+  Value remainder =
+      bb.band(significand, bb.sub(bb.shl(bb.i32(1), rshift), bb.i32(1)));
+  Value half = bb.shl(bb.i32(1), bb.sub(rshift, bb.i32(1)));
+  Value tieToOdd = arith::AndIOp::create(
+      b, loc, bb.cmp(P::eq, remainder, half),
+      bb.cmp(P::ne, bb.band(truncated, bb.i32(1)), bb.i32(0)));
+  Value roundUp = arith::OrIOp::create(b, loc, bb.cmp(P::ugt, remainder, half),
+                                       tieToOdd);
+  Value subnormalCode = bb.add(
+      truncated, arith::ExtUIOp::create(b, loc, b.getI32Type(), roundUp));
+
+  int64_t minNormalBits = int64_t(127 - fmt.bias + 1) << 23;
+  Value code = bb.select(bb.cmp(P::ult, magnitude, bb.i32(minNormalBits)),
+                         subnormalCode, normalCode);
+  code = bb.select(bb.cmp(P::ugt, magnitude, bb.i32(fmt.maxFiniteF32Bits)),
+                   bb.i32(fmt.maxFiniteCode), code);
+  code = bb.bor(code, sign);
+  code = bb.select(bb.cmp(P::ugt, magnitude, bb.i32(0x7F800000)),
+                   bb.i32(0x7F), code);
+  return arith::TruncIOp::create(b, loc, b.getI8Type(), code);
+}
+
+Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
+                                  Type elementType) {
+  ElementFormat fmt = getElementFormat(elementType);
+  BitBuilder bb{b, loc};
+  using P = arith::CmpIPredicate;
+  Value byte = arith::ExtUIOp::create(b, loc, b.getI32Type(), bits);
+  Value sign = bb.shl(bb.band(byte, bb.i32(0x80)), bb.i32(24));
+  int64_t exponentMask = (1 << fmt.exponentBits) - 1;
+  Value exponent = bb.band(bb.shr(byte, bb.i32(fmt.mantissaBits)),
+                           bb.i32(exponentMask));
+  Value mantissa = bb.band(byte, bb.i32((1 << fmt.mantissaBits) - 1));
+
+  Value normal = bb.bor(
+      bb.shl(bb.add(exponent, bb.i32(127 - fmt.bias)), bb.i32(23)),
+      bb.shl(mantissa, bb.i32(23 - fmt.mantissaBits)));
+  // A subnormal is mantissa * 2^(1 - bias - mantissaBits), exact in f32.
+  Value subnormal = arith::MulFOp::create(
+      b, loc, arith::UIToFPOp::create(b, loc, b.getF32Type(), mantissa),
+      bb.f32(std::ldexp(1.0f, 1 - fmt.bias - fmt.mantissaBits)));
+  Value magnitude = bb.select(bb.cmp(P::eq, exponent, bb.i32(0)),
+                              bb.f32ToBits(subnormal), normal);
+
+  Value allOnes = bb.cmp(P::eq, exponent, bb.i32(exponentMask));
+  Value isNaN;
+  if (isa<Float8E4M3FNType>(elementType)) {
+    // E4M3FN has no infinities; only S.1111.111 is NaN.
+    isNaN = arith::AndIOp::create(
+        b, loc, allOnes,
+        bb.cmp(P::eq, mantissa, bb.i32((1 << fmt.mantissaBits) - 1)));
+  } else {
+    Value zeroMantissa = bb.cmp(P::eq, mantissa, bb.i32(0));
+    isNaN = arith::AndIOp::create(
+        b, loc, allOnes,
+        arith::XOrIOp::create(b, loc, zeroMantissa,
+                              arith::ConstantIntOp::create(b, loc, 1, 1)));
+    magnitude = bb.select(arith::AndIOp::create(b, loc, allOnes, zeroMantissa),
+                          bb.i32(0x7F800000), magnitude);
+  }
+  Value result = bb.select(isNaN, bb.i32(kF32QuietNaN), bb.bor(magnitude, sign));
+  return bb.bitsToF32(result);
+}

@@ -1,0 +1,34 @@
+# lit configuration of the mx regression tests: FileCheck tests of the IR and
+# executed CPU tests through mlir-runner (substitution %mlir_runner_libs).
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "MX"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mx_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+runner_libs = ",".join(
+    os.path.join(config.llvm_lib_dir, name)
+    for name in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+config.substitutions.append(("%mlir_runner_libs", runner_libs))
+
+tools = [
+    "mx-opt",
+    "mlir-runner",
+    "mlir-translate",
+]
+llvm_config.add_tool_substitutions(
+    tools, [os.path.join(config.mx_obj_root, "bin"), config.llvm_tools_dir])
+
+ptxas = os.path.join(config.cuda_toolkit_bin or "", "ptxas")
+if config.cuda_toolkit_bin and os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -1,0 +1,32 @@
+//===- mx-opt.cpp - The mx optimizer driver -------------------------------===//
+//
+// mlir-opt with the mx dialect, its conversion passes and its pipelines added.
+// Every upstream dialect, pass and LLVM IR translation is registered too, so
+// one tool takes a .mlir file from mx ops down to LLVM IR or a GPU binary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mx/Conversion/Passes.h"
+#include "mx/Dialect/MX/IR/MXDialect.h"
+#include "mx/Pipelines/Pipelines.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  mx::registerMXConversionPasses();
+  mx::registerMXPipelines();
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  registry.insert<mx::MXDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "mx optimizer driver\n", registry));
+}
