@@ -1,0 +1,258 @@
+// RUN: mx-opt %s --split-input-file --verify-diagnostics
+
+func.func @quantize_dynamic(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op requires static shapes, got 'tensor<?x64xf32>'}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_data_shape(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op data shape [4, 32] must equal the input shape [4, 64]}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x32xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_block_rank(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op expected one block entry per input dimension (2), got block [32]}}
+  %d, %s = mx.quantize %x block [32] : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_block_zero(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op block entries must be positive, got [1, 0]}}
+  %d, %s = mx.quantize %x block [1, 0] : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_scales_shape(%x: tensor<4x70xf32>) {
+  // expected-error @+1 {{'mx.quantize' op expected scales of shape [4, 3] (ceil of input shape [4, 70] / block [1, 32]), got [4, 2]}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x70xf32> -> tensor<4x70xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_exact_e8m0(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op rounding 'exact' needs f32 scales, got 'f8E8M0FNU' (power-of-two scales need 'ceil' or 'floor')}}
+  %d, %s = mx.quantize %x block [1, 32] rounding exact : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_input_type(%x: tensor<4x64xf64>) {
+  // expected-error @+1 {{'mx.quantize' op operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4x64xf64>'}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf64> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_element_type(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op result #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values, but got 'tensor<4x64xbf16>'}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xbf16>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_scale_type(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op result #1 must be ranked tensor of f8E8M0FNU type or 32-bit float values, but got 'tensor<4x2xf16>'}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf16>
+  return
+}
+
+// -----
+
+func.func @dequantize_result_shape(%d: tensor<4x64xf8E4M3FN>, %s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.dequantize' op result shape [64, 4] must equal the data shape [4, 64]}}
+  %x = mx.dequantize %d, %s block [1, 32] : tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU> -> tensor<64x4xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_scales_shape(%d: tensor<4x64xf8E4M3FN>, %s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.dequantize' op expected scales of shape [1, 64] (ceil of data shape [4, 64] / block [32, 1]), got [4, 2]}}
+  %x = mx.dequantize %d, %s block [32, 1] : tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU> -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @swizzle_rank(%s: tensor<2x4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op expected 2-D scales, got 'tensor<2x4x2xf8E8M0FNU>'}}
+  %t = mx.swizzle %s : tensor<2x4x2xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_result_rank(%s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op expected 5-D swizzled scales, got 'tensor<512xf8E8M0FNU>'}}
+  %t = mx.swizzle %s : tensor<4x2xf8E8M0FNU> -> tensor<512xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_dim(%s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op unscaled_dim must be 0 or 1, got 2}}
+  %t = mx.swizzle %s unscaled_dim 2 : tensor<4x2xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_element_type(%s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op swizzled and linear scales must have one element type, got 'f32' and 'f8E8M0FNU'}}
+  %t = mx.swizzle %s : tensor<4x2xf8E8M0FNU> -> tensor<1x1x32x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @swizzle_shape(%s: tensor<500x6xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op expected swizzled shape [4, 2, 32, 4, 4] for [500, 6] scales with unscaled_dim 0, got [4, 1, 32, 4, 4]}}
+  %t = mx.swizzle %s : tensor<500x6xf8E8M0FNU> -> tensor<4x1x32x4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_columnwise_shape(%s: tensor<16x200xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op expected swizzled shape [2, 4, 32, 4, 4] for [16, 200] scales with unscaled_dim 1, got [1, 50, 32, 4, 4]}}
+  %t = mx.swizzle %s unscaled_dim 1 : tensor<16x200xf8E8M0FNU> -> tensor<1x50x32x4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_dynamic(%s: tensor<?x6xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op requires static shapes, got 'tensor<?x6xf8E8M0FNU>'}}
+  %t = mx.swizzle %s : tensor<?x6xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @unswizzle_shape(%t: tensor<4x2x32x4x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.unswizzle' op expected swizzled shape [1, 2, 32, 4, 4] for [100, 6] scales with unscaled_dim 0, got [4, 2, 32, 4, 4]}}
+  %s = mx.unswizzle %t : tensor<4x2x32x4x4xf8E8M0FNU> -> tensor<100x6xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @unswizzle_rank(%t: tensor<4x2x32x16xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.unswizzle' op expected 5-D swizzled scales, got 'tensor<4x2x32x16xf8E8M0FNU>'}}
+  %s = mx.unswizzle %t : tensor<4x2x32x16xf8E8M0FNU> -> tensor<500x6xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<2x64x64xf8E4M3FN>, %as: tensor<2x64x2xf8E8M0FNU>, %b: tensor<64x64xf8E4M3FN>, %bs: tensor<64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected 2-D lhs [M, K] and rhs [N, K], got 'tensor<2x64x64xf8E4M3FN>' and 'tensor<64x64xf8E4M3FN>'}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<2x64x64xf8E4M3FN>, tensor<2x64x2xf8E8M0FNU>, tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<64x128xf8E4M3FN>, %bs: tensor<64x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op lhs K (64) must equal rhs K (128); rhs is [N, K]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_block_entries(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<64x64xf8E4M3FN>, %bs: tensor<64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected a 2-entry positive rhs_block, got [32]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [32]
+      : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k_multiple(%a: tensor<64x100xf8E4M3FN>, %as: tensor<64x4xf8E8M0FNU>, %b: tensor<64x100xf8E4M3FN>, %bs: tensor<64x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op K = 100 is not a multiple of the lhs block's K extent 32}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x100xf8E4M3FN>, tensor<64x4xf8E8M0FNU>, tensor<64x100xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_scales_shape(%a: tensor<64x256xf8E4M3FN>, %as: tensor<64x2xf32>, %b: tensor<200x256xf8E4M3FN>, %bs: tensor<1x2xf32>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected scales of shape [2, 2] (ceil of rhs shape [200, 256] / block [128, 128]), got [1, 2]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
+      : tensor<64x256xf8E4M3FN>, tensor<64x2xf32>, tensor<200x256xf8E4M3FN>, tensor<1x2xf32> -> tensor<64x200xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_scales_rank(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2x1xf8E8M0FNU>, %b: tensor<64x64xf8E4M3FN>, %bs: tensor<64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected lhs scales to be 2-D (linear) or 5-D (swizzled), got 'tensor<64x2x1xf8E8M0FNU>'}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x64xf8E4M3FN>, tensor<64x2x1xf8E8M0FNU>, tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_swizzled_block(%a: tensor<128x128xf8E4M3FN>, %as: tensor<1x1x32x4x4xf32>, %b: tensor<64x128xf8E4M3FN>, %bs: tensor<64x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op swizzled lhs scales need a [1, k] block, got [128, 128]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [128, 128] rhs_block [1, 32]
+      : tensor<128x128xf8E4M3FN>, tensor<1x1x32x4x4xf32>, tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<128x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_swizzled_shape(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<2x4x32x4x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected swizzled rhs scales of shape [1, 4, 32, 4, 4], got [2, 4, 32, 4, 4]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU> -> tensor<256x128xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_shape(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected result shape [64, 32] ([M, N]), got [64, 64]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_data_type(%a: tensor<64x64xbf16>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op operand #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values, but got 'tensor<64x64xbf16>'}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x64xbf16>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+func.func @bad_rounding(%x: tensor<4x64xf32>) {
+  // expected-error @+2 {{expected ::mx::ScaleRounding to be one of: ceil, floor, exact}}
+  // expected-error @+1 {{failed to parse MX_ScaleRoundingAttr parameter 'value'}}
+  %d, %s = mx.quantize %x block [1, 32] rounding nearest : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
