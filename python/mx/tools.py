@@ -1,0 +1,196 @@
+"""mx.tools: run `mx-opt` and the CPU pipeline from Python.
+
+Finds the project's tools (`mx-opt` from the build tree or $MX_OPT, `mlir-runner` from LLVM 22 or
+$MLIR_RUNNER), runs pass pipelines on MLIR text, and executes mx ops on numpy arrays through the CPU
+reference pipeline (`--mx-lower-to-cpu` then `mlir-runner`). Inputs are embedded as hex dense constants
+and outputs are printed as integer bit patterns, so every value, NaN payloads and signed zeros
+included, survives the round trip exactly; the `cpu_*` functions mirror the `mx.reference` API.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from . import reference
+
+_REPO = Path(__file__).resolve().parents[2]
+_LLVM_BIN = Path("/usr/lib/llvm-22/bin")
+_LLVM_LIB = Path("/usr/lib/llvm-22/lib")
+
+# numpy dtype <-> MLIR element type.
+_MLIR_TYPES = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float16): "f16",
+    np.dtype(ml_dtypes.bfloat16): "bf16",
+    np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
+    np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
+    np.dtype(ml_dtypes.float8_e8m0fnu): "f8E8M0FNU",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32",
+}
+_NUMPY_TYPES = {name: dtype for dtype, name in _MLIR_TYPES.items()}
+
+
+class ToolError(RuntimeError):
+    """A tool exited non-zero; the message holds its command line and stderr."""
+
+
+def find_tool(name: str) -> Path:
+    """Locates `mx-opt` or an LLVM tool: $MX_OPT / $MLIR_RUNNER, the build tree, LLVM 22, then PATH."""
+    env = os.environ.get(name.upper().replace("-", "_"))
+    candidates = [Path(env)] if env else []
+    candidates += [_REPO / "build" / "bin" / name, _LLVM_BIN / name]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    raise FileNotFoundError(f"cannot find {name}; build the project (utils/setup.sh) or set "
+                            f"${name.upper().replace('-', '_')}")
+
+
+def _run(command: Sequence[str | Path], stdin: str) -> str:
+    result = subprocess.run([str(c) for c in command], input=stdin, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ToolError(f"{' '.join(map(str, command))} failed ({result.returncode}):\n{result.stderr}")
+    return result.stdout
+
+
+def run_mx_opt(source: str, *args: str) -> str:
+    """Runs `mx-opt ARGS` on MLIR text and returns the printed result."""
+    return _run([find_tool("mx-opt"), *args], source)
+
+
+def run_cpu(source: str, entry: str = "main") -> str:
+    """Lowers MLIR text with `--mx-lower-to-cpu` and runs `entry` (no arguments, no results) with
+    mlir-runner; returns what the program printed."""
+    lowered = run_mx_opt(source, "--mx-lower-to-cpu")
+    libs = ",".join(str(_LLVM_LIB / lib) for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+    return _run([find_tool("mlir-runner"), "-e", entry, "-entry-point-result=void",
+                 f"-shared-libs={libs}"], lowered)
+
+
+def mlir_type(shape: Sequence[int], dtype) -> str:
+    """The MLIR tensor type of an array: `tensor<4x32xbf16>`."""
+    return "tensor<" + "".join(f"{d}x" for d in shape) + _MLIR_TYPES[np.dtype(dtype)] + ">"
+
+
+def dense_literal(array: np.ndarray) -> str:
+    """An exact `dense<"0x...">` constant of `array` (little-endian raw bytes, any element type)."""
+    raw = np.ascontiguousarray(array).tobytes()
+    return f'dense<"0x{raw.hex().upper()}"> : {mlir_type(array.shape, array.dtype)}'
+
+
+@dataclass
+class Output:
+    """One value the program prints: an SSA name, its shape and its numpy element type."""
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+_MEMREF_RE = re.compile(r"sizes = \[([0-9, ]*)\][^\n]*data = \n(.*?)(?=\nUnranked Memref|\Z)", re.S)
+
+
+def run_program(inputs: dict[str, np.ndarray], body: str, outputs: Sequence[Output]) -> list[np.ndarray]:
+    """Runs `body` (MLIR ops using `%name` for every input) on the CPU and returns each output exactly.
+
+    Each output is bitcast to an integer type, widened to i32 and printed with printMemrefI32, then
+    reassembled into an array of its own dtype from those bit patterns.
+    """
+    lines = ["func.func private @printMemrefI32(memref<*xi32>) attributes {llvm.emit_c_interface}",
+             "func.func @main() {"]
+    lines += [f"  %{name} = arith.constant {dense_literal(value)}" for name, value in inputs.items()]
+    lines.append(body)
+    for index, out in enumerate(outputs):
+        width = np.dtype(out.dtype).itemsize * 8
+        src = mlir_type(out.shape, out.dtype)
+        ints = mlir_type(out.shape, np.dtype(f"int{width}"))
+        wide = mlir_type(out.shape, np.int32)
+        lines.append(f"  %bits{index} = arith.bitcast %{out.name} : {src} to {ints}")
+        value = f"%bits{index}"
+        if width < 32:
+            lines.append(f"  %wide{index} = arith.extui %bits{index} : {ints} to {wide}")
+            value = f"%wide{index}"
+        lines.append(f"  %unranked{index} = tensor.cast {value} : {wide} to tensor<*xi32>")
+        lines.append(f"  %buffer{index} = bufferization.to_buffer %unranked{index} : "
+                     f"tensor<*xi32> to memref<*xi32>")
+        lines.append(f"  call @printMemrefI32(%buffer{index}) : (memref<*xi32>) -> ()")
+    lines += ["  return", "}"]
+    printed = run_cpu("\n".join(lines))
+
+    results = []
+    matches = _MEMREF_RE.findall(printed)
+    if len(matches) != len(outputs):
+        raise ToolError(f"expected {len(outputs)} printed memrefs, got {len(matches)}:\n{printed[:2000]}")
+    for out, (sizes, data) in zip(outputs, matches):
+        values = np.array([int(v) for v in re.findall(r"-?\d+", data)], dtype=np.int64)
+        width = np.dtype(out.dtype).itemsize * 8
+        bits = (values & ((1 << width) - 1)).astype(np.dtype(f"uint{width}"))
+        results.append(bits.view(out.dtype).reshape(out.shape))
+    return results
+
+
+def _block_text(block: Sequence[int]) -> str:
+    return "[" + ", ".join(str(int(b)) for b in block) + "]"
+
+
+def cpu_quantize(x: np.ndarray, block: Sequence[int], elem: str = "f8E4M3FN",
+                 scale_type: str = "f8E8M0FNU", rounding: str = "ceil") -> tuple[np.ndarray, np.ndarray]:
+    """`mx.quantize` through the CPU pipeline; same contract as `reference.quantize`."""
+    data_dtype, scale_dtype = _NUMPY_TYPES[elem], _NUMPY_TYPES[scale_type]
+    scales_shape = reference.scales_shape(x.shape, block)
+    body = (f"  %d, %s = mx.quantize %x block {_block_text(block)} rounding {rounding} : "
+            f"{mlir_type(x.shape, x.dtype)} -> {mlir_type(x.shape, data_dtype)}, "
+            f"{mlir_type(scales_shape, scale_dtype)}")
+    data, scales = run_program({"x": x}, body, [Output("d", x.shape, data_dtype),
+                                                Output("s", scales_shape, scale_dtype)])
+    return data, scales
+
+
+def cpu_dequantize(data: np.ndarray, scales: np.ndarray, block: Sequence[int],
+                   out_dtype=np.float32) -> np.ndarray:
+    """`mx.dequantize` through the CPU pipeline; same contract as `reference.dequantize`."""
+    body = (f"  %y = mx.dequantize %d, %s block {_block_text(block)} : {mlir_type(data.shape, data.dtype)}, "
+            f"{mlir_type(scales.shape, scales.dtype)} -> {mlir_type(data.shape, out_dtype)}")
+    return run_program({"d": data, "s": scales}, body, [Output("y", data.shape, np.dtype(out_dtype))])[0]
+
+
+def _swizzle_op(op: str, source: np.ndarray, result_shape: Sequence[int], unscaled_dim: int) -> np.ndarray:
+    body = (f"  %t = mx.{op} %s unscaled_dim {unscaled_dim} : {mlir_type(source.shape, source.dtype)} -> "
+            f"{mlir_type(result_shape, source.dtype)}")
+    return run_program({"s": source}, body, [Output("t", tuple(result_shape), source.dtype)])[0]
+
+
+def cpu_swizzle(scales: np.ndarray, unscaled_dim: int = 0) -> np.ndarray:
+    """`mx.swizzle` through the CPU pipeline; same contract as `reference.swizzle`."""
+    rows, cols = scales.shape[unscaled_dim], scales.shape[1 - unscaled_dim]
+    shape = (-(-rows // 128), -(-cols // 4), 32, 4, 4)
+    return _swizzle_op("swizzle", scales, shape, unscaled_dim)
+
+
+def cpu_unswizzle(swizzled: np.ndarray, shape: Sequence[int], unscaled_dim: int = 0) -> np.ndarray:
+    """`mx.unswizzle` through the CPU pipeline; same contract as `reference.unswizzle`."""
+    return _swizzle_op("unswizzle", swizzled, shape, unscaled_dim)
+
+
+def cpu_scaled_matmul(a: np.ndarray, a_scales: np.ndarray, b: np.ndarray, b_scales: np.ndarray,
+                      a_block: Sequence[int], b_block: Sequence[int], out_dtype=np.float32) -> np.ndarray:
+    """`mx.scaled_matmul` through the CPU pipeline; same contract as `reference.scaled_matmul`."""
+    shape = (a.shape[0], b.shape[0])
+    types = ", ".join(mlir_type(v.shape, v.dtype) for v in (a, a_scales, b, b_scales))
+    body = (f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block {_block_text(a_block)} "
+            f"rhs_block {_block_text(b_block)} : {types} -> {mlir_type(shape, out_dtype)}")
+    inputs = {"a": a, "as": a_scales, "b": b, "bs": b_scales}
+    return run_program(inputs, body, [Output("c", shape, np.dtype(out_dtype))])[0]
