@@ -28,7 +28,13 @@ tools = [
 llvm_config.add_tool_substitutions(
     tools, [os.path.join(config.mx_obj_root, "bin"), config.llvm_tools_dir])
 
+config.substitutions.append(("%python", config.python_executable))
+config.environment["PYTHONPATH"] = os.path.join(config.mx_src_root, "python")
+
+# mx-opt's NVVM serialization and the PTX checks call ptxas from the CUDA
+# toolkit; without one those tests are reported UNSUPPORTED.
 ptxas = os.path.join(config.cuda_toolkit_bin or "", "ptxas")
 if config.cuda_toolkit_bin and os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+    llvm_config.with_environment("PATH", config.cuda_toolkit_bin, append_path=True)

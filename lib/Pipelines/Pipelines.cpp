@@ -5,7 +5,12 @@
 // compiled functions take plain row-major memrefs), ownership-based
 // deallocation, loops, and the standard conversions to the LLVM dialect.
 // bf16 arithmetic is expanded to integer ops because LLVM's x86 backend has
-// no native bf16 conversions.
+// no native bf16 conversions. The NVVM pipeline bufferizes the host code the
+// same way but without deallocation: its results live in device memory from
+// `gpu.alloc` and belong to the caller; upstream's GPU-to-NVVM pipeline then
+// outlines the kernels, compiles them for the chosen chip and lowers the host
+// side to `mgpu*` calls. Every public function gets a C interface
+// (`_mlir_ciface_*`) so the runtime binding can call it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +22,9 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -24,16 +32,23 @@
 
 using namespace mlir;
 
+/// Compiled functions take and return plain row-major memrefs.
+static bufferization::OneShotBufferizePassOptions
+getFunctionBoundaryBufferizeOptions() {
+  bufferization::OneShotBufferizePassOptions options;
+  options.bufferizeFunctionBoundaries = true;
+  options.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  return options;
+}
+
 void mx::buildMXToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createConvertMXToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
 
-  bufferization::OneShotBufferizePassOptions bufferizeOptions;
-  bufferizeOptions.bufferizeFunctionBoundaries = true;
-  bufferizeOptions.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferizeOptions));
+  pm.addPass(bufferization::createOneShotBufferizePass(
+      getFunctionBoundaryBufferizeOptions()));
   bufferization::buildBufferDeallocationPipeline(pm, {});
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -48,10 +63,35 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mx::buildMXToNVVMPipeline(OpPassManager &pm,
+                               const MXToNVVMPipelineOptions &options) {
+  pm.addPass(createConvertMXToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createOneShotBufferizePass(
+      getFunctionBoundaryBufferizeOptions()));
+  pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+  // Folding hoisted the kernels' constants to the host function; sink them
+  // back so that outlining does not turn each one into a kernel argument.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+
+  gpu::GPUToNVVMPipelineOptions nvvmOptions;
+  nvvmOptions.cubinChip = options.chip;
+  // PTX 8.6 is the oldest ISA with both sm_90a and sm_100a; CUDA 13 takes it.
+  nvvmOptions.cubinFeatures = "+ptx86";
+  nvvmOptions.cubinFormat = options.format;
+  nvvmOptions.optLevel = options.optLevel;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvmOptions);
+}
+
 void mx::registerMXPipelines() {
   PassPipelineRegistration<>(
       "mx-lower-to-cpu",
       "Lower mx ops through linalg and loops to the LLVM dialect for the CPU "
       "(the reference path; run the result with mlir-runner).",
       buildMXToCPUPipeline);
+  PassPipelineRegistration<MXToNVVMPipelineOptions>(
+      "mx-lower-to-nvvm",
+      "Lower mx ops to GPU kernels compiled for an NVIDIA chip (embedded "
+      "binary) and host code calling the mx_runtime library.",
+      buildMXToNVVMPipeline);
 }

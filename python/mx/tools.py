@@ -81,6 +81,16 @@ def run_cpu(source: str, entry: str = "main") -> str:
                  f"-shared-libs={libs}"], lowered)
 
 
+_ASSEMBLY_RE = re.compile(r'assembly = "((?:[^"\\]|\\.)*)"')
+
+
+def extract_ptx(lowered: str) -> list[str]:
+    """The PTX text of every `gpu.binary` object in a module lowered with `format=isa`."""
+    def unescape(text: str) -> str:
+        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text)
+    return [unescape(m.group(1)) for m in _ASSEMBLY_RE.finditer(lowered)]
+
+
 def mlir_type(shape: Sequence[int], dtype) -> str:
     """The MLIR tensor type of an array: `tensor<4x32xbf16>`."""
     return "tensor<" + "".join(f"{d}x" for d in shape) + _MLIR_TYPES[np.dtype(dtype)] + ">"
@@ -194,3 +204,11 @@ def cpu_scaled_matmul(a: np.ndarray, a_scales: np.ndarray, b: np.ndarray, b_scal
             f"rhs_block {_block_text(b_block)} : {types} -> {mlir_type(shape, out_dtype)}")
     inputs = {"a": a, "as": a_scales, "b": b, "bs": b_scales}
     return run_program(inputs, body, [Output("c", shape, np.dtype(out_dtype))])[0]
+
+
+if __name__ == "__main__":
+    # `python -m mx.tools ptx < lowered.mlir`: print the PTX of a module lowered with format=isa.
+    import sys
+    if sys.argv[1:] != ["ptx"]:
+        sys.exit("usage: python -m mx.tools ptx < lowered.mlir > kernels.ptx")
+    sys.stdout.write("\n".join(extract_ptx(sys.stdin.read())))

@@ -47,4 +47,41 @@ def ConvertMXToLinalg : Pass<"convert-mx-to-linalg"> {
   ];
 }
 
+def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Lower mx ops to GPU kernels (gpu.launch + NVVM) on device buffers";
+  let description = [{
+    Rewrites mx ops on tensors into `gpu.launch` kernels that read and write
+    device buffers: inputs are taken with `bufferization.to_buffer`, results
+    are allocated with `gpu.alloc` (owned by the caller once returned) and
+    handed back with `bufferization.to_tensor`. The kernels use 16-byte vector
+    loads, warp shuffles for the block amax, the hardware FP8 conversion
+    `cvt.rn.satfinite.{e4m3,e5m2}x2.f32` and the shared E8M0 exponent
+    builders, so their results equal the CPU lowering bit for bit.
+
+    `mx.quantize` with `[1, 32]` blocks becomes one kernel; when its scales
+    feed only an `mx.swizzle` (unscaled_dim 0), that kernel writes the 128x4
+    tiled layout directly and the swizzle disappears. An op without a GPU
+    kernel is reported with the reason, and the pass fails.
+
+    Example:
+
+    ```mlir
+    // mx-opt --convert-mx-to-gpu
+    %d, %s = mx.quantize %x block [1, 32]
+        : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
+    %t = mx.swizzle %s : tensor<256x16xf8E8M0FNU> -> tensor<2x4x32x4x4xf8E8M0FNU>
+    // becomes gpu.alloc x 2 + one gpu.launch writing data and tiled scales
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::NVVM::NVVMDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // MX_CONVERSION_PASSES_TD

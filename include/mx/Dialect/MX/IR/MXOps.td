@@ -68,7 +68,7 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
     DefaultValuedAttr<MX_ScaleRoundingAttr, "::mx::ScaleRounding::ceil">:$rounding);
   let results = (outs MX_ElementTensor:$data, MX_ScaleTensor:$scales);
   let assemblyFormat = [{
-    $input `block` $block (`rounding` $rounding^)? attr-dict
+    $input `block` $block (`rounding` `` $rounding^)? attr-dict
     `:` type($input) `->` type($data) `,` type($scales)
   }];
   let hasVerifier = 1;

@@ -1,0 +1,107 @@
+/* MXRuntime.h - C ABI of libmx_runtime, shared by the runtime and the lowerings.
+ *
+ * This is the only contract between compiled mx code, the Python binding and
+ * the runtime library: plain C (no CUDA headers, streams and device pointers
+ * are `void *`) so the compiler can include it to get the i32 encodings of
+ * element types and scale modes it passes to mxrtScaledMatmul. Every function
+ * returns an mxrtStatus; on failure a human-readable message (the failing
+ * call, the CUDA/cuBLAS status name and number, the device ordinal, name and
+ * compute capability) is printed to stderr and kept as the sticky last error
+ * until mxrtGetLastError() reads it. The library also exports the mgpu*
+ * entry points that MLIR's gpu-to-llvm lowering calls; those keep upstream's
+ * signatures and are deliberately not declared here.
+ */
+#ifndef MX_RUNTIME_MXRUNTIME_H
+#define MX_RUNTIME_MXRUNTIME_H
+
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define MXRT_API __declspec(dllexport)
+#else
+#define MXRT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types, encoded by the lowering as i32 constants. */
+typedef enum mxrtElemType {
+  MXRT_TYPE_F8E4M3 = 0,
+  MXRT_TYPE_F8E5M2 = 1,
+  MXRT_TYPE_BF16 = 2,
+  MXRT_TYPE_F16 = 3,
+  MXRT_TYPE_F32 = 4
+} mxrtElemType;
+
+/* Scale modes of one operand X[rows, K] (K contiguous), encoded as i32.
+ * KB = ceil(K / 128). Layouts are the ones the project's quantizers emit:
+ *  TENSOR_F32      one f32 on the device scaling the whole operand.
+ *  VEC32_UE8M0     MX: one E8M0 byte per 32 consecutive K elements, in the
+ *                  128x4 swizzled layout used by cuBLASLt and tcgen05: rows
+ *                  padded to a multiple of 128, K/32 padded to a multiple of
+ *                  4, 512-byte tiles row-major over (row / 128, kblk / 4),
+ *                  byte (r, c) of a tile at (r % 32) * 16 + (r / 32) * 4 + c.
+ *  VEC128_F32      one f32 per 1x128 block: row-major [rows, KB].
+ *  BLK128X128_F32  one f32 per 128x128 block: row-major [ceil(rows/128), KB].
+ */
+typedef enum mxrtScaleMode {
+  MXRT_SCALE_TENSOR_F32 = 0,
+  MXRT_SCALE_VEC32_UE8M0 = 1,
+  MXRT_SCALE_VEC128_F32 = 2,
+  MXRT_SCALE_BLK128X128_F32 = 3
+} mxrtScaleMode;
+
+typedef enum mxrtStatus {
+  MXRT_SUCCESS = 0,
+  MXRT_ERROR_INVALID_ARGUMENT = 1, /* bad shape, type, mode or alignment */
+  MXRT_ERROR_CUDA = 2,             /* a CUDA driver call failed */
+  MXRT_ERROR_CUBLAS = 3,           /* a cuBLASLt call failed */
+  MXRT_ERROR_NOT_SUPPORTED = 4     /* valid request this GPU cannot run */
+} mxrtStatus;
+
+/* Returns the first error recorded since the previous call ("" if none) and
+ * clears it. The text stays valid until the calling thread calls again. */
+MXRT_API const char *mxrtGetLastError(void);
+
+/* Device helpers on the current default device (see mgpuSetDefaultDevice).
+ * Copies and memset are synchronous and ordered with the legacy default
+ * stream; allocations of 0 bytes yield NULL. */
+MXRT_API int32_t mxrtMalloc(void **ptr, uint64_t bytes);
+MXRT_API int32_t mxrtFree(void *ptr);
+MXRT_API int32_t mxrtMemcpyHtoD(void *dst, const void *src, uint64_t bytes);
+MXRT_API int32_t mxrtMemcpyDtoH(void *dst, const void *src, uint64_t bytes);
+MXRT_API int32_t mxrtMemcpyDtoD(void *dst, const void *src, uint64_t bytes);
+MXRT_API int32_t mxrtMemset8(void *dst, uint8_t value, uint64_t bytes);
+MXRT_API int32_t mxrtSynchronize(void);
+MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
+
+/* out[m, n] = sum_k deq(A)[m, k] * deq(B)[n, k] with f32 accumulation, on
+ * cuBLASLt, enqueued on `stream` (NULL: legacy default stream).
+ * A: [m, k] row-major, B: [n, k] row-major (K contiguous in both), out:
+ * [m, n] row-major. aType/bType: F8E4M3 or F8E5M2 (not both E5M2); outType:
+ * BF16, F16 or F32. Both operands use TENSOR_F32, both VEC32_UE8M0, or each
+ * one of VEC128_F32 / BLK128X128_F32, with scales laid out as described at
+ * mxrtScaleMode. k must be a multiple of 16 (32 for VEC32, 128 for the
+ * 128-block modes); data, output and block-scale pointers 16-byte aligned;
+ * n * sizeof(out) a multiple of 16. What the GPU or cuBLASLt cannot run
+ * (VEC32_UE8M0 before compute capability 10.0, BLK128X128_F32 on both
+ * operands, VEC128_F32 on an operand whose rows are not a multiple of 4)
+ * fails with MXRT_ERROR_NOT_SUPPORTED; it never computes a wrong result.
+ * FP8 tensor cores of compute capability 9.x accumulate with less than f32
+ * precision (relative error ~1.3e-4 measured on H100 for any scale mode).
+ * Calls on one device are serialized by the runtime (they share a
+ * workspace); across streams they are ordered through an event. */
+MXRT_API int32_t mxrtScaledMatmul(int64_t m, int64_t n, int64_t k,
+                                  const void *a, int32_t aType,
+                                  const void *aScales, int32_t aScaleMode,
+                                  const void *b, int32_t bType,
+                                  const void *bScales, int32_t bScaleMode,
+                                  void *out, int32_t outType, void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MX_RUNTIME_MXRUNTIME_H */

@@ -1,0 +1,510 @@
+//===- CublasLt.cpp - mxrtScaledMatmul on cuBLASLt -------------------------===//
+//
+// Scaled FP8 matmul out[M,N] = deq(A)[M,K] . deq(B)[N,K]^T through cuBLASLt.
+// cuBLASLt is column-major and its FP8 kernels want the "TN" form, so the
+// problem is handed over transposed: cuBLASLt's A is our B (K x N, op T), its
+// B is our A (K x M, op N) and its D is N x M column-major, which is our
+// row-major out[M, N]; the scale pointers and modes swap along with the
+// operands. Descriptors, layouts and the heuristic's algorithm are cached per
+// problem; one cuBLASLt handle and one arena (32 MiB workspace + scratch for
+// re-laid-out scales) exist per device. Calls are serialized by a mutex and,
+// across streams, by an event recorded after each matmul, because they share
+// the arena. A request the GPU cannot run fails with MXRT_ERROR_NOT_SUPPORTED.
+//
+// Scale layouts. For each operand X[rows, K] the "outer" dimension is rows,
+// the "inner" one K, and KB = ceil(K / 128). cuBLASLt's layouts (cublasLt.h
+// defers to the cuBLAS docs; sizes as in NVIDIA CUDALibrarySamples
+// cuBLASLt/Common/helpers.h getScaleTensorSize, strides as PyTorch's
+// is_blockwise_{1x128,128x128}_scaling checks; both re-layouts below are
+// verified on H100 with cuBLAS 13.1 by python/tests/test_gpu_runtime.py):
+//  * SCALAR_32F: one f32. Passed through.
+//  * VEC32_UE8M0: the 128x4-tiled E8M0 layout of mxrtScaleMode, which is the
+//    project's layout too. Passed through.
+//  * VEC128_32F: outer-dimension-major, scale(r, j) at j * rows + r, while
+//    ours is row-major [rows][KB] (scale(r, j) at r * KB + j). The runtime
+//    transposes it into scratch with cublasLtMatrixTransform; a lowering that
+//    emits [KB][rows] directly would make this copy unnecessary.
+//  * BLK128x128_32F: row-major [ceil(rows/128)][KB] like ours, but with the
+//    row pitch rounded up to a multiple of 4 entries (16 bytes). The runtime
+//    re-pitches it with cuMemcpy2DAsync when KB % 4 != 0 and passes it
+//    through otherwise; a lowering padding rows to 4 entries avoids the copy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mx/Runtime/MXRuntime.h"
+
+#include <cublasLt.h>
+#include <cuda.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+namespace mxrt {
+// Defined in CudaRuntime.cpp (the library has no private header).
+std::string format(const char *fmt, ...);
+int32_t fail(int32_t status, const std::string &what);
+int32_t cudaFailure(CUresult result, const std::string &call);
+int32_t checkCu(CUresult result, const char *call);
+int32_t enterDevice(int *ordinal);
+void leaveDevice();
+} // namespace mxrt
+
+using namespace mxrt;
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+constexpr size_t kArenaAlign = 256;
+
+size_t alignUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+struct Problem {
+  int64_t m, n, k;
+  const void *a, *aScales, *b, *bScales;
+  void *out;
+  int32_t aType, aMode, bType, bMode, outType;
+};
+
+const char *typeName(int32_t type) {
+  static const char *names[] = {"F8E4M3", "F8E5M2", "BF16", "F16", "F32"};
+  return type >= 0 && type <= MXRT_TYPE_F32 ? names[type] : "<invalid type>";
+}
+
+const char *modeName(int32_t mode) {
+  static const char *names[] = {"TENSOR_F32", "VEC32_UE8M0", "VEC128_F32",
+                                "BLK128X128_F32"};
+  return mode >= 0 && mode <= MXRT_SCALE_BLK128X128_F32 ? names[mode]
+                                                         : "<invalid mode>";
+}
+
+cudaDataType_t cudaType(int32_t type) {
+  switch (type) {
+  case MXRT_TYPE_F8E4M3: return CUDA_R_8F_E4M3;
+  case MXRT_TYPE_F8E5M2: return CUDA_R_8F_E5M2;
+  case MXRT_TYPE_BF16: return CUDA_R_16BF;
+  case MXRT_TYPE_F16: return CUDA_R_16F;
+  default: return CUDA_R_32F;
+  }
+}
+
+cublasLtMatmulMatrixScale_t ltScaleMode(int32_t mode) {
+  switch (mode) {
+  case MXRT_SCALE_VEC32_UE8M0: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+  case MXRT_SCALE_VEC128_F32: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  case MXRT_SCALE_BLK128X128_F32: return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  default: return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  }
+}
+
+bool isBlock128(int32_t mode) {
+  return mode == MXRT_SCALE_VEC128_F32 || mode == MXRT_SCALE_BLK128X128_F32;
+}
+
+std::string problemText(const Problem &p) {
+  return format("A %s/%s, B %s/%s, out %s, m=%ld n=%ld k=%ld",
+                typeName(p.aType), modeName(p.aMode), typeName(p.bType),
+                modeName(p.bMode), typeName(p.outType), long(p.m), long(p.n),
+                long(p.k));
+}
+
+int32_t invalid(const std::string &why) {
+  return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtScaledMatmul: " + why);
+}
+
+int32_t notSupported(const Problem &p, const std::string &why) {
+  return fail(MXRT_ERROR_NOT_SUPPORTED,
+              "mxrtScaledMatmul: " + problemText(p) +
+                  " is not supported by cuBLASLt on this GPU (" + why +
+                  "); use the NVVM lowering (sm_100a tcgen05) or dequantize + "
+                  "BF16 GEMM instead");
+}
+
+std::string ltStatusText(cublasStatus_t status) {
+  return format("%s (%d): %s", cublasLtGetStatusName(status), int(status),
+                cublasLtGetStatusString(status));
+}
+
+int32_t checkLt(cublasStatus_t status, const char *call) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return MXRT_SUCCESS;
+  return fail(MXRT_ERROR_CUBLAS,
+              format("%s failed with %s", call, ltStatusText(status).c_str()));
+}
+
+int32_t validate(const Problem &p) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0)
+    return invalid(format("m, n and k must be positive, got %ld, %ld, %ld",
+                          long(p.m), long(p.n), long(p.k)));
+  auto isFp8 = [](int32_t t) {
+    return t == MXRT_TYPE_F8E4M3 || t == MXRT_TYPE_F8E5M2;
+  };
+  if (!isFp8(p.aType) || !isFp8(p.bType))
+    return invalid(format("A and B must be F8E4M3 or F8E5M2, got %s and %s",
+                          typeName(p.aType), typeName(p.bType)));
+  if (p.aType == MXRT_TYPE_F8E5M2 && p.bType == MXRT_TYPE_F8E5M2)
+    return invalid("cuBLASLt has no F8E5M2 x F8E5M2 matmul; quantize one "
+                   "operand to F8E4M3");
+  if (p.outType != MXRT_TYPE_BF16 && p.outType != MXRT_TYPE_F16 &&
+      p.outType != MXRT_TYPE_F32)
+    return invalid(format("out must be BF16, F16 or F32, got %s",
+                          typeName(p.outType)));
+  for (int32_t mode : {p.aMode, p.bMode})
+    if (mode < MXRT_SCALE_TENSOR_F32 || mode > MXRT_SCALE_BLK128X128_F32)
+      return invalid(format("unknown scale mode %d", mode));
+  bool bothBlock128 = isBlock128(p.aMode) && isBlock128(p.bMode);
+  if (p.aMode != p.bMode && !bothBlock128)
+    return invalid(format("scale modes %s (A) and %s (B) cannot be combined: "
+                          "both TENSOR_F32, both VEC32_UE8M0, or each of "
+                          "VEC128_F32 / BLK128X128_F32",
+                          modeName(p.aMode), modeName(p.bMode)));
+  // FP8 rows must be 16-byte aligned; each scale block must be whole.
+  int64_t kMultiple = bothBlock128 ? 128
+                      : p.aMode == MXRT_SCALE_VEC32_UE8M0 ? 32 : 16;
+  if (p.k % kMultiple)
+    return invalid(format("k=%ld must be a multiple of %ld for %s scales",
+                          long(p.k), long(kMultiple), modeName(p.aMode)));
+  int64_t outBytes = p.outType == MXRT_TYPE_F32 ? 4 : 2;
+  if (p.n * outBytes % 16)
+    return invalid(format("n=%ld: output rows must be a multiple of 16 bytes "
+                          "(n a multiple of %ld for %s)",
+                          long(p.n), long(16 / outBytes), typeName(p.outType)));
+  struct { const char *name; const void *ptr; size_t align; } pointers[] = {
+      {"a", p.a, 16}, {"b", p.b, 16}, {"out", p.out, 16},
+      {"aScales", p.aScales, p.aMode == MXRT_SCALE_TENSOR_F32 ? 4u : 16u},
+      {"bScales", p.bScales, p.bMode == MXRT_SCALE_TENSOR_F32 ? 4u : 16u}};
+  for (const auto &ptr : pointers) {
+    if (!ptr.ptr)
+      return invalid(format("%s is NULL", ptr.name));
+    if (reinterpret_cast<uintptr_t>(ptr.ptr) % ptr.align)
+      return invalid(format("%s=%p is not %zu-byte aligned", ptr.name, ptr.ptr,
+                            ptr.align));
+  }
+  // VEC128 scales are stored outer-dimension-major; cuBLASLt rejects rows
+  // that leave their columns unaligned (seen on H100 with cuBLAS 13.1:
+  // heuristic NOT_SUPPORTED for rows % 4 != 0, fine for 4, 12, 132, 204).
+  if ((p.aMode == MXRT_SCALE_VEC128_F32 && p.m % 4) ||
+      (p.bMode == MXRT_SCALE_VEC128_F32 && p.n % 4))
+    return notSupported(p, "cuBLASLt needs m (n) to be a multiple of 4 when "
+                           "A (B) has VEC128_F32 scales");
+  return MXRT_SUCCESS;
+}
+
+// How one operand's scales reach cuBLASLt (see the layout notes above).
+struct ScaleStaging {
+  enum Kind { PassThrough, Transpose, Repitch } kind = PassThrough;
+  size_t offset = 0, bytes = 0; // Destination inside the arena.
+  cublasLtMatrixLayout_t from = nullptr, to = nullptr; // Transpose.
+  size_t rowBytes = 0, pitch = 0, height = 0;          // Repitch.
+
+  ScaleStaging() = default;
+  ScaleStaging(const ScaleStaging &) = delete;
+  ScaleStaging &operator=(const ScaleStaging &) = delete;
+  ~ScaleStaging() {
+    if (from)
+      cublasLtMatrixLayoutDestroy(from);
+    if (to)
+      cublasLtMatrixLayoutDestroy(to);
+  }
+
+  int32_t init(int32_t mode, int64_t rows, int64_t k, size_t arenaOffset) {
+    uint64_t kb = (k + 127) / 128;
+    offset = arenaOffset;
+    if (mode == MXRT_SCALE_VEC128_F32) {
+      kind = Transpose;
+      bytes = rows * kb * sizeof(float);
+      if (int32_t status = checkLt(
+              cublasLtMatrixLayoutCreate(&from, CUDA_R_32F, kb, rows, kb),
+              "cublasLtMatrixLayoutCreate(VEC128 scales)"))
+        return status;
+      return checkLt(cublasLtMatrixLayoutCreate(&to, CUDA_R_32F, rows, kb, rows),
+                     "cublasLtMatrixLayoutCreate(VEC128 scales, transposed)");
+    }
+    if (mode == MXRT_SCALE_BLK128X128_F32 && kb % 4) {
+      kind = Repitch;
+      rowBytes = kb * sizeof(float);
+      pitch = alignUp(rowBytes, 16);
+      height = (rows + 127) / 128;
+      bytes = pitch * height;
+    }
+    return MXRT_SUCCESS;
+  }
+};
+
+// Everything cuBLASLt needs for one problem shape/type/mode combination.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t ltA = nullptr, ltB = nullptr, ltD = nullptr;
+  cublasLtMatmulAlgo_t algo = {};
+  ScaleStaging ltAScales, ltBScales; // Our B's and our A's scales.
+
+  ~Plan() {
+    for (cublasLtMatrixLayout_t layout : {ltA, ltB, ltD})
+      if (layout)
+        cublasLtMatrixLayoutDestroy(layout);
+    if (desc)
+      cublasLtMatmulDescDestroy(desc);
+  }
+  size_t arenaBytes() const {
+    return alignUp(ltBScales.offset + ltBScales.bytes, kArenaAlign);
+  }
+};
+
+struct Device {
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatrixTransformDesc_t transpose = nullptr;
+  CUdeviceptr arena = 0; // [workspace | our B's scales | our A's scales]
+  size_t arenaBytes = 0;
+  CUevent lastUse = nullptr; // Recorded after each matmul that used the arena.
+  bool used = false;
+};
+
+int32_t initDevice(Device &dev) {
+  cublasOperation_t trans = CUBLAS_OP_T;
+  int32_t status;
+  if (!dev.lastUse &&
+      (status = checkCu(cuEventCreate(&dev.lastUse, CU_EVENT_DISABLE_TIMING),
+                        "cuEventCreate")))
+    return status;
+  if (!dev.transpose &&
+      ((status = checkLt(
+            cublasLtMatrixTransformDescCreate(&dev.transpose, CUDA_R_32F),
+            "cublasLtMatrixTransformDescCreate")) ||
+       (status = checkLt(cublasLtMatrixTransformDescSetAttribute(
+                             dev.transpose, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA,
+                             &trans, sizeof(trans)),
+                         "cublasLtMatrixTransformDescSetAttribute(TRANSA)"))))
+    return status;
+  if (!dev.handle)
+    return checkLt(cublasLtCreate(&dev.handle), "cublasLtCreate");
+  return MXRT_SUCCESS;
+}
+
+template <typename T>
+int32_t setDesc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                const T &value, const char *name) {
+  return checkLt(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(T)),
+                 name);
+}
+
+int32_t createPlan(const Problem &p, Plan &plan) {
+  cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
+  int32_t ltAMode = ltScaleMode(p.bMode), ltBMode = ltScaleMode(p.aMode);
+  int32_t status;
+  if ((status = checkLt(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F,
+                                                 CUDA_R_32F),
+                        "cublasLtMatmulDescCreate")) ||
+      (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, transA,
+                        "cublasLtMatmulDescSetAttribute(TRANSA)")) ||
+      (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, transB,
+                        "cublasLtMatmulDescSetAttribute(TRANSB)")) ||
+      (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, ltAMode,
+                        "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)")) ||
+      (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, ltBMode,
+                        "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)")) ||
+      (status = checkLt(cublasLtMatrixLayoutCreate(&plan.ltA, cudaType(p.bType),
+                                                   p.k, p.n, p.k),
+                        "cublasLtMatrixLayoutCreate(A)")) ||
+      (status = checkLt(cublasLtMatrixLayoutCreate(&plan.ltB, cudaType(p.aType),
+                                                   p.k, p.m, p.k),
+                        "cublasLtMatrixLayoutCreate(B)")) ||
+      (status = checkLt(cublasLtMatrixLayoutCreate(&plan.ltD, cudaType(p.outType),
+                                                   p.n, p.m, p.n),
+                        "cublasLtMatrixLayoutCreate(D)")))
+    return status;
+  if ((status = plan.ltAScales.init(p.bMode, p.n, p.k, kWorkspaceBytes)))
+    return status;
+  return plan.ltBScales.init(
+      p.aMode, p.m, p.k,
+      alignUp(plan.ltAScales.offset + plan.ltAScales.bytes, kArenaAlign));
+}
+
+// Picks the algorithm once the scale pointers are set on the descriptor.
+int32_t chooseAlgo(const Device &dev, const Problem &p, bool aligned256,
+                   Plan &plan) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  if (int32_t status = checkLt(cublasLtMatmulPreferenceCreate(&pref),
+                               "cublasLtMatmulPreferenceCreate"))
+    return status;
+  // Algorithms may assume 256-byte aligned operands unless told otherwise.
+  uint64_t workspace = kWorkspaceBytes;
+  uint32_t align = aligned256 ? 256 : 16;
+  cublasStatus_t lt = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      sizeof(workspace));
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    if (lt == CUBLAS_STATUS_SUCCESS)
+      lt = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align,
+                                                sizeof(align));
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  if (lt == CUBLAS_STATUS_SUCCESS)
+    lt = cublasLtMatmulAlgoGetHeuristic(dev.handle, plan.desc, plan.ltA,
+                                        plan.ltB, plan.ltD, plan.ltD, pref, 1,
+                                        &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (lt == CUBLAS_STATUS_NOT_SUPPORTED ||
+      (lt == CUBLAS_STATUS_SUCCESS && found == 0))
+    return notSupported(p, lt == CUBLAS_STATUS_SUCCESS
+                               ? "cublasLtMatmulAlgoGetHeuristic found no "
+                                 "algorithm"
+                               : "cublasLtMatmulAlgoGetHeuristic returned " +
+                                     ltStatusText(lt));
+  if (int32_t status = checkLt(lt, "cublasLtMatmulAlgoGetHeuristic"))
+    return status;
+  plan.algo = result.algo;
+  return MXRT_SUCCESS;
+}
+
+// Grows the arena; waits for the matmul that last used it before freeing.
+int32_t ensureArena(Device &dev, size_t bytes) {
+  if (dev.arenaBytes >= bytes)
+    return MXRT_SUCCESS;
+  if (dev.arena) {
+    if (int32_t status = checkCu(cuEventSynchronize(dev.lastUse),
+                                 "cuEventSynchronize"))
+      return status;
+    cuMemFree(dev.arena);
+    dev.arena = 0;
+    dev.arenaBytes = 0;
+  }
+  if (CUresult result = cuMemAlloc(&dev.arena, bytes))
+    return cudaFailure(result,
+                       format("cuMemAlloc(%zu-byte cuBLASLt arena)", bytes));
+  dev.arenaBytes = bytes;
+  return MXRT_SUCCESS;
+}
+
+// Where cuBLASLt reads one operand's scales: the caller's buffer, or the
+// arena slot that stageScales fills.
+const void *stagedScales(const Device &dev, const ScaleStaging &staging,
+                         const void *scales) {
+  if (staging.kind == ScaleStaging::PassThrough)
+    return scales;
+  return reinterpret_cast<const void *>(dev.arena + staging.offset);
+}
+
+// Enqueues the layout change of one operand's scales (see the notes above).
+int32_t stageScales(const Device &dev, const ScaleStaging &staging,
+                    const void *scales, CUstream stream) {
+  CUdeviceptr dst = dev.arena + staging.offset;
+  if (staging.kind == ScaleStaging::Transpose) {
+    const float one = 1.0f, zero = 0.0f;
+    return checkLt(cublasLtMatrixTransform(
+                       dev.handle, dev.transpose, &one, scales, staging.from,
+                       &zero, nullptr, nullptr, reinterpret_cast<void *>(dst),
+                       staging.to, stream),
+                   "cublasLtMatrixTransform(VEC128 scales)");
+  }
+  if (staging.kind == ScaleStaging::Repitch) {
+    CUDA_MEMCPY2D copy = {};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = reinterpret_cast<CUdeviceptr>(scales);
+    copy.srcPitch = staging.rowBytes;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = dst;
+    copy.dstPitch = staging.pitch;
+    copy.WidthInBytes = staging.rowBytes;
+    copy.Height = staging.height;
+    return checkCu(cuMemcpy2DAsync(&copy, stream),
+                   "cuMemcpy2DAsync(BLK128x128 scales)");
+  }
+  return MXRT_SUCCESS;
+}
+
+// Stages the scales and runs the matmul on `stream`.
+int32_t enqueue(const Device &dev, const Plan &plan, const Problem &p,
+                CUstream stream) {
+  int32_t status;
+  if ((status = stageScales(dev, plan.ltAScales, p.bScales, stream)) ||
+      (status = stageScales(dev, plan.ltBScales, p.aScales, stream)))
+    return status;
+  const float one = 1.0f, zero = 0.0f;
+  cublasStatus_t lt = cublasLtMatmul(
+      dev.handle, plan.desc, &one, p.b, plan.ltA, p.a, plan.ltB, &zero, p.out,
+      plan.ltD, p.out, plan.ltD, &plan.algo,
+      reinterpret_cast<void *>(dev.arena), kWorkspaceBytes, stream);
+  if (lt == CUBLAS_STATUS_NOT_SUPPORTED)
+    return notSupported(p, "cublasLtMatmul returned " + ltStatusText(lt));
+  return checkLt(lt, "cublasLtMatmul");
+}
+
+using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int32_t, int32_t,
+                           int32_t, int32_t, int32_t, bool>;
+
+int32_t scaledMatmul(const Problem &p, CUstream stream, int ordinal) {
+  static auto *devices = new std::map<int, Device>();
+  static auto *plans = new std::map<PlanKey, std::unique_ptr<Plan>>();
+  Device &dev = (*devices)[ordinal];
+  if (int32_t status = initDevice(dev))
+    return status;
+
+  bool aligned256 = true;
+  for (const void *ptr : {p.a, p.b, static_cast<const void *>(p.out)})
+    aligned256 &= reinterpret_cast<uintptr_t>(ptr) % 256 == 0;
+  PlanKey key{ordinal, p.m, p.n, p.k, p.aType, p.aMode, p.bType, p.bMode,
+              p.outType, aligned256};
+  auto it = plans->find(key);
+  std::unique_ptr<Plan> fresh;
+  if (it == plans->end()) {
+    fresh = std::make_unique<Plan>();
+    if (int32_t status = createPlan(p, *fresh))
+      return status;
+  }
+  Plan &plan = fresh ? *fresh : *it->second;
+  if (int32_t status = ensureArena(dev, plan.arenaBytes()))
+    return status;
+
+  // The descriptor holds the scale pointers; set them before the heuristic
+  // sees it for the first time.
+  int32_t status;
+  if ((status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                        stagedScales(dev, plan.ltAScales, p.bScales),
+                        "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)")) ||
+      (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                        stagedScales(dev, plan.ltBScales, p.aScales),
+                        "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)")))
+    return status;
+  if (fresh) {
+    if ((status = chooseAlgo(dev, p, aligned256, *fresh)))
+      return status;
+    plans->emplace(key, std::move(fresh));
+  }
+
+  // The arena is shared: order this call after the previous one (a no-op on
+  // the same stream; stream handles may be recycled, so always wait), and
+  // record this one even if it failed half-way through enqueueing.
+  if (dev.used && (status = checkCu(cuStreamWaitEvent(stream, dev.lastUse, 0),
+                                    "cuStreamWaitEvent")))
+    return status;
+  status = enqueue(dev, plan, p, stream);
+  dev.used = true;
+  int32_t recorded = checkCu(cuEventRecord(dev.lastUse, stream), "cuEventRecord");
+  return status ? status : recorded;
+}
+
+} // namespace
+
+extern "C" MXRT_API int32_t mxrtScaledMatmul(
+    int64_t m, int64_t n, int64_t k, const void *a, int32_t aType,
+    const void *aScales, int32_t aScaleMode, const void *b, int32_t bType,
+    const void *bScales, int32_t bScaleMode, void *out, int32_t outType,
+    void *stream) {
+  Problem p{m, n, k, a, aScales, b, bScales, out,
+            aType, aScaleMode, bType, bScaleMode, outType};
+  if (int32_t status = validate(p))
+    return status;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  int ordinal = 0;
+  if (int32_t status = enterDevice(&ordinal))
+    return status;
+  int32_t status = scaledMatmul(p, static_cast<CUstream>(stream), ordinal);
+  leaveDevice();
+  return status;
+}
