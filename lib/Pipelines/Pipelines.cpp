@@ -73,6 +73,10 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   // Folding hoisted the kernels' constants to the host function; sink them
   // back so that outlining does not turn each one into a kernel argument.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  // gpu-to-llvm lowers gpu.alloc only in its async form: chain allocations
+  // and launches on one stream per call, synchronized before returning.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   gpu::GPUToNVVMPipelineOptions nvvmOptions;
   nvvmOptions.cubinChip = options.chip;

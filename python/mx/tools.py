@@ -91,6 +91,23 @@ def extract_ptx(lowered: str) -> list[str]:
     return [unescape(m.group(1)) for m in _ASSEMBLY_RE.finditer(lowered)]
 
 
+def compile_gpu_library(source: str, output: str | os.PathLike, chip: str = "sm_90a",
+                        runtime_dir: str | os.PathLike | None = None) -> Path:
+    """Ahead-of-time GPU flow: `mx-opt --mx-lower-to-nvvm` -> `mlir-translate --mlir-to-llvmir` ->
+    `llc` -> a shared library linked against libmx_runtime (found at run time next to it or through
+    the loader path). Every public function is callable as `_mlir_ciface_<name>` (mx.runtime)."""
+    output = Path(output)
+    runtime_dir = Path(runtime_dir) if runtime_dir else _REPO / "build" / "lib"
+    lowered = run_mx_opt(source, f"--mx-lower-to-nvvm=chip={chip} format=bin")
+    llvm_ir = _run([find_tool("mlir-translate"), "--mlir-to-llvmir"], lowered)
+    obj = output.with_suffix(".o")
+    _run([find_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", "-o", obj], llvm_ir)
+    _run([shutil.which("c++") or "c++", "-shared", "-o", output, obj, f"-L{runtime_dir}",
+          "-lmx_runtime", "-Wl,-rpath,$ORIGIN"], "")
+    obj.unlink()
+    return output
+
+
 def mlir_type(shape: Sequence[int], dtype) -> str:
     """The MLIR tensor type of an array: `tensor<4x32xbf16>`."""
     return "tensor<" + "".join(f"{d}x" for d in shape) + _MLIR_TYPES[np.dtype(dtype)] + ">"

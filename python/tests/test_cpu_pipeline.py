@@ -8,41 +8,9 @@ and just above it, +-Inf and NaN, and an all-zero block. Shapes include ones tha
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import assert_bits_equal, random_input
 
 from mx import reference, tools
-
-SPECIALS = np.array([0.0, -0.0, 1e-40, -3e-42, 448.0, -448.0, 464.0, 57344.0, 61440.0, 1e30, np.inf,
-                     -np.inf, np.nan, 2.0**-9, 2.0**-10 * 1.5, 2.0**-16, 2.0**-17 * 3], np.float32)
-
-
-@pytest.fixture
-def rng(request):
-    seed = np.random.SeedSequence().entropy
-    request.node.user_properties.append(("seed", seed))
-    print(f"seed = {seed}")
-    return np.random.default_rng(seed)
-
-
-def random_input(rng, shape, dtype, specials=True):
-    """Normal values scaled by 2^[-30, 30] per row, plus planted special values and a zero run."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    x *= np.exp2(rng.integers(-30, 30, size=shape[:-1] + (1,))).astype(np.float32)
-    if specials:
-        flat = x.reshape(-1)
-        where = rng.choice(flat.size, size=min(flat.size, 3 * SPECIALS.size), replace=False)
-        flat[where] = np.resize(SPECIALS, where.size)
-        flat[: min(flat.size, 40)] = 0.0  # an all-zero block (or a zero prefix of one)
-    return x.astype(dtype)
-
-
-def assert_bits_equal(actual, expected, what):
-    a, e = actual.view(np.uint8 if actual.itemsize == 1 else f"uint{8 * actual.itemsize}"), \
-        expected.view(np.uint8 if expected.itemsize == 1 else f"uint{8 * expected.itemsize}")
-    assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
-    bad = np.argwhere(a != e)
-    assert bad.size == 0, (f"{what}: {len(bad)} of {a.size} differ; first at {tuple(bad[0])}: "
-                           f"got {a[tuple(bad[0])]:#x}, expected {e[tuple(bad[0])]:#x}")
-
 
 BLOCKS = {
     "rowwise-1x32": ((70, 200), (1, 32)),

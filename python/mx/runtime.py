@@ -1,0 +1,374 @@
+"""ctypes binding to libmx_runtime: device buffers, cuBLASLt scaled matmul, MLIR calls.
+
+The library is found through the environment variable MX_RUNTIME_LIB or in
+build/lib and build/lib/Runtime of this repository, and is loaded with
+RTLD_GLOBAL so that compiled MLIR libraries loaded afterwards (load_compiled)
+resolve their mgpu* calls against it. Every mxrt* status is checked: a failure
+raises MXRuntimeError (a RuntimeError) carrying mxrtGetLastError()'s text,
+which names the CUDA/cuBLAS call, its status and the device. Memory helpers
+are synchronous and ordered with the legacy default stream, which is also the
+stream scaled_matmul uses unless given another one. Element and scale-mode
+enums mirror include/mx/Runtime/MXRuntime.h.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import math
+import os
+from pathlib import Path
+from typing import Sequence
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "ElemType", "ScaleMode", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
+    "load_library", "load_compiled", "last_error", "device_available", "compute_capability",
+    "synchronize", "scale_nbytes", "scaled_matmul", "call_mlir_function",
+]
+
+
+class ElemType(enum.IntEnum):
+    F8E4M3 = 0
+    F8E5M2 = 1
+    BF16 = 2
+    F16 = 3
+    F32 = 4
+
+
+class ScaleMode(enum.IntEnum):
+    TENSOR_F32 = 0
+    VEC32_UE8M0 = 1
+    VEC128_F32 = 2
+    BLK128X128_F32 = 3
+
+
+class Status(enum.IntEnum):
+    SUCCESS = 0
+    INVALID_ARGUMENT = 1
+    CUDA = 2
+    CUBLAS = 3
+    NOT_SUPPORTED = 4
+
+
+NUMPY_DTYPES = {
+    ElemType.F8E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
+    ElemType.F8E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    ElemType.BF16: np.dtype(ml_dtypes.bfloat16),
+    ElemType.F16: np.dtype(np.float16),
+    ElemType.F32: np.dtype(np.float32),
+}
+
+
+class MXRuntimeError(RuntimeError):
+    """An mxrt* call failed; `status` is the Status it returned."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = Status(status) if status in Status._value2member_map_ else status
+
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_lib: ctypes.CDLL | None = None
+
+_i32, _i64, _u64, _ptr = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p
+_SIGNATURES = {
+    "mxrtGetLastError": (ctypes.c_char_p, []),
+    "mxrtMalloc": (_i32, [ctypes.POINTER(_ptr), _u64]),
+    "mxrtFree": (_i32, [_ptr]),
+    "mxrtMemcpyHtoD": (_i32, [_ptr, _ptr, _u64]),
+    "mxrtMemcpyDtoH": (_i32, [_ptr, _ptr, _u64]),
+    "mxrtMemcpyDtoD": (_i32, [_ptr, _ptr, _u64]),
+    "mxrtMemset8": (_i32, [_ptr, ctypes.c_uint8, _u64]),
+    "mxrtSynchronize": (_i32, []),
+    "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
+    "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32] * 5 + [_ptr]),
+}
+
+
+def _library_candidates() -> list[Path]:
+    override = os.environ.get("MX_RUNTIME_LIB")
+    if override:
+        return [Path(override)]
+    return [_REPO_ROOT / "build" / sub / "libmx_runtime.so" for sub in ("lib", "lib/Runtime")]
+
+
+def load_library() -> ctypes.CDLL:
+    """Loads libmx_runtime once; raises OSError if it (or libcuda) is missing."""
+    global _lib
+    if _lib is None:
+        candidates = _library_candidates()
+        path = next((p for p in candidates if p.is_file()), None)
+        if path is None:
+            raise OSError("libmx_runtime.so not found (set MX_RUNTIME_LIB or build it); "
+                          f"looked at {', '.join(map(str, candidates))}")
+        lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _lib = lib
+    return _lib
+
+
+def load_compiled(path: str | os.PathLike) -> ctypes.CDLL:
+    """Loads a compiled MLIR shared library after the runtime it calls into.
+
+    Its global constructors load the embedded GPU binaries through
+    mgpuModuleLoad, so the runtime must already be loaded globally.
+    """
+    load_library()
+    return ctypes.CDLL(os.fspath(path))
+
+
+def last_error() -> str:
+    return load_library().mxrtGetLastError().decode(errors="replace")
+
+
+def _check(status: int, call: str) -> None:
+    if status != Status.SUCCESS:
+        raise MXRuntimeError(status, last_error() or f"{call} failed with status {status}")
+
+
+def device_available() -> bool:
+    """True when libmx_runtime, the CUDA driver and a GPU are all usable; never raises."""
+    try:
+        compute_capability()
+    except (OSError, MXRuntimeError):
+        return False
+    return True
+
+
+def compute_capability() -> tuple[int, int]:
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    _check(load_library().mxrtDeviceComputeCapability(ctypes.byref(major), ctypes.byref(minor)),
+           "mxrtDeviceComputeCapability")
+    return major.value, minor.value
+
+
+def synchronize() -> None:
+    _check(load_library().mxrtSynchronize(), "mxrtSynchronize")
+
+
+class DeviceBuffer:
+    """An owned device allocation, freed by close(), `with` or garbage collection.
+
+    `dtype` and `shape` are optional metadata used as defaults by to_numpy()
+    and MemRef.of(); the allocation itself is untyped bytes.
+    """
+
+    def __init__(self, nbytes: int, dtype=None, shape: Sequence[int] | None = None):
+        self.nbytes = int(nbytes)
+        self.dtype = None if dtype is None else np.dtype(dtype)
+        self.shape = None if shape is None else tuple(int(d) for d in shape)
+        self._ptr = 0
+        ptr = _ptr()
+        _check(load_library().mxrtMalloc(ctypes.byref(ptr), self.nbytes), "mxrtMalloc")
+        self._ptr = ptr.value or 0
+
+    @classmethod
+    def from_numpy(cls, array: np.ndarray) -> DeviceBuffer:
+        array = np.ascontiguousarray(array)
+        buf = cls(array.nbytes, array.dtype, array.shape)
+        buf.copy_from(array)
+        return buf
+
+    @classmethod
+    def zeros(cls, shape: Sequence[int], dtype) -> DeviceBuffer:
+        dtype = np.dtype(dtype)
+        buf = cls(math.prod(shape) * dtype.itemsize, dtype, shape)
+        _check(load_library().mxrtMemset8(buf.ptr, 0, buf.nbytes), "mxrtMemset8")
+        return buf
+
+    @property
+    def ptr(self) -> int:
+        if not self._ptr and self.nbytes:
+            raise ValueError("DeviceBuffer is closed")
+        return self._ptr
+
+    def copy_from(self, array: np.ndarray) -> None:
+        array = np.ascontiguousarray(array)
+        if array.nbytes != self.nbytes:
+            raise ValueError(f"array has {array.nbytes} bytes, buffer {self.nbytes}")
+        _check(load_library().mxrtMemcpyHtoD(self.ptr, array.ctypes.data, self.nbytes),
+               "mxrtMemcpyHtoD")
+
+    def clone(self) -> DeviceBuffer:
+        """A new buffer with a device-to-device copy of this one's bytes."""
+        copy = DeviceBuffer(self.nbytes, self.dtype, self.shape)
+        _check(load_library().mxrtMemcpyDtoD(copy.ptr, self.ptr, self.nbytes), "mxrtMemcpyDtoD")
+        return copy
+
+    def to_numpy(self, dtype=None, shape: Sequence[int] | None = None) -> np.ndarray:
+        if dtype is None:
+            dtype = self.dtype if self.dtype is not None else np.uint8
+        dtype = np.dtype(dtype)
+        if shape is None:
+            same_type = self.shape is not None and dtype == self.dtype
+            shape = self.shape if same_type else (self.nbytes // dtype.itemsize,)
+        out = np.empty(shape, dtype)
+        if out.nbytes > self.nbytes:
+            raise ValueError(f"{out.nbytes} bytes requested from a {self.nbytes}-byte buffer")
+        _check(load_library().mxrtMemcpyDtoH(out.ctypes.data, self.ptr, out.nbytes),
+               "mxrtMemcpyDtoH")
+        return out
+
+    def close(self) -> None:
+        ptr, self._ptr = self._ptr, 0
+        if ptr:
+            _check(load_library().mxrtFree(ptr), "mxrtFree")
+
+    def __enter__(self) -> DeviceBuffer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # Interpreter shutdown or a dead context: nothing to report to.
+            pass
+
+
+def scale_nbytes(mode: ScaleMode, rows: int, k: int) -> int:
+    """Bytes of the scales of one [rows, k] operand in `mode` (MXRuntime.h layouts)."""
+    kb = -(-k // 128)
+    if mode == ScaleMode.TENSOR_F32:
+        return 4
+    if mode == ScaleMode.VEC32_UE8M0:  # 128x4 tiles: rows to 128, k/32 to 4 (= kb * 4).
+        return -(-rows // 128) * 128 * kb * 4
+    if mode == ScaleMode.VEC128_F32:
+        return rows * kb * 4
+    if mode == ScaleMode.BLK128X128_F32:
+        return -(-rows // 128) * kb * 4
+    raise ValueError(f"unknown scale mode {mode}")
+
+
+def scaled_matmul(m: int, n: int, k: int,
+                  a: DeviceBuffer, a_type: ElemType, a_scales: DeviceBuffer, a_scale_mode: ScaleMode,
+                  b: DeviceBuffer, b_type: ElemType, b_scales: DeviceBuffer, b_scale_mode: ScaleMode,
+                  out: DeviceBuffer, out_type: ElemType, stream: int | None = None) -> None:
+    """out[m, n] = deq(a)[m, k] @ deq(b)[n, k].T on cuBLASLt (see mxrtScaledMatmul).
+
+    Buffer sizes are checked here, since the GPU would read past a short one.
+    """
+    needed = {
+        "a": (a, m * k), "b": (b, n * k),
+        "out": (out, m * n * NUMPY_DTYPES[ElemType(out_type)].itemsize),
+        "a_scales": (a_scales, scale_nbytes(ScaleMode(a_scale_mode), m, k)),
+        "b_scales": (b_scales, scale_nbytes(ScaleMode(b_scale_mode), n, k)),
+    }
+    for name, (buf, nbytes) in needed.items():
+        if buf.nbytes < nbytes:
+            raise ValueError(f"{name} has {buf.nbytes} bytes, needs {nbytes}")
+    _check(load_library().mxrtScaledMatmul(
+        m, n, k, a.ptr, int(a_type), a_scales.ptr, int(a_scale_mode),
+        b.ptr, int(b_type), b_scales.ptr, int(b_scale_mode),
+        out.ptr, int(out_type), stream), "mxrtScaledMatmul")
+
+
+_DESCRIPTORS: dict[int, type[ctypes.Structure]] = {}
+
+
+def _descriptor_type(rank: int) -> type[ctypes.Structure]:
+    """ctypes layout of MLIR's ranked memref descriptor of the given rank."""
+    if rank not in _DESCRIPTORS:
+        _DESCRIPTORS[rank] = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": [
+            ("allocated", _ptr), ("aligned", _ptr), ("offset", _i64),
+            ("sizes", _i64 * rank), ("strides", _i64 * rank)]})
+    return _DESCRIPTORS[rank]
+
+
+class MemRef:
+    """A ranked memref: data pointer, shape, strides (elements; row-major by default)."""
+
+    def __init__(self, ptr: int, shape: Sequence[int], strides: Sequence[int] | None = None,
+                 offset: int = 0, allocated: int | None = None):
+        self.aligned, self.shape, self.offset = int(ptr), tuple(int(d) for d in shape), int(offset)
+        self.allocated = self.aligned if allocated is None else int(allocated)
+        if strides is None:
+            strides = [math.prod(self.shape[i + 1:]) for i in range(len(self.shape))]
+        self.strides = tuple(int(s) for s in strides)
+
+    @classmethod
+    def of(cls, buf: DeviceBuffer, shape: Sequence[int] | None = None) -> MemRef:
+        shape = shape if shape is not None else buf.shape
+        if shape is None:
+            raise ValueError("DeviceBuffer has no shape; pass one")
+        return cls(buf.ptr, shape)
+
+    def descriptor(self) -> ctypes.Structure:
+        desc = _descriptor_type(len(self.shape))()
+        desc.allocated, desc.aligned, desc.offset = self.allocated, self.aligned, self.offset
+        desc.sizes[:], desc.strides[:] = self.shape, self.strides
+        return desc
+
+    @classmethod
+    def from_descriptor(cls, desc: ctypes.Structure) -> MemRef:
+        return cls(desc.aligned or 0, list(desc.sizes), list(desc.strides), desc.offset,
+                   desc.allocated or 0)
+
+    def to_numpy(self, dtype) -> np.ndarray:
+        """Copies a row-major contiguous device memref to the host."""
+        dtype = np.dtype(dtype)
+        if self.strides != MemRef(0, self.shape).strides:
+            raise ValueError(f"memref strides {self.strides} are not row-major contiguous")
+        out = np.empty(self.shape, dtype)
+        _check(load_library().mxrtMemcpyDtoH(
+            out.ctypes.data, self.aligned + self.offset * dtype.itemsize, out.nbytes),
+            "mxrtMemcpyDtoH")
+        return out
+
+    def free(self) -> None:
+        """Frees a result allocated by gpu.alloc (mgpuMemAlloc); not host memory."""
+        _check(load_library().mxrtFree(self.allocated), "mxrtFree")
+
+
+def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
+                       result_ranks: Sequence[int] = ()) -> list[MemRef]:
+    """Calls `_mlir_ciface_<name>` of a function compiled with llvm.emit_c_interface.
+
+    args, in order: a DeviceBuffer (passed as a row-major memref of its shape),
+    a MemRef (its descriptor is passed by pointer), or a ctypes scalar such as
+    ctypes.c_int64(n) or ctypes.c_float(x) passed by value (plain Python
+    numbers are rejected: their C type would be a guess). result_ranks lists
+    the ranks of the function's results, which must all be ranked memrefs:
+    MLIR then returns them through a pointer passed as the first argument
+    (one descriptor, or a struct of descriptors for several). Unranked
+    memrefs and scalar results are not supported. Results are returned as
+    MemRefs and not freed (use MemRef.free for gpu.alloc memory). Errors
+    recorded by the runtime during the call (it cannot return a status to
+    compiled code) are raised as MXRuntimeError.
+    """
+    fn = getattr(lib, "_mlir_ciface_" + name)
+    fn.restype, fn.argtypes = None, None
+    call_args, keep_alive = [], []
+    if len(result_ranks) == 1:
+        result = _descriptor_type(result_ranks[0])()
+    elif result_ranks:
+        result = type("Results", (ctypes.Structure,), {"_fields_": [
+            (f"r{i}", _descriptor_type(r)) for i, r in enumerate(result_ranks)]})()
+    if result_ranks:
+        call_args.append(ctypes.byref(result))
+    for arg in args:
+        if isinstance(arg, DeviceBuffer):
+            arg = MemRef.of(arg)
+        if isinstance(arg, MemRef):
+            desc = arg.descriptor()
+            keep_alive.append(desc)
+            call_args.append(ctypes.byref(desc))
+        elif isinstance(arg, ctypes._SimpleCData):
+            call_args.append(arg)
+        else:
+            raise TypeError(f"unsupported argument {arg!r}: pass a DeviceBuffer, MemRef "
+                            "or ctypes scalar")
+    last_error()  # Drop errors from before the call.
+    fn(*call_args)
+    message = last_error()
+    if message:
+        raise MXRuntimeError(Status.CUDA, message)
+    if len(result_ranks) == 1:
+        return [MemRef.from_descriptor(result)]
+    return [MemRef.from_descriptor(getattr(result, f"r{i}")) for i in range(len(result_ranks))]
