@@ -21,6 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from . import reference
+from .ptx import extract_ptx  # noqa: F401  (re-exported: part of the tools API)
 
 _REPO = Path(__file__).resolve().parents[2]
 _LLVM_BIN = Path("/usr/lib/llvm-22/bin")
@@ -79,16 +80,6 @@ def run_cpu(source: str, entry: str = "main") -> str:
     libs = ",".join(str(_LLVM_LIB / lib) for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
     return _run([find_tool("mlir-runner"), "-e", entry, "-entry-point-result=void",
                  f"-shared-libs={libs}"], lowered)
-
-
-_ASSEMBLY_RE = re.compile(r'assembly = "((?:[^"\\]|\\.)*)"')
-
-
-def extract_ptx(lowered: str) -> list[str]:
-    """The PTX text of every `gpu.binary` object in a module lowered with `format=isa`."""
-    def unescape(text: str) -> str:
-        return re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text)
-    return [unescape(m.group(1)) for m in _ASSEMBLY_RE.finditer(lowered)]
 
 
 def compile_gpu_library(source: str, output: str | os.PathLike, chip: str = "sm_90a",
@@ -222,10 +213,3 @@ def cpu_scaled_matmul(a: np.ndarray, a_scales: np.ndarray, b: np.ndarray, b_scal
     inputs = {"a": a, "as": a_scales, "b": b, "bs": b_scales}
     return run_program(inputs, body, [Output("c", shape, np.dtype(out_dtype))])[0]
 
-
-if __name__ == "__main__":
-    # `python -m mx.tools ptx < lowered.mlir`: print the PTX of a module lowered with format=isa.
-    import sys
-    if sys.argv[1:] != ["ptx"]:
-        sys.exit("usage: python -m mx.tools ptx < lowered.mlir > kernels.ptx")
-    sys.stdout.write("\n".join(extract_ptx(sys.stdin.read())))

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-SPECIALS = np.array([0.0, -0.0, 1e-40, -3e-42, 448.0, -448.0, 464.0, 57344.0, 61440.0, 1e30, np.inf,
+SPECIALS = np.array([0.0, -0.0, 1e-40, -3e-42, 1e-44, 448.0, -448.0, 464.0, 57344.0, 61440.0, 1e30, np.inf,
                      -np.inf, np.nan, 2.0**-9, 2.0**-10 * 1.5, 2.0**-16, 2.0**-17 * 3], np.float32)
 
 

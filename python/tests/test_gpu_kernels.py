@@ -4,7 +4,7 @@ Skipped without a GPU. The programs below are compiled ahead of time (mx-opt -> 
 shared library linked with libmx_runtime): on a machine with both MLIR and a GPU the fixture compiles
 them, and on a GPU machine without MLIR it loads them from $MX_GPU_ARTIFACTS, built elsewhere with
 `python python/tests/test_gpu_kernels.py DIR`. Outputs land in memory that was filled with 0xA5 just
-before the call (the allocator hands the same block back), so an element the kernel forgets to write
+before the call (the allocator hands the same blocks back), so an element a kernel forgets to write
 shows up as a mismatch rather than as a lucky zero.
 """
 
@@ -19,38 +19,94 @@ from conftest import assert_bits_equal, random_input
 
 from mx import reference, runtime, tools
 
-# name -> (input shape, input dtype, element type, scale type, rounding, swizzled)
-PROGRAMS = {
-    "swizzled_bf16_aligned": ((256, 512), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil", True),
-    "swizzled_bf16_odd": ((200, 264), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil", True),
-    "linear_f32_e5m2_floor": ((130, 96), np.float32, "f8E5M2", "f32", "floor", False),
-    "linear_f16_e4m3": ((64, 136), np.float16, "f8E4M3FN", "f8E8M0FNU", "ceil", False),
-    "swizzled_f32_e5m2": ((129, 1024), np.float32, "f8E5M2", "f8E8M0FNU", "floor", True),
+ROW, COL = (1, 32), (32, 1)
+# Quantize programs: input shape and dtype, element type, scale type, rounding, and the outputs as
+# (block, swizzled) pairs. Two outputs on one input are computed by one fused kernel.
+QUANTIZE = {
+    "rowwise_swizzled_bf16": ((256, 512), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
+    "rowwise_swizzled_odd": ((200, 264), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
+    "rowwise_f32_e5m2_floor": ((130, 96), np.float32, "f8E5M2", "f32", "floor", [(ROW, False)]),
+    "rowwise_f16": ((64, 136), np.float16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, False)]),
+    "columnwise_odd": ((70, 100), np.float32, "f8E4M3FN", "f8E8M0FNU", "ceil", [(COL, False)]),
+    "columnwise_swizzled": ((96, 200), ml_dtypes.bfloat16, "f8E5M2", "f8E8M0FNU", "floor", [(COL, True)]),
+    "fused_swizzled": ((256, 512), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil",
+                       [(ROW, True), (COL, True)]),
+    "fused_odd_linear": ((100, 72), np.float32, "f8E4M3FN", "f32", "ceil", [(ROW, False), (COL, False)]),
+}
+DEQUANTIZE = {  # data shape, element type, block, scale type, output dtype
+    "dequantize_bf16": ((70, 96), "f8E4M3FN", (1, 32), "f8E8M0FNU", ml_dtypes.bfloat16),
+    "dequantize_f32_blockwise": ((200, 260), "f8E5M2", (128, 128), "f32", np.float32),
+}
+SWIZZLE = {  # linear scales shape, unscaled dim
+    "swizzle_rows": ((500, 6), 0),
+    "swizzle_columns": ((3, 130), 1),
 }
 
 
-def program_source(name):
-    shape, dtype, elem, scale_type, rounding, swizzled = PROGRAMS[name]
-    scales_shape = reference.scales_shape(shape, (1, 32))
-    x_type = tools.mlir_type(shape, dtype)
-    d_type = tools.mlir_type(shape, reference.ELEMENT_TYPES[elem])
-    s_type = tools.mlir_type(scales_shape, reference.SCALE_TYPES[scale_type])
-    t_shape = (-(-shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4)
-    t_type = tools.mlir_type(t_shape, reference.SCALE_TYPES[scale_type])
-    out_type = t_type if swizzled else s_type
-    lines = [f"func.func @{name}(%x: {x_type}) -> ({d_type}, {out_type}) {{",
-             f"  %d, %s = mx.quantize %x block [1, 32] rounding {rounding} : {x_type} -> {d_type}, {s_type}"]
-    if swizzled:
-        lines.append(f"  %t = mx.swizzle %s : {s_type} -> {t_type}")
-    lines += [f"  return %d, %{'t' if swizzled else 's'} : {d_type}, {out_type}", "}"]
-    return "\n".join(lines)
+def _type(shape, dtype):
+    return tools.mlir_type(shape, dtype)
+
+
+def _swizzled_shape(scales_shape, unscaled_dim):
+    rows, cols = scales_shape[unscaled_dim], scales_shape[1 - unscaled_dim]
+    return (-(-rows // 128), -(-cols // 4), 32, 4, 4)
+
+
+def quantize_source(name):
+    shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
+    body, results = [], []
+    for index, (block, swizzled) in enumerate(outputs):
+        data_type = _type(shape, reference.ELEMENT_TYPES[elem])
+        scales_shape = reference.scales_shape(shape, block)
+        scales_type = _type(scales_shape, reference.SCALE_TYPES[scale_type])
+        body.append(f"  %d{index}, %s{index} = mx.quantize %x block [{block[0]}, {block[1]}] rounding "
+                    f"{rounding} : {_type(shape, dtype)} -> {data_type}, {scales_type}")
+        results += [(f"%d{index}", data_type)]
+        if swizzled:
+            dim = 0 if block == ROW else 1
+            tiled = _type(_swizzled_shape(scales_shape, dim), reference.SCALE_TYPES[scale_type])
+            body.append(f"  %t{index} = mx.swizzle %s{index} unscaled_dim {dim} : {scales_type} -> {tiled}")
+            results += [(f"%t{index}", tiled)]
+        else:
+            results += [(f"%s{index}", scales_type)]
+    return _function(name, [f"%x: {_type(shape, dtype)}"], body, results)
+
+
+def _function(name, args, body, results):
+    types = ", ".join(t for _, t in results)
+    return "\n".join([f"func.func @{name}({', '.join(args)}) -> ({types}) {{", *body,
+                      f"  return {', '.join(v for v, _ in results)} : {types}", "}"])
+
+
+def dequantize_source(name):
+    shape, elem, block, scale_type, out = DEQUANTIZE[name]
+    data_type = _type(shape, reference.ELEMENT_TYPES[elem])
+    scales_type = _type(reference.scales_shape(shape, block), reference.SCALE_TYPES[scale_type])
+    body = [f"  %y = mx.dequantize %d, %s block [{block[0]}, {block[1]}] : {data_type}, {scales_type} -> "
+            f"{_type(shape, out)}"]
+    return _function(name, [f"%d: {data_type}", f"%s: {scales_type}"], body, [("%y", _type(shape, out))])
+
+
+def swizzle_source(name):
+    # Separate inputs: unswizzle(swizzle(s)) would fold to s itself.
+    shape, dim = SWIZZLE[name]
+    linear = _type(shape, ml_dtypes.float8_e8m0fnu)
+    tiled = _type(_swizzled_shape(shape, dim), ml_dtypes.float8_e8m0fnu)
+    body = [f"  %t = mx.swizzle %s unscaled_dim {dim} : {linear} -> {tiled}",
+            f"  %u = mx.unswizzle %w unscaled_dim {dim} : {tiled} -> {linear}"]
+    return _function(name, [f"%s: {linear}", f"%w: {tiled}"], body, [("%t", tiled), ("%u", linear)])
+
+
+def sources():
+    return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: dequantize_source(n) for n in DEQUANTIZE},
+            **{n: swizzle_source(n) for n in SWIZZLE}}
 
 
 def build(directory, chip="sm_90a"):
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for name in PROGRAMS:
-        tools.compile_gpu_library(program_source(name), directory / f"{name}.so", chip)
+    for name, source in sources().items():
+        tools.compile_gpu_library(source, directory / f"{name}.so", chip)
 
 
 pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
@@ -62,37 +118,66 @@ def libraries(tmp_path_factory):
     if not directory:
         directory = tmp_path_factory.mktemp("gpu")
         build(directory)
-    return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in PROGRAMS}
+    return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in sources()}
 
 
-def poison_allocator(nbytes):
-    """Frees a 0xA5-filled block of `nbytes` so that the next allocation of that size reuses it."""
-    buffer = runtime.DeviceBuffer(nbytes)
-    runtime.load_library().mxrtMemset8(buffer.ptr, 0xA5, nbytes)
-    buffer.close()
+def run(libraries, name, inputs, expected):
+    """Calls `name` on host arrays and checks every result against `expected`, bit for bit."""
+    for array in expected:  # poisoned blocks of the results' sizes for the allocator to reuse
+        poison = runtime.DeviceBuffer(array.nbytes)
+        runtime.load_library().mxrtMemset8(poison.ptr, 0xA5, array.nbytes)
+        poison.close()
+    buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(a)) for a in inputs]
+    results = runtime.call_mlir_function(libraries[name], name, buffers,
+                                         result_ranks=[a.ndim for a in expected])
+    try:
+        for index, (result, want) in enumerate(zip(results, expected)):
+            assert_bits_equal(result.to_numpy(want.dtype), want, f"{name} result {index}")
+    finally:
+        for result in results:
+            result.free()
+        for buffer in buffers:
+            buffer.close()
 
 
 @pytest.mark.parametrize("repeat", range(2))
-@pytest.mark.parametrize("name", list(PROGRAMS))
+@pytest.mark.parametrize("name", list(QUANTIZE))
 def test_quantize_kernel(rng, libraries, name, repeat):
-    shape, dtype, elem, scale_type, rounding, swizzled = PROGRAMS[name]
+    shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
     x = random_input(rng, shape, np.float32)
     if dtype is np.float16:
         x = np.clip(x, -6e4, 6e4)
     x = x.astype(dtype)
-    ref_data, ref_scales = reference.quantize(x, (1, 32), elem, scale_type, rounding)
-    if swizzled:
-        ref_scales = reference.swizzle(ref_scales)
-    poison_allocator(ref_data.nbytes)
-    with runtime.DeviceBuffer.from_numpy(x) as device_x:
-        data, scales = runtime.call_mlir_function(libraries[name], name, [device_x],
-                                                  result_ranks=[2, ref_scales.ndim])
-    try:
-        assert_bits_equal(scales.to_numpy(ref_scales.dtype), ref_scales, "scales")
-        assert_bits_equal(data.to_numpy(ref_data.dtype), ref_data, "data")
-    finally:
-        data.free()
-        scales.free()
+    expected = []
+    for block, swizzled in outputs:
+        data, scales = reference.quantize(x, block, elem, scale_type, rounding)
+        expected += [data, reference.swizzle(scales, 0 if block == ROW else 1) if swizzled else scales]
+    run(libraries, name, [x], expected)
+
+
+@pytest.mark.parametrize("name", list(DEQUANTIZE))
+def test_dequantize_kernel(rng, libraries, name):
+    shape, elem, block, scale_type, out = DEQUANTIZE[name]
+    data = rng.integers(0, 256, size=shape, dtype=np.uint8).view(reference.ELEMENT_TYPES[elem])
+    scales_shape = reference.scales_shape(shape, block)
+    if scale_type == "f32":
+        scales = (rng.standard_normal(scales_shape) * 2.0 ** rng.integers(-20, 20, scales_shape))
+        scales = scales.astype(np.float32)
+        scales.flat[0] = np.nan
+    else:
+        scales = rng.integers(0, 256, size=scales_shape, dtype=np.uint8)
+        scales.flat[:3] = [0, 254, 255]
+        scales = scales.view(ml_dtypes.float8_e8m0fnu)
+    run(libraries, name, [data, scales], [reference.dequantize(data, scales, block, out)])
+
+
+@pytest.mark.parametrize("name", list(SWIZZLE))
+def test_swizzle_kernels(rng, libraries, name):
+    shape, dim = SWIZZLE[name]
+    scales = rng.integers(0, 256, size=shape, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    other = rng.integers(0, 256, size=shape, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    tiles = reference.swizzle(other, dim)
+    run(libraries, name, [scales, tiles], [reference.swizzle(scales, dim), other])
 
 
 if __name__ == "__main__":

@@ -40,16 +40,63 @@ func.func @quantize_linear(%x: tensor<64x96xf32>) -> (tensor<64x96xf8E5M2>, tens
 
 // -----
 
-func.func @columnwise(%x: tensor<64x96xf32>) -> tensor<2x96xf8E8M0FNU> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernel covers rowwise [1, 32] blocks of 2-D tensors}}
-  %d, %s = mx.quantize %x block [32, 1] : tensor<64x96xf32> -> tensor<64x96xf8E4M3FN>, tensor<2x96xf8E8M0FNU>
-  return %s : tensor<2x96xf8E8M0FNU>
+// Rowwise and columnwise quantization of one input share one kernel that
+// reads the input once; both swizzles are written by it (columnwise scales
+// with K as the unscaled dimension).
+// CHECK-LABEL: func @fused
+// CHECK-COUNT-4: gpu.alloc
+// CHECK: gpu.launch
+// CHECK-COUNT-32: vector.load %{{.*}} {alignment = 16 : i64} : memref<256x512xbf16>, vector<4xbf16>
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: mx.
+// CHECK: return
+func.func @fused(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<256x512xf8E4M3FN>, tensor<4x2x32x4x4xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<256x16xf8E8M0FNU> -> tensor<2x4x32x4x4xf8E8M0FNU>
+  %cd, %cs = mx.quantize %x block [32, 1] : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<8x512xf8E8M0FNU>
+  %ct = mx.swizzle %cs unscaled_dim 1 : tensor<8x512xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+  return %d, %t, %cd, %ct : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<256x512xf8E4M3FN>, tensor<4x2x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// Columnwise alone: linear scales stored 4 at a time.
+// CHECK-LABEL: func @columnwise
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.shuffle
+// CHECK: vector.store %{{.*}} {alignment = 4 : i64} : memref<3x96xf8E8M0FNU>, vector<4xf8E8M0FNU>
+func.func @columnwise(%x: tensor<70x96xf32>) -> (tensor<70x96xf8E4M3FN>, tensor<3x96xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [32, 1] : tensor<70x96xf32> -> tensor<70x96xf8E4M3FN>, tensor<3x96xf8E8M0FNU>
+  return %d, %s : tensor<70x96xf8E4M3FN>, tensor<3x96xf8E8M0FNU>
+}
+
+// -----
+
+// Ops without a fused producer get one-thread-per-element kernels.
+// CHECK-LABEL: func @elementwise
+// CHECK-COUNT-3: gpu.launch
+// CHECK-NOT: mx.
+func.func @elementwise(%d: tensor<64x96xf8E4M3FN>, %s: tensor<64x3xf8E8M0FNU>, %t: tensor<1x1x32x4x4xf32>) -> (tensor<64x96xbf16>, tensor<1x1x32x4x4xf8E8M0FNU>, tensor<4x2xf32>) {
+  %x = mx.dequantize %d, %s block [1, 32] : tensor<64x96xf8E4M3FN>, tensor<64x3xf8E8M0FNU> -> tensor<64x96xbf16>
+  %w = mx.swizzle %s : tensor<64x3xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
+  %u = mx.unswizzle %t unscaled_dim 1 : tensor<1x1x32x4x4xf32> -> tensor<4x2xf32>
+  return %x, %w, %u : tensor<64x96xbf16>, tensor<1x1x32x4x4xf8E8M0FNU>, tensor<4x2xf32>
+}
+
+// -----
+
+func.func @blockwise(%x: tensor<64x256xf32>) -> tensor<64x2xf32> {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors}}
+  %d, %s = mx.quantize %x block [1, 128] : tensor<64x256xf32> -> tensor<64x256xf8E4M3FN>, tensor<64x2xf32>
+  return %s : tensor<64x2xf32>
 }
 
 // -----
 
 func.func @exact(%x: tensor<64x96xf32>) -> tensor<64x3xf32> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernel covers power-of-two ('ceil', 'floor') scales}}
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels cover power-of-two ('ceil', 'floor') scales}}
   %d, %s = mx.quantize %x block [1, 32] rounding exact : tensor<64x96xf32> -> tensor<64x96xf8E4M3FN>, tensor<64x3xf32>
   return %s : tensor<64x3xf32>
 }
@@ -57,7 +104,16 @@ func.func @exact(%x: tensor<64x96xf32>) -> tensor<64x3xf32> {
 // -----
 
 func.func @unaligned_k(%x: tensor<64x70xf32>) -> tensor<64x3xf8E8M0FNU> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernel needs K to be a multiple of 8 (16-byte rows)}}
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the rowwise GPU kernel needs K to be a multiple of 8}}
   %d, %s = mx.quantize %x block [1, 32] : tensor<64x70xf32> -> tensor<64x70xf8E4M3FN>, tensor<64x3xf8E8M0FNU>
   return %s : tensor<64x3xf8E8M0FNU>
+}
+
+// -----
+
+func.func @matmul(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no GPU lowering: no GPU kernel exists for this op; use the CPU pipeline (or the cuBLASLt lowering for mx.scaled_matmul)}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
+  return %c : tensor<64x32xf32>
 }

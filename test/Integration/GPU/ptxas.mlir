@@ -5,10 +5,10 @@
 // REQUIRES: ptxas
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a format=bin" | FileCheck %s --check-prefix=BIN90
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a format=bin" | FileCheck %s --check-prefix=BIN100
-// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a format=isa" | %python -m mx.tools ptx > %t.sm90.ptx
+// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a format=isa" | %python -m mx.ptx > %t.sm90.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.sm90.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.sm90.ptx -o %t.sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a format=isa" | %python -m mx.tools ptx > %t.sm100.ptx
+// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a format=isa" | %python -m mx.ptx > %t.sm100.ptx
 // RUN: %ptxas -arch=sm_100a -v %t.sm100.ptx -o %t.sm100.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // BIN90: gpu.binary @quantize_swizzled_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">

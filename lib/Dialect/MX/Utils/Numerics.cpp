@@ -114,8 +114,10 @@ Value mx::buildExactScale(OpBuilder &b, Location loc, Value amax,
   BitBuilder bb{b, loc};
   Value quotient = arith::DivFOp::create(
       b, loc, amax, bb.f32(static_cast<float>(getMaxFinite(elementType))));
-  Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, amax,
-                                       bb.f32(0.0f));
+  // A zero quotient (an all-zero block, or an amax so small that the division
+  // underflows) would turn every element into 0/0.
+  Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                       quotient, bb.f32(0.0f));
   quotient =
       bb.select(isZero, bb.bitsToF32(bb.i32(kF32Pow2Minus127)), quotient);
   return bb.select(bb.isInf(amax),

@@ -24,8 +24,8 @@ mlir::Value buildScaleExponent(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value amax, ScaleRounding rounding,
                                mlir::Type elementType);
 
-/// The f32 scale of `exact` rounding: amax / maxfinite, 2^-127 for an all-zero
-/// block, the largest finite f32 for a block holding an infinity.
+/// The f32 scale of `exact` rounding: amax / maxfinite, 2^-127 when that
+/// quotient is zero, the largest finite f32 for a block holding an infinity.
 mlir::Value buildExactScale(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value amax, mlir::Type elementType);
 

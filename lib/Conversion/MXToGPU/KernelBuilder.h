@@ -1,0 +1,107 @@
+//===- KernelBuilder.h - Helpers for the mx GPU kernels ---------*- C++ -*-===//
+//
+// Private to the MXToGPU conversion: the pieces every mx kernel is built
+// from (a 1-D launch on device buffers, predicated stores, the swizzled
+// index map, FP8 conversion through the hardware cvt) and the entry points of
+// the pattern files.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
+#define MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
+
+#include "mx/Dialect/MX/IR/MXOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mx::gpu_kernels {
+
+constexpr int64_t kThreadsPerBlock = 256;
+constexpr int64_t kMXBlock = 32;
+
+mlir::Value cIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+mlir::Value cmpLT(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                  mlir::Value y);
+mlir::Value andI(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                 mlir::Value y);
+
+/// Emits a 1-D `gpu.launch` of `numThreads` threads (rounded up to whole
+/// blocks) and builds its body with the global thread index.
+void buildLaunch(
+    mlir::OpBuilder &b, mlir::Location loc, int64_t numThreads,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value)>
+        body);
+
+/// Runs `then` under `condition` inside a kernel.
+void buildIf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
+             llvm::function_ref<void(mlir::OpBuilder &, mlir::Location)> then);
+
+/// A device buffer (`gpu.alloc`) with the shape and element type of `type`.
+mlir::Value allocDevice(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type);
+/// The buffer behind a tensor operand, and the tensor view of a result buffer.
+mlir::Value toBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Value tensor);
+mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Value buffer);
+
+/// Indices of scale (r, c) in the 5-D swizzled layout
+/// [r/128, c/4, r%32, (r%128)/32, c%4].
+llvm::SmallVector<mlir::Value> swizzledIndices(mlir::OpBuilder &b,
+                                               mlir::Location loc,
+                                               mlir::Value r, mlir::Value c);
+
+/// Loads `type` (a vector) at [row, col] of a 2-D buffer, 16-byte aligned.
+mlir::Value loadVector(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::VectorType type, mlir::Value buffer,
+                       mlir::Value row, mlir::Value col);
+/// The f32 values of a loaded vector and their magnitudes (sign bit cleared,
+/// which is exact, keeps NaN, and needs no libdevice call).
+mlir::Value extendToF32(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value vector);
+mlir::Value magnitude(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value f32Vector);
+
+/// Converts an even-length f32 vector (already multiplied by its factor) to
+/// FP8 with the hardware `cvt.rn.satfinite`, two elements per instruction.
+/// Elements whose `nanMask` bit (i1 vector of the same length) is set become
+/// 0x7F, the NaN byte of every NaN block (docs/numerics.md).
+mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value scaled, mlir::Type elementType,
+                              mlir::Value nanMask);
+
+/// The stored form of an i32 E8M0 exponent: the byte for f8E8M0FNU scales,
+/// the value 2^(e-127) for f32 ones; and the zero padding of either.
+mlir::Value buildStoredScale(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value exponent, mlir::Type scaleType);
+mlir::Value buildZeroScale(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type scaleType);
+
+/// Whether an exponent is the NaN byte 255.
+mlir::Value isNaNExponent(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value exponent);
+
+/// The swizzle that consumes `scales` alone, if any, with that unscaled dim.
+SwizzleOp getFusableSwizzle(mlir::Value scales, int64_t unscaledDim);
+
+/// Whether the quantize kernel that produces `op`'s input writes the tiles.
+bool isFusedIntoQuantize(SwizzleOp op);
+
+/// Replaces a quantize op with its kernel's data and scales tensors; when a
+/// swizzle consumed the scales, the tiled tensor replaces that swizzle.
+void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
+                     SwizzleOp swizzle, mlir::Value data, mlir::Value scales);
+
+/// The pattern files.
+void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns);
+void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns);
+void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
+
+/// The columnwise quantize that reads the same input as rowwise `op` and can
+/// share its kernel, if any.
+QuantizeOp getColumnwiseSibling(QuantizeOp op);
+
+} // namespace mx::gpu_kernels
+
+#endif // MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H

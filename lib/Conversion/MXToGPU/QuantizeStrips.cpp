@@ -1,0 +1,280 @@
+//===- QuantizeStrips.cpp - Columnwise and fused quantize kernels ---------===//
+//
+// Columnwise ([32, 1]) quantization, alone or fused with the rowwise ([1, 32])
+// quantization of the same input so that the input is read once. Each lane
+// owns a strip of 32 rows x 4 columns: it loads the strip with one 8- or
+// 16-byte load per row (a warp covers 128 contiguous columns, so every load
+// instruction is coalesced), reduces the 4 column amaxes in registers, and
+// writes 4 FP8 bytes per row for the columnwise data. For the rowwise half,
+// the 8 lanes that cover one 32-column block combine each row's amax with
+// three xor-shuffles. Swizzles consuming either scales are fused as in the
+// rowwise kernel: columnwise scales are tiled with K as the unscaled
+// dimension, and the kernel's grid also covers the zero padding of the tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mx/Conversion/MXToGPU/MXToGPU.h"
+#include "mx/Dialect/MX/Utils/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gpu_kernels;
+
+namespace {
+
+constexpr int64_t kStripRows = kMXBlock;
+constexpr int64_t kStripCols = 4;
+constexpr int64_t kLanesPerRowBlock = kMXBlock / kStripCols;
+
+bool isSupported(QuantizeOp op) {
+  std::string reason;
+  return succeeded(checkGPUSupport(op, reason));
+}
+
+bool haveSameNumerics(QuantizeOp a, QuantizeOp b) {
+  return a.getData().getType().getElementType() ==
+             b.getData().getType().getElementType() &&
+         a.getScales().getType().getElementType() ==
+             b.getScales().getType().getElementType() &&
+         a.getRounding() == b.getRounding();
+}
+
+/// The rowwise quantize that `columnwise` can share its kernel with.
+QuantizeOp getRowwiseSibling(QuantizeOp columnwise) {
+  for (Operation *user : columnwise.getInput().getUsers()) {
+    auto rowwise = dyn_cast<QuantizeOp>(user);
+    if (rowwise && rowwise != columnwise &&
+        getColumnwiseSibling(rowwise) == columnwise)
+      return rowwise;
+  }
+  return {};
+}
+
+/// One quantization done by the strip kernel: its op, output buffers and
+/// whether its scales are written tiled.
+struct StripOutput {
+  QuantizeOp op;
+  SwizzleOp swizzle;
+  Value data, scales;
+};
+
+struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !isSupported(op))
+      return rewriter.notifyMatchFailure(op, "not a supported columnwise quantize");
+    QuantizeOp rowwiseOp = getRowwiseSibling(op);
+    // Build before the earlier op so that the results dominate both users.
+    if (rowwiseOp && rowwiseOp->isBeforeInBlock(op))
+      rewriter.setInsertionPoint(rowwiseOp);
+    Location loc = op.getLoc();
+
+    auto makeOutput = [&](QuantizeOp q, int64_t unscaledDim) {
+      StripOutput out{q, getFusableSwizzle(q.getScales(), unscaledDim), {}, {}};
+      out.data = allocDevice(rewriter, loc, q.getData().getType());
+      out.scales = allocDevice(rewriter, loc,
+                               out.swizzle ? out.swizzle.getResult().getType()
+                                           : q.getScales().getType());
+      return out;
+    };
+    Value input = toBuffer(rewriter, loc, op.getInput());
+    SmallVector<StripOutput, 2> outputs = {makeOutput(op, /*unscaledDim=*/1)};
+    if (rowwiseOp)
+      outputs.push_back(makeOutput(rowwiseOp, /*unscaledDim=*/0));
+    const StripOutput &columnwise = outputs.front();
+    const StripOutput *rowwise = rowwiseOp ? &outputs.back() : nullptr;
+
+    RankedTensorType inputType = op.getInput().getType();
+    int64_t rows = inputType.getDimSize(0), cols = inputType.getDimSize(1);
+    int64_t rowBlocks = llvm::divideCeil(rows, kStripRows);
+    int64_t colBlocks = llvm::divideCeil(cols, kMXBlock);
+    // The grid covers every strip of the data and of the tiles' padding.
+    int64_t stripRows = rowBlocks, stripCols = cols / kStripCols;
+    if (columnwise.swizzle) {
+      stripRows = std::max(stripRows, int64_t(llvm::alignTo(rowBlocks, kSwizzleTileCols)));
+      stripCols = std::max(stripCols,
+                           int64_t(llvm::alignTo(cols, kSwizzleTileRows)) / kStripCols);
+    }
+    if (rowwise && rowwise->swizzle) {
+      stripRows = std::max(
+          stripRows, int64_t(llvm::alignTo(rows, kSwizzleTileRows)) / kStripRows);
+      stripCols = std::max(stripCols, int64_t(llvm::alignTo(colBlocks, kSwizzleTileCols)) *
+                                          kLanesPerRowBlock);
+    }
+    // Whole 8-lane groups per row keep the rowwise shuffles inside a block.
+    stripCols = llvm::alignTo(stripCols, kLanesPerRowBlock);
+    Type elementType = op.getData().getType().getElementType();
+    Type scaleType = op.getScales().getType().getElementType();
+    ScaleRounding rounding = op.getRounding();
+    auto laneType = VectorType::get({kStripCols}, inputType.getElementType());
+
+    buildLaunch(rewriter, loc, stripRows * stripCols,
+                [&](OpBuilder &b, Location l, Value thread) {
+      Value rowBlock = arith::DivUIOp::create(b, l, thread, cIndex(b, l, stripCols));
+      Value strip = arith::RemUIOp::create(b, l, thread, cIndex(b, l, stripCols));
+      Value row0 = arith::MulIOp::create(b, l, rowBlock, cIndex(b, l, kStripRows));
+      Value col = arith::MulIOp::create(b, l, strip, cIndex(b, l, kStripCols));
+      Value colValid = cmpLT(b, l, col, cIndex(b, l, cols));
+      Value loadCol = arith::MinUIOp::create(b, l, col, cIndex(b, l, cols - kStripCols));
+
+      // The strip: every lane loads (clamped in bounds), stores are predicated.
+      SmallVector<Value> rowIndex, rowValid, values;
+      for (int64_t i = 0; i < kStripRows; ++i) {
+        Value row = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
+        rowIndex.push_back(row);
+        rowValid.push_back(cmpLT(b, l, row, cIndex(b, l, rows)));
+        Value loadRow = arith::MinUIOp::create(b, l, row, cIndex(b, l, rows - 1));
+        values.push_back(extendToF32(
+            b, l, loadVector(b, l, laneType, input, loadRow, loadCol)));
+      }
+      auto f32Lane = cast<VectorType>(values.front().getType());
+      auto maskType = f32Lane.clone(b.getI1Type());
+      Value zero = arith::ConstantOp::create(
+          b, l, DenseElementsAttr::get(f32Lane, b.getF32FloatAttr(0.0f)));
+      auto storeBytes = [&](Value bytes, Value buffer, int64_t i) {
+        buildIf(b, l, andI(b, l, rowValid[i], colValid),
+                [&](OpBuilder &nb, Location nl) {
+          vector::StoreOp::create(nb, nl, bytes, buffer,
+                                  ValueRange{rowIndex[i], col},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(4));
+        });
+      };
+
+      // Columnwise: one scale per column of the strip.
+      Value colAmax = zero;
+      for (int64_t i = 0; i < kStripRows; ++i) {
+        Value m = arith::SelectOp::create(b, l, andI(b, l, rowValid[i], colValid),
+                                          magnitude(b, l, values[i]), zero);
+        colAmax = arith::MaximumFOp::create(b, l, colAmax, m);
+      }
+      SmallVector<Value> exponents, factors, nans;
+      for (int64_t j = 0; j < kStripCols; ++j) {
+        Value amax = vector::ExtractOp::create(b, l, colAmax, j);
+        exponents.push_back(buildScaleExponent(b, l, amax, rounding, elementType));
+        factors.push_back(buildInverseScaleValue(b, l, exponents.back()));
+        nans.push_back(isNaNExponent(b, l, exponents.back()));
+      }
+      Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
+      Value nanMask = vector::FromElementsOp::create(b, l, maskType, nans);
+      for (int64_t i = 0; i < kStripRows; ++i) {
+        Value scaled = arith::MulFOp::create(b, l, values[i], factor);
+        storeBytes(convertToElements(b, l, scaled, elementType, nanMask),
+                   columnwise.data, i);
+      }
+      Value rowBlockValid = cmpLT(b, l, rowBlock, cIndex(b, l, rowBlocks));
+      if (columnwise.swizzle) {
+        Value padded = cmpLT(b, l, rowBlock,
+                             cIndex(b, l, llvm::alignTo(rowBlocks, kSwizzleTileCols)));
+        for (int64_t j = 0; j < kStripCols; ++j) {
+          Value c = arith::AddIOp::create(b, l, col, cIndex(b, l, j));
+          Value valid = andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, cols)));
+          Value inTiles = andI(
+              b, l, padded,
+              cmpLT(b, l, c, cIndex(b, l, llvm::alignTo(cols, kSwizzleTileRows))));
+          Value scale = arith::SelectOp::create(
+              b, l, valid, buildStoredScale(b, l, exponents[j], scaleType),
+              buildZeroScale(b, l, scaleType));
+          buildIf(b, l, inTiles, [&](OpBuilder &nb, Location nl) {
+            memref::StoreOp::create(nb, nl, scale, columnwise.scales,
+                                    swizzledIndices(nb, nl, c, rowBlock));
+          });
+        }
+      } else {
+        SmallVector<Value> stored = llvm::map_to_vector(exponents, [&](Value e) {
+          return buildStoredScale(b, l, e, scaleType);
+        });
+        Value scales = vector::FromElementsOp::create(
+            b, l, f32Lane.clone(scaleType), stored);
+        buildIf(b, l, andI(b, l, rowBlockValid, colValid),
+                [&](OpBuilder &nb, Location nl) {
+          vector::StoreOp::create(nb, nl, scales, columnwise.scales,
+                                  ValueRange{rowBlock, col},
+                                  /*nontemporal=*/false, llvm::MaybeAlign(4));
+        });
+      }
+      if (!rowwise)
+        return;
+
+      // Rowwise: the 8 lanes of a 32-column block combine each row's amax.
+      Value block = arith::DivUIOp::create(b, l, strip, cIndex(b, l, kLanesPerRowBlock));
+      Value firstLane = arith::CmpIOp::create(
+          b, l, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(b, l, strip, cIndex(b, l, kLanesPerRowBlock)),
+          cIndex(b, l, 0));
+      Value blockValid = cmpLT(b, l, block, cIndex(b, l, colBlocks));
+      for (int64_t i = 0; i < kStripRows; ++i) {
+        Value m = arith::SelectOp::create(b, l, colValid, magnitude(b, l, values[i]), zero);
+        Value amax = vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m);
+        for (int32_t offset = 1; offset < kLanesPerRowBlock; offset *= 2) {
+          Value other = gpu::ShuffleOp::create(b, l, amax, offset, 32,
+                                               gpu::ShuffleMode::XOR)
+                            .getShuffleResult();
+          amax = arith::MaximumFOp::create(b, l, amax, other);
+        }
+        Value exponent = buildScaleExponent(b, l, amax, rounding, elementType);
+        Value scaled = arith::MulFOp::create(
+            b, l, values[i],
+            vector::BroadcastOp::create(b, l, f32Lane,
+                                        buildInverseScaleValue(b, l, exponent)));
+        Value rowNaN = vector::BroadcastOp::create(b, l, maskType,
+                                                   isNaNExponent(b, l, exponent));
+        storeBytes(convertToElements(b, l, scaled, elementType, rowNaN),
+                   rowwise->data, i);
+        Value scale = buildStoredScale(b, l, exponent, scaleType);
+        Value valid = andI(b, l, rowValid[i], blockValid);
+        if (rowwise->swizzle) {
+          Value inTiles = andI(
+              b, l,
+              cmpLT(b, l, rowIndex[i], cIndex(b, l, llvm::alignTo(rows, kSwizzleTileRows))),
+              cmpLT(b, l, block, cIndex(b, l, llvm::alignTo(colBlocks, kSwizzleTileCols))));
+          Value stored = arith::SelectOp::create(b, l, valid, scale,
+                                                 buildZeroScale(b, l, scaleType));
+          buildIf(b, l, andI(b, l, firstLane, inTiles), [&](OpBuilder &nb, Location nl) {
+            memref::StoreOp::create(nb, nl, stored, rowwise->scales,
+                                    swizzledIndices(nb, nl, rowIndex[i], block));
+          });
+        } else {
+          buildIf(b, l, andI(b, l, firstLane, valid), [&](OpBuilder &nb, Location nl) {
+            memref::StoreOp::create(nb, nl, scale, rowwise->scales,
+                                    ValueRange{rowIndex[i], block});
+          });
+        }
+      }
+    });
+
+    for (const StripOutput &out : outputs)
+      replaceQuantize(rewriter, out.op, out.swizzle,
+                      toTensor(rewriter, loc, out.data),
+                      toTensor(rewriter, loc, out.scales));
+    return success();
+  }
+};
+
+} // namespace
+
+QuantizeOp gpu_kernels::getColumnwiseSibling(QuantizeOp rowwise) {
+  if (rowwise.getBlock() != ArrayRef<int64_t>{1, kMXBlock} || !isSupported(rowwise))
+    return {};
+  for (Operation *user : rowwise.getInput().getUsers()) {
+    auto columnwise = dyn_cast<QuantizeOp>(user);
+    // Same parent block, so that one insertion point dominates both users.
+    if (columnwise && columnwise->getBlock() == rowwise->getBlock() &&
+        columnwise.getBlock() == ArrayRef<int64_t>{kMXBlock, 1} &&
+        haveSameNumerics(rowwise, columnwise) && isSupported(columnwise))
+      return columnwise;
+  }
+  return {};
+}
+
+void gpu_kernels::populateColumnwiseQuantizePatterns(RewritePatternSet &patterns) {
+  patterns.add<ColumnwiseQuantizeToGPU>(patterns.getContext());
+}
