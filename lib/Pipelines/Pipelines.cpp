@@ -65,6 +65,7 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
+  pm.addPass(createConvertMXToCublas());
   pm.addPass(createConvertMXToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOneShotBufferizePass(

@@ -7,6 +7,7 @@
 #ifndef MX_CONVERSION_PASSES_H
 #define MX_CONVERSION_PASSES_H
 
+#include "mx/Conversion/MXToCublas/MXToCublas.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Conversion/MXToLinalg/MXToLinalg.h"
 

@@ -84,4 +84,37 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
   ];
 }
 
+def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
+  let summary = "Lower mx.scaled_matmul to cuBLASLt through the mx runtime";
+  let description = [{
+    Rewrites each `mx.scaled_matmul` on tensors into a call of
+    `mxrtScaledMatmul` (include/mx/Runtime/MXRuntime.h) on device buffers,
+    with the result allocated by `gpu.alloc`. The scale mode of each operand
+    follows from its block and scales: swizzled f8E8M0FNU scales of `[1, 32]`
+    blocks are `VEC32_UE8M0` (MX, SM100+), f32 scales of `[1, 128]` and
+    `[128, 128]` blocks are `VEC128_32F` and `BLK128x128_32F`, and one f32
+    scale of a whole-operand block is per-tensor (`SCALAR_32F`); these three
+    run on SM90+. Other combinations are reported and the pass fails. On a
+    GPU that cannot run the requested mode the runtime call fails with a
+    message naming the mode, the compute capability and the alternative.
+
+    Example:
+
+    ```mlir
+    // mx-opt --convert-mx-to-cublas
+    %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
+        : tensor<256x512xf8E4M3FN>, tensor<256x4xf32>, tensor<384x512xf8E4M3FN>,
+          tensor<3x4xf32> -> tensor<256x384xbf16>
+    // becomes gpu.alloc + llvm.call @mxrtScaledMatmul(256, 384, 512, ...)
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::LLVM::LLVMDialect",
+    "mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // MX_CONVERSION_PASSES_TD

@@ -1,0 +1,182 @@
+//===- MXToCublas.cpp - Lower mx.scaled_matmul to cuBLASLt ----------------===//
+//
+// mx.scaled_matmul becomes one call of `mxrtScaledMatmul` on device buffers.
+// The operands' blocks and scale types decide the cuBLASLt scale mode:
+// swizzled E8M0 scales of [1, 32] blocks are MX (VEC32_UE8M0), f32 scales of
+// [1, 128] / [128, 128] blocks the FP8 blockwise recipe, one f32 scale of a
+// whole-operand block the per-tensor mode. The enum values come from
+// MXRuntime.h, the header the runtime implements, so the two cannot drift.
+// What the library cannot run on the GPU at hand (MX before SM100) fails at
+// run time with the runtime's message; what no cuBLASLt mode expresses is
+// rejected here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mx/Conversion/MXToCublas/MXToCublas.h"
+#include "mx/Conversion/Passes.h"
+#include "mx/Dialect/MX/IR/MXOps.h"
+#include "mx/Runtime/MXRuntime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mx {
+#define GEN_PASS_DEF_CONVERTMXTOCUBLAS
+#include "mx/Conversion/Passes.h.inc"
+} // namespace mx
+
+using namespace mlir;
+using namespace mx;
+
+namespace {
+
+constexpr StringLiteral kScaledMatmulFn = "mxrtScaledMatmul";
+
+std::optional<int32_t> getElementCode(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return MXRT_TYPE_F8E4M3;
+  if (isa<Float8E5M2Type>(type))
+    return MXRT_TYPE_F8E5M2;
+  if (type.isBF16())
+    return MXRT_TYPE_BF16;
+  if (type.isF16())
+    return MXRT_TYPE_F16;
+  if (type.isF32())
+    return MXRT_TYPE_F32;
+  return std::nullopt;
+}
+
+/// The cuBLASLt scale mode of one `[rows, K]` operand, or a reason why none.
+FailureOr<int32_t> getScaleMode(RankedTensorType operand, ArrayRef<int64_t> block,
+                                RankedTensorType scales, std::string &reason) {
+  Type scaleType = scales.getElementType();
+  if (scales.getRank() == 5 && isa<Float8E8M0FNUType>(scaleType) &&
+      block == ArrayRef<int64_t>{1, 32})
+    return int32_t(MXRT_SCALE_VEC32_UE8M0);
+  if (scales.getRank() == 2 && scaleType.isF32()) {
+    if (block == ArrayRef<int64_t>{1, 128})
+      return int32_t(MXRT_SCALE_VEC128_F32);
+    if (block == ArrayRef<int64_t>{128, 128})
+      return int32_t(MXRT_SCALE_BLK128X128_F32);
+    if (block == operand.getShape())
+      return int32_t(MXRT_SCALE_TENSOR_F32);
+  }
+  reason = "cuBLASLt takes swizzled E8M0 scales of [1, 32] blocks, f32 "
+           "scales of [1, 128] or [128, 128] blocks, or one f32 scale per "
+           "tensor";
+  return failure();
+}
+
+Value pointerTo(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  Value buffer = bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+      /*read_only=*/true);
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value integer =
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                  integer);
+}
+
+struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ScaledMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    std::string reason;
+    FailureOr<int32_t> lhsMode =
+        getScaleMode(op.getLhs().getType(), op.getLhsBlock(),
+                     op.getLhsScales().getType(), reason);
+    FailureOr<int32_t> rhsMode =
+        getScaleMode(op.getRhs().getType(), op.getRhsBlock(),
+                     op.getRhsScales().getType(), reason);
+    if (failed(lhsMode) || failed(rhsMode))
+      return rewriter.notifyMatchFailure(op, reason);
+
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+    auto module = op->getParentOfType<ModuleOp>();
+    // Declared as an LLVM function: a C symbol called as is, with no MLIR
+    // memref calling convention or C-interface wrapper in between.
+    auto fnType = LLVM::LLVMFunctionType::get(
+        i32, {i64, i64, i64, ptrType, i32, ptrType, i32, ptrType, i32, ptrType,
+              i32, ptrType, i32, ptrType});
+    auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(kScaledMatmulFn);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      callee = LLVM::LLVMFuncOp::create(rewriter, loc, kScaledMatmulFn, fnType);
+    }
+
+    RankedTensorType resultType = op.getResult().getType();
+    Value out = gpu::AllocOp::create(
+                    rewriter, loc,
+                    MemRefType::get(resultType.getShape(),
+                                    resultType.getElementType()),
+                    Type(), ValueRange(), ValueRange(), ValueRange())
+                    .getMemref();
+    Value outAddress = arith::IndexCastOp::create(
+        rewriter, loc, i64,
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, out));
+    auto i64Const = [&](int64_t v) {
+      return arith::ConstantIntOp::create(rewriter, loc, v, 64).getResult();
+    };
+    auto i32Const = [&](int64_t v) {
+      return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
+    };
+    auto code = [&](Value v) {
+      return i32Const(*getElementCode(getElementTypeOrSelf(v.getType())));
+    };
+    SmallVector<Value> args = {
+        i64Const(resultType.getDimSize(0)), i64Const(resultType.getDimSize(1)),
+        i64Const(op.getLhs().getType().getDimSize(1)),
+        pointerTo(rewriter, loc, op.getLhs()), code(op.getLhs()),
+        pointerTo(rewriter, loc, op.getLhsScales()), i32Const(*lhsMode),
+        pointerTo(rewriter, loc, op.getRhs()), code(op.getRhs()),
+        pointerTo(rewriter, loc, op.getRhsScales()), i32Const(*rhsMode),
+        LLVM::IntToPtrOp::create(rewriter, loc, ptrType, outAddress),
+        code(op.getResult()),
+        // The legacy default stream: ordered with the caller's copies.
+        LLVM::ZeroOp::create(rewriter, loc, ptrType)};
+    // The status is also kept by the runtime (mxrtGetLastError), which is
+    // where a caller of compiled code reads it.
+    LLVM::CallOp::create(rewriter, loc, callee, args);
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        op, resultType, out, /*restrict=*/true, /*writable=*/true);
+    return success();
+  }
+};
+
+struct ConvertMXToCublasPass
+    : mx::impl::ConvertMXToCublasBase<ConvertMXToCublasPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMXToCublasConversionPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    WalkResult result = getOperation()->walk([](ScaledMatmulOp op) {
+      std::string reason;
+      (void)getScaleMode(op.getLhs().getType(), op.getLhsBlock(),
+                         op.getLhsScales().getType(), reason);
+      (void)getScaleMode(op.getRhs().getType(), op.getRhsBlock(),
+                         op.getRhsScales().getType(), reason);
+      op.emitOpError("has no cuBLASLt lowering: ") << reason;
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mx::populateMXToCublasConversionPatterns(RewritePatternSet &patterns) {
+  patterns.add<ScaledMatmulToCublas>(patterns.getContext());
+}
