@@ -42,3 +42,26 @@ def assert_bits_equal(actual, expected, what):
     bad = np.argwhere(a != e)
     assert bad.size == 0, (f"{what}: {len(bad)} of {a.size} differ; first at {tuple(bad[0])}: "
                            f"got {a[tuple(bad[0])]:#x}, expected {e[tuple(bad[0])]:#x}")
+
+
+def matmul_operands(rng, m, n, k, a_block, b_block, scale_type, swizzled, b_elem="f8E4M3FN"):
+    """Quantized random GEMM operands A [m, k] (E4M3) and B [n, k], scales swizzled if asked."""
+    from mx import reference
+    a, a_scales = reference.quantize(random_input(rng, (m, k), np.float32, specials=False), a_block,
+                                     "f8E4M3FN", scale_type)
+    b, b_scales = reference.quantize(random_input(rng, (n, k), np.float32, specials=False), b_block,
+                                     b_elem, scale_type)
+    if swizzled:
+        a_scales, b_scales = reference.swizzle(a_scales), reference.swizzle(b_scales)
+    return a, a_scales, b, b_scales
+
+
+def exact_matmul(a, a_scales, b, b_scales, a_block, b_block):
+    """The float64 product of the dequantized operands (scales linear or swizzled)."""
+    from mx import reference
+
+    def operand(data, scales, block):
+        if scales.ndim == 5:
+            scales = reference.unswizzle(scales, reference.scales_shape(data.shape, block))
+        return reference.dequantize(data, scales, block).astype(np.float64)
+    return operand(a, a_scales, a_block) @ operand(b, b_scales, b_block).T

@@ -8,7 +8,7 @@ and just above it, +-Inf and NaN, and an all-zero block. Shapes include ones tha
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, random_input
+from conftest import assert_bits_equal, exact_matmul, matmul_operands, random_input
 
 from mx import reference, tools
 
@@ -32,6 +32,19 @@ def test_quantize(rng, recipe, scale_type, rounding, elem):
     x = random_input(rng, shape, np.float32)
     data, scales = tools.cpu_quantize(x, block, elem, scale_type, rounding)
     ref_data, ref_scales = reference.quantize(x, block, elem, scale_type, rounding)
+    assert_bits_equal(scales, ref_scales, "scales")
+    assert_bits_equal(data, ref_data, "data")
+
+
+@pytest.mark.parametrize("elem", ["f8E4M3FN", "f8E5M2"])
+def test_quantize_exact_underflow(rng, elem):
+    """`exact` scales of blocks whose amax / maxfinite underflows to 0 in f32 (and of zero blocks)."""
+    x = random_input(rng, (4, 64), np.float32)
+    x[0] = np.float32(1e-44) * rng.choice([-1, 1], size=64)
+    x[1, :32] = 0.0
+    x[2, :32] = np.float32(3e-42)
+    data, scales = tools.cpu_quantize(x, (1, 32), elem, "f32", "exact")
+    ref_data, ref_scales = reference.quantize(x, (1, 32), elem, "f32", "exact")
     assert_bits_equal(scales, ref_scales, "scales")
     assert_bits_equal(data, ref_data, "data")
 
@@ -109,17 +122,10 @@ def test_scaled_matmul(rng, case, swizzled, out_dtype):
     (m, n, k), a_block, b_block, scale_type = MATMULS[case]
     if swizzled and scale_type != "f8E8M0FNU":
         pytest.skip("swizzled scales are the MX (1 x 32, E8M0) layout")
-    a, a_scales = reference.quantize(random_input(rng, (m, k), np.float32, specials=False), a_block,
-                                     "f8E4M3FN", scale_type)
-    b, b_scales = reference.quantize(random_input(rng, (n, k), np.float32, specials=False), b_block,
-                                     "f8E5M2", scale_type)
-    if swizzled:
-        a_scales, b_scales = reference.swizzle(a_scales), reference.swizzle(b_scales)
+    a, a_scales, b, b_scales = matmul_operands(rng, m, n, k, a_block, b_block, scale_type, swizzled,
+                                               b_elem="f8E5M2")
     out = tools.cpu_scaled_matmul(a, a_scales, b, b_scales, a_block, b_block, out_dtype)
-    exact = (reference.dequantize(a, reference.unswizzle(a_scales, (m, k // a_block[1])) if swizzled
-                                  else a_scales, a_block).astype(np.float64)
-             @ reference.dequantize(b, reference.unswizzle(b_scales, (n, k // b_block[1])) if swizzled
-                                    else b_scales, b_block).astype(np.float64).T)
+    exact = exact_matmul(a, a_scales, b, b_scales, a_block, b_block)
     tolerance = 1e-5 if out_dtype is np.float32 else 4e-3
     error = reference.matmul_error(out, exact)
     assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"

@@ -15,7 +15,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, random_input
+from conftest import assert_bits_equal, exact_matmul, matmul_operands, random_input
 
 from mx import reference, runtime, tools
 
@@ -103,21 +103,14 @@ def swizzle_source(name):
     return _function(name, [f"%s: {linear}", f"%w: {tiled}"], body, [("%t", tiled), ("%u", linear)])
 
 
-def matmul_operands(rng, name):
-    """Quantized random operands of a MATMUL case, scales swizzled where the case says so."""
+def quantized_operands(rng, name):
     m, n, k, a_block, b_block, scale_type, swizzled, _ = MATMUL[name]
-    a, a_scales = reference.quantize(random_input(rng, (m, k), np.float32, specials=False), a_block,
-                                     "f8E4M3FN", scale_type)
-    b, b_scales = reference.quantize(random_input(rng, (n, k), np.float32, specials=False), b_block,
-                                     "f8E4M3FN", scale_type)
-    if swizzled:
-        a_scales, b_scales = reference.swizzle(a_scales), reference.swizzle(b_scales)
-    return a, a_scales, b, b_scales
+    return matmul_operands(rng, m, n, k, a_block, b_block, scale_type, swizzled)
 
 
 def matmul_source(name):
     m, n, k, a_block, b_block, _, _, out = MATMUL[name]
-    operands = matmul_operands(np.random.default_rng(0), name)  # only their types matter here
+    operands = quantized_operands(np.random.default_rng(0), name)  # only their types matter here
     args = [f"%{v}: {_type(x.shape, x.dtype)}" for v, x in zip(("a", "as", "b", "bs"), operands)]
     types = ", ".join(_type(x.shape, x.dtype) for x in operands)
     body = [f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [{a_block[0]}, {a_block[1]}] "
@@ -214,7 +207,7 @@ def test_scaled_matmul_cublas(rng, libraries, name):
     the spec's 1e-5: Hopper's FP8 tensor cores accumulate with less than f32 precision (measured
     ~1.3e-4 here, identical to torch._scaled_mm on the same data)."""
     m, n, k, a_block, b_block, _, swizzled, out = MATMUL[name]
-    operands = matmul_operands(rng, name)
+    operands = quantized_operands(rng, name)
     buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(x)) for x in operands]
     try:
         if swizzled and runtime.compute_capability() < (10, 0):
@@ -227,12 +220,7 @@ def test_scaled_matmul_cublas(rng, libraries, name):
     finally:
         for buffer in buffers:
             buffer.close()
-    a, a_scales, b, b_scales = operands
-    if swizzled:
-        a_scales = reference.unswizzle(a_scales, reference.scales_shape((m, k), a_block))
-        b_scales = reference.unswizzle(b_scales, reference.scales_shape((n, k), b_block))
-    exact = (reference.dequantize(a, a_scales, a_block).astype(np.float64)
-             @ reference.dequantize(b, b_scales, b_block).astype(np.float64).T)
+    exact = exact_matmul(*operands, a_block, b_block)
     tolerance = 3e-4 if out is np.float32 else 4e-3
     error = reference.matmul_error(got, exact)
     assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"

@@ -114,6 +114,17 @@ Value gpu_kernels::magnitude(OpBuilder &b, Location loc, Value f32Vector) {
       b, loc, type, arith::AndIOp::create(b, loc, bits, signMask));
 }
 
+Value gpu_kernels::buildGroupMax(OpBuilder &b, Location loc, Value value,
+                                 int64_t lanes) {
+  for (int32_t offset = 1; offset < lanes; offset *= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, value, offset, /*width=*/32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = arith::MaximumFOp::create(b, loc, value, other);
+  }
+  return value;
+}
+
 Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
                                      Type elementType, Value nanMask) {
   int64_t length = cast<VectorType>(scaled.getType()).getNumElements();

@@ -63,6 +63,11 @@ mlir::Value extendToF32(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value magnitude(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value f32Vector);
 
+/// The NaN-propagating max of `value` over groups of `lanes` (a power of two)
+/// adjacent lanes, by xor-shuffles; every lane of the warp must take part.
+mlir::Value buildGroupMax(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, int64_t lanes);
+
 /// Converts an even-length f32 vector (already multiplied by its factor) to
 /// FP8 with the hardware `cvt.rn.satfinite`, two elements per instruction.
 /// Elements whose `nanMask` bit (i1 vector of the same length) is set become

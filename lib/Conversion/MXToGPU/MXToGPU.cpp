@@ -111,12 +111,7 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
           b, l, colValid, magnitude(b, l, values), zero);
       Value amax = vector::ReductionOp::create(
           b, l, vector::CombiningKind::MAXIMUMF, magnitudes);
-      for (int32_t offset = 1; offset < kLanesPerBlock; offset *= 2) {
-        Value other = gpu::ShuffleOp::create(b, l, amax, offset, 32,
-                                             gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-        amax = arith::MaximumFOp::create(b, l, amax, other);
-      }
+      amax = buildGroupMax(b, l, amax, kLanesPerBlock);
 
       Value exponent = buildScaleExponent(b, l, amax, rounding, elementType);
       Value factor = buildInverseScaleValue(b, l, exponent);

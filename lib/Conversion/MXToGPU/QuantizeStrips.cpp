@@ -213,13 +213,9 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       Value blockValid = cmpLT(b, l, block, cIndex(b, l, colBlocks));
       for (int64_t i = 0; i < kStripRows; ++i) {
         Value m = arith::SelectOp::create(b, l, colValid, magnitude(b, l, values[i]), zero);
-        Value amax = vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m);
-        for (int32_t offset = 1; offset < kLanesPerRowBlock; offset *= 2) {
-          Value other = gpu::ShuffleOp::create(b, l, amax, offset, 32,
-                                               gpu::ShuffleMode::XOR)
-                            .getShuffleResult();
-          amax = arith::MaximumFOp::create(b, l, amax, other);
-        }
+        Value amax = buildGroupMax(
+            b, l, vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m),
+            kLanesPerRowBlock);
         Value exponent = buildScaleExponent(b, l, amax, rounding, elementType);
         Value scaled = arith::MulFOp::create(
             b, l, values[i],
