@@ -2,12 +2,13 @@
 //
 // Columnwise ([32, 1]) quantization, alone or fused with the rowwise ([1, 32])
 // quantization of the same input so that the input is read once. Each lane
-// owns a strip of 32 rows x 4 columns: it loads the strip with one 8- or
-// 16-byte load per row (a warp covers 128 contiguous columns, so every load
-// instruction is coalesced), reduces the 4 column amaxes in registers, and
-// writes 4 FP8 bytes per row for the columnwise data. For the rowwise half,
-// the 8 lanes that cover one 32-column block combine each row's amax with
-// three xor-shuffles. Swizzles consuming either scales are fused as in the
+// owns a strip of 16 rows x 4 columns, the two halves of a warp covering the
+// two halves of a 32-row block: it loads the strip with one 8- or 16-byte load
+// per row (16 lanes cover 64 contiguous columns, so every load instruction is
+// coalesced), reduces the 4 column amaxes in registers and with one shuffle
+// across the halves, and writes 4 FP8 bytes per row for the columnwise data.
+// For the rowwise part, the 8 lanes that cover one 32-column block combine
+// each row's amax with three xor-shuffles. Swizzles consuming either scales are fused as in the
 // rowwise kernel: columnwise scales are tiled with K as the unscaled
 // dimension, and the kernel's grid also covers the zero padding of the tiles.
 //
@@ -29,7 +30,11 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
-constexpr int64_t kStripRows = kMXBlock;
+/// A 32-row column block is split between the two halves of a warp (16 rows
+/// each), which keeps a lane's strip at ~100 registers and so lets two
+/// 256-thread blocks share an SM.
+constexpr int64_t kHalfWarp = 16;
+constexpr int64_t kRowsPerLane = kMXBlock / 2;
 constexpr int64_t kStripCols = 4;
 constexpr int64_t kLanesPerRowBlock = kMXBlock / kStripCols;
 
@@ -95,7 +100,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
     RankedTensorType inputType = op.getInput().getType();
     int64_t rows = inputType.getDimSize(0), cols = inputType.getDimSize(1);
-    int64_t rowBlocks = llvm::divideCeil(rows, kStripRows);
+    int64_t rowBlocks = llvm::divideCeil(rows, kMXBlock);
     int64_t colBlocks = llvm::divideCeil(cols, kMXBlock);
     // The grid covers every strip of the data and of the tiles' padding.
     int64_t stripRows = rowBlocks, stripCols = cols / kStripCols;
@@ -106,29 +111,44 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     }
     if (rowwise && rowwise->swizzle) {
       stripRows = std::max(
-          stripRows, int64_t(llvm::alignTo(rows, kSwizzleTileRows)) / kStripRows);
+          stripRows, int64_t(llvm::alignTo(rows, kSwizzleTileRows)) / kMXBlock);
       stripCols = std::max(stripCols, int64_t(llvm::alignTo(colBlocks, kSwizzleTileCols)) *
                                           kLanesPerRowBlock);
     }
-    // Whole 8-lane groups per row keep the rowwise shuffles inside a block.
-    stripCols = llvm::alignTo(stripCols, kLanesPerRowBlock);
+    // Whole half-warps per row block: the rowwise shuffles (8-lane groups)
+    // and the column-half shuffle (xor 16) then stay inside one block.
+    stripCols = llvm::alignTo(stripCols, kHalfWarp);
     Type elementType = op.getData().getType().getElementType();
     Type scaleType = op.getScales().getType().getElementType();
     ScaleRounding rounding = op.getRounding();
     auto laneType = VectorType::get({kStripCols}, inputType.getElementType());
 
-    buildLaunch(rewriter, loc, stripRows * stripCols,
+    buildLaunch(rewriter, loc, stripRows * stripCols * 2,
                 [&](OpBuilder &b, Location l, Value thread) {
-      Value rowBlock = arith::DivUIOp::create(b, l, thread, cIndex(b, l, stripCols));
-      Value strip = arith::RemUIOp::create(b, l, thread, cIndex(b, l, stripCols));
-      Value row0 = arith::MulIOp::create(b, l, rowBlock, cIndex(b, l, kStripRows));
+      // Warp w covers 16 strips of one row block; lane bit 4 picks the half.
+      Value warp = arith::DivUIOp::create(b, l, thread, cIndex(b, l, 2 * kHalfWarp));
+      Value lane = arith::RemUIOp::create(b, l, thread, cIndex(b, l, 2 * kHalfWarp));
+      Value half = arith::DivUIOp::create(b, l, lane, cIndex(b, l, kHalfWarp));
+      Value warpsPerRowBlock = cIndex(b, l, stripCols / kHalfWarp);
+      Value rowBlock = arith::DivUIOp::create(b, l, warp, warpsPerRowBlock);
+      Value strip = arith::AddIOp::create(
+          b, l,
+          arith::MulIOp::create(b, l,
+                                arith::RemUIOp::create(b, l, warp, warpsPerRowBlock),
+                                cIndex(b, l, kHalfWarp)),
+          arith::RemUIOp::create(b, l, lane, cIndex(b, l, kHalfWarp)));
+      Value row0 = arith::AddIOp::create(
+          b, l, arith::MulIOp::create(b, l, rowBlock, cIndex(b, l, kMXBlock)),
+          arith::MulIOp::create(b, l, half, cIndex(b, l, kRowsPerLane)));
+      Value firstHalf = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, half,
+                                              cIndex(b, l, 0));
       Value col = arith::MulIOp::create(b, l, strip, cIndex(b, l, kStripCols));
       Value colValid = cmpLT(b, l, col, cIndex(b, l, cols));
       Value loadCol = arith::MinUIOp::create(b, l, col, cIndex(b, l, cols - kStripCols));
 
       // The strip: every lane loads (clamped in bounds), stores are predicated.
       SmallVector<Value> rowIndex, rowValid, values;
-      for (int64_t i = 0; i < kStripRows; ++i) {
+      for (int64_t i = 0; i < kRowsPerLane; ++i) {
         Value row = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
         rowIndex.push_back(row);
         rowValid.push_back(cmpLT(b, l, row, cIndex(b, l, rows)));
@@ -151,11 +171,21 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
       // Columnwise: one scale per column of the strip.
       Value colAmax = zero;
-      for (int64_t i = 0; i < kStripRows; ++i) {
+      for (int64_t i = 0; i < kRowsPerLane; ++i) {
         Value m = arith::SelectOp::create(b, l, andI(b, l, rowValid[i], colValid),
                                           magnitude(b, l, values[i]), zero);
         colAmax = arith::MaximumFOp::create(b, l, colAmax, m);
       }
+      // Combine the two 16-row halves of the column block.
+      SmallVector<Value> halves;
+      for (int64_t j = 0; j < kStripCols; ++j) {
+        Value own = vector::ExtractOp::create(b, l, colAmax, j);
+        Value other = gpu::ShuffleOp::create(b, l, own, int32_t(kHalfWarp), 32,
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult();
+        halves.push_back(arith::MaximumFOp::create(b, l, own, other));
+      }
+      colAmax = vector::FromElementsOp::create(b, l, f32Lane, halves);
       SmallVector<Value> exponents, factors, nans;
       for (int64_t j = 0; j < kStripCols; ++j) {
         Value amax = vector::ExtractOp::create(b, l, colAmax, j);
@@ -165,11 +195,12 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       }
       Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
       Value nanMask = vector::FromElementsOp::create(b, l, maskType, nans);
-      for (int64_t i = 0; i < kStripRows; ++i) {
+      for (int64_t i = 0; i < kRowsPerLane; ++i) {
         Value scaled = arith::MulFOp::create(b, l, values[i], factor);
         storeBytes(convertToElements(b, l, scaled, elementType, nanMask),
                    columnwise.data, i);
       }
+      // The first half of the warp writes the column scales.
       Value rowBlockValid = cmpLT(b, l, rowBlock, cIndex(b, l, rowBlocks));
       if (columnwise.swizzle) {
         Value padded = cmpLT(b, l, rowBlock,
@@ -183,7 +214,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
           Value scale = arith::SelectOp::create(
               b, l, valid, buildStoredScale(b, l, exponents[j], scaleType),
               buildZeroScale(b, l, scaleType));
-          buildIf(b, l, inTiles, [&](OpBuilder &nb, Location nl) {
+          buildIf(b, l, andI(b, l, firstHalf, inTiles), [&](OpBuilder &nb, Location nl) {
             memref::StoreOp::create(nb, nl, scale, columnwise.scales,
                                     swizzledIndices(nb, nl, c, rowBlock));
           });
@@ -194,7 +225,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
         });
         Value scales = vector::FromElementsOp::create(
             b, l, f32Lane.clone(scaleType), stored);
-        buildIf(b, l, andI(b, l, rowBlockValid, colValid),
+        buildIf(b, l, andI(b, l, firstHalf, andI(b, l, rowBlockValid, colValid)),
                 [&](OpBuilder &nb, Location nl) {
           vector::StoreOp::create(nb, nl, scales, columnwise.scales,
                                   ValueRange{rowBlock, col},
@@ -211,7 +242,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
           arith::RemUIOp::create(b, l, strip, cIndex(b, l, kLanesPerRowBlock)),
           cIndex(b, l, 0));
       Value blockValid = cmpLT(b, l, block, cIndex(b, l, colBlocks));
-      for (int64_t i = 0; i < kStripRows; ++i) {
+      for (int64_t i = 0; i < kRowsPerLane; ++i) {
         Value m = arith::SelectOp::create(b, l, colValid, magnitude(b, l, values[i]), zero);
         Value amax = buildGroupMax(
             b, l, vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m),

@@ -46,7 +46,7 @@ func.func @quantize_linear(%x: tensor<64x96xf32>) -> (tensor<64x96xf8E5M2>, tens
 // CHECK-LABEL: func @fused
 // CHECK-COUNT-4: gpu.alloc
 // CHECK: gpu.launch
-// CHECK-COUNT-32: vector.load %{{.*}} {alignment = 16 : i64} : memref<256x512xbf16>, vector<4xbf16>
+// CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<256x512xbf16>, vector<4xbf16>
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
@@ -62,9 +62,11 @@ func.func @fused(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<
 
 // -----
 
-// Columnwise alone: linear scales stored 4 at a time.
+// Columnwise alone: two half-warps share a 32-row block (one shuffle per
+// column combines their amax); linear scales are stored 4 at a time.
 // CHECK-LABEL: func @columnwise
 // CHECK: gpu.launch
+// CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK-NOT: gpu.shuffle
 // CHECK: vector.store %{{.*}} {alignment = 4 : i64} : memref<3x96xf8E8M0FNU>, vector<4xf8E8M0FNU>
 func.func @columnwise(%x: tensor<70x96xf32>) -> (tensor<70x96xf8E4M3FN>, tensor<3x96xf8E8M0FNU>) {
