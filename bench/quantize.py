@@ -122,7 +122,7 @@ def run(directory):
             lib = runtime.load_compiled(directory / f"{name}.so")
             x = torch.randn(m, k, device="cuda")
             x = x.mul_(torch.exp2(torch.randint(-20, 20, (m, 1), device="cuda"))).bfloat16()
-            x_ref = runtime.MemRef(x.data_ptr(), (m, k))
+            x_ref = runtime.MemRef.from_dlpack(x)
             ranks = [2, 5] * len(blocks)
 
             def mx_call():

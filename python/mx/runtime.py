@@ -281,6 +281,28 @@ def _descriptor_type(rank: int) -> type[ctypes.Structure]:
     return _DESCRIPTORS[rank]
 
 
+_KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
 class MemRef:
     """A ranked memref: data pointer, shape, strides (elements; row-major by default)."""
 
@@ -291,6 +313,25 @@ class MemRef:
         if strides is None:
             strides = [math.prod(self.shape[i + 1:]) for i in range(len(self.shape))]
         self.strides = tuple(int(s) for s in strides)
+
+    @classmethod
+    def from_dlpack(cls, tensor) -> MemRef:
+        """A view of any CUDA tensor that speaks DLPack (torch, cupy, jax, ...), without a copy.
+
+        The returned MemRef keeps the producer's tensor alive; strides are taken as given.
+        """
+        capsule = tensor.__dlpack__()
+        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        managed = _DLManagedTensor.from_address(get_pointer(capsule, b"dltensor"))
+        dl = managed.dl_tensor
+        if dl.device.device_type not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+            raise ValueError(f"DLPack tensor is on device type {dl.device.device_type}, not CUDA")
+        shape = [dl.shape[i] for i in range(dl.ndim)]
+        strides = [dl.strides[i] for i in range(dl.ndim)] if dl.strides else None
+        memref = cls(dl.data + dl.byte_offset, shape, strides)
+        memref.owner = (tensor, capsule)  # the capsule owns the DLManagedTensor
+        return memref
 
     @classmethod
     def of(cls, buf: DeviceBuffer, shape: Sequence[int] | None = None) -> MemRef:

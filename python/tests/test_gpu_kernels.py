@@ -226,5 +226,23 @@ def test_scaled_matmul_cublas(rng, libraries, name):
     assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"
 
 
+def test_dlpack_input(rng, libraries):
+    """A framework's CUDA tensor goes in through DLPack, without a copy through the host."""
+    torch = pytest.importorskip("torch")
+    name = "rowwise_swizzled_bf16"
+    shape, _, elem, scale_type, rounding, _ = QUANTIZE[name]
+    x = random_input(rng, shape, np.float32).astype(ml_dtypes.bfloat16)
+    device_x = torch.from_numpy(x.view(np.uint16)).cuda().view(torch.bfloat16)
+    data, tiles = runtime.call_mlir_function(libraries[name], name, [runtime.MemRef.from_dlpack(device_x)],
+                                             result_ranks=[2, 5])
+    ref_data, ref_scales = reference.quantize(x, ROW, elem, scale_type, rounding)
+    try:
+        assert_bits_equal(data.to_numpy(ref_data.dtype), ref_data, "data")
+        assert_bits_equal(tiles.to_numpy(ref_scales.dtype), reference.swizzle(ref_scales), "tiles")
+    finally:
+        data.free()
+        tiles.free()
+
+
 if __name__ == "__main__":
     build(sys.argv[1], *sys.argv[2:])
