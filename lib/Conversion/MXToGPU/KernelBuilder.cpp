@@ -93,8 +93,12 @@ SmallVector<Value> gpu_kernels::swizzledIndices(OpBuilder &b, Location loc,
 
 Value gpu_kernels::loadVector(OpBuilder &b, Location loc, VectorType type,
                               Value buffer, Value row, Value col) {
+  // Callers start vectors at multiples of their length in rows whose length
+  // is a multiple of it too, so a vector is aligned to its size (up to 16).
+  int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
   return vector::LoadOp::create(b, loc, type, buffer, ValueRange{row, col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+                                /*nontemporal=*/false,
+                                llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
 }
 
 Value gpu_kernels::extendToF32(OpBuilder &b, Location loc, Value vector) {

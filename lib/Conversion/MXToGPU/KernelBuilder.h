@@ -52,7 +52,7 @@ llvm::SmallVector<mlir::Value> swizzledIndices(mlir::OpBuilder &b,
                                                mlir::Location loc,
                                                mlir::Value r, mlir::Value c);
 
-/// Loads `type` (a vector) at [row, col] of a 2-D buffer, 16-byte aligned.
+/// Loads `type` (a vector) at [row, col] of a 2-D buffer, aligned to its size.
 mlir::Value loadVector(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::VectorType type, mlir::Value buffer,
                        mlir::Value row, mlir::Value col);

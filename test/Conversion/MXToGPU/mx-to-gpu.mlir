@@ -46,7 +46,7 @@ func.func @quantize_linear(%x: tensor<64x96xf32>) -> (tensor<64x96xf8E5M2>, tens
 // CHECK-LABEL: func @fused
 // CHECK-COUNT-4: gpu.alloc
 // CHECK: gpu.launch
-// CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<256x512xbf16>, vector<4xbf16>
+// CHECK-COUNT-16: vector.load %{{.*}} {alignment = 8 : i64} : memref<256x512xbf16>, vector<4xbf16>
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
