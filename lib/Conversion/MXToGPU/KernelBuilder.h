@@ -103,6 +103,10 @@ void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns);
 void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns);
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 
+/// What every quantize kernel needs: a 2-D input, [1, 32] or [32, 1] blocks,
+/// power-of-two scales and K a multiple of 4 (whole 4-column strips).
+mlir::LogicalResult checkQuantizeBasics(QuantizeOp op, std::string &reason);
+
 /// The columnwise quantize that reads the same input as rowwise `op` and can
 /// share its kernel, if any.
 QuantizeOp getColumnwiseSibling(QuantizeOp op);

@@ -5,9 +5,10 @@
 // NVVM pipeline outlines and compiles. This file holds the pass, the support
 // check that explains every op it cannot lower, and the rowwise quantize
 // kernel, the one that matters most for speed. It is shaped for the memory
-// system: four lanes share a 32-element block, each lane moves 16 bytes with
-// one vector load and 8 bytes with one vector store (both coalesced across
-// the warp), the block's amax is combined with two xor-shuffles, elements are
+// system: two lanes share a 32-element block, each lane moves its 16 elements
+// with 16-byte vector loads (two for bf16) and one 16-byte vector store (both
+// coalesced across the warp), the block's amax is combined with one
+// xor-shuffle, elements are
 // converted two at a time by the hardware `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`,
 // and a swizzle that consumes the scales is fused: the kernel then writes the
 // 128x4-tiled layout directly, padding included. The scale exponent math is
@@ -46,7 +47,7 @@ using namespace mx::gpu_kernels;
 namespace {
 
 /// Rowwise quantize: lanes per 32-element block and elements per lane.
-constexpr int64_t kLanesPerBlock = 4;
+constexpr int64_t kLanesPerBlock = 2;
 constexpr int64_t kElementsPerLane = kMXBlock / kLanesPerBlock;
 
 struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
@@ -123,7 +124,7 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       buildIf(b, l, andI(b, l, rowValid, colValid),
               [&](OpBuilder &nb, Location nl) {
         vector::StoreOp::create(nb, nl, bytes, data, ValueRange{row, col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(8));
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
       });
 
       // One lane per block writes its scale; padding gets zero bytes.
@@ -159,20 +160,16 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
 LogicalResult mx::checkGPUSupport(Operation *op, std::string &reason) {
   if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-    RankedTensorType type = quantize.getInput().getType();
-    ArrayRef<int64_t> block = quantize.getBlock();
-    bool rowwise = block == ArrayRef<int64_t>{1, kMXBlock};
-    bool columnwise = block == ArrayRef<int64_t>{kMXBlock, 1};
-    if (type.getRank() != 2 || !(rowwise || columnwise))
-      reason = "the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D "
-               "tensors";
-    else if (quantize.getRounding() == ScaleRounding::exact)
-      reason = "the GPU kernels cover power-of-two ('ceil', 'floor') scales";
-    else if (type.getDimSize(1) % (rowwise ? kElementsPerLane : 4) != 0)
-      reason = rowwise ? "the rowwise GPU kernel needs K to be a multiple of 8"
-                       : "the columnwise GPU kernel needs K to be a multiple "
-                         "of 4";
-    return success(reason.empty());
+    if (failed(checkQuantizeBasics(quantize, reason)))
+      return failure();
+    bool rowwise = quantize.getBlock()[0] == 1;
+    if (rowwise && quantize.getInput().getType().getDimSize(1) % kElementsPerLane &&
+        !getColumnwiseSibling(quantize)) {
+      reason = "the rowwise GPU kernel needs K to be a multiple of 16 (4 when "
+               "fused with a columnwise quantize of the same input)";
+      return failure();
+    }
+    return success();
   }
   if (isa<DequantizeOp, SwizzleOp, UnswizzleOp>(op))
     return success();

@@ -38,9 +38,9 @@ constexpr int64_t kRowsPerLane = kMXBlock / 2;
 constexpr int64_t kStripCols = 4;
 constexpr int64_t kLanesPerRowBlock = kMXBlock / kStripCols;
 
-bool isSupported(QuantizeOp op) {
+bool hasStripKernel(QuantizeOp op) {
   std::string reason;
-  return succeeded(checkGPUSupport(op, reason));
+  return succeeded(checkQuantizeBasics(op, reason));
 }
 
 bool haveSameNumerics(QuantizeOp a, QuantizeOp b) {
@@ -75,7 +75,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !isSupported(op))
+    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !hasStripKernel(op))
       return rewriter.notifyMatchFailure(op, "not a supported columnwise quantize");
     QuantizeOp rowwiseOp = getRowwiseSibling(op);
     // Build before the earlier op so that the results dominate both users.
@@ -288,15 +288,28 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
 } // namespace
 
+LogicalResult gpu_kernels::checkQuantizeBasics(QuantizeOp op, std::string &reason) {
+  RankedTensorType type = op.getInput().getType();
+  ArrayRef<int64_t> block = op.getBlock();
+  if (type.getRank() != 2 || (block != ArrayRef<int64_t>{1, kMXBlock} &&
+                              block != ArrayRef<int64_t>{kMXBlock, 1}))
+    reason = "the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors";
+  else if (op.getRounding() == ScaleRounding::exact)
+    reason = "the GPU kernels cover power-of-two ('ceil', 'floor') scales";
+  else if (type.getDimSize(1) % kStripCols != 0)
+    reason = "the GPU kernels need K to be a multiple of 4";
+  return success(reason.empty());
+}
+
 QuantizeOp gpu_kernels::getColumnwiseSibling(QuantizeOp rowwise) {
-  if (rowwise.getBlock() != ArrayRef<int64_t>{1, kMXBlock} || !isSupported(rowwise))
+  if (rowwise.getBlock() != ArrayRef<int64_t>{1, kMXBlock} || !hasStripKernel(rowwise))
     return {};
   for (Operation *user : rowwise.getInput().getUsers()) {
     auto columnwise = dyn_cast<QuantizeOp>(user);
     // Same parent block, so that one insertion point dominates both users.
     if (columnwise && columnwise->getBlock() == rowwise->getBlock() &&
         columnwise.getBlock() == ArrayRef<int64_t>{kMXBlock, 1} &&
-        haveSameNumerics(rowwise, columnwise) && isSupported(columnwise))
+        haveSameNumerics(rowwise, columnwise) && hasStripKernel(columnwise))
       return columnwise;
   }
   return {};

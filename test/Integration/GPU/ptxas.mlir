@@ -20,7 +20,7 @@
 // PTX: ld.global.v4.b32
 // PTX: shfl.sync.bfly.b32
 // PTX: cvt.rn.satfinite.e4m3x2.f32
-// PTX: st.global.v4.b16
+// PTX: st.global.v4.b32
 
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
