@@ -45,7 +45,6 @@ struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
-    Type elementType = op.getData().getType().getElementType();
     Value data = toBuffer(rewriter, loc, op.getData());
     Value scales = toBuffer(rewriter, loc, op.getScales());
     Value result = allocDevice(rewriter, loc, resultType);
@@ -60,16 +59,9 @@ struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
         for (auto [index, size] : llvm::zip_equal(indices, block))
           blockIndices.push_back(
               arith::DivUIOp::create(nb, nl, index, cIndex(nb, nl, size)));
-        Value element = memref::LoadOp::create(nb, nl, data, indices);
-        Value bits = arith::BitcastOp::create(nb, nl, nb.getI8Type(), element);
-        Value value = buildExtFromElementBits(nb, nl, bits, elementType);
-        Value scale = memref::LoadOp::create(nb, nl, scales, blockIndices);
-        if (!scale.getType().isF32()) {
-          Value byte = arith::BitcastOp::create(nb, nl, nb.getI8Type(), scale);
-          scale = buildScaleValue(
-              nb, nl, arith::ExtUIOp::create(nb, nl, nb.getI32Type(), byte));
-        }
-        Value product = arith::MulFOp::create(nb, nl, value, scale);
+        Value product = buildDequantized(
+            nb, nl, memref::LoadOp::create(nb, nl, data, indices),
+            memref::LoadOp::create(nb, nl, scales, blockIndices));
         Type outType = resultType.getElementType();
         Value isNaN = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO,
                                             product, product);
@@ -125,7 +117,7 @@ struct SwizzleToGPU : OpRewritePattern<SwizzleOp> {
                           minIndex(nb, nl, c, cols - 1), unscaled));
         Value stored = arith::SelectOp::create(
             nb, nl, valid, scale,
-            buildZeroScale(nb, nl, inputType.getElementType()));
+            buildZeroBits(nb, nl, inputType.getElementType()));
         memref::StoreOp::create(nb, nl, stored, result,
                                 swizzledIndices(nb, nl, r, c));
       });

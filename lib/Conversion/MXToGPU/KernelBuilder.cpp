@@ -166,20 +166,6 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
                                   VectorType::get({length}, elementType), bytes);
 }
 
-Value gpu_kernels::buildStoredScale(OpBuilder &b, Location loc, Value exponent,
-                                    Type scaleType) {
-  if (scaleType.isF32())
-    return buildScaleValue(b, loc, exponent);
-  Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), exponent);
-  return arith::BitcastOp::create(b, loc, scaleType, byte);
-}
-
-Value gpu_kernels::buildZeroScale(OpBuilder &b, Location loc, Type scaleType) {
-  unsigned width = scaleType.getIntOrFloatBitWidth();
-  return arith::BitcastOp::create(b, loc, scaleType,
-                                  arith::ConstantIntOp::create(b, loc, 0, width));
-}
-
 Value gpu_kernels::isNaNExponent(OpBuilder &b, Location loc, Value exponent) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, exponent,
                                arith::ConstantIntOp::create(b, loc, 255, 32));

@@ -76,13 +76,6 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value scaled, mlir::Type elementType,
                               mlir::Value nanMask);
 
-/// The stored form of an i32 E8M0 exponent: the byte for f8E8M0FNU scales,
-/// the value 2^(e-127) for f32 ones; and the zero padding of either.
-mlir::Value buildStoredScale(mlir::OpBuilder &b, mlir::Location loc,
-                             mlir::Value exponent, mlir::Type scaleType);
-mlir::Value buildZeroScale(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::Type scaleType);
-
 /// Whether an exponent is the NaN byte 255.
 mlir::Value isNaNExponent(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value exponent);

@@ -136,7 +136,7 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       if (swizzle) {
         Value inTiles = cmpLT(b, l, row, cIndex(b, l, paddedRows));
         Value stored = arith::SelectOp::create(
-            b, l, blockValid, scale, buildZeroScale(b, l, scaleType));
+            b, l, blockValid, scale, buildZeroBits(b, l, scaleType));
         buildIf(b, l, andI(b, l, firstLane, inTiles),
                 [&](OpBuilder &nb, Location nl) {
           memref::StoreOp::create(nb, nl, stored, scales,

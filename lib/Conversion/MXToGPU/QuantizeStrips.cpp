@@ -213,7 +213,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
               cmpLT(b, l, c, cIndex(b, l, llvm::alignTo(cols, kSwizzleTileRows))));
           Value scale = arith::SelectOp::create(
               b, l, valid, buildStoredScale(b, l, exponents[j], scaleType),
-              buildZeroScale(b, l, scaleType));
+              buildZeroBits(b, l, scaleType));
           buildIf(b, l, andI(b, l, firstHalf, inTiles), [&](OpBuilder &nb, Location nl) {
             memref::StoreOp::create(nb, nl, scale, columnwise.scales,
                                     swizzledIndices(nb, nl, c, rowBlock));
@@ -264,7 +264,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
               cmpLT(b, l, rowIndex[i], cIndex(b, l, llvm::alignTo(rows, kSwizzleTileRows))),
               cmpLT(b, l, block, cIndex(b, l, llvm::alignTo(colBlocks, kSwizzleTileCols))));
           Value stored = arith::SelectOp::create(b, l, valid, scale,
-                                                 buildZeroScale(b, l, scaleType));
+                                                 buildZeroBits(b, l, scaleType));
           buildIf(b, l, andI(b, l, firstLane, inTiles), [&](OpBuilder &nb, Location nl) {
             memref::StoreOp::create(nb, nl, stored, rowwise->scales,
                                     swizzledIndices(nb, nl, rowIndex[i], block));

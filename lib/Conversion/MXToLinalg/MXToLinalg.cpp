@@ -48,21 +48,6 @@ Value createEmpty(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return tensor::EmptyOp::create(b, loc, shape, elementType);
 }
 
-/// A constant whose bits are all zero, for any int or float type (E8M0 has no
-/// zero value, but its zero byte is the padding the swizzled layout wants).
-Value createZeroBits(OpBuilder &b, Location loc, Type type) {
-  unsigned width = type.getIntOrFloatBitWidth();
-  Value zero = arith::ConstantIntOp::create(b, loc, 0, width);
-  if (type.isInteger(width))
-    return zero;
-  return arith::BitcastOp::create(b, loc, type, zero);
-}
-
-Value toBits(OpBuilder &b, Location loc, Value value) {
-  return arith::BitcastOp::create(
-      b, loc, b.getIntegerType(value.getType().getIntOrFloatBitWidth()), value);
-}
-
 Value extendToF32(OpBuilder &b, Location loc, Value value) {
   if (value.getType().isF32())
     return value;
@@ -76,7 +61,7 @@ Value padHigh(OpBuilder &b, Location loc, Value source,
   if (type.getShape() == shape)
     return source;
   auto paddedType = RankedTensorType::get(shape, type.getElementType());
-  Value zero = createZeroBits(b, loc, type.getElementType());
+  Value zero = buildZeroBits(b, loc, type.getElementType());
   return tensor::createPadHighOp(paddedType, source, zero, /*nofold=*/false,
                                  loc, b);
 }
@@ -150,14 +135,7 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
           }
           Value exponent =
               buildScaleExponent(b, nloc, args[0], rounding, elementType);
-          Value scale;
-          if (scaleType.isF32()) {
-            scale = buildScaleValue(b, nloc, exponent);
-          } else {
-            Value byte =
-                arith::TruncIOp::create(b, nloc, b.getI8Type(), exponent);
-            scale = arith::BitcastOp::create(b, nloc, scaleType, byte);
-          }
+          Value scale = buildStoredScale(b, nloc, exponent, scaleType);
           Value factor = buildInverseScaleValue(b, nloc, exponent);
           linalg::YieldOp::create(b, nloc, ValueRange{scale, factor});
         });
@@ -193,7 +171,6 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
-    Type elementType = op.getData().getType().getElementType();
     int64_t rank = resultType.getRank();
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     auto generic = linalg::GenericOp::create(
@@ -206,15 +183,7 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
                                identity},
         parallelIterators(rank),
         [&](OpBuilder &b, Location nloc, ValueRange args) {
-          Value value = buildExtFromElementBits(
-              b, nloc, toBits(b, nloc, args[0]), elementType);
-          Value scale = args[1];
-          if (!scale.getType().isF32()) {
-            Value exponent = arith::ExtUIOp::create(b, nloc, b.getI32Type(),
-                                                    toBits(b, nloc, scale));
-            scale = buildScaleValue(b, nloc, exponent);
-          }
-          Value product = arith::MulFOp::create(b, nloc, value, scale);
+          Value product = buildDequantized(b, nloc, args[0], args[1]);
           if (args[2].getType() != product.getType())
             product =
                 arith::TruncFOp::create(b, nloc, args[2].getType(), product);

@@ -238,3 +238,31 @@ Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
   Value result = bb.select(isNaN, bb.i32(kF32QuietNaN), bb.bor(magnitude, sign));
   return bb.bitsToF32(result);
 }
+
+Value mx::buildStoredScale(OpBuilder &b, Location loc, Value exponent,
+                           Type scaleType) {
+  if (scaleType.isF32())
+    return buildScaleValue(b, loc, exponent);
+  Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), exponent);
+  return arith::BitcastOp::create(b, loc, scaleType, byte);
+}
+
+Value mx::buildZeroBits(OpBuilder &b, Location loc, Type type) {
+  unsigned width = type.getIntOrFloatBitWidth();
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, width);
+  if (type.isInteger(width))
+    return zero;
+  return arith::BitcastOp::create(b, loc, type, zero);
+}
+
+Value mx::buildDequantized(OpBuilder &b, Location loc, Value element,
+                           Value scale) {
+  Value bits = arith::BitcastOp::create(b, loc, b.getI8Type(), element);
+  Value value = buildExtFromElementBits(b, loc, bits, element.getType());
+  if (!scale.getType().isF32()) {
+    Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), scale);
+    scale = buildScaleValue(
+        b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), byte));
+  }
+  return arith::MulFOp::create(b, loc, value, scale);
+}

@@ -38,6 +38,21 @@ mlir::Value buildScaleValue(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value buildInverseScaleValue(mlir::OpBuilder &b, mlir::Location loc,
                                    mlir::Value exponent);
 
+/// The stored form of an i32 E8M0 exponent: the f8E8M0FNU byte, or the f32
+/// value 2^(e-127) for f32 scales.
+mlir::Value buildStoredScale(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value exponent, mlir::Type scaleType);
+
+/// A constant of `type` whose bits are all zero (E8M0 has no zero value, but
+/// its zero byte is the padding the swizzled layout wants).
+mlir::Value buildZeroBits(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Type type);
+
+/// float(element) * scale as one f32 multiplication, for an f8E4M3FN/f8E5M2
+/// `element` and an f8E8M0FNU or f32 `scale` (E8M0 0xFF gives NaN).
+mlir::Value buildDequantized(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value element, mlir::Value scale);
+
 /// Converts f32 `value` to the bits (i8) of `elementType` with
 /// round-to-nearest-even, saturation to +-maxfinite and subnormal results;
 /// NaN becomes the positive NaN byte 0x7F.
