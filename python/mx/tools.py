@@ -83,13 +83,14 @@ def run_cpu(source: str, entry: str = "main") -> str:
 
 
 def compile_gpu_library(source: str, output: str | os.PathLike, chip: str = "sm_90a",
-                        runtime_dir: str | os.PathLike | None = None) -> Path:
+                        runtime_dir: str | os.PathLike | None = None, options: str = "") -> Path:
     """Ahead-of-time GPU flow: `mx-opt --mx-lower-to-nvvm` -> `mlir-translate --mlir-to-llvmir` ->
     `llc` -> a shared library linked against libmx_runtime (found at run time next to it or through
-    the loader path). Every public function is callable as `_mlir_ciface_<name>` (mx.runtime)."""
+    the loader path). Every public function is callable as `_mlir_ciface_<name>` (mx.runtime).
+    `options` is appended to the pipeline's options (e.g. "gemm=cublas")."""
     output = Path(output)
     runtime_dir = Path(runtime_dir) if runtime_dir else _REPO / "build" / "lib"
-    lowered = run_mx_opt(source, f"--mx-lower-to-nvvm=chip={chip} format=bin")
+    lowered = run_mx_opt(source, f"--mx-lower-to-nvvm=chip={chip} format=bin {options}".rstrip())
     llvm_ir = _run([find_tool("mlir-translate"), "--mlir-to-llvmir"], lowered)
     obj = output.with_suffix(".o")
     _run([find_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", "-o", obj], llvm_ir)
