@@ -31,26 +31,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mx/Runtime/MXRuntime.h"
+#include "RuntimeInternal.h"
 
 #include <cublasLt.h>
-#include <cuda.h>
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
-
-namespace mxrt {
-// Defined in CudaRuntime.cpp (the library has no private header).
-std::string format(const char *fmt, ...);
-int32_t fail(int32_t status, const std::string &what);
-int32_t cudaFailure(CUresult result, const std::string &call);
-int32_t checkCu(CUresult result, const char *call);
-int32_t enterDevice(int *ordinal);
-void leaveDevice();
-} // namespace mxrt
 
 using namespace mxrt;
 
@@ -69,8 +58,9 @@ struct Problem {
 };
 
 const char *typeName(int32_t type) {
-  static const char *names[] = {"F8E4M3", "F8E5M2", "BF16", "F16", "F32"};
-  return type >= 0 && type <= MXRT_TYPE_F32 ? names[type] : "<invalid type>";
+  static const char *names[] = {"F8E4M3", "F8E5M2", "BF16",
+                                "F16",    "F32",    "E8M0"};
+  return type >= 0 && type <= MXRT_TYPE_E8M0 ? names[type] : "<invalid type>";
 }
 
 const char *modeName(int32_t mode) {

@@ -3,20 +3,19 @@
 // Host side of compiled mx programs: the mgpu* functions that MLIR 22's
 // gpu-to-llvm lowering and gpu.binary/launch_func translation call, with the
 // signatures of upstream's CudaRuntimeWrappers.cpp, plus the mxrt device
-// helpers of the Python binding and the error/context plumbing that
-// CublasLt.cpp shares. Everything goes through the CUDA driver API on the
-// primary context of the default device, retained once per device and never
-// released: modules are loaded from global constructors and unloaded from
-// global destructors, so the context must outlive every static object.
-// Compiled code cannot check a status, so mgpu* failures are printed and kept
-// as the sticky last error (mxrtGetLastError) and the function returns what
-// upstream returns (null handle or nothing); mxrt* functions return a status.
+// helpers of the Python binding and the error/context plumbing that the
+// other files of the library share (RuntimeInternal.h). Everything goes
+// through the CUDA driver API on the primary context of the default device,
+// retained once per device and never released: modules are loaded from
+// global constructors and unloaded from global destructors, so the context
+// must outlive every static object. Compiled code cannot check a status, so
+// mgpu* failures are printed and kept as the sticky last error
+// (mxrtGetLastError) and the function returns what upstream returns (null
+// handle or nothing); mxrt* functions return a status.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mx/Runtime/MXRuntime.h"
-
-#include <cuda.h>
+#include "RuntimeInternal.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -83,7 +82,6 @@ static std::string describeDevice(int ordinal) {
                 major, minor);
 }
 
-// Records `what` with the current device appended and returns `status`.
 int32_t fail(int32_t status, const std::string &what) {
   recordError(what + " [" + describeDevice(defaultDevice) + "]");
   return status;
@@ -97,12 +95,10 @@ std::string cudaStatusText(CUresult result) {
                 static_cast<int>(result), text ? text : "no description");
 }
 
-// Records "`call` failed with <status>" and returns MXRT_ERROR_CUDA.
 int32_t cudaFailure(CUresult result, const std::string &call) {
   return fail(MXRT_ERROR_CUDA, call + " failed with " + cudaStatusText(result));
 }
 
-// MXRT_SUCCESS, or cudaFailure; builds no string on success.
 int32_t checkCu(CUresult result, const char *call) {
   return result == CUDA_SUCCESS ? MXRT_SUCCESS : cudaFailure(result, call);
 }
@@ -111,8 +107,6 @@ int32_t checkCu(CUresult result, const char *call) {
 // Contexts
 //===----------------------------------------------------------------------===//
 
-// Makes the primary context of the default device current (pushed, so the
-// caller's own context is restored by leaveDevice) and returns its ordinal.
 int32_t enterDevice(int *ordinal) {
   static std::mutex mutex;
   static std::vector<CUcontext> *contexts = new std::vector<CUcontext>();
@@ -158,25 +152,6 @@ void leaveDevice() {
 using namespace mxrt;
 
 namespace {
-// The default device's primary context is current for the scope's lifetime.
-class DeviceScope {
-public:
-  DeviceScope() : status_(enterDevice(&ordinal_)) {}
-  ~DeviceScope() {
-    if (status_ == MXRT_SUCCESS)
-      leaveDevice();
-  }
-  DeviceScope(const DeviceScope &) = delete;
-  DeviceScope &operator=(const DeviceScope &) = delete;
-  explicit operator bool() const { return status_ == MXRT_SUCCESS; }
-  int32_t status() const { return status_; }
-  int ordinal() const { return ordinal_; }
-
-private:
-  int ordinal_ = 0;
-  int32_t status_;
-};
-
 CUdeviceptr devicePtr(const void *ptr) {
   return reinterpret_cast<CUdeviceptr>(ptr);
 }

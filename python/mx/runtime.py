@@ -1,4 +1,4 @@
-"""ctypes binding to libmx_runtime: device buffers, cuBLASLt scaled matmul, MLIR calls.
+"""ctypes binding to libmx_runtime: device buffers, cuBLASLt scaled matmul, TMA maps, MLIR calls.
 
 The library is found through the environment variable MX_RUNTIME_LIB or in
 build/lib and build/lib/Runtime of this repository, and is loaded with
@@ -7,8 +7,8 @@ resolve their mgpu* calls against it. Every mxrt* status is checked: a failure
 raises MXRuntimeError (a RuntimeError) carrying mxrtGetLastError()'s text,
 which names the CUDA/cuBLAS call, its status and the device. Memory helpers
 are synchronous and ordered with the legacy default stream, which is also the
-stream scaled_matmul uses unless given another one. Element and scale-mode
-enums mirror include/mx/Runtime/MXRuntime.h.
+stream scaled_matmul uses unless given another one. Element, scale-mode and
+swizzle enums mirror include/mx/Runtime/MXRuntime.h.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import ml_dtypes
 import numpy as np
 
 __all__ = [
-    "ElemType", "ScaleMode", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
+    "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
     "load_library", "load_compiled", "last_error", "device_available", "compute_capability",
-    "synchronize", "scale_nbytes", "scaled_matmul", "call_mlir_function",
+    "synchronize", "scale_nbytes", "scaled_matmul", "tensor_map", "call_mlir_function",
 ]
 
 
@@ -36,6 +36,7 @@ class ElemType(enum.IntEnum):
     BF16 = 2
     F16 = 3
     F32 = 4
+    E8M0 = 5  # Scale bytes; only tensor_map takes it.
 
 
 class ScaleMode(enum.IntEnum):
@@ -43,6 +44,14 @@ class ScaleMode(enum.IntEnum):
     VEC32_UE8M0 = 1
     VEC128_F32 = 2
     BLK128X128_F32 = 3
+
+
+class Swizzle(enum.IntEnum):
+    """TMA swizzle modes: bytes of the box's inner dimension that one pattern spans."""
+    NONE = 0
+    B32 = 32
+    B64 = 64
+    B128 = 128
 
 
 class Status(enum.IntEnum):
@@ -59,11 +68,12 @@ NUMPY_DTYPES = {
     ElemType.BF16: np.dtype(ml_dtypes.bfloat16),
     ElemType.F16: np.dtype(np.float16),
     ElemType.F32: np.dtype(np.float32),
+    ElemType.E8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
 }
 
 
 class MXRuntimeError(RuntimeError):
-    """An mxrt* call failed; `status` is the Status it returned."""
+    """An mxrt* call failed; `status` is the Status it returned (None for tensor_map)."""
 
     def __init__(self, status: int, message: str):
         super().__init__(message)
@@ -85,6 +95,7 @@ _SIGNATURES = {
     "mxrtSynchronize": (_i32, []),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32] * 5 + [_ptr]),
+    "mxrtTensorMap": (_ptr, [_ptr, _i32, _i32, ctypes.POINTER(_i64), ctypes.POINTER(_i32), _i32]),
 }
 
 
@@ -267,6 +278,24 @@ def scaled_matmul(m: int, n: int, k: int,
         m, n, k, a.ptr, int(a_type), a_scales.ptr, int(a_scale_mode),
         b.ptr, int(b_type), b_scales.ptr, int(b_scale_mode),
         out.ptr, int(out_type), stream), "mxrtScaledMatmul")
+
+
+def tensor_map(ptr: int, elem_type: ElemType, dims: Sequence[int], box: Sequence[int],
+               swizzle: Swizzle) -> int:
+    """Device address of the cached CUtensorMap of a dense row-major tensor (see mxrtTensorMap).
+
+    dims and box are in elements and list the dimensions INNERMOST FIRST, as in
+    the C ABI (the reverse of a numpy shape). mxrtTensorMap returns no status,
+    so a failure raises MXRuntimeError with `status` None and the runtime's message.
+    """
+    rank = len(dims)
+    if len(box) != rank:  # The runtime reads `rank` entries of each.
+        raise ValueError(f"box {tuple(box)} and dims {tuple(dims)} differ in rank")
+    address = load_library().mxrtTensorMap(ptr, int(elem_type), rank, (_i64 * rank)(*dims),
+                                           (_i32 * len(box))(*box), int(swizzle))
+    if not address:
+        raise MXRuntimeError(None, last_error() or "mxrtTensorMap failed")
+    return address
 
 
 _DESCRIPTORS: dict[int, type[ctypes.Structure]] = {}

@@ -6,9 +6,11 @@ fresh random operands whose magnitudes vary per 128-block (so a scale applied
 at the wrong place shows) with mx.reference, run cuBLASLt through
 mxrtScaledMatmul, and compare with mx.reference.scaled_matmul (a float64
 product of the dequantized operands) by relative Frobenius error. The seed of
-each test's inputs is in its failure message.
+each test's inputs is in its failure message. The TMA tensor-map tests check
+mxrtTensorMap's encoding, cache and argument checks.
 """
 
+import concurrent.futures
 import ctypes
 import shutil
 import subprocess
@@ -247,3 +249,148 @@ def test_mgpu_module_launch_and_streams(tmp_path):
     lib.mgpuStreamDestroy(second)
     lib.mgpuModuleUnload(module)
     assert rt.last_error() == ""
+
+
+# mxrtTensorMap. There is no driver call that reads a CUtensorMap back, and a
+# TMA copy needs a kernel, so the maps are checked against the driver's own
+# encoding of the parameters the contract names (the GEMM kernel tests
+# exercise them in cp.async.bulk.tensor).
+CU_TENSOR_MAP_TYPES = {  # CUtensorMapDataType of each element type
+    rt.ElemType.F8E4M3: 0, rt.ElemType.F8E5M2: 0, rt.ElemType.E8M0: 0,  # UINT8
+    rt.ElemType.F16: 6, rt.ElemType.F32: 7, rt.ElemType.BF16: 9}
+CU_SWIZZLES = {rt.Swizzle.NONE: 0, rt.Swizzle.B32: 1, rt.Swizzle.B64: 2, rt.Swizzle.B128: 3}
+CU_L2_PROMOTION_256B, CU_INTERLEAVE_NONE, CU_OOB_FILL_ZERO = 3, 0, 0
+
+
+@pytest.fixture(scope="module")
+def tensor():
+    """A device buffer to describe: maps are encoded without reading it."""
+    with rt.DeviceBuffer(1 << 20) as buf:
+        yield buf.ptr
+
+
+def driver_encoding(base, elem_type, dims, box, swizzle):
+    """The 128 bytes cuTensorMapEncodeTiled gives for mxrtTensorMap's contract.
+
+    The driver encodes only with a context current: device 0's primary context
+    (the runtime's default device), pushed for the call.
+    """
+    cuda = ctypes.CDLL("libcuda.so.1")
+    u32, u64, vp = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
+    encode = cuda.cuTensorMapEncodeTiled
+    encode.argtypes = [vp, ctypes.c_int, u32, vp] + [ctypes.POINTER(u64)] * 2 + \
+        [ctypes.POINTER(u32)] * 2 + [ctypes.c_int] * 4
+    rank, size = len(dims), rt.NUMPY_DTYPES[elem_type].itemsize
+    strides = [size * int(np.prod(dims[:i])) for i in range(1, rank)]
+    storage = ctypes.create_string_buffer(128 + 64)  # CUtensorMap is 64-byte aligned.
+    address = ctypes.addressof(storage) + -ctypes.addressof(storage) % 64
+    context = vp()
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0) == 0
+    assert cuda.cuCtxPushCurrent_v2(context) == 0
+    try:
+        status = encode(address, CU_TENSOR_MAP_TYPES[elem_type], rank, base,
+                        (u64 * rank)(*dims), (u64 * (rank - 1))(*strides), (u32 * rank)(*box),
+                        (u32 * rank)(*[1] * rank), CU_INTERLEAVE_NONE, CU_SWIZZLES[swizzle],
+                        CU_L2_PROMOTION_256B, CU_OOB_FILL_ZERO)
+    finally:
+        cuda.cuCtxPopCurrent_v2(ctypes.byref(context))
+        cuda.cuDevicePrimaryCtxRelease_v2(0)
+    assert status == 0, f"cuTensorMapEncodeTiled returned {status}"
+    return ctypes.string_at(address, 128)
+
+
+@pytest.mark.parametrize("elem_type,swizzle",
+                         [(t, rt.Swizzle.B64) for t in rt.ElemType] +
+                         [(rt.ElemType.BF16, s) for s in rt.Swizzle if s != rt.Swizzle.B64],
+                         ids=lambda value: value.name)
+def test_tensor_map_encoding(tensor, elem_type, swizzle):
+    size = rt.NUMPY_DTYPES[elem_type].itemsize
+    inner_box = (swizzle or 128) // size  # The widest box the swizzle span allows.
+    dims, box = [3 * inner_box, 40, 2], [inner_box, 32, 1]
+    address = rt.tensor_map(tensor, elem_type, dims, box, swizzle)
+    assert address % 64 == 0
+    stored = rt.MemRef(address, (128,)).to_numpy(np.uint8).tobytes()
+    assert stored == driver_encoding(tensor, elem_type, dims, box, swizzle)
+
+
+def test_tensor_map_cache(tensor):
+    request = (tensor, rt.ElemType.F8E4M3, [256, 64], [128, 64], rt.Swizzle.B128)
+    address = rt.tensor_map(*request)
+    assert rt.tensor_map(*request) == address
+    # Same encoding (FP8 and scale bytes are both UINT8): same map.
+    assert rt.tensor_map(tensor, rt.ElemType.E8M0, *request[2:]) == address
+    variants = [
+        (tensor + 16, rt.ElemType.F8E4M3, [256, 64], [128, 64], rt.Swizzle.B128),
+        (tensor, rt.ElemType.BF16, [256, 64], [64, 64], rt.Swizzle.B128),
+        (tensor, rt.ElemType.F8E4M3, [256, 65], [128, 64], rt.Swizzle.B128),
+        (tensor, rt.ElemType.F8E4M3, [256, 64], [128, 32], rt.Swizzle.B128),
+        (tensor, rt.ElemType.F8E4M3, [256, 64], [128, 64], rt.Swizzle.NONE),
+        (tensor, rt.ElemType.F8E4M3, [256, 64, 1], [128, 64, 1], rt.Swizzle.B128),
+        (tensor, rt.ElemType.F8E4M3, [32, 2, 2, 2, 2], [32, 1, 1, 1, 1], rt.Swizzle.B32),
+    ]
+    addresses = [rt.tensor_map(*variant) for variant in variants]
+    assert len(set(addresses + [address])) == len(variants) + 1
+
+
+def test_tensor_map_threads(tensor):
+    """Concurrent callers agree on every map; 600 maps fill more than one 512-map slab."""
+    requests = [(tensor, rt.ElemType.F32, [64, rows], [32, 8], rt.Swizzle.B128)
+                for rows in range(1000, 1600)]
+
+    def addresses(order):
+        return {order[i]: rt.tensor_map(*requests[order[i]]) for i in range(len(order))}
+
+    orders = [np.random.default_rng(seed).permutation(len(requests)).tolist() for seed in range(4)]
+    with concurrent.futures.ThreadPoolExecutor(len(orders)) as pool:
+        results = list(pool.map(addresses, orders))
+    assert all(result == results[0] for result in results)
+    assert len(set(results[0].values())) == len(requests)
+    assert all(address % 64 == 0 for address in results[0].values())
+
+
+@pytest.mark.parametrize("offset,elem_type,dims,box,swizzle,message", [
+    (8, rt.ElemType.BF16, [64, 64], [64, 64], rt.Swizzle.B128, r"base 0x[0-9a-f]+ is not 16-byte"),
+    (0, rt.ElemType.F8E4M3, [100, 4], [16, 4], rt.Swizzle.NONE,
+     r"the stride of dims\[1\], 100 bytes .* is not a multiple of 16"),
+    (0, rt.ElemType.F8E4M3, [1024, 4], [512, 4], rt.Swizzle.NONE, r"box\[0\]=512 is out of range 1\.\.256"),
+    (0, rt.ElemType.F8E4M3, [1024, 512], [64, 300], rt.Swizzle.NONE,
+     r"box\[1\]=300 is out of range 1\.\.256"),
+    (0, rt.ElemType.BF16, [256, 64], [64, 64], rt.Swizzle.B64,
+     "box\\[0\\]=64 BF16 elements is 128 bytes, more than the 64-byte swizzle span"),
+    (0, rt.ElemType.F32, [256, 64], [2, 64], rt.Swizzle.NONE,
+     r"box\[0\]=2 F32 elements is 8 bytes, not a multiple of 16"),
+    (0, rt.ElemType.F8E4M3, [256], [64], rt.Swizzle.NONE, "rank 1 is out of range 2..5"),
+    (0, rt.ElemType.F8E4M3, [16] * 6, [16] * 6, rt.Swizzle.NONE, "rank 6 is out of range 2..5"),
+    (0, rt.ElemType.F8E4M3, [256, 0], [64, 1], rt.Swizzle.NONE, r"dims\[1\]=0 is out of range"),
+    (0, 9, [256, 64], [64, 64], rt.Swizzle.NONE, "unknown element type 9"),
+    (0, rt.ElemType.F8E4M3, [256, 64], [16, 64], 16, "swizzle 16 is not 0, 32, 64 or 128"),
+])
+def test_tensor_map_invalid_arguments(tensor, offset, elem_type, dims, box, swizzle, message):
+    with pytest.raises(rt.MXRuntimeError, match=message) as info:
+        rt.tensor_map(tensor + offset, elem_type, dims, box, swizzle)
+    assert str(info.value).startswith("mxrtTensorMap: ")
+    assert info.value.status is None
+
+
+def test_tensor_map_driver_rejection(tensor):
+    """What only the driver rejects is reported with the whole request.
+
+    A 16 MiB box passes the documented checks; the driver refuses it (seen on
+    H200 with driver 580).
+    """
+    with pytest.raises(rt.MXRuntimeError) as info:
+        rt.tensor_map(tensor, rt.ElemType.F8E4M3, [256] * 3, [256] * 3, rt.Swizzle.NONE)
+    assert str(info.value).startswith(
+        "cuTensorMapEncodeTiled(F8E4M3, base 0x%x, dims [256, 256, 256], byte strides "
+        "[256, 65536], box [256, 256, 256], swizzle 0B) failed with CUDA_ERROR_INVALID_VALUE"
+        % tensor)
+
+
+def test_tensor_map_returns_null():
+    """The C contract itself: NULL, and the reason as the sticky error."""
+    lib, box = rt.load_library(), (ctypes.c_int32 * 2)(64, 64)
+    dims = (ctypes.c_int64 * 2)(64, 64)
+    assert lib.mxrtTensorMap(None, rt.ElemType.F8E4M3, 2, dims, box, 0) is None
+    assert rt.last_error().startswith("mxrtTensorMap: base is NULL")
+    assert lib.mxrtTensorMap(256, rt.ElemType.F8E4M3, 2, None, box, 0) is None
+    assert rt.last_error().startswith("mxrtTensorMap: dims is NULL")

@@ -3,9 +3,10 @@
  * This is the only contract between compiled mx code, the Python binding and
  * the runtime library: plain C (no CUDA headers, streams and device pointers
  * are `void *`) so the compiler can include it to get the i32 encodings of
- * element types and scale modes it passes to mxrtScaledMatmul. Every function
- * returns an mxrtStatus; on failure a human-readable message (the failing
- * call, the CUDA/cuBLAS status name and number, the device ordinal, name and
+ * element types and scale modes it passes to mxrtScaledMatmul and
+ * mxrtTensorMap. Every function returns an mxrtStatus, except mxrtTensorMap
+ * (NULL on failure); on failure a human-readable message (the failing call,
+ * the CUDA/cuBLAS status name and number, the device ordinal, name and
  * compute capability) is printed to stderr and kept as the sticky last error
  * until mxrtGetLastError() reads it. The library also exports the mgpu*
  * entry points that MLIR's gpu-to-llvm lowering calls; those keep upstream's
@@ -26,13 +27,16 @@
 extern "C" {
 #endif
 
-/* Element types, encoded by the lowering as i32 constants. */
+/* Element types, encoded by the lowering as i32 constants. E8M0 stands for
+ * any byte that is not an FP8 operand (block scales); only mxrtTensorMap
+ * takes it. */
 typedef enum mxrtElemType {
   MXRT_TYPE_F8E4M3 = 0,
   MXRT_TYPE_F8E5M2 = 1,
   MXRT_TYPE_BF16 = 2,
   MXRT_TYPE_F16 = 3,
-  MXRT_TYPE_F32 = 4
+  MXRT_TYPE_F32 = 4,
+  MXRT_TYPE_E8M0 = 5
 } mxrtElemType;
 
 /* Scale modes of one operand X[rows, K] (K contiguous), encoded as i32.
@@ -99,6 +103,36 @@ MXRT_API int32_t mxrtScaledMatmul(int64_t m, int64_t n, int64_t k,
                                   const void *b, int32_t bType,
                                   const void *bScales, int32_t bScaleMode,
                                   void *out, int32_t outType, void *stream);
+
+/* Swizzle modes of a TMA box, in bytes of its inner dimension. */
+typedef enum mxrtTensorMapSwizzle {
+  MXRT_SWIZZLE_NONE = 0,
+  MXRT_SWIZZLE_32B = 32,
+  MXRT_SWIZZLE_64B = 64,
+  MXRT_SWIZZLE_128B = 128
+} mxrtTensorMapSwizzle;
+
+/* Returns a device pointer to a 64-byte aligned CUtensorMap (in global
+ * memory, ready to be passed to a kernel and used by cp.async.bulk.tensor)
+ * that describes the row-major tensor at `base`: `rank` (2..5) dims listed
+ * INNERMOST FIRST in `dims` (elements), densely packed (strides follow from
+ * dims and the element size), boxes of `box` (elements, innermost first),
+ * element type `elemType` (mxrtElemType; F8E4M3/F8E5M2 encode as
+ * CU_TENSOR_MAP_DATA_TYPE_UINT8, BF16 as BFLOAT16, F16 as FLOAT16, F32 as
+ * FLOAT32, E8M0 as UINT8), interleave none, the given swizzle
+ * (mxrtTensorMapSwizzle), L2 promotion 256B, out-of-bounds elements read as
+ * zero. The map lives on the current default device, ready when the call
+ * returns (a kernel on any stream may use it). Identical requests on one
+ * device return the same pointer (cache keyed by the encoded 128 bytes;
+ * maps are never freed: 128 bytes each); NULL on failure with the
+ * reason recorded (sticky error, printed), e.g. base not 16-byte aligned, a
+ * stride not a multiple of 16 bytes, box larger than 256 or than the
+ * swizzle span, rank out of range, cuTensorMapEncodeTiled's status.
+ * Thread-safe. The arrays are read during the call only, so compiled code
+ * may pass stack memory. */
+MXRT_API void *mxrtTensorMap(const void *base, int32_t elemType, int32_t rank,
+                             const int64_t *dims, const int32_t *box,
+                             int32_t swizzle);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,62 @@
+//===- RuntimeInternal.h - Shared internals of libmx_runtime ----*- C++ -*-===//
+//
+// The error and context plumbing that CudaRuntime.cpp defines and the other
+// translation units of the runtime (cuBLASLt, tensor maps) reuse, so that
+// every failure is reported the same way (printed, kept as the sticky last
+// error, device appended) and every driver call runs on the default device's
+// primary context. Not installed: the library's public contract is
+// include/mx/Runtime/MXRuntime.h alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_LIB_RUNTIME_RUNTIMEINTERNAL_H
+#define MX_LIB_RUNTIME_RUNTIMEINTERNAL_H
+
+#include "mx/Runtime/MXRuntime.h"
+
+#include <cuda.h>
+
+#include <string>
+
+namespace mxrt {
+
+// printf-style formatting into a std::string.
+std::string format(const char *fmt, ...);
+
+// Records `what` with the current device appended (printed, sticky last
+// error) and returns `status`.
+int32_t fail(int32_t status, const std::string &what);
+
+// Records "`call` failed with <status>" and returns MXRT_ERROR_CUDA.
+int32_t cudaFailure(CUresult result, const std::string &call);
+
+// MXRT_SUCCESS, or cudaFailure; builds no string on success.
+int32_t checkCu(CUresult result, const char *call);
+
+// Makes the primary context of the default device current (pushed, so the
+// caller's own context is restored by leaveDevice) and returns its ordinal.
+int32_t enterDevice(int *ordinal);
+void leaveDevice();
+
+// The default device's primary context is current for the scope's lifetime.
+class DeviceScope {
+public:
+  DeviceScope() : status_(enterDevice(&ordinal_)) {}
+  ~DeviceScope() {
+    if (status_ == MXRT_SUCCESS)
+      leaveDevice();
+  }
+  DeviceScope(const DeviceScope &) = delete;
+  DeviceScope &operator=(const DeviceScope &) = delete;
+  explicit operator bool() const { return status_ == MXRT_SUCCESS; }
+  int32_t status() const { return status_; }
+  int ordinal() const { return ordinal_; }
+
+private:
+  int ordinal_ = 0;
+  int32_t status_;
+};
+
+} // namespace mxrt
+
+#endif // MX_LIB_RUNTIME_RUNTIMEINTERNAL_H

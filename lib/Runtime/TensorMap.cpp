@@ -1,0 +1,237 @@
+//===- TensorMap.cpp - mxrtTensorMap: TMA descriptors in device memory ----===//
+//
+// The generated GEMM kernels load their tiles with cp.async.bulk.tensor,
+// which reads a CUtensorMap from global memory. MLIR 22.1's
+// nvgpu.tma.create.descriptor cannot make them: it encodes f8 tensors with
+// the BF16 data type, so every stride and box comes out twice too large. The
+// host code the lowering emits calls mxrtTensorMap instead, with the
+// dimensions and box in stack arrays, on every launch; so a map is encoded
+// on the host each call (cuTensorMapEncodeTiled, no device work) and looked
+// up by its 128 bytes, and only a map never seen on the device before is
+// copied there. Maps are never freed: kernels enqueued earlier may still
+// read them and the host code holds no handle to release, while each costs
+// 128 bytes; slabs of 512 slots keep this to one cuMemAlloc per 512 maps.
+//
+// TMA has no FP8 type: it moves bytes, and the data type fixes only the
+// element size (strides, box bytes) and which out-of-bounds fills are
+// allowed. FP8 operands and E8M0 scales are therefore encoded as UINT8; the
+// zero fill (FLOAT_OOB_FILL_NONE) is what the GEMM needs for ragged edges.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeInternal.h"
+
+#include <array>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+using namespace mxrt;
+
+namespace {
+
+constexpr int kMinRank = 2, kMaxRank = 5;
+constexpr size_t kMapBytes = sizeof(CUtensorMap);
+// cuMemAlloc aligns to at least 256 bytes, so every 128-byte slot of a slab
+// meets the 64-byte alignment that TMA requires.
+constexpr size_t kSlabBytes = 512 * kMapBytes;
+constexpr uint64_t kMaxDim = uint64_t(1) << 32;
+constexpr uint64_t kMaxStrideBytes = uint64_t(1) << 40;
+constexpr int32_t kMaxBox = 256;
+
+struct Element {
+  CUtensorMapDataType type;
+  uint32_t bytes;
+  const char *name;
+};
+
+bool elementOf(int32_t elemType, Element &out) {
+  switch (elemType) {
+  case MXRT_TYPE_F8E4M3: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "F8E4M3"}; return true;
+  case MXRT_TYPE_F8E5M2: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "F8E5M2"}; return true;
+  case MXRT_TYPE_BF16: out = {CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, "BF16"}; return true;
+  case MXRT_TYPE_F16: out = {CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, "F16"}; return true;
+  case MXRT_TYPE_F32: out = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, "F32"}; return true;
+  case MXRT_TYPE_E8M0: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "E8M0"}; return true;
+  default: return false;
+  }
+}
+
+bool swizzleOf(int32_t bytes, CUtensorMapSwizzle &out) {
+  switch (bytes) {
+  case MXRT_SWIZZLE_NONE: out = CU_TENSOR_MAP_SWIZZLE_NONE; return true;
+  case MXRT_SWIZZLE_32B: out = CU_TENSOR_MAP_SWIZZLE_32B; return true;
+  case MXRT_SWIZZLE_64B: out = CU_TENSOR_MAP_SWIZZLE_64B; return true;
+  case MXRT_SWIZZLE_128B: out = CU_TENSOR_MAP_SWIZZLE_128B; return true;
+  default: return false;
+  }
+}
+
+// The arguments of cuTensorMapEncodeTiled, checked.
+struct Request {
+  void *base;
+  Element element;
+  int32_t swizzleBytes;
+  CUtensorMapSwizzle swizzle;
+  cuuint32_t rank;
+  cuuint64_t dims[kMaxRank];
+  cuuint64_t strides[kMaxRank - 1]; // Bytes, of dims[1..rank-1].
+  cuuint32_t box[kMaxRank];
+};
+
+int32_t invalid(const std::string &why) {
+  return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtTensorMap: " + why);
+}
+
+template <typename T> std::string listText(const T *values, cuuint32_t count) {
+  std::string text = "[";
+  for (cuuint32_t i = 0; i < count; ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+// The driver checks the same rules but answers only CUDA_ERROR_INVALID_VALUE;
+// checking first names the argument at fault.
+int32_t validate(const void *base, int32_t elemType, int32_t rank,
+                 const int64_t *dims, const int32_t *box, int32_t swizzle,
+                 Request &r) {
+  if (rank < kMinRank || rank > kMaxRank)
+    return invalid(format("rank %d is out of range %d..%d", rank, kMinRank,
+                          kMaxRank));
+  if (!dims || !box)
+    return invalid(format("%s is NULL", dims ? "box" : "dims"));
+  if (!elementOf(elemType, r.element))
+    return invalid(format("unknown element type %d", elemType));
+  if (!swizzleOf(swizzle, r.swizzle))
+    return invalid(format("swizzle %d is not 0, 32, 64 or 128 (bytes)",
+                          swizzle));
+  if (!base)
+    return invalid("base is NULL");
+  if (reinterpret_cast<uintptr_t>(base) % 16)
+    return invalid(format("base %p is not 16-byte aligned", base));
+  r.base = const_cast<void *>(base);
+  r.swizzleBytes = swizzle;
+  r.rank = static_cast<cuuint32_t>(rank);
+
+  uint64_t stride = r.element.bytes;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (dims[i] < 1 || static_cast<uint64_t>(dims[i]) > kMaxDim)
+      return invalid(format("dims[%d]=%lld is out of range 1..2^32", i,
+                            static_cast<long long>(dims[i])));
+    r.dims[i] = static_cast<cuuint64_t>(dims[i]);
+    if (i == 0)
+      continue;
+    if (r.dims[i - 1] > (kMaxStrideBytes - 1) / stride)
+      return invalid(format("the stride of dims[%d] (dims[0..%d] of %s) "
+                            "reaches 2^40 bytes",
+                            i, i - 1, r.element.name));
+    stride *= r.dims[i - 1];
+    if (stride % 16)
+      return invalid(format("the stride of dims[%d], %llu bytes (dims[0..%d] "
+                            "of %u-byte %s elements), is not a multiple of 16",
+                            i, static_cast<unsigned long long>(stride), i - 1,
+                            r.element.bytes, r.element.name));
+    r.strides[i - 1] = stride;
+  }
+
+  for (int32_t i = 0; i < rank; ++i) {
+    if (box[i] < 1 || box[i] > kMaxBox)
+      return invalid(format("box[%d]=%d is out of range 1..%d", i, box[i],
+                            kMaxBox));
+    r.box[i] = static_cast<cuuint32_t>(box[i]);
+  }
+  uint32_t innerBytes = r.box[0] * r.element.bytes;
+  if (innerBytes % 16)
+    return invalid(format("box[0]=%d %s elements is %u bytes, not a multiple "
+                          "of 16",
+                          box[0], r.element.name, innerBytes));
+  if (swizzle != MXRT_SWIZZLE_NONE && innerBytes > uint32_t(swizzle))
+    return invalid(format("box[0]=%d %s elements is %u bytes, more than the "
+                          "%d-byte swizzle span",
+                          box[0], r.element.name, innerBytes, swizzle));
+  return MXRT_SUCCESS;
+}
+
+std::string requestText(const Request &r) {
+  return format("cuTensorMapEncodeTiled(%s, base %p, dims %s, byte strides "
+                "%s, box %s, swizzle %dB)",
+                r.element.name, r.base, listText(r.dims, r.rank).c_str(),
+                listText(r.strides, r.rank - 1).c_str(),
+                listText(r.box, r.rank).c_str(), r.swizzleBytes);
+}
+
+using MapBytes = std::array<cuuint64_t, CU_TENSOR_MAP_NUM_QWORDS>;
+
+struct DeviceMaps {
+  std::map<MapBytes, CUdeviceptr> stored;
+  CUdeviceptr slab = 0;
+  size_t slabUsed = kSlabBytes; // Full: the first map allocates a slab.
+  // Plain cuMemcpyHtoD from pageable memory may return before the bytes
+  // land, and would wait for the caller's work on the legacy stream; a
+  // private non-blocking stream, synchronized, waits for this copy alone.
+  CUstream copyStream = nullptr;
+};
+
+// The device copy of `map` on the current device, copied there on first
+// use; 0 on failure (recorded).
+CUdeviceptr storeOnDevice(DeviceMaps &dev, const MapBytes &map) {
+  auto it = dev.stored.find(map);
+  if (it != dev.stored.end())
+    return it->second;
+  if (!dev.copyStream &&
+      checkCu(cuStreamCreate(&dev.copyStream, CU_STREAM_NON_BLOCKING),
+              "cuStreamCreate(tensor-map copy stream)"))
+    return 0;
+  if (dev.slabUsed == kSlabBytes) {
+    if (CUresult result = cuMemAlloc(&dev.slab, kSlabBytes)) {
+      cudaFailure(result, format("cuMemAlloc(%zu-byte tensor-map slab)",
+                                 kSlabBytes));
+      return 0;
+    }
+    dev.slabUsed = 0;
+  }
+  CUdeviceptr slot = dev.slab + dev.slabUsed;
+  if (checkCu(cuMemcpyHtoDAsync(slot, map.data(), kMapBytes, dev.copyStream),
+              "cuMemcpyHtoDAsync(tensor map)") ||
+      checkCu(cuStreamSynchronize(dev.copyStream),
+              "cuStreamSynchronize(tensor-map copy stream)"))
+    return 0;
+  dev.slabUsed += kMapBytes;
+  dev.stored.emplace(map, slot);
+  return slot;
+}
+
+} // namespace
+
+extern "C" MXRT_API void *mxrtTensorMap(const void *base, int32_t elemType,
+                                        int32_t rank, const int64_t *dims,
+                                        const int32_t *box, int32_t swizzle) {
+  Request r;
+  if (validate(base, elemType, rank, dims, box, swizzle, r))
+    return nullptr;
+  DeviceScope scope;
+  if (!scope)
+    return nullptr;
+  const cuuint32_t elementStrides[kMaxRank] = {1, 1, 1, 1, 1};
+  // Zeroed: all 128 bytes are the cache key, any the driver leaves included.
+  CUtensorMap map = {};
+  if (CUresult result = cuTensorMapEncodeTiled(
+          &map, r.element.type, r.rank, r.base, r.dims, r.strides, r.box,
+          elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, r.swizzle,
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)) {
+    cudaFailure(result, requestText(r));
+    return nullptr;
+  }
+  MapBytes bytes;
+  static_assert(sizeof(bytes) == sizeof(map), "CUtensorMap is 128 bytes");
+  std::memcpy(bytes.data(), &map, sizeof(map));
+
+  // Never destroyed: kernels launched from static destructors may use maps.
+  static std::mutex mutex;
+  static auto *devices = new std::map<int, DeviceMaps>();
+  std::lock_guard<std::mutex> lock(mutex);
+  return reinterpret_cast<void *>(
+      storeOnDevice((*devices)[scope.ordinal()], bytes));
+}
