@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every dependency of mx on a fresh Debian 12 machine and builds it:
-# LLVM/MLIR 22 from Debian, CMake + Ninja + ccache, a Python venv (.venv) with
-# numpy, ml_dtypes and pytest for python/. The CUDA toolkit is optional and
-# found under /usr/local/cuda when present (the GPU runtime and ptxas checks).
+# LLVM/MLIR 22 from Debian, CMake + Ninja + ccache, GoogleTest for the C++ unit
+# tests, a Python venv (.venv) with numpy, ml_dtypes and pytest for python/.
+# The CUDA toolkit is optional and found under /usr/local/cuda when present
+# (the GPU runtime and ptxas checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +11,7 @@ sudo=""
 if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
 $sudo apt-get update
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-  ca-certificates cmake ninja-build g++ ccache git python3 python3-venv \
+  ca-certificates cmake ninja-build g++ ccache git python3 python3-venv libgtest-dev \
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
 
 python3 -m venv .venv
