@@ -9,8 +9,10 @@
 // same way but without deallocation: its results live in device memory from
 // `gpu.alloc` and belong to the caller; upstream's GPU-to-NVVM pipeline then
 // outlines the kernels, compiles them for the chosen chip and lowers the host
-// side to `mgpu*` calls. Every public function gets a C interface
-// (`_mlir_ciface_*`) so the runtime binding can call it.
+// side to `mgpu*` calls. `mx.scaled_matmul` goes through cuBLASLt or a
+// generated kernel as resolveGemmLowering (Target.h) decides for the chip.
+// Every public function gets a C interface (`_mlir_ciface_*`) so the runtime
+// binding can call it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,8 +67,11 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
-  pm.addPass(createConvertMXToCublas());
-  pm.addPass(createConvertMXToGPU());
+  // With cuBLASLt, mx.scaled_matmul becomes a runtime call before the kernel
+  // lowering; otherwise convert-mx-to-gpu generates its kernel.
+  if (resolveGemmLowering(options.chip, options.gemm) == GemmLowering::cublas)
+    pm.addPass(createConvertMXToCublas({options.chip}));
+  pm.addPass(createConvertMXToGPU({options.chip}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
@@ -80,10 +85,11 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   gpu::GPUToNVVMPipelineOptions nvvmOptions;
-  nvvmOptions.cubinChip = options.chip;
+  nvvmOptions.cubinChip = getChipName(options.chip).str();
   // PTX 8.6 is the oldest ISA with both sm_90a and sm_100a; CUDA 13 takes it.
   nvvmOptions.cubinFeatures = "+ptx86";
-  nvvmOptions.cubinFormat = options.format;
+  nvvmOptions.cubinFormat =
+      gpu::stringifyCompilationTarget(options.format).str();
   nvvmOptions.optLevel = options.optLevel;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvmOptions);
 }

@@ -108,8 +108,9 @@ int32_t notSupported(const Problem &p, const std::string &why) {
   return fail(MXRT_ERROR_NOT_SUPPORTED,
               "mxrtScaledMatmul: " + problemText(p) +
                   " is not supported by cuBLASLt on this GPU (" + why +
-                  "); use the NVVM lowering (sm_100a tcgen05) or dequantize + "
-                  "BF16 GEMM instead");
+                  "); use the generated GEMM kernel (mx-lower-to-nvvm "
+                  "gemm=kernel: wgmma on sm_90a) or dequantize + BF16 GEMM "
+                  "instead");
 }
 
 std::string ltStatusText(cublasStatus_t status) {

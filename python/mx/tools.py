@@ -82,15 +82,18 @@ def run_cpu(source: str, entry: str = "main") -> str:
                  f"-shared-libs={libs}"], lowered)
 
 
-def compile_gpu_library(source: str, output: str | os.PathLike, chip: str = "sm_90a",
-                        runtime_dir: str | os.PathLike | None = None, options: str = "") -> Path:
+def compile_gpu_library(source: str, output: str | os.PathLike, chip: str | None = None,
+                        runtime_dir: str | os.PathLike | None = None, gemm: str = "auto",
+                        options: str = "") -> Path:
     """Ahead-of-time GPU flow: `mx-opt --mx-lower-to-nvvm` -> `mlir-translate --mlir-to-llvmir` ->
     `llc` -> a shared library linked against libmx_runtime (found at run time next to it or through
     the loader path). Every public function is callable as `_mlir_ciface_<name>` (mx.runtime).
-    `options` is appended to the pipeline's options (e.g. "gemm=cublas")."""
+    `chip` (mx-opt's default when None) and `gemm` (`auto`, `kernel` or `cublas`) are the pipeline's
+    options of those names; `options` is appended to them."""
     output = Path(output)
     runtime_dir = Path(runtime_dir) if runtime_dir else _REPO / "build" / "lib"
-    lowered = run_mx_opt(source, f"--mx-lower-to-nvvm=chip={chip} format=bin {options}".rstrip())
+    pipeline = f"format=bin gemm={gemm}" + (f" chip={chip}" if chip else "") + f" {options}"
+    lowered = run_mx_opt(source, f"--mx-lower-to-nvvm={pipeline.rstrip()}")
     llvm_ir = _run([find_tool("mlir-translate"), "--mlir-to-llvmir"], lowered)
     obj = output.with_suffix(".o")
     _run([find_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", "-o", obj], llvm_ir)

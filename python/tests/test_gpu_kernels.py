@@ -37,7 +37,11 @@ DEQUANTIZE = {  # data shape, element type, block, scale type, output dtype
     "dequantize_bf16": ((70, 96), "f8E4M3FN", (1, 32), "f8E8M0FNU", ml_dtypes.bfloat16),
     "dequantize_f32_blockwise": ((200, 260), "f8E5M2", (128, 128), "f32", np.float32),
 }
-MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype (cuBLASLt through mxrt)
+# cuBLASLt calls through mxrt. cuBLASLt runs MX only from SM100, and mx-opt rejects it for sm_90a, so
+# the MX program is compiled for sm_100a: it holds no kernel, so it loads on any GPU, and before SM100
+# the runtime reports that it cannot run it.
+MX_CUBLAS_CHIP = "sm_100a"
+MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype
     "matmul_blockwise": (256, 384, 512, (1, 128), (128, 128), "f32", False, ml_dtypes.bfloat16),
     "matmul_blockwise_f32": (132, 136, 256, (128, 128), (1, 128), "f32", False, np.float32),
     "matmul_per_tensor": (64, 32, 128, (64, 128), (32, 128), "f32", False, np.float32),
@@ -123,11 +127,16 @@ def sources():
             **{n: swizzle_source(n) for n in SWIZZLE}, **{n: matmul_source(n) for n in MATMUL}}
 
 
-def build(directory, chip="sm_90a"):
+def build(directory, chip=None):
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for name, source in sources().items():
-        tools.compile_gpu_library(source, directory / f"{name}.so", chip)
+        if name in MATMUL:
+            mx_scales = MATMUL[name][6]
+            tools.compile_gpu_library(source, directory / f"{name}.so",
+                                      MX_CUBLAS_CHIP if mx_scales else chip, gemm="cublas")
+        else:
+            tools.compile_gpu_library(source, directory / f"{name}.so", chip)
 
 
 pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")

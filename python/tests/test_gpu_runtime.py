@@ -128,7 +128,7 @@ def test_mx_scales_rejected_before_compute_capability_10():
                    zeros, e8m0_one, rt.ScaleMode.VEC32_UE8M0, rt.ElemType.BF16)
     assert info.value.status == rt.Status.NOT_SUPPORTED
     assert f"compute capability {CC[0]}.{CC[1]}" in str(info.value)
-    assert "use the NVVM lowering (sm_100a tcgen05) or dequantize + BF16 GEMM" in str(info.value)
+    assert "use the generated GEMM kernel (mx-lower-to-nvvm gemm=kernel: wgmma on sm_90a)" in str(info.value)
 
 
 def test_mx_scaled_matmul():

@@ -1,6 +1,7 @@
 //===- Passes.h - mx conversion passes --------------------------*- C++ -*-===//
 //
-// Declares the mx conversion passes and their registration.
+// Declares the mx conversion passes and their registration; their `chip`
+// options take the Chip values of Target.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "mx/Conversion/MXToCublas/MXToCublas.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Conversion/MXToLinalg/MXToLinalg.h"
+#include "mx/Conversion/Target.h"
 
 #include "mlir/Pass/Pass.h"
 

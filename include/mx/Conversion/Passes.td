@@ -60,13 +60,16 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
 
     `mx.quantize` with `[1, 32]` blocks becomes one kernel; when its scales
     feed only an `mx.swizzle` (unscaled_dim 0), that kernel writes the 128x4
-    tiled layout directly and the swizzle disappears. An op without a GPU
-    kernel is reported with the reason, and the pass fails.
+    tiled layout directly and the swizzle disappears. `mx.scaled_matmul`
+    becomes a generated GEMM kernel for `chip` where one exists
+    (`populateMXToGPUGemmPatterns`); otherwise it has to be lowered through
+    cuBLASLt first (`convert-mx-to-cublas`, or `mx-lower-to-nvvm gemm=cublas`).
+    An op without a GPU kernel is reported with the reason, and the pass fails.
 
     Example:
 
     ```mlir
-    // mx-opt --convert-mx-to-gpu
+    // mx-opt --convert-mx-to-gpu="chip=sm_90a"
     %d, %s = mx.quantize %x block [1, 32]
         : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
     %t = mx.swizzle %s : tensor<256x16xf8E8M0FNU> -> tensor<2x4x32x4x4xf8E8M0FNU>
@@ -82,6 +85,11 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",
   ];
+  let options = [
+    Option<"chip", "chip", "::mx::Chip", "::mx::kDefaultChip",
+           "NVIDIA GPU to compile for",
+           "::mx::getChipOptionValues()">,
+  ];
 }
 
 def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
@@ -91,17 +99,20 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
     `mxrtScaledMatmul` (include/mx/Runtime/MXRuntime.h) on device buffers,
     with the result allocated by `gpu.alloc`. The scale mode of each operand
     follows from its block and scales: swizzled f8E8M0FNU scales of `[1, 32]`
-    blocks are `VEC32_UE8M0` (MX, SM100+), f32 scales of `[1, 128]` and
-    `[128, 128]` blocks are `VEC128_32F` and `BLK128x128_32F`, and one f32
-    scale of a whole-operand block is per-tensor (`SCALAR_32F`); these three
-    run on SM90+. Other combinations are reported and the pass fails. On a
-    GPU that cannot run the requested mode the runtime call fails with a
-    message naming the mode, the compute capability and the alternative.
+    blocks are `VEC32_UE8M0` (MX), f32 scales of `[1, 128]` and `[128, 128]`
+    blocks are `VEC128_32F` and `BLK128x128_32F`, and one f32 scale of a
+    whole-operand block is per-tensor (`SCALAR_32F`). Other combinations are
+    reported and the pass fails, and so is a mode that cuBLASLt does not run
+    on `chip`: MX needs sm_100a (on sm_90a use the generated kernel,
+    `mx-lower-to-nvvm gemm=kernel`); the other three run on both chips. Code
+    compiled for sm_100a but run on an older GPU fails in the call, with the
+    runtime's message naming the mode, the compute capability and the
+    alternative.
 
     Example:
 
     ```mlir
-    // mx-opt --convert-mx-to-cublas
+    // mx-opt --convert-mx-to-cublas="chip=sm_90a"
     %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
         : tensor<256x512xf8E4M3FN>, tensor<256x4xf32>, tensor<384x512xf8E4M3FN>,
           tensor<3x4xf32> -> tensor<256x384xbf16>
@@ -114,6 +125,11 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
     "mlir::gpu::GPUDialect",
     "mlir::LLVM::LLVMDialect",
     "mlir::memref::MemRefDialect",
+  ];
+  let options = [
+    Option<"chip", "chip", "::mx::Chip", "::mx::kDefaultChip",
+           "NVIDIA GPU to compile for",
+           "::mx::getChipOptionValues()">,
   ];
 }
 

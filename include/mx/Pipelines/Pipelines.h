@@ -8,22 +8,39 @@
 #ifndef MX_PIPELINES_PIPELINES_H
 #define MX_PIPELINES_PIPELINES_H
 
+#include "mx/Conversion/Target.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace mx {
 
-/// Options of the GPU pipeline.
+/// Options of the GPU pipeline. Each takes a fixed set of values, so the
+/// option parser rejects anything else before a pass runs.
 struct MXToNVVMPipelineOptions
     : public mlir::PassPipelineOptions<MXToNVVMPipelineOptions> {
-  Option<std::string> chip{*this, "chip",
-                           llvm::cl::desc("GPU architecture (sm_90a, sm_100a)"),
-                           llvm::cl::init("sm_90a")};
-  Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("Embedded GPU code: 'bin' (cubin, assembled by ptxas), "
-                     "'fatbin' or 'isa' (PTX text)"),
-      llvm::cl::init("bin")};
+  Option<Chip> chip{*this, "chip", llvm::cl::desc("NVIDIA GPU to compile for"),
+                    llvm::cl::init(kDefaultChip), getChipOptionValues()};
+  Option<mlir::gpu::CompilationTarget> format{
+      *this, "format", llvm::cl::desc("Embedded GPU code"),
+      llvm::cl::init(mlir::gpu::CompilationTarget::Binary),
+      llvm::cl::values(clEnumValN(mlir::gpu::CompilationTarget::Binary, "bin",
+                                  "cubin, assembled by ptxas"),
+                       clEnumValN(mlir::gpu::CompilationTarget::Fatbin,
+                                  "fatbin", "fatbin (cubin and PTX)"),
+                       clEnumValN(mlir::gpu::CompilationTarget::Assembly, "isa",
+                                  "PTX text"))};
+  Option<GemmLowering> gemm{
+      *this, "gemm", llvm::cl::desc("Lowering of mx.scaled_matmul"),
+      llvm::cl::init(GemmLowering::automatic),
+      llvm::cl::values(clEnumValN(GemmLowering::automatic, "auto",
+                                  "the chip's default (resolveGemmLowering)"),
+                       clEnumValN(GemmLowering::kernel, "kernel",
+                                  "generated GEMM kernels (convert-mx-to-gpu)"),
+                       clEnumValN(GemmLowering::cublas, "cublas",
+                                  "cuBLASLt calls through mx_runtime "
+                                  "(convert-mx-to-cublas)"))};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level of the kernels"),
                        llvm::cl::init(3)};

@@ -6,9 +6,9 @@
 // [1, 128] / [128, 128] blocks the FP8 blockwise recipe, one f32 scale of a
 // whole-operand block the per-tensor mode. The enum values come from
 // MXRuntime.h, the header the runtime implements, so the two cannot drift.
-// What the library cannot run on the GPU at hand (MX before SM100) fails at
-// run time with the runtime's message; what no cuBLASLt mode expresses is
-// rejected here.
+// What no cuBLASLt mode expresses, and what cuBLASLt does not run on the
+// chip the pass compiles for (MX before SM100, Target.h), is rejected here
+// rather than left to fail at run time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,24 +51,44 @@ std::optional<int32_t> getElementCode(Type type) {
 }
 
 /// The cuBLASLt scale mode of one `[rows, K]` operand, or a reason why none.
-FailureOr<int32_t> getScaleMode(RankedTensorType operand, ArrayRef<int64_t> block,
-                                RankedTensorType scales, std::string &reason) {
+FailureOr<mxrtScaleMode> getScaleMode(RankedTensorType operand,
+                                      ArrayRef<int64_t> block,
+                                      RankedTensorType scales,
+                                      std::string &reason) {
   Type scaleType = scales.getElementType();
   if (scales.getRank() == 5 && isa<Float8E8M0FNUType>(scaleType) &&
       block == ArrayRef<int64_t>{1, 32})
-    return int32_t(MXRT_SCALE_VEC32_UE8M0);
+    return MXRT_SCALE_VEC32_UE8M0;
   if (scales.getRank() == 2 && scaleType.isF32()) {
     if (block == ArrayRef<int64_t>{1, 128})
-      return int32_t(MXRT_SCALE_VEC128_F32);
+      return MXRT_SCALE_VEC128_F32;
     if (block == ArrayRef<int64_t>{128, 128})
-      return int32_t(MXRT_SCALE_BLK128X128_F32);
+      return MXRT_SCALE_BLK128X128_F32;
     if (block == operand.getShape())
-      return int32_t(MXRT_SCALE_TENSOR_F32);
+      return MXRT_SCALE_TENSOR_F32;
   }
   reason = "cuBLASLt takes swizzled E8M0 scales of [1, 32] blocks, f32 "
            "scales of [1, 128] or [128, 128] blocks, or one f32 scale per "
            "tensor";
   return failure();
+}
+
+/// The scale modes of both operands of `op`, or why cuBLASLt cannot run it on
+/// `chip`.
+FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
+getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
+  FailureOr<mxrtScaleMode> lhs =
+      getScaleMode(op.getLhs().getType(), op.getLhsBlock(),
+                   op.getLhsScales().getType(), reason);
+  FailureOr<mxrtScaleMode> rhs =
+      getScaleMode(op.getRhs().getType(), op.getRhsBlock(),
+                   op.getRhsScales().getType(), reason);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  for (mxrtScaleMode mode : {*lhs, *rhs})
+    if (failed(checkCublasScaleMode(chip, mode, reason)))
+      return failure();
+  return std::make_pair(*lhs, *rhs);
 }
 
 Value pointerTo(OpBuilder &b, Location loc, Value tensor) {
@@ -84,19 +104,17 @@ Value pointerTo(OpBuilder &b, Location loc, Value tensor) {
 }
 
 struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  ScaledMatmulToCublas(MLIRContext *context, Chip chip)
+      : OpRewritePattern(context), chip(chip) {}
 
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
     std::string reason;
-    FailureOr<int32_t> lhsMode =
-        getScaleMode(op.getLhs().getType(), op.getLhsBlock(),
-                     op.getLhsScales().getType(), reason);
-    FailureOr<int32_t> rhsMode =
-        getScaleMode(op.getRhs().getType(), op.getRhsBlock(),
-                     op.getRhsScales().getType(), reason);
-    if (failed(lhsMode) || failed(rhsMode))
+    FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>> modes =
+        getScaleModes(op, chip, reason);
+    if (failed(modes))
       return rewriter.notifyMatchFailure(op, reason);
+    auto [lhsMode, rhsMode] = *modes;
 
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
@@ -138,9 +156,9 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
         i64Const(resultType.getDimSize(0)), i64Const(resultType.getDimSize(1)),
         i64Const(op.getLhs().getType().getDimSize(1)),
         pointerTo(rewriter, loc, op.getLhs()), code(op.getLhs()),
-        pointerTo(rewriter, loc, op.getLhsScales()), i32Const(*lhsMode),
+        pointerTo(rewriter, loc, op.getLhsScales()), i32Const(lhsMode),
         pointerTo(rewriter, loc, op.getRhs()), code(op.getRhs()),
-        pointerTo(rewriter, loc, op.getRhsScales()), i32Const(*rhsMode),
+        pointerTo(rewriter, loc, op.getRhsScales()), i32Const(rhsMode),
         LLVM::IntToPtrOp::create(rewriter, loc, ptrType, outAddress),
         code(op.getResult()),
         // The legacy default stream: ordered with the caller's copies.
@@ -152,21 +170,23 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
         op, resultType, out, /*restrict=*/true, /*writable=*/true);
     return success();
   }
+
+private:
+  Chip chip;
 };
 
 struct ConvertMXToCublasPass
     : mx::impl::ConvertMXToCublasBase<ConvertMXToCublasPass> {
+  using ConvertMXToCublasBase::ConvertMXToCublasBase;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMXToCublasConversionPatterns(patterns);
+    populateMXToCublasConversionPatterns(patterns, chip);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
-    WalkResult result = getOperation()->walk([](ScaledMatmulOp op) {
+    WalkResult result = getOperation()->walk([&](ScaledMatmulOp op) {
       std::string reason;
-      (void)getScaleMode(op.getLhs().getType(), op.getLhsBlock(),
-                         op.getLhsScales().getType(), reason);
-      (void)getScaleMode(op.getRhs().getType(), op.getRhsBlock(),
-                         op.getRhsScales().getType(), reason);
+      (void)getScaleModes(op, chip, reason);
       op.emitOpError("has no cuBLASLt lowering: ") << reason;
       return WalkResult::interrupt();
     });
@@ -177,6 +197,7 @@ struct ConvertMXToCublasPass
 
 } // namespace
 
-void mx::populateMXToCublasConversionPatterns(RewritePatternSet &patterns) {
-  patterns.add<ScaledMatmulToCublas>(patterns.getContext());
+void mx::populateMXToCublasConversionPatterns(RewritePatternSet &patterns,
+                                              Chip chip) {
+  patterns.add<ScaledMatmulToCublas>(patterns.getContext(), chip);
 }

@@ -182,7 +182,7 @@ SwizzleOp gpu_kernels::getFusableSwizzle(Value scales, int64_t unscaledDim) {
 bool gpu_kernels::isFusedIntoQuantize(SwizzleOp op) {
   auto quantize = op.getInput().getDefiningOp<QuantizeOp>();
   std::string reason;
-  return quantize && succeeded(checkGPUSupport(quantize, reason)) &&
+  return quantize && succeeded(checkQuantizeSupport(quantize, reason)) &&
          getFusableSwizzle(op.getInput(), quantize.getBlock()[0] == 1 ? 0 : 1) == op;
 }
 

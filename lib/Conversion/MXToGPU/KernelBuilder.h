@@ -100,6 +100,10 @@ void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 /// power-of-two scales and K a multiple of 4 (whole 4-column strips).
 mlir::LogicalResult checkQuantizeBasics(QuantizeOp op, std::string &reason);
 
+/// Why `op` has no quantize kernel, or success if one of the patterns above
+/// lowers it.
+mlir::LogicalResult checkQuantizeSupport(QuantizeOp op, std::string &reason);
+
 /// The columnwise quantize that reads the same input as rowwise `op` and can
 /// share its kernel, if any.
 QuantizeOp getColumnwiseSibling(QuantizeOp op);

@@ -56,7 +56,7 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
     std::string reason;
-    if (failed(checkGPUSupport(op, reason)))
+    if (failed(checkQuantizeSupport(op, reason)))
       return rewriter.notifyMatchFailure(op, reason);
     if (op.getBlock() != ArrayRef<int64_t>{1, kMXBlock})
       return rewriter.notifyMatchFailure(op, "not rowwise");
@@ -158,40 +158,53 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
 } // namespace
 
-LogicalResult mx::checkGPUSupport(Operation *op, std::string &reason) {
-  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-    if (failed(checkQuantizeBasics(quantize, reason)))
-      return failure();
-    bool rowwise = quantize.getBlock()[0] == 1;
-    if (rowwise && quantize.getInput().getType().getDimSize(1) % kElementsPerLane &&
-        !getColumnwiseSibling(quantize)) {
-      reason = "the rowwise GPU kernel needs K to be a multiple of 16 (4 when "
-               "fused with a columnwise quantize of the same input)";
-      return failure();
-    }
-    return success();
+LogicalResult gpu_kernels::checkQuantizeSupport(QuantizeOp op,
+                                               std::string &reason) {
+  if (failed(checkQuantizeBasics(op, reason)))
+    return failure();
+  bool rowwise = op.getBlock()[0] == 1;
+  if (rowwise && op.getInput().getType().getDimSize(1) % kElementsPerLane &&
+      !getColumnwiseSibling(op)) {
+    reason = "the rowwise GPU kernel needs K to be a multiple of 16 (4 when "
+             "fused with a columnwise quantize of the same input)";
+    return failure();
   }
+  return success();
+}
+
+LogicalResult mx::checkGPUSupport(Operation *op, Chip chip,
+                                  std::string &reason) {
+  if (auto quantize = dyn_cast<QuantizeOp>(op))
+    return checkQuantizeSupport(quantize, reason);
   if (isa<DequantizeOp, SwizzleOp, UnswizzleOp>(op))
     return success();
-  reason = "no GPU kernel exists for this op; use the CPU pipeline (or the "
-           "cuBLASLt lowering for mx.scaled_matmul)";
+  if (isa<ScaledMatmulOp>(op)) {
+    reason = ("no generated GEMM kernel covers it on " + getChipName(chip) +
+              "; lower it through cuBLASLt instead (mx-lower-to-nvvm "
+              "gemm=cublas)")
+                 .str();
+    return failure();
+  }
+  reason = "no GPU kernel exists for this op; use the CPU pipeline";
   return failure();
 }
 
 namespace {
 
 struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
+  using ConvertMXToGPUBase::ConvertMXToGPUBase;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMXToGPUConversionPatterns(patterns);
+    populateMXToGPUConversionPatterns(patterns, chip);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // Whatever is left has no kernel: say which op and why.
-    WalkResult result = getOperation()->walk([](Operation *op) {
+    WalkResult result = getOperation()->walk([&](Operation *op) {
       if (!isa<MXDialect>(op->getDialect()))
         return WalkResult::advance();
       std::string reason;
-      (void)checkGPUSupport(op, reason);
+      (void)checkGPUSupport(op, chip, reason);
       op->emitOpError("has no GPU lowering: ") << reason;
       return WalkResult::interrupt();
     });
@@ -206,8 +219,10 @@ void gpu_kernels::populateRowwiseQuantizePatterns(RewritePatternSet &patterns) {
   patterns.add<RowwiseQuantizeToGPU>(patterns.getContext());
 }
 
-void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns) {
+void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
+                                           Chip chip) {
   populateRowwiseQuantizePatterns(patterns);
   populateColumnwiseQuantizePatterns(patterns);
   populateElementwisePatterns(patterns);
+  populateMXToGPUGemmPatterns(patterns, chip);
 }

@@ -8,13 +8,17 @@
 #ifndef MX_CONVERSION_MXTOCUBLAS_MXTOCUBLAS_H
 #define MX_CONVERSION_MXTOCUBLAS_MXTOCUBLAS_H
 
+#include "mx/Conversion/Target.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 namespace mx {
 
 /// Adds the pattern that rewrites mx.scaled_matmul on device tensors into a
-/// call of mxrtScaledMatmul with the scale modes its operands imply.
-void populateMXToCublasConversionPatterns(mlir::RewritePatternSet &patterns);
+/// call of mxrtScaledMatmul with the scale modes its operands imply, where
+/// cuBLASLt runs those modes on `chip`.
+void populateMXToCublasConversionPatterns(mlir::RewritePatternSet &patterns,
+                                          Chip chip);
 
 } // namespace mx
 

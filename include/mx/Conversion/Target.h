@@ -1,0 +1,59 @@
+//===- Target.h - The chips the mx GPU lowerings compile for ----*- C++ -*-===//
+//
+// The one home of every per-chip decision of the GPU lowerings: which chips
+// they target and which one they take when not told, how `mx.scaled_matmul`
+// is lowered on each chip when the user leaves the choice to the compiler, and
+// which cuBLASLt scale modes each chip's tensor cores run. Pass and pipeline
+// options, patterns and diagnostics read these rather than spelling chips or
+// rules themselves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_CONVERSION_TARGET_H
+#define MX_CONVERSION_TARGET_H
+
+#include "mx/Runtime/MXRuntime.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/LogicalResult.h"
+
+#include <string>
+
+namespace mx {
+
+/// The NVIDIA chips the GPU lowerings compile for. The `a` variants unlock the
+/// architecture-specific tensor-core instructions: wgmma on sm_90a (Hopper),
+/// tcgen05 on sm_100a (Blackwell).
+enum class Chip { sm_90a, sm_100a };
+
+/// The chip of every mx pass and pipeline that is not given one.
+inline constexpr Chip kDefaultChip = Chip::sm_90a;
+
+/// The chip's name as NVVM targets and ptxas spell it ("sm_90a").
+llvm::StringRef getChipName(Chip chip);
+
+/// The values of a `chip` option, every chip by its name, so that the option
+/// parser rejects any other chip before a pass runs.
+llvm::cl::ValuesClass getChipOptionValues();
+
+/// How `mx.scaled_matmul` reaches the GPU: a generated kernel
+/// (convert-mx-to-gpu) or a cuBLASLt call (convert-mx-to-cublas); `automatic`
+/// leaves the choice to resolveGemmLowering.
+enum class GemmLowering { automatic, kernel, cublas };
+
+/// The GEMM lowering used on `chip`: `requested`, unless it is `automatic`,
+/// which means `kernel` on sm_90a (the generated wgmma kernels) and `cublas` on
+/// sm_100a (there is no tcgen05 kernel yet). Never returns `automatic`.
+GemmLowering resolveGemmLowering(Chip chip, GemmLowering requested);
+
+/// Whether cuBLASLt runs operands with scale mode `mode` on `chip`, and if not,
+/// why and what to use instead. MX (VEC32_UE8M0: swizzled E8M0 scales of
+/// [1, 32] blocks) needs the block-scaled tensor cores of SM100; per-tensor
+/// and the FP8 blockwise modes run on both chips.
+llvm::LogicalResult checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
+                                         std::string &reason);
+
+} // namespace mx
+
+#endif // MX_CONVERSION_TARGET_H

@@ -1,0 +1,61 @@
+//===- Target.cpp - The chips the mx GPU lowerings compile for ------------===//
+//
+// The per-chip decisions declared in Target.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mx/Conversion/Target.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+using namespace mx;
+
+llvm::StringRef mx::getChipName(Chip chip) {
+  switch (chip) {
+  case Chip::sm_90a:
+    return "sm_90a";
+  case Chip::sm_100a:
+    return "sm_100a";
+  }
+  llvm_unreachable("unknown chip");
+}
+
+llvm::cl::ValuesClass mx::getChipOptionValues() {
+  return llvm::cl::values(clEnumValN(Chip::sm_90a, getChipName(Chip::sm_90a),
+                                     "Hopper (H100, H200)"),
+                          clEnumValN(Chip::sm_100a, getChipName(Chip::sm_100a),
+                                     "Blackwell (B200, GB200)"));
+}
+
+GemmLowering mx::resolveGemmLowering(Chip chip, GemmLowering requested) {
+  if (requested != GemmLowering::automatic)
+    return requested;
+  switch (chip) {
+  case Chip::sm_90a:
+    return GemmLowering::kernel;
+  case Chip::sm_100a:
+    return GemmLowering::cublas;
+  }
+  llvm_unreachable("unknown chip");
+}
+
+llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
+                                             std::string &reason) {
+  switch (mode) {
+  case MXRT_SCALE_VEC32_UE8M0:
+    if (chip == Chip::sm_100a)
+      return llvm::success();
+    reason = ("cuBLASLt has no MX (VEC32_UE8M0) block-scaled GEMM before "
+              "SM100, so none on " +
+              getChipName(chip) +
+              "; use the generated kernel instead (mx-lower-to-nvvm "
+              "gemm=kernel)")
+                 .str();
+    return llvm::failure();
+  case MXRT_SCALE_TENSOR_F32:
+  case MXRT_SCALE_VEC128_F32:
+  case MXRT_SCALE_BLK128X128_F32:
+    return llvm::success();
+  }
+  llvm_unreachable("unknown scale mode");
+}

@@ -1,0 +1,24 @@
+// Chips, binary formats and GEMM lowerings outside the supported set are
+// rejected by the option parser, with a message and a non-zero exit, before
+// any pass runs (an unknown chip used to abort inside LLVM's instruction
+// selection, and an unknown format to exit 0).
+// RUN: not mx-opt %s --mx-lower-to-nvvm="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: not mx-opt %s --mx-lower-to-nvvm="chip=banana" 2>&1 | FileCheck %s --check-prefix=BANANA
+// RUN: not mx-opt %s --mx-lower-to-nvvm="format=cubin" 2>&1 | FileCheck %s --check-prefix=CUBIN
+// RUN: not mx-opt %s --mx-lower-to-nvvm="gemm=foo" 2>&1 | FileCheck %s --check-prefix=GEMM
+// RUN: not mx-opt %s --convert-mx-to-gpu="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: not mx-opt %s --convert-mx-to-cublas="chip=banana" 2>&1 | FileCheck %s --check-prefix=BANANA
+
+// SM80: for the --chip option: Cannot find option named 'sm_80'!
+// SM80-NOT: func.func
+// BANANA: for the --chip option: Cannot find option named 'banana'!
+// BANANA-NOT: func.func
+// CUBIN: for the --format option: Cannot find option named 'cubin'!
+// CUBIN-NOT: func.func
+// GEMM: for the --gemm option: Cannot find option named 'foo'!
+// GEMM-NOT: func.func
+
+func.func @quantize(%x: tensor<64x64xbf16>) -> (tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x64xbf16> -> tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+  return %d, %s : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+}
