@@ -88,11 +88,12 @@ SmallVector<Value> linearIndices(Value r, Value c, int64_t unscaledDim) {
 }
 
 struct SwizzleToGPU : OpRewritePattern<SwizzleOp> {
-  using OpRewritePattern::OpRewritePattern;
+  SwizzleToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), plan(plan) {}
 
   LogicalResult matchAndRewrite(SwizzleOp op,
                                 PatternRewriter &rewriter) const override {
-    if (isFusedIntoQuantize(op))
+    if (plan.getFusedInto(op))
       return rewriter.notifyMatchFailure(op, "written by its quantize kernel");
     Location loc = op.getLoc();
     RankedTensorType inputType = op.getInput().getType();
@@ -125,6 +126,9 @@ struct SwizzleToGPU : OpRewritePattern<SwizzleOp> {
     rewriter.replaceOp(op, toTensor(rewriter, loc, result));
     return success();
   }
+
+private:
+  const QuantizeFusionPlan &plan;
 };
 
 struct UnswizzleToGPU : OpRewritePattern<UnswizzleOp> {
@@ -156,7 +160,8 @@ struct UnswizzleToGPU : OpRewritePattern<UnswizzleOp> {
 
 } // namespace
 
-void gpu_kernels::populateElementwisePatterns(RewritePatternSet &patterns) {
-  patterns.add<DequantizeToGPU, SwizzleToGPU, UnswizzleToGPU>(
-      patterns.getContext());
+void gpu_kernels::populateElementwisePatterns(RewritePatternSet &patterns,
+                                              const QuantizeFusionPlan &plan) {
+  patterns.add<DequantizeToGPU, UnswizzleToGPU>(patterns.getContext());
+  patterns.add<SwizzleToGPU>(patterns.getContext(), plan);
 }

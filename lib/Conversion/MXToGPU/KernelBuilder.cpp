@@ -6,7 +6,6 @@
 
 #include "KernelBuilder.h"
 
-#include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -169,21 +168,6 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
 Value gpu_kernels::isNaNExponent(OpBuilder &b, Location loc, Value exponent) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, exponent,
                                arith::ConstantIntOp::create(b, loc, 255, 32));
-}
-
-SwizzleOp gpu_kernels::getFusableSwizzle(Value scales, int64_t unscaledDim) {
-  if (!scales.hasOneUse())
-    return {};
-  auto swizzle = dyn_cast<SwizzleOp>(*scales.getUsers().begin());
-  return swizzle && int64_t(swizzle.getUnscaledDim()) == unscaledDim ? swizzle
-                                                            : SwizzleOp();
-}
-
-bool gpu_kernels::isFusedIntoQuantize(SwizzleOp op) {
-  auto quantize = op.getInput().getDefiningOp<QuantizeOp>();
-  std::string reason;
-  return quantize && succeeded(checkQuantizeSupport(quantize, reason)) &&
-         getFusableSwizzle(op.getInput(), quantize.getBlock()[0] == 1 ? 0 : 1) == op;
 }
 
 void gpu_kernels::replaceQuantize(RewriterBase &rewriter, QuantizeOp op,

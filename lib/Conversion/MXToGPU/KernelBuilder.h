@@ -2,14 +2,16 @@
 //
 // Private to the MXToGPU conversion: the pieces every mx kernel is built
 // from (a 1-D launch on device buffers, predicated stores, the swizzled
-// index map, FP8 conversion through the hardware cvt) and the entry points of
-// the pattern files.
+// index map, FP8 conversion through the hardware cvt), the shapes of the
+// quantize kernels that the fusion plan checks, and the entry points of the
+// pattern files.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
 #define MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
 
+#include "mx/Conversion/MXToGPU/FusionPlan.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -19,6 +21,14 @@ namespace mx::gpu_kernels {
 
 constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kMXBlock = 32;
+
+/// The rowwise quantize kernel (MXToGPU.cpp): lanes per 32-element block and
+/// elements per lane, so K must be a multiple of kElementsPerLane.
+constexpr int64_t kLanesPerBlock = 2;
+constexpr int64_t kElementsPerLane = kMXBlock / kLanesPerBlock;
+/// The strip quantize kernel (QuantizeStrips.cpp): columns of a lane's strip,
+/// so K must be a multiple of kStripCols.
+constexpr int64_t kStripCols = 4;
 
 mlir::Value cIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 mlir::Value cmpLT(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
@@ -80,33 +90,19 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value isNaNExponent(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value exponent);
 
-/// The swizzle that consumes `scales` alone, if any, with that unscaled dim.
-SwizzleOp getFusableSwizzle(mlir::Value scales, int64_t unscaledDim);
-
-/// Whether the quantize kernel that produces `op`'s input writes the tiles.
-bool isFusedIntoQuantize(SwizzleOp op);
-
 /// Replaces a quantize op with its kernel's data and scales tensors; when a
 /// swizzle consumed the scales, the tiled tensor replaces that swizzle.
 void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
                      SwizzleOp swizzle, mlir::Value data, mlir::Value scales);
 
-/// The pattern files.
-void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns);
-void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns);
-void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
-
-/// What every quantize kernel needs: a 2-D input, [1, 32] or [32, 1] blocks,
-/// power-of-two scales and K a multiple of 4 (whole 4-column strips).
-mlir::LogicalResult checkQuantizeBasics(QuantizeOp op, std::string &reason);
-
-/// Why `op` has no quantize kernel, or success if one of the patterns above
-/// lowers it.
-mlir::LogicalResult checkQuantizeSupport(QuantizeOp op, std::string &reason);
-
-/// The columnwise quantize that reads the same input as rowwise `op` and can
-/// share its kernel, if any.
-QuantizeOp getColumnwiseSibling(QuantizeOp op);
+/// The pattern files; the quantize and swizzle patterns follow `plan`, which
+/// must outlive them.
+void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
+                                     const QuantizeFusionPlan &plan);
+void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
+                                        const QuantizeFusionPlan &plan);
+void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
+                                 const QuantizeFusionPlan &plan);
 
 } // namespace mx::gpu_kernels
 

@@ -2,8 +2,8 @@
 //
 // Each mx op becomes one `gpu.launch` on device buffers (`gpu.alloc` for the
 // results, `bufferization.to_buffer` / `to_tensor` at the seams), which the
-// NVVM pipeline outlines and compiles. This file holds the pass, the support
-// check that explains every op it cannot lower, and the rowwise quantize
+// NVVM pipeline outlines and compiles. This file holds the pass, which
+// explains every op it cannot lower, and the rowwise quantize
 // kernel, the one that matters most for speed. It is shaped for the memory
 // system: two lanes share a 32-element block, each lane moves its 16 elements
 // with 16-byte vector loads (two for bf16) and one 16-byte vector store (both
@@ -13,9 +13,10 @@
 // and a swizzle that consumes the scales is fused: the kernel then writes the
 // 128x4-tiled layout directly, padding included. The scale exponent math is
 // the same builder code as the CPU lowering (Numerics.h), which is why the
-// two agree bit for bit. Columnwise and fused rowwise + columnwise kernels
-// are in QuantizeStrips.cpp, the one-thread-per-element kernels in
-// ElementwiseKernels.cpp.
+// two agree bit for bit. Which kernel computes each quantize, and which
+// swizzles it writes, the pass decides once (FusionPlan.cpp). Columnwise and
+// fused rowwise + columnwise kernels are in QuantizeStrips.cpp, the
+// one-thread-per-element kernels in ElementwiseKernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,24 +47,17 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
-/// Rowwise quantize: lanes per 32-element block and elements per lane.
-constexpr int64_t kLanesPerBlock = 2;
-constexpr int64_t kElementsPerLane = kMXBlock / kLanesPerBlock;
-
 struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RowwiseQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), plan(plan) {}
 
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
-    std::string reason;
-    if (failed(checkQuantizeSupport(op, reason)))
-      return rewriter.notifyMatchFailure(op, reason);
-    if (op.getBlock() != ArrayRef<int64_t>{1, kMXBlock})
-      return rewriter.notifyMatchFailure(op, "not rowwise");
-    if (getColumnwiseSibling(op))
-      return rewriter.notifyMatchFailure(op, "fused with its columnwise twin");
+    const QuantizePlan *planned = plan.lookup(op);
+    if (!planned || planned->kernel != QuantizeKernel::rowwise)
+      return rewriter.notifyMatchFailure(op, "not planned as rowwise alone");
     Location loc = op.getLoc();
-    SwizzleOp swizzle = getFusableSwizzle(op.getScales(), /*unscaledDim=*/0);
+    SwizzleOp swizzle = planned->swizzle;
     RankedTensorType inputType = op.getInput().getType();
     Type elementType = op.getData().getType().getElementType();
     Type scaleType = op.getScales().getType().getElementType();
@@ -154,75 +148,61 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
                     toTensor(rewriter, loc, scales));
     return success();
   }
+
+private:
+  const QuantizeFusionPlan &plan;
 };
-
-} // namespace
-
-LogicalResult gpu_kernels::checkQuantizeSupport(QuantizeOp op,
-                                               std::string &reason) {
-  if (failed(checkQuantizeBasics(op, reason)))
-    return failure();
-  bool rowwise = op.getBlock()[0] == 1;
-  if (rowwise && op.getInput().getType().getDimSize(1) % kElementsPerLane &&
-      !getColumnwiseSibling(op)) {
-    reason = "the rowwise GPU kernel needs K to be a multiple of 16 (4 when "
-             "fused with a columnwise quantize of the same input)";
-    return failure();
-  }
-  return success();
-}
-
-LogicalResult mx::checkGPUSupport(Operation *op, Chip chip,
-                                  std::string &reason) {
-  if (auto quantize = dyn_cast<QuantizeOp>(op))
-    return checkQuantizeSupport(quantize, reason);
-  if (isa<DequantizeOp, SwizzleOp, UnswizzleOp>(op))
-    return success();
-  if (isa<ScaledMatmulOp>(op)) {
-    reason = ("no generated GEMM kernel covers it on " + getChipName(chip) +
-              "; lower it through cuBLASLt instead (mx-lower-to-nvvm "
-              "gemm=cublas)")
-                 .str();
-    return failure();
-  }
-  reason = "no GPU kernel exists for this op; use the CPU pipeline";
-  return failure();
-}
-
-namespace {
 
 struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
   using ConvertMXToGPUBase::ConvertMXToGPUBase;
 
   void runOnOperation() override {
+    QuantizeFusionPlan plan(getOperation());
     RewritePatternSet patterns(&getContext());
-    populateMXToGPUConversionPatterns(patterns, chip);
+    populateMXToGPUConversionPatterns(patterns, chip, plan);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // Whatever is left has no kernel: say which op and why.
     WalkResult result = getOperation()->walk([&](Operation *op) {
       if (!isa<MXDialect>(op->getDialect()))
         return WalkResult::advance();
-      std::string reason;
-      (void)checkGPUSupport(op, chip, reason);
-      op->emitOpError("has no GPU lowering: ") << reason;
+      op->emitOpError("has no GPU lowering: ")
+          << getMissingKernelReason(op, plan);
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())
       signalPassFailure();
   }
+
+  /// Why no pattern lowered `op`. Dequantize, swizzle and unswizzle always
+  /// have a kernel; a scaled_matmul has one where the GEMM patterns of the
+  /// chip cover it.
+  std::string getMissingKernelReason(Operation *op,
+                                     const QuantizeFusionPlan &plan) const {
+    if (auto quantize = dyn_cast<QuantizeOp>(op))
+      return plan.getUnsupportedReason(quantize).str();
+    if (isa<ScaledMatmulOp>(op))
+      return ("no generated GEMM kernel covers it on " +
+              getChipName(chip.getValue()) +
+              "; lower it through cuBLASLt instead (mx-lower-to-nvvm "
+              "gemm=cublas)")
+          .str();
+    return "no GPU kernel exists for this op; use the CPU pipeline";
+  }
 };
 
 } // namespace
 
-void gpu_kernels::populateRowwiseQuantizePatterns(RewritePatternSet &patterns) {
-  patterns.add<RowwiseQuantizeToGPU>(patterns.getContext());
+void gpu_kernels::populateRowwiseQuantizePatterns(
+    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
+  patterns.add<RowwiseQuantizeToGPU>(patterns.getContext(), plan);
 }
 
 void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
-                                           Chip chip) {
-  populateRowwiseQuantizePatterns(patterns);
-  populateColumnwiseQuantizePatterns(patterns);
-  populateElementwisePatterns(patterns);
+                                           Chip chip,
+                                           const QuantizeFusionPlan &plan) {
+  populateRowwiseQuantizePatterns(patterns, plan);
+  populateColumnwiseQuantizePatterns(patterns, plan);
+  populateElementwisePatterns(patterns, plan);
   populateMXToGPUGemmPatterns(patterns, chip);
 }

@@ -35,32 +35,7 @@ namespace {
 /// 256-thread blocks share an SM.
 constexpr int64_t kHalfWarp = 16;
 constexpr int64_t kRowsPerLane = kMXBlock / 2;
-constexpr int64_t kStripCols = 4;
 constexpr int64_t kLanesPerRowBlock = kMXBlock / kStripCols;
-
-bool hasStripKernel(QuantizeOp op) {
-  std::string reason;
-  return succeeded(checkQuantizeBasics(op, reason));
-}
-
-bool haveSameNumerics(QuantizeOp a, QuantizeOp b) {
-  return a.getData().getType().getElementType() ==
-             b.getData().getType().getElementType() &&
-         a.getScales().getType().getElementType() ==
-             b.getScales().getType().getElementType() &&
-         a.getRounding() == b.getRounding();
-}
-
-/// The rowwise quantize that `columnwise` can share its kernel with.
-QuantizeOp getRowwiseSibling(QuantizeOp columnwise) {
-  for (Operation *user : columnwise.getInput().getUsers()) {
-    auto rowwise = dyn_cast<QuantizeOp>(user);
-    if (rowwise && rowwise != columnwise &&
-        getColumnwiseSibling(rowwise) == columnwise)
-      return rowwise;
-  }
-  return {};
-}
 
 /// One quantization done by the strip kernel: its op, output buffers and
 /// whether its scales are written tiled.
@@ -70,21 +45,25 @@ struct StripOutput {
   Value data, scales;
 };
 
+/// The strip kernel, anchored at its columnwise quantize; when the plan fuses
+/// it with the rowwise quantize of the same input, the kernel computes both.
 struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  ColumnwiseQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), plan(plan) {}
 
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !hasStripKernel(op))
-      return rewriter.notifyMatchFailure(op, "not a supported columnwise quantize");
-    QuantizeOp rowwiseOp = getRowwiseSibling(op);
+    const QuantizePlan *planned = plan.lookup(op);
+    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !planned)
+      return rewriter.notifyMatchFailure(op, "not a planned columnwise quantize");
+    QuantizeOp rowwiseOp = planned->sibling;
     // Build before the earlier op so that the results dominate both users.
     if (rowwiseOp && rowwiseOp->isBeforeInBlock(op))
       rewriter.setInsertionPoint(rowwiseOp);
     Location loc = op.getLoc();
 
-    auto makeOutput = [&](QuantizeOp q, int64_t unscaledDim) {
-      StripOutput out{q, getFusableSwizzle(q.getScales(), unscaledDim), {}, {}};
+    auto makeOutput = [&](QuantizeOp q) {
+      StripOutput out{q, plan.lookup(q)->swizzle, {}, {}};
       out.data = allocDevice(rewriter, loc, q.getData().getType());
       out.scales = allocDevice(rewriter, loc,
                                out.swizzle ? out.swizzle.getResult().getType()
@@ -92,9 +71,9 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       return out;
     };
     Value input = toBuffer(rewriter, loc, op.getInput());
-    SmallVector<StripOutput, 2> outputs = {makeOutput(op, /*unscaledDim=*/1)};
+    SmallVector<StripOutput, 2> outputs = {makeOutput(op)};
     if (rowwiseOp)
-      outputs.push_back(makeOutput(rowwiseOp, /*unscaledDim=*/0));
+      outputs.push_back(makeOutput(rowwiseOp));
     const StripOutput &columnwise = outputs.front();
     const StripOutput *rowwise = rowwiseOp ? &outputs.back() : nullptr;
 
@@ -284,37 +263,14 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
                       toTensor(rewriter, loc, out.scales));
     return success();
   }
+
+private:
+  const QuantizeFusionPlan &plan;
 };
 
 } // namespace
 
-LogicalResult gpu_kernels::checkQuantizeBasics(QuantizeOp op, std::string &reason) {
-  RankedTensorType type = op.getInput().getType();
-  ArrayRef<int64_t> block = op.getBlock();
-  if (type.getRank() != 2 || (block != ArrayRef<int64_t>{1, kMXBlock} &&
-                              block != ArrayRef<int64_t>{kMXBlock, 1}))
-    reason = "the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors";
-  else if (op.getRounding() == ScaleRounding::exact)
-    reason = "the GPU kernels cover power-of-two ('ceil', 'floor') scales";
-  else if (type.getDimSize(1) % kStripCols != 0)
-    reason = "the GPU kernels need K to be a multiple of 4";
-  return success(reason.empty());
-}
-
-QuantizeOp gpu_kernels::getColumnwiseSibling(QuantizeOp rowwise) {
-  if (rowwise.getBlock() != ArrayRef<int64_t>{1, kMXBlock} || !hasStripKernel(rowwise))
-    return {};
-  for (Operation *user : rowwise.getInput().getUsers()) {
-    auto columnwise = dyn_cast<QuantizeOp>(user);
-    // Same parent block, so that one insertion point dominates both users.
-    if (columnwise && columnwise->getBlock() == rowwise->getBlock() &&
-        columnwise.getBlock() == ArrayRef<int64_t>{kMXBlock, 1} &&
-        haveSameNumerics(rowwise, columnwise) && hasStripKernel(columnwise))
-      return columnwise;
-  }
-  return {};
-}
-
-void gpu_kernels::populateColumnwiseQuantizePatterns(RewritePatternSet &patterns) {
-  patterns.add<ColumnwiseQuantizeToGPU>(patterns.getContext());
+void gpu_kernels::populateColumnwiseQuantizePatterns(
+    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
+  patterns.add<ColumnwiseQuantizeToGPU>(patterns.getContext(), plan);
 }

@@ -1,0 +1,77 @@
+//===- FusionPlan.h - Which GPU kernel computes each mx.quantize -*- C++ -*-===//
+//
+// The quantize kernels of convert-mx-to-gpu share work: the rowwise and the
+// columnwise quantize of one input run as one strip kernel that reads the
+// input once, and a swizzle that alone consumes a quantize's scales is
+// written by that quantize's kernel, in the tiled layout, instead of by a
+// kernel of its own. These decisions depend on one another (a rowwise
+// quantize whose K is not a multiple of 16 has a kernel only when it is
+// fused; a swizzle is fused only into a quantize that has a kernel), so they
+// are made here, once, before any rewrite, and the patterns only read them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
+#define MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
+
+#include "mx/Dialect/MX/IR/MXOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+
+namespace mx {
+
+/// The kernel that computes a quantize op.
+enum class QuantizeKernel {
+  /// A `[1, 32]` quantize alone (MXToGPU.cpp).
+  rowwise,
+  /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp).
+  stripColumnwise,
+  /// The `[1, 32]` and the `[32, 1]` quantize of one input, together by the
+  /// strip kernel (QuantizeStrips.cpp).
+  stripFused,
+};
+
+/// How one quantize op is computed.
+struct QuantizePlan {
+  QuantizeKernel kernel;
+  /// The other quantize of a `stripFused` kernel; null for the others.
+  QuantizeOp sibling;
+  /// The swizzle of this op's scales that the kernel writes directly, if any.
+  SwizzleOp swizzle;
+};
+
+/// The kernel of every quantize op under a root and the swizzles those kernels
+/// write. Built before the patterns run and read by them; it refers to ops by
+/// address, which is sound because the patterns create no mx ops.
+class QuantizeFusionPlan {
+public:
+  /// Plans every quantize op under `root`. A rowwise quantize is fused with
+  /// the first columnwise quantize of the same input in the same block (in
+  /// program order) that has the same element type, scale type and rounding
+  /// and no other partner; a swizzle is fused when it is the only user of
+  /// the scales and tiles them along the quantize's unscaled dimension.
+  explicit QuantizeFusionPlan(mlir::Operation *root);
+
+  /// How `op` is computed, or null if no GPU kernel computes it.
+  const QuantizePlan *lookup(QuantizeOp op) const;
+
+  /// Why no GPU kernel computes `op` (for an op whose lookup is null).
+  llvm::StringRef getUnsupportedReason(QuantizeOp op) const;
+
+  /// The quantize whose kernel writes `op`'s tiles, or null when a swizzle
+  /// kernel of its own computes them.
+  QuantizeOp getFusedInto(SwizzleOp op) const;
+
+private:
+  void plan(QuantizeOp op, QuantizeKernel kernel, QuantizeOp sibling);
+
+  llvm::DenseMap<mlir::Operation *, QuantizePlan> quantizes;
+  llvm::DenseMap<mlir::Operation *, std::string> unsupported;
+  llvm::DenseMap<mlir::Operation *, QuantizeOp> fusedSwizzles;
+};
+
+} // namespace mx
+
+#endif // MX_CONVERSION_MXTOGPU_FUSIONPLAN_H

@@ -1,0 +1,89 @@
+// RUN: mx-opt %s --convert-mx-to-gpu --split-input-file | FileCheck %s
+
+// Fusion decisions of convert-mx-to-gpu (QuantizeFusionPlan): which kernel
+// computes each quantize and which swizzles a quantize kernel writes itself.
+
+// A rowwise and a columnwise quantize of one input with the same numerics
+// share one strip kernel, and each swizzle that alone consumes its scales is
+// written by it: one launch, four outputs (two of them tiled), no mx op left.
+// CHECK-LABEL: func @pair_both_fused
+// CHECK: %[[CDATA:.*]] = gpu.alloc () : memref<96x256xf8E4M3FN>
+// CHECK: %[[CTILES:.*]] = gpu.alloc () : memref<2x1x32x4x4xf8E8M0FNU>
+// CHECK: %[[RDATA:.*]] = gpu.alloc () : memref<96x256xf8E4M3FN>
+// CHECK: %[[RTILES:.*]] = gpu.alloc () : memref<1x2x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: mx.
+// CHECK: %[[CT:.*]] = bufferization.to_tensor %[[CTILES]]
+// CHECK: %[[CD:.*]] = bufferization.to_tensor %[[CDATA]]
+// CHECK: %[[RT:.*]] = bufferization.to_tensor %[[RTILES]]
+// CHECK: %[[RD:.*]] = bufferization.to_tensor %[[RDATA]]
+// CHECK: return %[[RD]], %[[RT]], %[[CD]], %[[CT]]
+func.func @pair_both_fused(%x: tensor<96x256xbf16>) -> (tensor<96x256xf8E4M3FN>, tensor<1x2x32x4x4xf8E8M0FNU>, tensor<96x256xf8E4M3FN>, tensor<2x1x32x4x4xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<96x256xbf16> -> tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>
+  %cd, %cs = mx.quantize %x block [32, 1] : tensor<96x256xbf16> -> tensor<96x256xf8E4M3FN>, tensor<3x256xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<96x8xf8E8M0FNU> -> tensor<1x2x32x4x4xf8E8M0FNU>
+  %ct = mx.swizzle %cs unscaled_dim 1 : tensor<3x256xf8E8M0FNU> -> tensor<2x1x32x4x4xf8E8M0FNU>
+  return %d, %t, %cd, %ct : tensor<96x256xf8E4M3FN>, tensor<1x2x32x4x4xf8E8M0FNU>, tensor<96x256xf8E4M3FN>, tensor<2x1x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// The linear scales are also returned, so the quantize kernel writes them
+// linear and the swizzle gets a kernel of its own that reads them.
+// CHECK-LABEL: func @second_user
+// CHECK: %[[SCALES:.*]] = gpu.alloc () : memref<256x16xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK: memref.store %{{.*}}, %[[SCALES]][%{{.*}}, %{{.*}}] : memref<256x16xf8E8M0FNU>
+// CHECK: %[[TILES:.*]] = gpu.alloc () : memref<2x4x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK: memref.load %[[SCALES]]
+// CHECK: memref.store %{{.*}}, %[[TILES]]
+// CHECK-NOT: gpu.launch
+func.func @second_user(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<256x16xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<256x16xf8E8M0FNU> -> tensor<2x4x32x4x4xf8E8M0FNU>
+  return %d, %t, %s : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<256x16xf8E8M0FNU>
+}
+
+// -----
+
+// Fused with its columnwise sibling, a rowwise quantize whose K (72) is not
+// a multiple of 16 has a kernel. Its swizzle is fused; the columnwise
+// scales are also returned, so their swizzle is a kernel of its own.
+// CHECK-LABEL: func @pair_one_fused
+// CHECK: %[[CSCALES:.*]] = gpu.alloc () : memref<2x72xf8E8M0FNU>
+// CHECK: %[[RTILES:.*]] = gpu.alloc () : memref<1x1x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK: memref.store %{{.*}}, %[[RTILES]]
+// CHECK: %[[CTILES:.*]] = gpu.alloc () : memref<1x1x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK: memref.load %[[CSCALES]]
+// CHECK: memref.store %{{.*}}, %[[CTILES]]
+// CHECK-NOT: gpu.launch
+func.func @pair_one_fused(%x: tensor<64x72xf32>) -> (tensor<64x72xf8E4M3FN>, tensor<2x72xf8E8M0FNU>, tensor<1x1x32x4x4xf8E8M0FNU>, tensor<64x72xf8E4M3FN>, tensor<1x1x32x4x4xf8E8M0FNU>) {
+  %cd, %cs = mx.quantize %x block [32, 1] : tensor<64x72xf32> -> tensor<64x72xf8E4M3FN>, tensor<2x72xf8E8M0FNU>
+  %ct = mx.swizzle %cs unscaled_dim 1 : tensor<2x72xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x72xf32> -> tensor<64x72xf8E4M3FN>, tensor<64x3xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<64x3xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
+  return %cd, %cs, %ct, %d, %t : tensor<64x72xf8E4M3FN>, tensor<2x72xf8E8M0FNU>, tensor<1x1x32x4x4xf8E8M0FNU>, tensor<64x72xf8E4M3FN>, tensor<1x1x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// Different element types: no shared kernel. A swizzle that tiles rowwise
+// scales along the other dimension is not fused either: three kernels.
+// CHECK-LABEL: func @not_fused
+// CHECK: gpu.alloc () : memref<64x4xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK: gpu.alloc () : memref<2x128xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK: gpu.alloc () : memref<1x16x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func @not_fused(%x: tensor<64x128xbf16>) -> (tensor<64x128xf8E4M3FN>, tensor<64x128xf8E5M2>, tensor<2x128xf8E8M0FNU>, tensor<1x16x32x4x4xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x128xbf16> -> tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU>
+  %cd, %cs = mx.quantize %x block [32, 1] : tensor<64x128xbf16> -> tensor<64x128xf8E5M2>, tensor<2x128xf8E8M0FNU>
+  %t = mx.swizzle %s unscaled_dim 1 : tensor<64x4xf8E8M0FNU> -> tensor<1x16x32x4x4xf8E8M0FNU>
+  return %d, %cd, %cs, %t : tensor<64x128xf8E4M3FN>, tensor<64x128xf8E5M2>, tensor<2x128xf8E8M0FNU>, tensor<1x16x32x4x4xf8E8M0FNU>
+}
