@@ -81,11 +81,11 @@ def kernel_source(recipe, m, n, k):
 # build
 
 
-def _ptxas_report(source, options, directory, name):
+def _ptxas_report(source, gemm, directory, name):
     """ptxas -v of every PTX module the program embeds (written next to the library)."""
     from mx import tools
     from mx.ptx import extract_ptx
-    lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip=sm_90a format=isa {options}".rstrip())
+    lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip=sm_90a format=isa gemm={gemm}")
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     lines = []
     for index, ptx in enumerate(extract_ptx(lowered)):
@@ -102,11 +102,11 @@ def _ptxas_report(source, options, directory, name):
     return lines or ["no PTX in the lowered module"]
 
 
-def build(directory, options=""):
+def build(directory, gemm="auto"):
     from mx import tools
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "gemm_BUILD.txt").write_text(f"--mx-lower-to-nvvm=chip=sm_90a format=bin {options}".rstrip() + "\n")
+    (directory / "gemm_BUILD.txt").write_text(f"--mx-lower-to-nvvm=chip=sm_90a format=bin gemm={gemm}" + "\n")
     for recipe in RECIPES:
         for m, n, k in SHAPES:
             name, source = kernel_name(recipe, m, n, k), kernel_source(recipe, m, n, k)
@@ -114,14 +114,14 @@ def build(directory, options=""):
             for stale in (library, error, report):
                 stale.unlink(missing_ok=True)
             try:
-                tools.compile_gpu_library(source, library, "sm_90a", options=options)
-                report.write_text("\n".join(_ptxas_report(source, options, directory, name)) + "\n")
+                tools.compile_gpu_library(source, library, "sm_90a", gemm=gemm)
+                report.write_text("\n".join(_ptxas_report(source, gemm, directory, name)) + "\n")
                 print(f"built {library}")
             except Exception as exc:  # noqa: BLE001 (the run step prints the reason as an n/a row)
                 library.with_suffix(".o").unlink(missing_ok=True)
                 lines = str(exc).strip().splitlines() or [type(exc).__name__]
                 reason = next((line for line in lines if "error" in line), lines[-1]).strip()
-                error.write_text(f"pipeline options {options!r}: {reason}\n\n{exc}\n")
+                error.write_text(f"pipeline gemm={gemm}: {reason}\n\n{exc}\n")
                 print(f"NOT built {name}: {reason}")
 
 
@@ -638,6 +638,6 @@ if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run"):
         sys.exit(__doc__)
     if sys.argv[1] == "build":
-        build(sys.argv[2], " ".join(sys.argv[3:]))
+        build(sys.argv[2], *sys.argv[3:4])
     else:
         run(sys.argv[2])

@@ -2,6 +2,7 @@
 
 Standard library only, so that lit can call it with any Python:
     mx-opt in.mlir --mx-lower-to-nvvm="chip=sm_100a format=isa" | python -m mx.ptx > kernels.ptx
+    ... | python -m mx.ptx --split PREFIX     # one module per file: PREFIX.0.ptx, PREFIX.1.ptx, ...
 """
 
 import re
@@ -18,4 +19,10 @@ def extract_ptx(lowered: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.stdout.write("\n".join(extract_ptx(sys.stdin.read())))
+    modules = extract_ptx(sys.stdin.read())
+    if len(sys.argv) == 3 and sys.argv[1] == "--split":
+        for index, module in enumerate(modules):
+            with open(f"{sys.argv[2]}.{index}.ptx", "w") as out:
+                out.write(module)
+    else:
+        sys.stdout.write("\n".join(modules))

@@ -158,7 +158,7 @@ def source(case):
         "}"])
 
 
-def build(directory, options=""):
+def build(directory, gemm="auto"):
     """Compiles every case into DIR/<name>.so; a failure leaves DIR/<name>.error. Returns the failures."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -168,18 +168,18 @@ def build(directory, options=""):
         library.unlink(missing_ok=True)
         error.unlink(missing_ok=True)
         try:
-            tools.compile_gpu_library(source(case), library, "sm_90a", options=options)
+            tools.compile_gpu_library(source(case), library, "sm_90a", gemm=gemm)
             return None
         except Exception as exc:  # noqa: BLE001 (recorded for the test to report)
             library.with_suffix(".o").unlink(missing_ok=True)
-            error.write_text(f"pipeline options {options!r}: {type(exc).__name__}: {exc}")
+            error.write_text(f"pipeline gemm={gemm}: {type(exc).__name__}: {exc}")
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             return case.name, next((line for line in lines if "error" in line), lines[-1]).strip()
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         failures = [f for f in pool.map(one, CASES) if f]
     (directory / "gemm_BUILD.txt").write_text(
-        f"--mx-lower-to-nvvm=chip=sm_90a format=bin {options}".rstrip() + "\n"
+        f"--mx-lower-to-nvvm=chip=sm_90a format=bin gemm={gemm}" + "\n"
         + "".join(f"FAILED {name}: {why}\n" for name, why in failures))
     return failures
 
@@ -475,11 +475,11 @@ def test_scaled_matmul(rng, artifacts, case, record_property):
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        sys.exit("usage: python python/tests/test_gpu_gemm.py DIR [PIPELINE_OPTIONS]")
-    options = " ".join(sys.argv[2:]) or os.environ.get("MX_GEMM_OPTIONS", "")
-    failed = build(sys.argv[1], options)
+        sys.exit("usage: python python/tests/test_gpu_gemm.py DIR [auto|kernel|cublas]")
+    gemm = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("MX_GEMM", "auto")
+    failed = build(sys.argv[1], gemm)
     print(f"built {len(CASES) - len(failed)} of {len(CASES)} programs into {sys.argv[1]} "
-          f"(--mx-lower-to-nvvm=chip=sm_90a format=bin {options}".rstrip() + ")")
+          f"(--mx-lower-to-nvvm=chip=sm_90a format=bin gemm={gemm})")
     for name, why in failed:
         print(f"FAILED {name}: {why}")
     sys.exit(1 if failed else 0)

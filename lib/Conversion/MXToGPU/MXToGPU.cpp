@@ -175,18 +175,18 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
   }
 
   /// Why no pattern lowered `op`. Dequantize, swizzle and unswizzle always
-  /// have a kernel; a scaled_matmul has one where the GEMM patterns of the
-  /// chip cover it.
+  /// have a kernel; a scaled_matmul has one where the GEMM generator plans
+  /// one for the chip.
   std::string getMissingKernelReason(Operation *op,
                                      const QuantizeFusionPlan &plan) const {
     if (auto quantize = dyn_cast<QuantizeOp>(op))
       return plan.getUnsupportedReason(quantize).str();
-    if (isa<ScaledMatmulOp>(op))
-      return ("no generated GEMM kernel covers it on " +
-              getChipName(chip.getValue()) +
-              "; lower it through cuBLASLt instead (mx-lower-to-nvvm "
-              "gemm=cublas)")
-          .str();
+    if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
+      std::string reason;
+      (void)checkGemmKernelSupport(matmul, chip, reason);
+      return reason + "; cuBLASLt may run it instead (mx-lower-to-nvvm "
+                      "gemm=cublas)";
+    }
     return "no GPU kernel exists for this op; use the CPU pipeline";
   }
 };

@@ -118,14 +118,3 @@ func.func @odd_k(%x: tensor<64x70xf32>) -> tensor<2x70xf8E8M0FNU> {
   %d, %s = mx.quantize %x block [32, 1] : tensor<64x70xf32> -> tensor<64x70xf8E4M3FN>, tensor<2x70xf8E8M0FNU>
   return %s : tensor<2x70xf8E8M0FNU>
 }
-
-// -----
-
-// No generated GEMM kernel yet (GemmPatternsStub.cpp): the message names the
-// chip and the cuBLASLt alternative.
-func.func @matmul(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) -> tensor<64x32xf32> {
-  // expected-error @+1 {{'mx.scaled_matmul' op has no GPU lowering: no generated GEMM kernel covers it on sm_90a; lower it through cuBLASLt instead (mx-lower-to-nvvm gemm=cublas)}}
-  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
-      : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
-  return %c : tensor<64x32xf32>
-}

@@ -24,6 +24,10 @@ void populateMXToGPUConversionPatterns(mlir::RewritePatternSet &patterns,
                                        Chip chip,
                                        const QuantizeFusionPlan &plan);
 
+/// Why the GEMM generator has no kernel for `op` on `chip`, or success.
+mlir::LogicalResult checkGemmKernelSupport(ScaledMatmulOp op, Chip chip,
+                                           std::string &reason);
+
 /// Adds the patterns that rewrite mx.scaled_matmul into generated GEMM
 /// kernels for `chip`; none where `chip` has no generated kernel.
 void populateMXToGPUGemmPatterns(mlir::RewritePatternSet &patterns, Chip chip);

@@ -1,0 +1,147 @@
+//===- GemmKernel.h - Builders of the generated GEMM kernels ----*- C++ -*-===//
+//
+// Private to the GEMM generator. `GemmKernelBuilder` emits the body of one
+// kernel from its `GemmPlan` in two layers:
+//
+// * the chip-neutral skeleton (GemmSkeleton.cpp): the shared-memory carve-up,
+//   the ring of full/empty mbarriers with phase parity, the persistent grid
+//   with its grouped tile order, the TMA producer warpgroup (one elected
+//   thread, registers given back with setmaxnreg) and the consumer
+//   warpgroups, and the epilogue that rounds an accumulator fragment to the
+//   output type and stores it with partial tiles masked;
+// * the per-recipe main loops (Sm90MainLoops.cpp): what the consumers do with
+//   one stage (wgmma on FP8 with promotion, or dequantization to bf16 and
+//   wgmma on bf16) and the fragment layout their accumulators have.
+//
+// The SM100 kernel is meant to reuse the skeleton with a tcgen05 main loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMKERNEL_H
+#define MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMKERNEL_H
+
+#include "GemmPlan.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mx::gemm {
+
+/// The kernel's arguments, in this order (all `!llvm.ptr`, generic).
+struct KernelArguments {
+  mlir::Value tensorMapA, tensorMapB; // CUtensorMap in global memory
+  mlir::Value aScales, bScales;       // swizzled E8M0 or row-major f32
+  mlir::Value out;                    // row-major [M, N] of the output type
+};
+
+/// The origin of one output tile, in elements (i32).
+struct TileOrigin {
+  mlir::Value m, n;
+};
+
+/// A consumer's place in the CTA (all i32).
+struct ConsumerThread {
+  mlir::Value consumer;       // 0 .. consumerWarpgroups - 1
+  mlir::Value warp, lane;     // warp within its warpgroup, lane within warp
+  mlir::Value threadInGroup;  // 0 .. 127
+};
+
+/// The ring position of pipeline iteration `it`: stage it % S and the
+/// parity of the phase it belongs to.
+struct RingSlot {
+  mlir::Value stage, parity;
+};
+
+class GemmKernelBuilder {
+public:
+  GemmKernelBuilder(mlir::ImplicitLocOpBuilder &b, const GemmPlan &plan,
+                    const KernelArguments &args)
+      : b(b), plan(plan), args(args) {}
+
+  /// Emits the whole kernel body at the builder's insertion point (the
+  /// start of the gpu.func, whose shared-memory global is `sharedGlobal`).
+  void build(llvm::StringRef sharedGlobal);
+
+  // --- Skeleton pieces the main loops use ---------------------------------
+  mlir::Value i32(int64_t v);
+  mlir::Value i64(int64_t v);
+  /// i32 shared::cta address of `offset` bytes past the aligned base.
+  mlir::Value sharedAddress(int64_t offset);
+  mlir::Value sharedAddress(mlir::Value base, mlir::Value offset);
+  mlir::Value sharedPointer(mlir::Value address); // !llvm.ptr<3>
+  /// Address of one of `stage`'s buffers (stages are uniformly strided).
+  mlir::Value stageAddress(int64_t StageLayout::*buffer, mlir::Value stage);
+  mlir::Value fullBarrier(mlir::Value stage);
+  mlir::Value emptyBarrier(mlir::Value stage);
+  RingSlot getRingSlot(mlir::Value iteration, bool producer);
+  void waitBarrier(mlir::Value barrier, mlir::Value parity);
+  /// One arrival per consumer warp on the stage's empty barrier.
+  void releaseStage(const ConsumerThread &thread, mlir::Value stage);
+  /// Runs `body` when `condition` holds.
+  void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
+  /// Loads an f32 from `base[index]` (global).
+  mlir::Value loadGlobalF32(mlir::Value base, mlir::Value index);
+
+  /// Stores element pairs (e, e+1) of an accumulator fragment: `coords(e)`
+  /// gives element e's row and column inside the tile; pairs are adjacent
+  /// columns. `values` are f32, already scaled.
+  void storeFragment(TileOrigin origin, llvm::ArrayRef<mlir::Value> values,
+                     llvm::function_ref<std::pair<mlir::Value, mlir::Value>(
+                         int64_t)> coords);
+
+private:
+  void initBarriers();
+  TileOrigin getTileOrigin(mlir::Value tile);
+  /// for tile = blockIdx.x; tile < tiles; tile += gridDim.x, carrying the
+  /// ring iteration across tiles.
+  void forEachTile(llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)>
+                       body);
+  void buildProducer();
+  void buildConsumers();
+  void issueStageLoads(TileOrigin origin, mlir::Value kBlock, RingSlot slot);
+
+  // --- Main loops (Sm90MainLoops.cpp) --------------------------------------
+  /// Runs the K loop of one tile from ring iteration `iteration`, stores the
+  /// tile, and returns the next iteration.
+  mlir::Value buildSm90Tile(const ConsumerThread &thread, TileOrigin origin,
+                            mlir::Value iteration);
+  mlir::Value buildPromotedTile(const ConsumerThread &thread,
+                                TileOrigin origin, mlir::Value iteration);
+  mlir::Value buildDequantizedTile(const ConsumerThread &thread,
+                                   TileOrigin origin, mlir::Value iteration);
+  /// The descriptor of a 128B-swizzled K-major tile at shared `address`.
+  mlir::Value buildWgmmaDescriptor(mlir::Value address);
+  mlir::Type getAccumulatorType();
+  /// wgmma over `kBytes` of K of the consumer's A rows at `aTile` and the B
+  /// tile at `bTile`, accumulating into `accumulator` (ignored by the first
+  /// step when `freshAccumulator`).
+  mlir::Value buildWgmmaChain(mlir::Value accumulator, mlir::Value aTile,
+                              mlir::Value bTile, mlir::Type operandA,
+                              mlir::Type operandB, int64_t kBytes,
+                              bool freshAccumulator);
+  /// Row and column inside the tile of accumulator element `element`.
+  std::pair<mlir::Value, mlir::Value>
+  getFragmentCoordinates(const ConsumerThread &thread, int64_t element);
+  llvm::SmallVector<mlir::Value> unpackAccumulator(mlir::Value accumulator);
+  llvm::SmallVector<mlir::Value> loadBlockScales(const ConsumerThread &thread,
+                                                 TileOrigin origin,
+                                                 mlir::Value kBlock,
+                                                 int64_t count);
+  /// Converts 16 FP8 values (vector<4xi32>) of one E8M0 block to bf16.
+  llvm::SmallVector<mlir::Value> dequantizeChunk(mlir::Value data, mlir::Value scaleByte,
+                              mlir::Type elementType);
+  /// Dequantizes this consumer's rows of one half of an FP8 stage tile into
+  /// a bf16 tile.
+  void dequantizeRows(const ConsumerThread &thread, mlir::Value fp8Tile,
+                      mlir::Value scaleChunk, mlir::Value bf16Tile,
+                      int64_t half, mlir::Type elementType);
+
+  mlir::ImplicitLocOpBuilder &b;
+  const GemmPlan &plan;
+  KernelArguments args;
+  mlir::Value base;       // i32 aligned shared base
+  mlir::Value threadIdx;  // i32
+};
+
+} // namespace mx::gemm
+
+#endif // MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMKERNEL_H

@@ -1,0 +1,201 @@
+//===- GemmPatterns.cpp - mx.scaled_matmul to generated GEMM kernels ------===//
+//
+// The rewrite that gives `mx.scaled_matmul` a generated kernel: it plans the
+// kernel (GemmPlan.cpp), emits it as a `gpu.func` in a `gpu.module` of its
+// own (the skeleton and main loops of GemmKernel.h), and replaces the op
+// with host code on device buffers: the output from `gpu.alloc`, the TMA
+// tensor maps of A and B from `mxrtTensorMap` (MLIR 22.1's
+// `nvgpu.tma.create.descriptor` encodes FP8 as BF16), and a `gpu.launch_func`
+// of the persistent grid with the plan's dynamic shared memory. Linear MX
+// scales are first swizzled by an inserted `mx.swizzle`, since the kernel
+// copies whole 128x4 chunks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+#include "mx/Conversion/MXToGPU/MXToGPU.h"
+#include "mx/Runtime/MXRuntime.h"
+
+#include "../KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gemm;
+
+namespace {
+
+constexpr StringLiteral kTensorMapFn = "mxrtTensorMap";
+constexpr StringLiteral kSharedGlobal = "mx_gemm_shared";
+constexpr int64_t kSwizzleBytes = 128;
+
+int32_t getRuntimeTypeCode(Type type) {
+  if (isa<Float8E5M2Type>(type))
+    return MXRT_TYPE_F8E5M2;
+  return MXRT_TYPE_F8E4M3;
+}
+
+/// The kernel of `plan` in a new gpu.module of `module`.
+gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
+                           const GemmPlan &plan) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  std::string name;
+  llvm::raw_string_ostream(name)
+      << "mx_gemm_" << stringifyGemmRecipe(plan.recipe) << "_" << plan.m << "x"
+      << plan.n << "x" << plan.k;
+  auto kernelModule = gpu::GPUModuleOp::create(builder, loc, name);
+  SymbolTable(module).insert(kernelModule);
+  ImplicitLocOpBuilder b(loc, builder);
+  b.setInsertionPointToStart(kernelModule.getBody());
+  LLVM::GlobalOp::create(b, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                         /*isConstant=*/false, LLVM::Linkage::External,
+                         kSharedGlobal, Attribute(), /*alignment=*/1024,
+                         /*addrSpace=*/unsigned(NVVM::NVVMMemorySpace::Shared));
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto kernel = gpu::GPUFuncOp::create(
+      b, "kernel", b.getFunctionType(SmallVector<Type>(5, ptr), {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  // A register cap at entry (the CUDA __launch_bounds__(threads, 1)) is
+  // what lets setmaxnreg move registers between the roles.
+  int32_t threads = plan.threads();
+  kernel->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({threads, 1, 1}));
+  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  plan.print(os);
+  kernel->setAttr("mx.gemm_plan", b.getStringAttr(printed));
+
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  KernelArguments args;
+  args.tensorMapA = kernel.getArgument(0);
+  args.tensorMapB = kernel.getArgument(1);
+  args.aScales = kernel.getArgument(2);
+  args.bScales = kernel.getArgument(3);
+  args.out = kernel.getArgument(4);
+  GemmKernelBuilder(b, plan, args).build(kSharedGlobal);
+  gpu::ReturnOp::create(b);
+  return kernel;
+}
+
+/// The device address of a tensor's buffer, as `!llvm.ptr`.
+Value getDevicePointer(ImplicitLocOpBuilder &b, Value tensorOrBuffer) {
+  Value buffer = isa<TensorType>(tensorOrBuffer.getType())
+                     ? gpu_kernels::toBuffer(b, b.getLoc(), tensorOrBuffer)
+                     : tensorOrBuffer;
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
+  Value integer = arith::IndexCastOp::create(b, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext()), integer);
+}
+
+/// Host code asking the runtime for the tensor map of a [rows, K] FP8
+/// operand read in boxes of [boxRows, 128 bytes], 128B-swizzled.
+Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module, Value data,
+                      Type elementType, int64_t rows, int64_t k,
+                      int64_t boxRows) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
+      b, module, kTensorMapFn, {ptr, i32, i32, ptr, ptr, i32}, ptr);
+  assert(succeeded(fn) && "mxrtTensorMap declared with another type");
+  auto constant = [&](Type type, int64_t v) {
+    return arith::ConstantIntOp::create(b, type, v).getResult();
+  };
+  // Dims and box, innermost first, in stack memory of the host function.
+  auto array = [&](Type type, ArrayRef<int64_t> values) {
+    Value memory = LLVM::AllocaOp::create(b, ptr, type,
+                                          constant(i64, values.size()));
+    for (auto [i, v] : llvm::enumerate(values)) {
+      Value slot = LLVM::GEPOp::create(b, ptr, type, memory,
+                                       ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      LLVM::StoreOp::create(b, constant(type, v), slot);
+    }
+    return memory;
+  };
+  Value dims = array(i64, {k, rows});
+  Value box = array(i32, {kSwizzleBytes, boxRows});
+  return LLVM::CallOp::create(
+             b, *fn,
+             ValueRange{data, constant(i32, getRuntimeTypeCode(elementType)),
+                        constant(i32, 2), dims, box,
+                        constant(i32, MXRT_SWIZZLE_128B)})
+      .getResult();
+}
+
+/// MX scales in the 128x4 layout the kernel copies: linear ones are
+/// swizzled by an inserted mx.swizzle.
+Value getSwizzledScales(ImplicitLocOpBuilder &b, Value scales) {
+  auto type = cast<RankedTensorType>(scales.getType());
+  if (type.getRank() == 5)
+    return scales;
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  auto tiled = RankedTensorType::get(
+      {llvm::divideCeil(rows, 128), llvm::divideCeil(cols, 4), 32, 4, 4},
+      type.getElementType());
+  return SwizzleOp::create(b, tiled, scales, b.getI64IntegerAttr(0));
+}
+
+struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
+  ScaledMatmulToKernel(MLIRContext *context, Chip chip)
+      : OpRewritePattern(context), chip(chip) {}
+
+  LogicalResult matchAndRewrite(ScaledMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    std::string reason;
+    FailureOr<GemmPlan> plan = planGemm(op, chip, reason);
+    if (failed(plan))
+      return rewriter.notifyMatchFailure(op, reason);
+    auto module = op->getParentOfType<ModuleOp>();
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    rewriter.getUnitAttr());
+    gpu::GPUFuncOp kernel = buildKernel(rewriter, op.getLoc(), module, *plan);
+
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value aScales = op.getLhsScales(), bScales = op.getRhsScales();
+    if (plan->recipe == GemmRecipe::mxExact) {
+      aScales = getSwizzledScales(b, aScales);
+      bScales = getSwizzledScales(b, bScales);
+    }
+    RankedTensorType resultType = op.getResult().getType();
+    Value out = gpu_kernels::allocDevice(b, b.getLoc(), resultType);
+    Value mapA = createTensorMap(b, module, getDevicePointer(b, op.getLhs()),
+                                 plan->a.elementType, plan->m, plan->k,
+                                 plan->tileM);
+    Value mapB = createTensorMap(b, module, getDevicePointer(b, op.getRhs()),
+                                 plan->b.elementType, plan->n, plan->k,
+                                 plan->tileN);
+    auto index = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, v).getResult();
+    };
+    gpu::LaunchFuncOp::create(
+        b, kernel, gpu::KernelDim3{index(plan->ctas()), index(1), index(1)},
+        gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
+        arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
+        ValueRange{mapA, mapB, getDevicePointer(b, aScales),
+                   getDevicePointer(b, bScales), getDevicePointer(b, out)});
+    rewriter.replaceOp(op, gpu_kernels::toTensor(b, b.getLoc(), out));
+    return success();
+  }
+
+  Chip chip;
+};
+
+} // namespace
+
+LogicalResult mx::checkGemmKernelSupport(ScaledMatmulOp op, Chip chip,
+                                        std::string &reason) {
+  return success(succeeded(planGemm(op, chip, reason)));
+}
+
+void mx::populateMXToGPUGemmPatterns(RewritePatternSet &patterns, Chip chip) {
+  patterns.add<ScaledMatmulToKernel>(patterns.getContext(), chip);
+}

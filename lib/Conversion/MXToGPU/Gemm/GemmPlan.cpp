@@ -1,0 +1,218 @@
+//===- GemmPlan.cpp - Per-chip plan of a generated GEMM kernel ------------===//
+//
+// Classifies an `mx.scaled_matmul` into a recipe and sizes its kernel for the
+// chip. On SM90 every recipe uses a 128x128 CTA tile with 128 FP8 bytes of K
+// per stage (one 128B-swizzled TMA box row, so one E8M0 scale chunk of the
+// 128x4 layout or one f32 scale of a 128-K block per row), one TMA producer
+// warpgroup and two consumer warpgroups of 64 rows each. The FP8 recipes
+// keep a fresh wgmma accumulator and a promoted one (2 x 64 registers per
+// thread), which is why the tile is not wider. Stages are as many as fit in
+// the chip's shared memory after the MX recipe's two dequantized bf16
+// buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmPlan.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gemm;
+
+namespace {
+
+/// What the generator needs to know of a chip.
+struct ChipLimits {
+  int64_t multiprocessors;
+  int64_t sharedBytesPerBlock; // the opt-in dynamic shared memory limit
+};
+
+std::optional<ChipLimits> getChipLimits(Chip chip) {
+  switch (chip) {
+  case Chip::sm_90a:
+    return ChipLimits{132, 232448};
+  case Chip::sm_100a:
+    return std::nullopt; // the tcgen05 kernel is a later issue
+  }
+  return std::nullopt;
+}
+
+constexpr int64_t kBaseAlignment = 1024; // 128B swizzle repeats every 1 KiB
+constexpr int64_t kMaxStages = 8;
+constexpr int64_t kScaleChunkBytes = 512; // 128 rows x 4 E8M0 scales
+constexpr int64_t kMXBlock = 32, kFP8Block = 128;
+
+bool isFP8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
+
+/// The recipe of `op`, with each operand's f32 scale block rows.
+FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
+                               std::string &reason) {
+  Type aScale = getElementTypeOrSelf(op.getLhsScales().getType());
+  Type bScale = getElementTypeOrSelf(op.getRhsScales().getType());
+  ArrayRef<int64_t> aBlock = op.getLhsBlock(), bBlock = op.getRhsBlock();
+  auto isRowBlock = [](ArrayRef<int64_t> block, int64_t k) {
+    return block == ArrayRef<int64_t>{1, k};
+  };
+  if (isa<Float8E8M0FNUType>(aScale) && isa<Float8E8M0FNUType>(bScale)) {
+    if (isRowBlock(aBlock, kMXBlock) && isRowBlock(bBlock, kMXBlock))
+      return GemmRecipe::mxExact;
+    reason = "E8M0 scales need [1, 32] blocks on both operands";
+    return failure();
+  }
+  if (!aScale.isF32() || !bScale.isF32()) {
+    reason = "scales must be E8M0 on both operands or f32 on both";
+    return failure();
+  }
+  if (aBlock == op.getLhs().getType().getShape() &&
+      bBlock == op.getRhs().getType().getShape())
+    return GemmRecipe::perTensor;
+  auto blockRows = [&](ArrayRef<int64_t> block) -> int64_t {
+    if (isRowBlock(block, kFP8Block))
+      return 1;
+    if (block == ArrayRef<int64_t>{kFP8Block, kFP8Block})
+      return kFP8Block;
+    return 0;
+  };
+  plan.a.scaleBlockRows = blockRows(aBlock);
+  plan.b.scaleBlockRows = blockRows(bBlock);
+  if (plan.a.scaleBlockRows && plan.b.scaleBlockRows)
+    return GemmRecipe::blockwise;
+  reason = "f32 scales need [1, 128] or [128, 128] blocks on both operands, "
+           "or one scale per operand";
+  return failure();
+}
+
+/// Lays out stages, scale chunks, bf16 buffers and barriers in `limits`.
+LogicalResult layOutSharedMemory(GemmPlan &plan, const ChipLimits &limits,
+                                 std::string &reason) {
+  bool mx = plan.recipe == GemmRecipe::mxExact;
+  int64_t aTile = plan.tileM * plan.tileK, bTile = plan.tileN * plan.tileK;
+  int64_t scaleBytes =
+      mx ? kScaleChunkBytes * (plan.tileM + plan.tileN) / 128 : 0;
+  int64_t dequantBytes = 0;
+  if (mx) {
+    plan.dequantK = 64; // bf16 elements in one 128-byte swizzled row
+    plan.dequantBuffers = 2;
+    dequantBytes = plan.dequantBuffers * 2 * plan.dequantK *
+                   (plan.tileM + plan.tileN);
+  }
+  // Slack for aligning the dynamic base, and 2 barriers per stage.
+  int64_t fixed = kBaseAlignment + dequantBytes;
+  int64_t perStage = aTile + bTile + scaleBytes + 16;
+  plan.stages = std::min(kMaxStages,
+                         (limits.sharedBytesPerBlock - fixed) / perStage);
+  if (plan.stages < 2) {
+    reason = "the tile does not fit twice in shared memory";
+    return failure();
+  }
+  int64_t offset = 0;
+  plan.stageLayout.resize(plan.stages);
+  for (StageLayout &stage : plan.stageLayout) {
+    stage.a = offset;
+    stage.b = offset + aTile;
+    offset += aTile + bTile;
+  }
+  for (int64_t i = 0; i < plan.dequantBuffers; ++i) {
+    plan.dequantA.push_back(offset);
+    plan.dequantB.push_back(offset + 2 * plan.dequantK * plan.tileM);
+    offset += 2 * plan.dequantK * (plan.tileM + plan.tileN);
+  }
+  if (mx) {
+    for (StageLayout &stage : plan.stageLayout) {
+      stage.aScales = offset;
+      stage.bScales = offset + kScaleChunkBytes * plan.tileM / 128;
+      offset += scaleBytes;
+    }
+  }
+  plan.fullBarriers = offset;
+  plan.emptyBarriers = offset + 8 * plan.stages;
+  plan.sharedBytes = plan.emptyBarriers + 8 * plan.stages + kBaseAlignment;
+  return success();
+}
+
+} // namespace
+
+StringRef gemm::stringifyGemmRecipe(GemmRecipe recipe) {
+  switch (recipe) {
+  case GemmRecipe::mxExact:
+    return "mx_exact";
+  case GemmRecipe::blockwise:
+    return "blockwise";
+  case GemmRecipe::perTensor:
+    return "per_tensor";
+  }
+  return "";
+}
+
+int64_t GemmPlan::stageTransactionBytes() const {
+  int64_t bytes = (tileM + tileN) * tileK;
+  if (recipe == GemmRecipe::mxExact)
+    bytes += kScaleChunkBytes * (tileM + tileN) / 128;
+  return bytes;
+}
+
+void GemmPlan::print(raw_ostream &os) const {
+  os << "recipe=" << stringifyGemmRecipe(recipe) << " chip="
+     << getChipName(chip) << " mnk=" << m << "x" << n << "x" << k
+     << " tile=" << tileM << "x" << tileN << "x" << tileK
+     << " stages=" << stages << " roles=tma:1,mma:" << consumerWarpgroups
+     << " regs=" << producerRegisters << "/" << consumerRegisters
+     << " wgmma=m64n" << tileN << "k" << mmaK << " ctas=" << ctas()
+     << " group=" << groupRows;
+  if (recipe == GemmRecipe::mxExact)
+    os << " dequant=" << dequantBuffers << "x" << dequantK << " scales=128x4";
+  if (recipe == GemmRecipe::blockwise)
+    os << " scale_rows=" << a.scaleBlockRows << "," << b.scaleBlockRows;
+  os << " smem=" << sharedBytes << " stage0=a:" << stageLayout[0].a
+     << ",b:" << stageLayout[0].b;
+  if (recipe == GemmRecipe::mxExact)
+    os << ",sa:" << stageLayout[0].aScales << ",sb:" << stageLayout[0].bScales
+       << " bf16=a:" << dequantA[0] << ",b:" << dequantB[0];
+  os << " barriers=" << fullBarriers << "," << emptyBarriers;
+}
+
+FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
+                                   std::string &reason) {
+  std::optional<ChipLimits> limits = getChipLimits(chip);
+  if (!limits) {
+    reason = ("no generated GEMM kernel for " + getChipName(chip) +
+              " yet (its tcgen05 kernel is not written)")
+                 .str();
+    return failure();
+  }
+  GemmPlan plan;
+  plan.chip = chip;
+  plan.maxCtas = limits->multiprocessors;
+  RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+  if (lhs.getRank() != 2 || rhs.getRank() != 2) {
+    reason = "the generated kernels take 2-D operands";
+    return failure();
+  }
+  plan.m = lhs.getDimSize(0);
+  plan.n = rhs.getDimSize(0);
+  plan.k = lhs.getDimSize(1);
+  plan.a.elementType = lhs.getElementType();
+  plan.b.elementType = rhs.getElementType();
+  plan.a.rows = plan.m;
+  plan.b.rows = plan.n;
+  plan.outputType = op.getResult().getType().getElementType();
+  if (!isFP8(plan.a.elementType) || !isFP8(plan.b.elementType)) {
+    reason = "the generated kernels take f8E4M3FN or f8E5M2 operands";
+    return failure();
+  }
+  if (plan.k % 16 != 0) {
+    reason = "K must be a multiple of 16 (TMA row strides are 16-byte "
+             "multiples)";
+    return failure();
+  }
+  FailureOr<GemmRecipe> recipe = classify(op, plan, reason);
+  if (failed(recipe))
+    return failure();
+  plan.recipe = *recipe;
+  plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16 : 32;
+  if (failed(layOutSharedMemory(plan, *limits, reason)))
+    return failure();
+  return plan;
+}

@@ -1,0 +1,104 @@
+//===- GemmPlan.h - Per-chip plan of a generated GEMM kernel ----*- C++ -*-===//
+//
+// Private to the GEMM generator. A `GemmPlan` holds every decision about one
+// generated `mx.scaled_matmul` kernel: which recipe its main loop runs, the
+// CTA tile and pipeline depth, the warp roles and their register budgets, the
+// shared-memory carve-up (operand stages, scale chunks, dequantized bf16
+// buffers, mbarriers) and how the scales are laid out. It is computed once
+// from the op and the chip (`planGemm`), printed as the kernel's
+// `mx.gemm_plan` attribute for lit tests, and passed to the skeleton and the
+// main loops, which derive nothing themselves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMPLAN_H
+#define MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMPLAN_H
+
+#include "mx/Conversion/Target.h"
+#include "mx/Dialect/MX/IR/MXOps.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace mx::gemm {
+
+/// The numerical recipe, which picks the consumer main loop.
+enum class GemmRecipe {
+  /// E8M0 per 1x32 on both operands: FP8 x 2^(b-127) dequantized to bf16 in
+  /// shared memory (exact), bf16 wgmma with f32 accumulation.
+  mxExact,
+  /// f32 scales per 1x128 or 128x128 block: FP8 wgmma per 128-K block into a
+  /// fresh accumulator, promoted into f32 registers times sa x sb.
+  blockwise,
+  /// One f32 scale per operand: FP8 wgmma promoted every 128 K, the scalar
+  /// scales applied in the epilogue.
+  perTensor,
+};
+
+llvm::StringRef stringifyGemmRecipe(GemmRecipe recipe);
+
+/// One operand (A: [M, K], B: [N, K], K contiguous) as the kernel sees it.
+struct OperandPlan {
+  mlir::Type elementType;  // f8E4M3FN or f8E5M2
+  int64_t rows = 0;        // M or N
+  /// Rows sharing one f32 scale per 128-K block: 1 (1x128) or 128
+  /// (128x128); 0 for E8M0 and per-tensor scales.
+  int64_t scaleBlockRows = 0;
+};
+
+/// Byte offsets of one pipeline stage's buffers from the aligned base.
+struct StageLayout {
+  int64_t a = 0, b = 0;            // FP8 tiles, 128B-swizzled
+  int64_t aScales = 0, bScales = 0; // MX: 128x4 scale chunks
+};
+
+struct GemmPlan {
+  Chip chip;
+  GemmRecipe recipe;
+  OperandPlan a, b;
+  mlir::Type outputType;
+  int64_t m = 0, n = 0, k = 0;
+
+  // CTA tile: tileM rows of A, tileN rows of B, tileK FP8 bytes of K per
+  // pipeline stage (one TMA box row, 128B-swizzled).
+  int64_t tileM = 128, tileN = 128, tileK = 128;
+  int64_t stages = 0;
+  // Warp roles: warpgroup 0 is the TMA producer (one elected thread issues),
+  // warpgroups 1..consumerWarpgroups run the main loop, each on
+  // tileM / consumerWarpgroups rows.
+  int64_t consumerWarpgroups = 2;
+  int64_t producerRegisters = 40, consumerRegisters = 232;
+  // wgmma instruction: m64 x tileN x mmaK, operands from shared memory.
+  int64_t mmaK = 32;
+  // MX only: K elements of one dequantized bf16 buffer (one 128-byte row)
+  // and how many such buffers rotate.
+  int64_t dequantK = 0, dequantBuffers = 0;
+  // Persistent grid: at most this many CTAs (the chip's SM count); tiles
+  // are visited in groups of `groupRows` tile rows for L2 reuse.
+  int64_t maxCtas = 0, groupRows = 8;
+
+  // Shared memory, bytes from the 1024-aligned base.
+  llvm::SmallVector<StageLayout> stageLayout;
+  llvm::SmallVector<int64_t> dequantA, dequantB; // per bf16 buffer
+  int64_t fullBarriers = 0, emptyBarriers = 0;   // 8 bytes per stage each
+  int64_t sharedBytes = 0; // dynamic shared memory asked at launch
+
+  int64_t threads() const { return 128 * (1 + consumerWarpgroups); }
+  int64_t tilesM() const { return llvm::divideCeil(m, tileM); }
+  int64_t tilesN() const { return llvm::divideCeil(n, tileN); }
+  int64_t kBlocks() const { return llvm::divideCeil(k, tileK); }
+  int64_t ctas() const { return std::min(tilesM() * tilesN(), maxCtas); }
+  int64_t rowsPerConsumer() const { return tileM / consumerWarpgroups; }
+  /// Bytes one stage's TMA and bulk copies deliver (the expect-tx count).
+  int64_t stageTransactionBytes() const;
+
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Plans the kernel of `op` for `chip`, or explains in `reason` why the
+/// generator has none (unsupported recipe, shape or chip).
+mlir::FailureOr<GemmPlan> planGemm(ScaledMatmulOp op, Chip chip,
+                                   std::string &reason);
+
+} // namespace mx::gemm
+
+#endif // MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMPLAN_H

@@ -1,0 +1,345 @@
+//===- Sm90MainLoops.cpp - wgmma main loops of the SM90 GEMM kernels ------===//
+//
+// The consumer side of the SM90 kernels, one main loop per recipe on top of
+// the skeleton (GemmSkeleton.cpp). Each consumer warpgroup owns 64 rows of
+// the tile and issues m64 x tileN wgmma from 128B-swizzled shared memory,
+// addressed by descriptors (Descriptors.h) that step 32 bytes per K step.
+//
+// * FP8 recipes (blockwise, per-tensor): four k32 FP8 wgmma per 128-K stage
+//   into a fresh accumulator, which is then promoted into the f32 one with
+//   one FMA per element (times sa x sb for blockwise). Hopper's FP8 path
+//   keeps only ~14 significant bits inside one chain, so the chain never
+//   spans more than one scale block.
+// * MX exact: the FP8 stage is dequantized by the consumers, 64 K at a time,
+//   into a bf16 buffer with the same 128B swizzle (FP8 -> f16 by the exact
+//   hardware cvt, times 2^(b-127) in f32, rounded to bf16: exact unless the
+//   product leaves bf16's exponent range; scale byte 0xFF gives NaN), and
+//   multiplied with bf16 wgmma. Two buffers alternate: converting one
+//   overlaps the tensor cores reading the other. Each warpgroup converts its
+//   own A rows and half of B, so a named barrier of the consumers separates
+//   the conversion from the wgmma that reads it.
+//
+// The accumulator fragment of m64nNk* has element e of thread (warp w,
+// lane l) at row 16w + l/4 + 8((e/2)%2), column 8(e/4) + 2(l%4) + e%2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+#include "mx/Conversion/MXToGPU/Gemm/Descriptors.h"
+#include "mx/Dialect/MX/Utils/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gemm;
+
+namespace {
+
+constexpr int64_t kConsumerBarrierId = 1;
+constexpr int64_t kRowBytes = 128; // one 128B-swizzled row
+constexpr int64_t kChunkBytes = 16;
+
+NVVM::WGMMATypes getWgmmaType(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return NVVM::WGMMATypes::e4m3;
+  if (isa<Float8E5M2Type>(type))
+    return NVVM::WGMMATypes::e5m2;
+  return NVVM::WGMMATypes::bf16;
+}
+
+} // namespace
+
+Value GemmKernelBuilder::buildWgmmaDescriptor(Value address) {
+  constexpr uint64_t fixedFields = encodeWgmmaDescriptor(
+      getKMajorSwizzledTile(/*startAddress=*/0, WgmmaSwizzle::bytes128));
+  Value field = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, arith::ExtUIOp::create(b, b.getI64Type(), address),
+                                i64(4)),
+      i64(0x3FFF));
+  return arith::OrIOp::create(b, field, i64(fixedFields));
+}
+
+Type GemmKernelBuilder::getAccumulatorType() {
+  int64_t perThread = 64 * plan.tileN / 128;
+  return LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(perThread, b.getF32Type()));
+}
+
+Value GemmKernelBuilder::buildWgmmaChain(Value accumulator, Value aTile,
+                                         Value bTile, Type operandA,
+                                         Type operandB, int64_t kBytes,
+                                         bool freshAccumulator) {
+  Value descA = buildWgmmaDescriptor(aTile);
+  Value descB = buildWgmmaDescriptor(bTile);
+  int64_t stepBytes = plan.mmaK * (operandA.getIntOrFloatBitWidth() / 8);
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, plan.mmaK);
+  for (int64_t step = 0; step < kBytes / stepBytes; ++step) {
+    Value offset = i64(getWgmmaAddressStep(step * stepBytes));
+    bool zero = freshAccumulator && step == 0;
+    accumulator = NVVM::WgmmaMmaAsyncOp::create(
+        b, accumulator.getType(), accumulator,
+        arith::AddIOp::create(b, descA, offset),
+        arith::AddIOp::create(b, descB, offset), shape,
+        getWgmmaType(operandA), getWgmmaType(operandB), NVVM::WGMMATypes::f32,
+        zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        NVVM::MMALayout::row, NVVM::MMALayout::col,
+        NVVM::MMAIntOverflowAttr());
+  }
+  return accumulator;
+}
+
+std::pair<Value, Value> GemmKernelBuilder::getFragmentCoordinates(
+    const ConsumerThread &thread, int64_t element) {
+  Value row = arith::AddIOp::create(
+      b,
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, thread.consumer, i32(plan.rowsPerConsumer())),
+          arith::MulIOp::create(b, thread.warp, i32(16))),
+      arith::AddIOp::create(b, arith::DivUIOp::create(b, thread.lane, i32(4)),
+                            i32(8 * ((element / 2) % 2))));
+  Value col = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, arith::RemUIOp::create(b, thread.lane, i32(4)), i32(2)),
+      i32(8 * (element / 4) + element % 2));
+  return {row, col};
+}
+
+SmallVector<Value> GemmKernelBuilder::unpackAccumulator(Value accumulator) {
+  auto type = cast<LLVM::LLVMStructType>(accumulator.getType());
+  SmallVector<Value> values;
+  for (int64_t i = 0, e = type.getBody().size(); i < e; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(b, accumulator, i));
+  return values;
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 recipes: wgmma per 128-K block, promoted in f32
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> GemmKernelBuilder::loadBlockScales(
+    const ConsumerThread &thread, TileOrigin origin, Value kBlock,
+    int64_t count) {
+  // The f32 scale of each accumulator element for this 128-K block:
+  // sa[row] * sb[col], with rows and columns clamped into the matrix (the
+  // elements outside are never stored).
+  Value kBlocks = i32(plan.kBlocks());
+  auto scaleAt = [&](Value scales, Value index, int64_t blockRows,
+                     int64_t rows) {
+    Value clamped = arith::MinUIOp::create(b, index, i32(rows - 1));
+    Value block = arith::DivUIOp::create(b, clamped, i32(blockRows));
+    return loadGlobalF32(
+        scales, arith::AddIOp::create(b, arith::MulIOp::create(b, block, kBlocks),
+                                      kBlock));
+  };
+  SmallVector<Value> rowScales, colScales;
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = arith::AddIOp::create(b, origin.m,
+                                      getFragmentCoordinates(thread, 2 * half).first);
+    rowScales.push_back(scaleAt(args.aScales, row, plan.a.scaleBlockRows, plan.m));
+  }
+  // A [128, 128] B block covers the whole (aligned) tile width.
+  bool uniformColumns = plan.b.scaleBlockRows % plan.tileN == 0;
+  SmallVector<Value> scales;
+  for (int64_t e = 0; e < count; ++e) {
+    Value rowScale = rowScales[(e / 2) % 2];
+    if (uniformColumns) {
+      if (colScales.empty())
+        colScales.push_back(
+            scaleAt(args.bScales, origin.n, plan.b.scaleBlockRows, plan.n));
+      scales.push_back(arith::MulFOp::create(b, rowScale, colScales.front()));
+      continue;
+    }
+    Value col = arith::AddIOp::create(b, origin.n,
+                                      getFragmentCoordinates(thread, e).second);
+    scales.push_back(arith::MulFOp::create(
+        b, rowScale, scaleAt(args.bScales, col, plan.b.scaleBlockRows, plan.n)));
+  }
+  return scales;
+}
+
+Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
+                                           TileOrigin origin, Value iteration) {
+  Type accType = getAccumulatorType();
+  Value zero = LLVM::ZeroOp::create(b, accType);
+  int64_t count = cast<LLVM::LLVMStructType>(accType).getBody().size();
+  Value rowsOffset = arith::MulIOp::create(
+      b, thread.consumer, i32(plan.rowsPerConsumer() * kRowBytes));
+  auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
+                                 ValueRange{iteration, zero});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value it = loop.getRegionIterArg(0), acc = loop.getRegionIterArg(1);
+    RingSlot slot = getRingSlot(it, /*producer=*/false);
+    // Issued before the wait so that their latency hides behind it.
+    SmallVector<Value> scales;
+    if (plan.recipe == GemmRecipe::blockwise)
+      scales = loadBlockScales(thread, origin, loop.getInductionVar(), count);
+    waitBarrier(fullBarrier(slot.stage), slot.parity);
+    NVVM::WgmmaFenceAlignedOp::create(b);
+    Value partial = buildWgmmaChain(
+        zero, sharedAddress(stageAddress(&StageLayout::a, slot.stage), rowsOffset),
+        stageAddress(&StageLayout::b, slot.stage), plan.a.elementType,
+        plan.b.elementType, plan.tileK, /*freshAccumulator=*/true);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+    releaseStage(thread, slot.stage);
+    for (int64_t e = 0; e < count; ++e) {
+      Value sum = LLVM::ExtractValueOp::create(b, acc, e);
+      Value part = LLVM::ExtractValueOp::create(b, partial, e);
+      sum = scales.empty() ? arith::AddFOp::create(b, sum, part).getResult()
+                           : LLVM::FMAOp::create(b, part, scales[e], sum).getResult();
+      acc = LLVM::InsertValueOp::create(b, acc, sum, e);
+    }
+    scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1)), acc});
+  }
+  SmallVector<Value> values = unpackAccumulator(loop.getResult(1));
+  if (plan.recipe == GemmRecipe::perTensor) {
+    Value scale = arith::MulFOp::create(b, loadGlobalF32(args.aScales, i32(0)),
+                                        loadGlobalF32(args.bScales, i32(0)));
+    for (Value &value : values)
+      value = arith::MulFOp::create(b, value, scale);
+  }
+  storeFragment(origin, values, [&](int64_t e) {
+    return getFragmentCoordinates(thread, e);
+  });
+  return loop.getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// MX exact: dequantize to bf16 in shared memory, bf16 wgmma
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> GemmKernelBuilder::dequantizeChunk(Value data,
+                                                      Value scaleByte,
+                                                      Type elementType) {
+  Value factor =
+      buildScaleValue(b, b.getLoc(), arith::ExtUIOp::create(b, b.getI32Type(), scaleByte));
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  Value factors = vector::BroadcastOp::create(b, pairType, factor);
+  Value bytes = vector::BitCastOp::create(
+      b, VectorType::get({16}, b.getI8Type()), data);
+  SmallVector<Value> converted;
+  for (int64_t i = 0; i < 16; i += 2) {
+    Value pair = vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
+    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
+        b, VectorType::get({2}, b.getF16Type()), pair, /*relu=*/false, elementType);
+    Value scaled = arith::MulFOp::create(
+        b, arith::ExtFOp::create(b, pairType, halves), factors);
+    Value rounded =
+        arith::TruncFOp::create(b, VectorType::get({2}, b.getBF16Type()), scaled);
+    for (int64_t j = 0; j < 2; ++j)
+      converted.push_back(vector::ExtractOp::create(b, rounded, j));
+  }
+  return converted;
+}
+
+void GemmKernelBuilder::dequantizeRows(const ConsumerThread &thread,
+                                       Value fp8Tile, Value scaleChunk,
+                                       Value bf16Tile, int64_t half,
+                                       Type elementType) {
+  // The consumer's 64 rows x 4 16-byte chunks of this half: thread t takes
+  // (row, chunk) = (q % 64, q / 64) for q = t and t + 128, so eight lanes
+  // touch eight rows of one chunk column: conflict-free under the swizzle.
+  int64_t rows = plan.rowsPerConsumer();
+  int64_t chunksPerHalf = plan.dequantK / kChunkBytes; // 16 FP8 per chunk
+  for (int64_t i = 0; i < rows * chunksPerHalf / 128; ++i) {
+    Value q = arith::AddIOp::create(b, thread.threadInGroup, i32(128 * i));
+    Value row = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, thread.consumer, i32(rows)),
+        arith::RemUIOp::create(b, q, i32(rows)));
+    Value chunkInHalf = arith::DivUIOp::create(b, q, i32(rows));
+    Value chunk = arith::AddIOp::create(b, chunkInHalf, i32(chunksPerHalf * half));
+    Value rowPhase = arith::AndIOp::create(b, row, i32(7));
+    Value rowBase = arith::MulIOp::create(b, row, i32(kRowBytes));
+    auto swizzled = [&](Value tile, Value chunkIndex) {
+      Value position = arith::ShLIOp::create(
+          b, arith::XOrIOp::create(b, chunkIndex, rowPhase), i32(4));
+      return sharedPointer(sharedAddress(tile, arith::AddIOp::create(b, rowBase, position)));
+    };
+    Value data = LLVM::LoadOp::create(b, VectorType::get({4}, b.getI32Type()),
+                                      swizzled(fp8Tile, chunk), /*alignment=*/16);
+    // Scale (row, block) of the 128x4 chunk; 16 elements per chunk, 32 per
+    // block.
+    Value scaleOffset = arith::AddIOp::create(
+        b,
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, arith::RemUIOp::create(b, row, i32(32)), i32(16)),
+            arith::MulIOp::create(b, arith::DivUIOp::create(b, row, i32(32)), i32(4))),
+        arith::DivUIOp::create(b, chunk, i32(2)));
+    Value scaleByte = LLVM::LoadOp::create(
+        b, b.getI8Type(), sharedPointer(sharedAddress(scaleChunk, scaleOffset)));
+    SmallVector<Value> values = dequantizeChunk(data, scaleByte, elementType);
+    for (int64_t part = 0; part < 2; ++part) {
+      Value eight = vector::FromElementsOp::create(
+          b, VectorType::get({8}, b.getBF16Type()),
+          ArrayRef<Value>(values).slice(8 * part, 8));
+      Value target = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, chunkInHalf, i32(2)), i32(part));
+      LLVM::StoreOp::create(b, eight, swizzled(bf16Tile, target), /*alignment=*/16);
+    }
+  }
+}
+
+Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
+                                              TileOrigin origin,
+                                              Value iteration) {
+  Type accType = getAccumulatorType();
+  Value rowsOffset = arith::MulIOp::create(
+      b, thread.consumer, i32(plan.rowsPerConsumer() * kRowBytes));
+  auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
+                                 ValueRange{iteration, LLVM::ZeroOp::create(b, accType)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value it = loop.getRegionIterArg(0), acc = loop.getRegionIterArg(1);
+    RingSlot slot = getRingSlot(it, /*producer=*/false);
+    waitBarrier(fullBarrier(slot.stage), slot.parity);
+    for (int64_t half = 0; half < plan.dequantBuffers; ++half) {
+      Value bufferA = sharedAddress(plan.dequantA[half]);
+      Value bufferB = sharedAddress(plan.dequantB[half]);
+      dequantizeRows(thread, stageAddress(&StageLayout::a, slot.stage),
+                     stageAddress(&StageLayout::aScales, slot.stage), bufferA,
+                     half, plan.a.elementType);
+      dequantizeRows(thread, stageAddress(&StageLayout::b, slot.stage),
+                     stageAddress(&StageLayout::bScales, slot.stage), bufferB,
+                     half, plan.b.elementType);
+      // The bf16 tiles are read by the tensor cores (async proxy); the
+      // previous chain, which read the other buffer, must be done before
+      // either warpgroup overwrites it at the next step.
+      NVVM::FenceProxyOp::create(
+          b, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+      NVVM::BarrierOp::create(b, TypeRange(), i32(kConsumerBarrierId),
+                              i32(128 * plan.consumerWarpgroups),
+                              NVVM::BarrierReductionAttr(), Value());
+      if (half == plan.dequantBuffers - 1)
+        releaseStage(thread, slot.stage);
+      NVVM::WgmmaFenceAlignedOp::create(b);
+      acc = buildWgmmaChain(acc, sharedAddress(bufferA, rowsOffset), bufferB,
+                            b.getBF16Type(), b.getBF16Type(), kRowBytes,
+                            /*freshAccumulator=*/false);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b);
+    }
+    scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1)), acc});
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+  storeFragment(origin, unpackAccumulator(loop.getResult(1)), [&](int64_t e) {
+    return getFragmentCoordinates(thread, e);
+  });
+  return loop.getResult(0);
+}
+
+Value GemmKernelBuilder::buildSm90Tile(const ConsumerThread &thread,
+                                       TileOrigin origin, Value iteration) {
+  if (plan.recipe == GemmRecipe::mxExact)
+    return buildDequantizedTile(thread, origin, iteration);
+  return buildPromotedTile(thread, origin, iteration);
+}

@@ -1,0 +1,113 @@
+// The generated Hopper GEMM kernels of mx.scaled_matmul: the plan printed on
+// each kernel, the warp roles, the mbarrier ring, the TMA loads and the
+// per-recipe main loops, and the host code that launches them.
+// RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
+
+// MX exact: bf16 wgmma on operands dequantized in shared memory; the E8M0
+// chunks arrive by bulk copy next to the TMA boxes of A and B.
+// CHECK-LABEL: func.func @mx_exact
+// CHECK: llvm.call @mxrtTensorMap
+// CHECK: llvm.call @mxrtTensorMap
+// CHECK: gpu.launch_func  @mx_gemm_mx_exact_256x128x512::@kernel blocks in (%c2, %c1, %c1) threads in (%c384, %c1, %c1)  dynamic_shared_memory_size %c201792_i32 args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
+// CHECK: gpu.module @mx_gemm_mx_exact_256x128x512
+// CHECK: llvm.mlir.global external @mx_gemm_shared() {addr_space = 3 : i32, alignment = 1024 : i64}
+// CHECK: gpu.func @kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel attributes
+// CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x128x128 stages=4 roles=tma:1,mma:2 regs=40/232 wgmma=m64n128k16 ctas=2 group=8 dequant=2x64 scales=128x4 smem=201792 stage0=a:0,b:16384,sa:196608,sb:197120 bf16=a:131072,b:147456 barriers=200704,200736"
+// CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
+// CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: nvvm.elect.sync
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
+// CHECK: nvvm.cp.async.bulk.shared.cluster.global
+// CHECK: nvvm.cp.async.bulk.shared.cluster.global
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E4M3FN)
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<1>
+func.func @mx_exact(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf8E4M3FN>, tensor<1x4x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+
+// -----
+
+// Linear MX scales are swizzled by an inserted mx.swizzle (its own kernel)
+// before the GEMM copies 128x4 chunks of them; E5M2 operands convert as such.
+// CHECK-LABEL: func.func @mx_linear_scales
+// CHECK: gpu.launch blocks
+// CHECK: memref.store %{{.*}} : memref<1x2x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch_func  @mx_gemm_mx_exact_100x72x256::@kernel
+// CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
+// CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
+func.func @mx_linear_scales(%a: tensor<100x256xf8E5M2>, %as: tensor<100x8xf8E8M0FNU>, %b: tensor<72x256xf8E5M2>, %bs: tensor<72x8xf8E8M0FNU>) -> tensor<100x72xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<100x256xf8E5M2>, tensor<100x8xf8E8M0FNU>, tensor<72x256xf8E5M2>, tensor<72x8xf8E8M0FNU> -> tensor<100x72xf32>
+  return %c : tensor<100x72xf32>
+}
+
+// -----
+
+// FP8 blockwise (1x128 x 128x128): four e4m3 k32 wgmma per 128-K stage into
+// a fresh accumulator, then one FMA per element times sa x sb.
+// CHECK-LABEL: func.func @blockwise
+// CHECK: gpu.func @kernel
+// CHECK-SAME: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=200x72x256 tile=128x128x128 stages=7 roles=tma:1,mma:2 regs=40/232 wgmma=m64n128k32 ctas=2 group=8 scale_rows=1,128 smem=230512 stage0=a:0,b:16384 barriers=229376,229432"
+// CHECK-COUNT-14: nvvm.mbarrier.init
+// CHECK-NOT: nvvm.cp.async.bulk.shared.cluster.global
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive
+// CHECK-COUNT-64: llvm.intr.fma
+func.func @blockwise(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x2xf32>, %b: tensor<72x256xf8E4M3FN>, %bs: tensor<1x2xf32>) -> tensor<200x72xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
+    : tensor<200x256xf8E4M3FN>, tensor<200x2xf32>, tensor<72x256xf8E4M3FN>, tensor<1x2xf32> -> tensor<200x72xf32>
+  return %c : tensor<200x72xf32>
+}
+
+// -----
+
+// Per-tensor: the promotion is a plain add; the scalar scales multiply the
+// result in the epilogue. Mixed E5M2 x E4M3 operands, f16 output.
+// CHECK-LABEL: func.func @per_tensor
+// CHECK: gpu.func @kernel
+// CHECK-SAME: mx.gemm_plan = "recipe=per_tensor chip=sm_90a mnk=130x264x64
+// CHECK: nvvm.wgmma.mma_async {{.*}} A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-NOT: llvm.intr.fma
+// CHECK-COUNT-64: arith.addf
+// CHECK: arith.mulf
+// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<1>
+func.func @per_tensor(%a: tensor<130x64xf8E5M2>, %as: tensor<1x1xf32>, %b: tensor<264x64xf8E4M3FN>, %bs: tensor<1x1xf32>) -> tensor<130x264xf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [130, 64] rhs_block [264, 64]
+    : tensor<130x64xf8E5M2>, tensor<1x1xf32>, tensor<264x64xf8E4M3FN>, tensor<1x1xf32> -> tensor<130x264xf16>
+  return %c : tensor<130x264xf16>
+}
+
+// -----
+
+// An odd N cannot store column pairs as one aligned vector: scalar stores.
+// CHECK-LABEL: func.func @odd_n
+// CHECK: llvm.store %{{.*}} {alignment = 2 : i64} : bf16, !llvm.ptr<1>
+func.func @odd_n(%a: tensor<64x128xf8E4M3FN>, %as: tensor<64x1xf32>, %b: tensor<35x128xf8E4M3FN>, %bs: tensor<35x1xf32>) -> tensor<64x35xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
+    : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>, tensor<35x128xf8E4M3FN>, tensor<35x1xf32> -> tensor<64x35xbf16>
+  return %c : tensor<64x35xbf16>
+}
