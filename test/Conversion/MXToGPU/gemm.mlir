@@ -8,11 +8,11 @@
 // CHECK-LABEL: func.func @mx_exact
 // CHECK: llvm.call @mxrtTensorMap
 // CHECK: llvm.call @mxrtTensorMap
-// CHECK: gpu.launch_func  @mx_gemm_mx_exact_256x128x512::@kernel blocks in (%c2, %c1, %c1) threads in (%c384, %c1, %c1)  dynamic_shared_memory_size %c201792_i32 args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
+// CHECK: gpu.launch_func  @mx_gemm_mx_exact_256x128x512::@kernel blocks in (%c2, %c1, %c1) threads in (%c384, %c1, %c1)  dynamic_shared_memory_size %c200736_i32 args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
 // CHECK: gpu.module @mx_gemm_mx_exact_256x128x512
 // CHECK: llvm.mlir.global external @mx_gemm_shared() {addr_space = 3 : i32, alignment = 1024 : i64}
 // CHECK: gpu.func @kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel attributes
-// CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x128x128 stages=4 roles=tma:1,mma:2 regs=40/232 wgmma=m64n128k16 ctas=2 group=8 dequant=2x64 scales=128x4 smem=201792 stage0=a:0,b:16384,sa:196608,sb:197120 bf16=a:131072,b:147456 barriers=200704,200736"
+// CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x256x128 stages=2 roles=tma:1,mma:2 regs=40/232 wgmma=m64n256k16 ctas=2 group=8 dequant=2x64 scales=128x4 smem=200736 stage0=a:0,b:16384,sa:196608,sb:197120 bf16=a:98304,b:114688 barriers=199680,199696"
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 // CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
@@ -31,10 +31,10 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<1>
 func.func @mx_exact(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {

@@ -1,4 +1,5 @@
-// The generated GEMM kernels assemble for sm_90a with no spill: ptxas runs
+// The generated GEMM kernels assemble for sm_90a with no spill and no
+// serialized wgmma (ptxas C7514): ptxas runs
 // on the PTX of all three recipes, which must use the Hopper instructions
 // the kernels are built on (TMA, mbarrier parity waits, setmaxnreg, wgmma on
 // FP8 and on bf16, the FP8 -> f16 cvt of the MX dequantization).
@@ -19,13 +20,14 @@
 // MX: setmaxnreg.inc.sync.aligned.u32 {{.*}}232;
 // MX: cvt.rn.f16x2.e4m3x2
 // MX: fence.proxy.async.shared::cta
-// MX: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// MX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 
 // FP8: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // FP8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // FP8: wgmma.wait_group.sync.aligned 0;
 
 // PTXAS-NOT: warning
+// PTXAS-NOT: Potential Performance Loss
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 func.func @mx(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
@@ -36,16 +38,16 @@ func.func @mx(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %
 
 // -----
 
-func.func @blockwise(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x2xf32>, %b: tensor<72x256xf8E4M3FN>, %bs: tensor<72x2xf32>) -> tensor<200x72xf32> {
+func.func @blockwise(%a: tensor<200x1024xf8E4M3FN>, %as: tensor<200x8xf32>, %b: tensor<72x1024xf8E4M3FN>, %bs: tensor<72x8xf32>) -> tensor<200x72xf32> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
-    : tensor<200x256xf8E4M3FN>, tensor<200x2xf32>, tensor<72x256xf8E4M3FN>, tensor<72x2xf32> -> tensor<200x72xf32>
+    : tensor<200x1024xf8E4M3FN>, tensor<200x8xf32>, tensor<72x1024xf8E4M3FN>, tensor<72x8xf32> -> tensor<200x72xf32>
   return %c : tensor<200x72xf32>
 }
 
 // -----
 
-func.func @per_tensor(%a: tensor<130x64xf8E5M2>, %as: tensor<1x1xf32>, %b: tensor<264x64xf8E4M3FN>, %bs: tensor<1x1xf32>) -> tensor<130x264xf16> {
-  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [130, 64] rhs_block [264, 64]
-    : tensor<130x64xf8E5M2>, tensor<1x1xf32>, tensor<264x64xf8E4M3FN>, tensor<1x1xf32> -> tensor<130x264xf16>
+func.func @per_tensor(%a: tensor<130x1024xf8E5M2>, %as: tensor<1x1xf32>, %b: tensor<264x1024xf8E4M3FN>, %bs: tensor<1x1xf32>) -> tensor<130x264xf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [130, 1024] rhs_block [264, 1024]
+    : tensor<130x1024xf8E5M2>, tensor<1x1xf32>, tensor<264x1024xf8E4M3FN>, tensor<1x1xf32> -> tensor<130x264xf16>
   return %c : tensor<130x264xf16>
 }

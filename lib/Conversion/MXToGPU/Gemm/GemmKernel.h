@@ -129,11 +129,11 @@ private:
   /// Converts 16 FP8 values (vector<4xi32>) of one E8M0 block to bf16.
   llvm::SmallVector<mlir::Value> dequantizeChunk(mlir::Value data, mlir::Value scaleByte,
                               mlir::Type elementType);
-  /// Dequantizes this consumer's rows of one half of an FP8 stage tile into
-  /// a bf16 tile.
+  /// Dequantizes this consumer's `rows` rows of one half of an FP8 stage
+  /// tile into a bf16 tile.
   void dequantizeRows(const ConsumerThread &thread, mlir::Value fp8Tile,
                       mlir::Value scaleChunk, mlir::Value bf16Tile,
-                      int64_t half, mlir::Type elementType);
+                      int64_t half, mlir::Type elementType, int64_t rows);
 
   mlir::ImplicitLocOpBuilder &b;
   const GemmPlan &plan;

@@ -1,14 +1,14 @@
 //===- GemmPlan.cpp - Per-chip plan of a generated GEMM kernel ------------===//
 //
 // Classifies an `mx.scaled_matmul` into a recipe and sizes its kernel for the
-// chip. On SM90 every recipe uses a 128x128 CTA tile with 128 FP8 bytes of K
-// per stage (one 128B-swizzled TMA box row, so one E8M0 scale chunk of the
-// 128x4 layout or one f32 scale of a 128-K block per row), one TMA producer
-// warpgroup and two consumer warpgroups of 64 rows each. The FP8 recipes
-// keep a fresh wgmma accumulator and a promoted one (2 x 64 registers per
-// thread), which is why the tile is not wider. Stages are as many as fit in
-// the chip's shared memory after the MX recipe's two dequantized bf16
-// buffers.
+// chip. On SM90 every recipe reads 128 FP8 bytes of K per stage (one
+// 128B-swizzled TMA box row, so one E8M0 scale chunk of the 128x4 layout or
+// one f32 scale of a 128-K block per row), with one TMA producer warpgroup
+// and two consumer warpgroups of 64 rows each. The FP8 recipes keep fresh
+// wgmma accumulators beside the promoted one, which keeps their tile at
+// 128x128; MX exact, bounded by its dequantization, takes 128x256. Stages
+// are as many as fit in the chip's shared memory after the MX recipe's two
+// dequantized bf16 buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -211,7 +211,12 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   if (failed(recipe))
     return failure();
   plan.recipe = *recipe;
-  plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16 : 32;
+  if (plan.recipe == GemmRecipe::mxExact) {
+    // No second accumulator: the tile is as wide as wgmma goes, which halves
+    // the dequantization (and its shared-memory traffic) per FLOP of B.
+    plan.mmaK = 16;
+    plan.tileN = 256;
+  }
   if (failed(layOutSharedMemory(plan, *limits, reason)))
     return failure();
   return plan;

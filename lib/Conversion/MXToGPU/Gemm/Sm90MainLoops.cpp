@@ -183,10 +183,15 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
       scales = loadBlockScales(thread, origin, loop.getInductionVar(), count);
     waitBarrier(fullBarrier(slot.stage), slot.parity);
     NVVM::WgmmaFenceAlignedOp::create(b);
+    // The chain's first step does not accumulate: its input is ignored.
     Value partial = buildWgmmaChain(
         zero, sharedAddress(stageAddress(&StageLayout::a, slot.stage), rowsOffset),
         stageAddress(&StageLayout::b, slot.stage), plan.a.elementType,
         plan.b.elementType, plan.tileK, /*freshAccumulator=*/true);
+    // Promoting while the next block's chain runs would need a second
+    // partial accumulator read during a wgmma pipeline stage, which ptxas
+    // answers by serializing every wgmma (C7514); the two consumer
+    // warpgroups interleave on the tensor cores instead.
     NVVM::WgmmaGroupSyncAlignedOp::create(b);
     NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
     releaseStage(thread, slot.stage);
@@ -232,8 +237,15 @@ SmallVector<Value> GemmKernelBuilder::dequantizeChunk(Value data,
         b, VectorType::get({2}, b.getF16Type()), pair, /*relu=*/false, elementType);
     Value scaled = arith::MulFOp::create(
         b, arith::ExtFOp::create(b, pairType, halves), factors);
-    Value rounded =
-        arith::TruncFOp::create(b, VectorType::get({2}, b.getBF16Type()), scaled);
+    // The product has at most 4 significant bits, so its bf16 value is the
+    // upper half of its f32 bits (one byte permute for the pair instead of
+    // a conversion): exact wherever bf16 holds the value.
+    Value halfWords = vector::BitCastOp::create(
+        b, VectorType::get({4}, b.getI16Type()), scaled);
+    Value upper = vector::ShuffleOp::create(b, halfWords, halfWords,
+                                            ArrayRef<int64_t>{1, 3});
+    Value rounded = vector::BitCastOp::create(
+        b, VectorType::get({2}, b.getBF16Type()), upper);
     for (int64_t j = 0; j < 2; ++j)
       converted.push_back(vector::ExtractOp::create(b, rounded, j));
   }
@@ -243,11 +255,11 @@ SmallVector<Value> GemmKernelBuilder::dequantizeChunk(Value data,
 void GemmKernelBuilder::dequantizeRows(const ConsumerThread &thread,
                                        Value fp8Tile, Value scaleChunk,
                                        Value bf16Tile, int64_t half,
-                                       Type elementType) {
-  // The consumer's 64 rows x 4 16-byte chunks of this half: thread t takes
-  // (row, chunk) = (q % 64, q / 64) for q = t and t + 128, so eight lanes
-  // touch eight rows of one chunk column: conflict-free under the swizzle.
-  int64_t rows = plan.rowsPerConsumer();
+                                       Type elementType, int64_t rows) {
+  // The consumer's `rows` rows x 4 16-byte chunks of this half: thread t
+  // takes (row, chunk) = (q % rows, q / rows) for q = t, t + 128, ..., so
+  // eight lanes touch eight rows of one chunk column: conflict-free under
+  // the swizzle.
   int64_t chunksPerHalf = plan.dequantK / kChunkBytes; // 16 FP8 per chunk
   for (int64_t i = 0; i < rows * chunksPerHalf / 128; ++i) {
     Value q = arith::AddIOp::create(b, thread.threadInGroup, i32(128 * i));
@@ -265,13 +277,17 @@ void GemmKernelBuilder::dequantizeRows(const ConsumerThread &thread,
     };
     Value data = LLVM::LoadOp::create(b, VectorType::get({4}, b.getI32Type()),
                                       swizzled(fp8Tile, chunk), /*alignment=*/16);
-    // Scale (row, block) of the 128x4 chunk; 16 elements per chunk, 32 per
-    // block.
+    // Scale (row, block) of the row's 128x4 chunk (512 bytes per 128 rows);
+    // 16 elements per 16-byte chunk, 32 per block.
+    Value rowInChunk = arith::RemUIOp::create(b, row, i32(128));
     Value scaleOffset = arith::AddIOp::create(
         b,
         arith::AddIOp::create(
-            b, arith::MulIOp::create(b, arith::RemUIOp::create(b, row, i32(32)), i32(16)),
-            arith::MulIOp::create(b, arith::DivUIOp::create(b, row, i32(32)), i32(4))),
+            b, arith::MulIOp::create(b, arith::DivUIOp::create(b, row, i32(128)), i32(512)),
+            arith::AddIOp::create(
+                b, arith::MulIOp::create(b, arith::RemUIOp::create(b, row, i32(32)), i32(16)),
+                arith::MulIOp::create(b, arith::DivUIOp::create(b, rowInChunk, i32(32)),
+                                      i32(4)))),
         arith::DivUIOp::create(b, chunk, i32(2)));
     Value scaleByte = LLVM::LoadOp::create(
         b, b.getI8Type(), sharedPointer(sharedAddress(scaleChunk, scaleOffset)));
@@ -304,12 +320,14 @@ Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
     for (int64_t half = 0; half < plan.dequantBuffers; ++half) {
       Value bufferA = sharedAddress(plan.dequantA[half]);
       Value bufferB = sharedAddress(plan.dequantB[half]);
+      // Each consumer converts its own A rows and its share of B's.
       dequantizeRows(thread, stageAddress(&StageLayout::a, slot.stage),
                      stageAddress(&StageLayout::aScales, slot.stage), bufferA,
-                     half, plan.a.elementType);
+                     half, plan.a.elementType, plan.rowsPerConsumer());
       dequantizeRows(thread, stageAddress(&StageLayout::b, slot.stage),
                      stageAddress(&StageLayout::bScales, slot.stage), bufferB,
-                     half, plan.b.elementType);
+                     half, plan.b.elementType,
+                     plan.tileN / plan.consumerWarpgroups);
       // The bf16 tiles are read by the tensor cores (async proxy); the
       // previous chain, which read the other buffer, must be done before
       // either warpgroup overwrites it at the next step.
