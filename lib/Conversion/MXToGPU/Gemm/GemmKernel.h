@@ -45,6 +45,14 @@ struct ConsumerThread {
   mlir::Value threadInGroup;  // 0 .. 127
 };
 
+/// One 16-byte chunk of FP8 operand data loaded for dequantization: its
+/// bytes, its E8M0 scale byte, and where its row sits in a 128B-swizzled tile.
+struct FP8Chunk {
+  mlir::Value data, scaleByte;
+  mlir::Value rowBase, rowPhase; // row * 128 and row % 8
+  mlir::Value chunkInHalf;       // 0..3 within the 64-K half
+};
+
 /// The ring position of pipeline iteration `it`: stage it % S and the
 /// parity of the phase it belongs to.
 struct RingSlot {
@@ -129,11 +137,19 @@ private:
   /// Converts 16 FP8 values (vector<4xi32>) of one E8M0 block to bf16.
   llvm::SmallVector<mlir::Value> dequantizeChunk(mlir::Value data, mlir::Value scaleByte,
                               mlir::Type elementType);
-  /// Dequantizes this consumer's `rows` rows of one half of an FP8 stage
-  /// tile into a bf16 tile.
-  void dequantizeRows(const ConsumerThread &thread, mlir::Value fp8Tile,
-                      mlir::Value scaleChunk, mlir::Value bf16Tile,
-                      int64_t half, mlir::Type elementType, int64_t rows);
+  /// Loads this consumer's `rows` rows of one half (64 K) of an FP8 stage
+  /// tile, 16 bytes per chunk, with each chunk's E8M0 scale byte.
+  llvm::SmallVector<FP8Chunk> loadChunks(const ConsumerThread &thread,
+                                         mlir::Value fp8Tile,
+                                         mlir::Value scaleChunk, int64_t half,
+                                         int64_t rows);
+  /// Dequantizes loaded chunks into the bf16 tile (same rows, 128B swizzle).
+  void storeDequantized(llvm::ArrayRef<FP8Chunk> chunks, mlir::Value bf16Tile,
+                        mlir::Type elementType);
+  /// The address of 16-byte chunk `chunkIndex` of `chunk`'s row in a
+  /// 128B-swizzled tile.
+  mlir::Value getSwizzledChunk(mlir::Value tile, const FP8Chunk &chunk,
+                               mlir::Value chunkIndex);
 
   mlir::ImplicitLocOpBuilder &b;
   const GemmPlan &plan;

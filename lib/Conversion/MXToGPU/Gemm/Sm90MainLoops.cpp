@@ -252,31 +252,28 @@ SmallVector<Value> GemmKernelBuilder::dequantizeChunk(Value data,
   return converted;
 }
 
-void GemmKernelBuilder::dequantizeRows(const ConsumerThread &thread,
-                                       Value fp8Tile, Value scaleChunk,
-                                       Value bf16Tile, int64_t half,
-                                       Type elementType, int64_t rows) {
+SmallVector<FP8Chunk> GemmKernelBuilder::loadChunks(
+    const ConsumerThread &thread, Value fp8Tile, Value scaleChunk, int64_t half,
+    int64_t rows) {
   // The consumer's `rows` rows x 4 16-byte chunks of this half: thread t
   // takes (row, chunk) = (q % rows, q / rows) for q = t, t + 128, ..., so
   // eight lanes touch eight rows of one chunk column: conflict-free under
   // the swizzle.
   int64_t chunksPerHalf = plan.dequantK / kChunkBytes; // 16 FP8 per chunk
+  SmallVector<FP8Chunk> chunks;
   for (int64_t i = 0; i < rows * chunksPerHalf / 128; ++i) {
+    FP8Chunk c;
     Value q = arith::AddIOp::create(b, thread.threadInGroup, i32(128 * i));
     Value row = arith::AddIOp::create(
         b, arith::MulIOp::create(b, thread.consumer, i32(rows)),
         arith::RemUIOp::create(b, q, i32(rows)));
-    Value chunkInHalf = arith::DivUIOp::create(b, q, i32(rows));
-    Value chunk = arith::AddIOp::create(b, chunkInHalf, i32(chunksPerHalf * half));
-    Value rowPhase = arith::AndIOp::create(b, row, i32(7));
-    Value rowBase = arith::MulIOp::create(b, row, i32(kRowBytes));
-    auto swizzled = [&](Value tile, Value chunkIndex) {
-      Value position = arith::ShLIOp::create(
-          b, arith::XOrIOp::create(b, chunkIndex, rowPhase), i32(4));
-      return sharedPointer(sharedAddress(tile, arith::AddIOp::create(b, rowBase, position)));
-    };
-    Value data = LLVM::LoadOp::create(b, VectorType::get({4}, b.getI32Type()),
-                                      swizzled(fp8Tile, chunk), /*alignment=*/16);
+    c.chunkInHalf = arith::DivUIOp::create(b, q, i32(rows));
+    c.rowPhase = arith::AndIOp::create(b, row, i32(7));
+    c.rowBase = arith::MulIOp::create(b, row, i32(kRowBytes));
+    Value chunk = arith::AddIOp::create(b, c.chunkInHalf, i32(chunksPerHalf * half));
+    c.data = LLVM::LoadOp::create(b, VectorType::get({4}, b.getI32Type()),
+                                  getSwizzledChunk(fp8Tile, c, chunk),
+                                  /*alignment=*/16);
     // Scale (row, block) of the row's 128x4 chunk (512 bytes per 128 rows);
     // 16 elements per 16-byte chunk, 32 per block.
     Value rowInChunk = arith::RemUIOp::create(b, row, i32(128));
@@ -289,16 +286,34 @@ void GemmKernelBuilder::dequantizeRows(const ConsumerThread &thread,
                 arith::MulIOp::create(b, arith::DivUIOp::create(b, rowInChunk, i32(32)),
                                       i32(4)))),
         arith::DivUIOp::create(b, chunk, i32(2)));
-    Value scaleByte = LLVM::LoadOp::create(
+    c.scaleByte = LLVM::LoadOp::create(
         b, b.getI8Type(), sharedPointer(sharedAddress(scaleChunk, scaleOffset)));
-    SmallVector<Value> values = dequantizeChunk(data, scaleByte, elementType);
+    chunks.push_back(c);
+  }
+  return chunks;
+}
+
+Value GemmKernelBuilder::getSwizzledChunk(Value tile, const FP8Chunk &chunk,
+                                          Value chunkIndex) {
+  Value position = arith::ShLIOp::create(
+      b, arith::XOrIOp::create(b, chunkIndex, chunk.rowPhase), i32(4));
+  return sharedPointer(
+      sharedAddress(tile, arith::AddIOp::create(b, chunk.rowBase, position)));
+}
+
+void GemmKernelBuilder::storeDequantized(ArrayRef<FP8Chunk> chunks,
+                                         Value bf16Tile, Type elementType) {
+  for (const FP8Chunk &chunk : chunks) {
+    SmallVector<Value> values =
+        dequantizeChunk(chunk.data, chunk.scaleByte, elementType);
     for (int64_t part = 0; part < 2; ++part) {
       Value eight = vector::FromElementsOp::create(
           b, VectorType::get({8}, b.getBF16Type()),
           ArrayRef<Value>(values).slice(8 * part, 8));
       Value target = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, chunkInHalf, i32(2)), i32(part));
-      LLVM::StoreOp::create(b, eight, swizzled(bf16Tile, target), /*alignment=*/16);
+          b, arith::MulIOp::create(b, chunk.chunkInHalf, i32(2)), i32(part));
+      LLVM::StoreOp::create(b, eight, getSwizzledChunk(bf16Tile, chunk, target),
+                            /*alignment=*/16);
     }
   }
 }
@@ -320,14 +335,19 @@ Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
     for (int64_t half = 0; half < plan.dequantBuffers; ++half) {
       Value bufferA = sharedAddress(plan.dequantA[half]);
       Value bufferB = sharedAddress(plan.dequantB[half]);
-      // Each consumer converts its own A rows and its share of B's.
-      dequantizeRows(thread, stageAddress(&StageLayout::a, slot.stage),
-                     stageAddress(&StageLayout::aScales, slot.stage), bufferA,
-                     half, plan.a.elementType, plan.rowsPerConsumer());
-      dequantizeRows(thread, stageAddress(&StageLayout::b, slot.stage),
-                     stageAddress(&StageLayout::bScales, slot.stage), bufferB,
-                     half, plan.b.elementType,
+      // Each consumer converts its own A rows and its share of B's. All
+      // loads are issued before the first store, which the compiler may not
+      // move them across (both are shared memory).
+      SmallVector<FP8Chunk> aChunks =
+          loadChunks(thread, stageAddress(&StageLayout::a, slot.stage),
+                     stageAddress(&StageLayout::aScales, slot.stage), half,
+                     plan.rowsPerConsumer());
+      SmallVector<FP8Chunk> bChunks =
+          loadChunks(thread, stageAddress(&StageLayout::b, slot.stage),
+                     stageAddress(&StageLayout::bScales, slot.stage), half,
                      plan.tileN / plan.consumerWarpgroups);
+      storeDequantized(aChunks, bufferA, plan.a.elementType);
+      storeDequantized(bChunks, bufferB, plan.b.elementType);
       // The bf16 tiles are read by the tensor cores (async proxy); the
       // previous chain, which read the other buffer, must be done before
       // either warpgroup overwrites it at the next step.
