@@ -4,11 +4,12 @@
 // chip. On SM90 every recipe reads 128 FP8 bytes of K per stage (one
 // 128B-swizzled TMA box row, so one E8M0 scale chunk of the 128x4 layout or
 // one f32 scale of a 128-K block per row), with one TMA producer warpgroup
-// and two consumer warpgroups of 64 rows each. The FP8 recipes keep fresh
-// wgmma accumulators beside the promoted one, which keeps their tile at
-// 128x128; MX exact, bounded by its dequantization, takes 128x256. Stages
-// are as many as fit in the chip's shared memory after the MX recipe's two
-// dequantized bf16 buffers.
+// and consumer warpgroups of 64 rows each. The FP8 recipes keep a fresh
+// wgmma accumulator beside the promoted one, which keeps their tile 128
+// wide; they take three consumers (192x128) where the registers allow.
+// MX exact, bounded by its dequantization, takes two consumers and the
+// widest wgmma (128x256). Stages are as many as fit in the chip's shared
+// memory after the MX recipe's two dequantized bf16 buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -211,6 +212,15 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   if (failed(recipe))
     return failure();
   plan.recipe = *recipe;
+  // FP8: three consumers share each B tile (a third less L2 and shared
+  // memory traffic per FLOP than two, measured +10% on H200) when the
+  // promotion fits in their 152 registers, i.e. unless each thread holds
+  // one B scale per column.
+  if (plan.recipe != GemmRecipe::mxExact && plan.b.scaleBlockRows != 1) {
+    plan.tileM = 192;
+    plan.consumerWarpgroups = 3;
+    plan.consumerRegisters = 152;
+  }
   if (plan.recipe == GemmRecipe::mxExact) {
     // No second accumulator: the tile is as wide as wgmma goes, which halves
     // the dequantization (and its shared-memory traffic) per FLOP of B.
