@@ -45,6 +45,13 @@ struct ConsumerThread {
   mlir::Value threadInGroup;  // 0 .. 127
 };
 
+/// The f32 scales of one 128-K block that a consumer thread's accumulator
+/// elements need: sa of its two rows, sb of its columns (one value when it
+/// is the same for the whole tile).
+struct BlockScales {
+  llvm::SmallVector<mlir::Value> rows, columns;
+};
+
 /// One 16-byte chunk of FP8 operand data loaded for dequantization: its
 /// bytes, its E8M0 scale byte, and where its row sits in a 128B-swizzled tile.
 struct FP8Chunk {
@@ -130,10 +137,10 @@ private:
   std::pair<mlir::Value, mlir::Value>
   getFragmentCoordinates(const ConsumerThread &thread, int64_t element);
   llvm::SmallVector<mlir::Value> unpackAccumulator(mlir::Value accumulator);
-  llvm::SmallVector<mlir::Value> loadBlockScales(const ConsumerThread &thread,
-                                                 TileOrigin origin,
-                                                 mlir::Value kBlock,
-                                                 int64_t count);
+  BlockScales loadBlockScales(const ConsumerThread &thread, TileOrigin origin,
+                              mlir::Value kBlock, int64_t count);
+  llvm::SmallVector<mlir::Value> multiplyBlockScales(const BlockScales &scales,
+                                                     int64_t count);
   /// Converts 16 FP8 values (vector<4xi32>) of one E8M0 block to bf16.
   llvm::SmallVector<mlir::Value> dequantizeChunk(mlir::Value data, mlir::Value scaleByte,
                               mlir::Type elementType);

@@ -122,12 +122,13 @@ SmallVector<Value> GemmKernelBuilder::unpackAccumulator(Value accumulator) {
 // FP8 recipes: wgmma per 128-K block, promoted in f32
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> GemmKernelBuilder::loadBlockScales(
-    const ConsumerThread &thread, TileOrigin origin, Value kBlock,
-    int64_t count) {
-  // The f32 scale of each accumulator element for this 128-K block:
-  // sa[row] * sb[col], with rows and columns clamped into the matrix (the
-  // elements outside are never stored).
+BlockScales GemmKernelBuilder::loadBlockScales(const ConsumerThread &thread,
+                                               TileOrigin origin,
+                                               Value kBlock, int64_t count) {
+  // sa of the thread's two rows and sb of its columns (one value when a
+  // [128, 128] B block covers the whole, aligned, tile width) for this
+  // 128-K block, clamped into the matrix (elements outside are never
+  // stored).
   Value kBlocks = i32(plan.kBlocks());
   auto scaleAt = [&](Value scales, Value index, int64_t blockRows,
                      int64_t rows) {
@@ -137,30 +138,43 @@ SmallVector<Value> GemmKernelBuilder::loadBlockScales(
         scales, arith::AddIOp::create(b, arith::MulIOp::create(b, block, kBlocks),
                                       kBlock));
   };
-  SmallVector<Value> rowScales, colScales;
+  BlockScales scales;
   for (int64_t half = 0; half < 2; ++half) {
     Value row = arith::AddIOp::create(b, origin.m,
                                       getFragmentCoordinates(thread, 2 * half).first);
-    rowScales.push_back(scaleAt(args.aScales, row, plan.a.scaleBlockRows, plan.m));
+    scales.rows.push_back(scaleAt(args.aScales, row, plan.a.scaleBlockRows, plan.m));
   }
-  // A [128, 128] B block covers the whole (aligned) tile width.
-  bool uniformColumns = plan.b.scaleBlockRows % plan.tileN == 0;
-  SmallVector<Value> scales;
+  if (plan.b.scaleBlockRows % plan.tileN == 0) {
+    scales.columns.push_back(
+        scaleAt(args.bScales, origin.n, plan.b.scaleBlockRows, plan.n));
+    return scales;
+  }
   for (int64_t e = 0; e < count; ++e) {
-    Value rowScale = rowScales[(e / 2) % 2];
-    if (uniformColumns) {
-      if (colScales.empty())
-        colScales.push_back(
-            scaleAt(args.bScales, origin.n, plan.b.scaleBlockRows, plan.n));
-      scales.push_back(arith::MulFOp::create(b, rowScale, colScales.front()));
-      continue;
-    }
     Value col = arith::AddIOp::create(b, origin.n,
                                       getFragmentCoordinates(thread, e).second);
-    scales.push_back(arith::MulFOp::create(
-        b, rowScale, scaleAt(args.bScales, col, plan.b.scaleBlockRows, plan.n)));
+    scales.columns.push_back(
+        scaleAt(args.bScales, col, plan.b.scaleBlockRows, plan.n));
   }
   return scales;
+}
+
+SmallVector<Value> GemmKernelBuilder::multiplyBlockScales(
+    const BlockScales &scales, int64_t count) {
+  // sa[row] * sb[col] of each accumulator element; computed only where it is
+  // used, after the wgmma wait, so that the loads' latency hides behind it.
+  SmallVector<Value> products;
+  if (scales.columns.size() == 1) {
+    SmallVector<Value> perRow = llvm::map_to_vector(scales.rows, [&](Value row) {
+      return arith::MulFOp::create(b, row, scales.columns.front()).getResult();
+    });
+    for (int64_t e = 0; e < count; ++e)
+      products.push_back(perRow[(e / 2) % 2]);
+    return products;
+  }
+  for (int64_t e = 0; e < count; ++e)
+    products.push_back(arith::MulFOp::create(b, scales.rows[(e / 2) % 2],
+                                             scales.columns[e]));
+  return products;
 }
 
 Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
@@ -178,9 +192,9 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
     Value it = loop.getRegionIterArg(0), acc = loop.getRegionIterArg(1);
     RingSlot slot = getRingSlot(it, /*producer=*/false);
     // Issued before the wait so that their latency hides behind it.
-    SmallVector<Value> scales;
+    std::optional<BlockScales> blockScales;
     if (plan.recipe == GemmRecipe::blockwise)
-      scales = loadBlockScales(thread, origin, loop.getInductionVar(), count);
+      blockScales = loadBlockScales(thread, origin, loop.getInductionVar(), count);
     waitBarrier(fullBarrier(slot.stage), slot.parity);
     NVVM::WgmmaFenceAlignedOp::create(b);
     // The chain's first step does not accumulate: its input is ignored.
@@ -195,6 +209,9 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
     NVVM::WgmmaGroupSyncAlignedOp::create(b);
     NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
     releaseStage(thread, slot.stage);
+    SmallVector<Value> scales;
+    if (blockScales)
+      scales = multiplyBlockScales(*blockScales, count);
     for (int64_t e = 0; e < count; ++e) {
       Value sum = LLVM::ExtractValueOp::create(b, acc, e);
       Value part = LLVM::ExtractValueOp::create(b, partial, e);
