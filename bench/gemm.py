@@ -56,6 +56,7 @@ def kernel_name(recipe, m, n, k):
 
 
 def kernel_source(recipe, m, n, k):
+    from mx import tools
     if recipe == "mx":
         a_scales = f"tensor<{m // 128}x{k // 128}x32x4x4xf8E8M0FNU>"
         b_scales = f"tensor<{n // 128}x{k // 128}x32x4x4xf8E8M0FNU>"
@@ -67,14 +68,8 @@ def kernel_source(recipe, m, n, k):
         a_scales = b_scales = "tensor<1x1xf32>"
         blocks = ([m, k], [n, k])
     types = [f"tensor<{m}x{k}xf8E4M3FN>", a_scales, f"tensor<{n}x{k}xf8E4M3FN>", b_scales]
-    result = f"tensor<{m}x{n}xbf16>"
-    args = ", ".join(f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), types))
-    return "\n".join([
-        f"func.func @{kernel_name(recipe, m, n, k)}({args}) -> {result} {{",
-        f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block {blocks[0]} rhs_block {blocks[1]} : "
-        f"{', '.join(types)} -> {result}",
-        f"  return %c : {result}",
-        "}"])
+    return tools.scaled_matmul_source(kernel_name(recipe, m, n, k), types, *blocks,
+                                      f"tensor<{m}x{n}xbf16>")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -108,6 +108,19 @@ def mlir_type(shape: Sequence[int], dtype) -> str:
     return "tensor<" + "".join(f"{d}x" for d in shape) + _MLIR_TYPES[np.dtype(dtype)] + ">"
 
 
+def scaled_matmul_source(name: str, operand_types: Sequence[str], lhs_block: Sequence[int],
+                         rhs_block: Sequence[int], result_type: str) -> str:
+    """`func.func @name(%a, %as, %b, %bs) -> C` computing one `mx.scaled_matmul`; `operand_types` are
+    the MLIR types of A, its scales, B and its scales."""
+    args = ", ".join(f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), operand_types))
+    blocks = f"lhs_block [{', '.join(map(str, lhs_block))}] rhs_block [{', '.join(map(str, rhs_block))}]"
+    return "\n".join([
+        f"func.func @{name}({args}) -> {result_type} {{",
+        f"  %c = mx.scaled_matmul %a, %as, %b, %bs {blocks} : {', '.join(operand_types)} -> {result_type}",
+        f"  return %c : {result_type}",
+        "}"])
+
+
 def dense_literal(array: np.ndarray) -> str:
     """An exact `dense<"0x...">` constant of `array` (little-endian raw bytes, any element type)."""
     raw = np.ascontiguousarray(array).tobytes()

@@ -147,15 +147,8 @@ def source(case):
              _type(case.scales_shape(case.m, case.a_block), scale_dtype),
              _type((case.n, case.k), reference.ELEMENT_TYPES[case.b_elem]),
              _type(case.scales_shape(case.n, case.b_block), scale_dtype)]
-    result = _type((case.m, case.n), OUT_DTYPES[case.out])
-    (a0, a1), (b0, b1) = case.a_block, case.b_block
-    args = ", ".join(f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), types))
-    return "\n".join([
-        f"func.func @{case.name}({args}) -> {result} {{",
-        f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [{a0}, {a1}] rhs_block [{b0}, {b1}] : "
-        f"{', '.join(types)} -> {result}",
-        f"  return %c : {result}",
-        "}"])
+    return tools.scaled_matmul_source(case.name, types, case.a_block, case.b_block,
+                                      _type((case.m, case.n), OUT_DTYPES[case.out]))
 
 
 def build(directory, gemm="auto"):

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 using namespace mx::gemm;
 
 namespace {
@@ -41,22 +43,21 @@ TEST(WgmmaDescriptor, StartAddressIsBits0To13InUnitsOf16Bytes) {
   EXPECT_EQ(encodeWgmmaDescriptor(f), 0x1u);
 }
 
-TEST(WgmmaDescriptor, LeadingByteOffsetIsBits16To29) {
-  WgmmaDescriptorFields f = zeroFields();
-  f.leadingByteOffset = 16;
-  EXPECT_EQ(encodeWgmmaDescriptor(f), uint64_t(1) << 16);
-  f.leadingByteOffset = 0x3FFF0;
-  EXPECT_EQ(bits(encodeWgmmaDescriptor(f), 16, 29), 0x3FFFu);
-  EXPECT_EQ(encodeWgmmaDescriptor(f) & ~(uint64_t(0x3FFF) << 16), 0u);
-}
-
-TEST(WgmmaDescriptor, StrideByteOffsetIsBits32To45) {
-  WgmmaDescriptorFields f = zeroFields();
-  f.strideByteOffset = 1024;
-  EXPECT_EQ(encodeWgmmaDescriptor(f), uint64_t(64) << 32);
-  f.strideByteOffset = 0x3FFF0;
-  EXPECT_EQ(bits(encodeWgmmaDescriptor(f), 32, 45), 0x3FFFu);
-  EXPECT_EQ(encodeWgmmaDescriptor(f) & ~(uint64_t(0x3FFF) << 32), 0u);
+TEST(WgmmaDescriptor, ByteOffsetsAreBits16To29And32To45) {
+  // Leading and stride byte offsets, each on its own: 14 bits >> 4, no
+  // other bit set.
+  const std::tuple<uint32_t WgmmaDescriptorFields::*, int, int> table[] = {
+      {&WgmmaDescriptorFields::leadingByteOffset, 16, 29},
+      {&WgmmaDescriptorFields::strideByteOffset, 32, 45}};
+  for (auto [field, low, high] : table) {
+    WgmmaDescriptorFields f = zeroFields();
+    f.*field = 1024;
+    EXPECT_EQ(encodeWgmmaDescriptor(f), uint64_t(64) << low);
+    f.*field = 0x3FFF0;
+    uint64_t desc = encodeWgmmaDescriptor(f);
+    EXPECT_EQ(bits(desc, low, high), 0x3FFFu);
+    EXPECT_EQ(desc & ~(uint64_t(0x3FFF) << low), 0u);
+  }
 }
 
 TEST(WgmmaDescriptor, BaseOffsetIsBits49To51) {

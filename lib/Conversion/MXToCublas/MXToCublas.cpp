@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/MXToCublas/MXToCublas.h"
+#include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/Passes.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 #include "mx/Runtime/MXRuntime.h"
@@ -91,18 +92,6 @@ getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
   return std::make_pair(*lhs, *rhs);
 }
 
-Value pointerTo(OpBuilder &b, Location loc, Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  Value buffer = bufferization::ToBufferOp::create(
-      b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-      /*read_only=*/true);
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-  Value integer =
-      arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                  integer);
-}
-
 struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
   ScaledMatmulToCublas(MLIRContext *context, Chip chip)
       : OpRewritePattern(context), chip(chip) {}
@@ -134,15 +123,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     }
 
     RankedTensorType resultType = op.getResult().getType();
-    Value out = gpu::AllocOp::create(
-                    rewriter, loc,
-                    MemRefType::get(resultType.getShape(),
-                                    resultType.getElementType()),
-                    Type(), ValueRange(), ValueRange(), ValueRange())
-                    .getMemref();
-    Value outAddress = arith::IndexCastOp::create(
-        rewriter, loc, i64,
-        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, out));
+    Value out = allocDevice(rewriter, loc, resultType);
     auto i64Const = [&](int64_t v) {
       return arith::ConstantIntOp::create(rewriter, loc, v, 64).getResult();
     };
@@ -155,19 +136,18 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     SmallVector<Value> args = {
         i64Const(resultType.getDimSize(0)), i64Const(resultType.getDimSize(1)),
         i64Const(op.getLhs().getType().getDimSize(1)),
-        pointerTo(rewriter, loc, op.getLhs()), code(op.getLhs()),
-        pointerTo(rewriter, loc, op.getLhsScales()), i32Const(lhsMode),
-        pointerTo(rewriter, loc, op.getRhs()), code(op.getRhs()),
-        pointerTo(rewriter, loc, op.getRhsScales()), i32Const(rhsMode),
-        LLVM::IntToPtrOp::create(rewriter, loc, ptrType, outAddress),
+        getDevicePointer(rewriter, loc, op.getLhs()), code(op.getLhs()),
+        getDevicePointer(rewriter, loc, op.getLhsScales()), i32Const(lhsMode),
+        getDevicePointer(rewriter, loc, op.getRhs()), code(op.getRhs()),
+        getDevicePointer(rewriter, loc, op.getRhsScales()), i32Const(rhsMode),
+        getDevicePointer(rewriter, loc, out),
         code(op.getResult()),
         // The legacy default stream: ordered with the caller's copies.
         LLVM::ZeroOp::create(rewriter, loc, ptrType)};
     // The status is also kept by the runtime (mxrtGetLastError), which is
     // where a caller of compiled code reads it.
     LLVM::CallOp::create(rewriter, loc, callee, args);
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-        op, resultType, out, /*restrict=*/true, /*writable=*/true);
+    rewriter.replaceOp(op, toTensor(rewriter, loc, out));
     return success();
   }
 

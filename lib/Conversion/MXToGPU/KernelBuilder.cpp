@@ -56,28 +56,6 @@ void gpu_kernels::buildIf(OpBuilder &b, Location loc, Value condition,
   });
 }
 
-Value gpu_kernels::allocDevice(OpBuilder &b, Location loc,
-                               RankedTensorType type) {
-  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-  return gpu::AllocOp::create(b, loc, memrefType, /*asyncToken=*/Type(),
-                              ValueRange(), ValueRange(), ValueRange())
-      .getMemref();
-}
-
-Value gpu_kernels::toBuffer(OpBuilder &b, Location loc, Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  return bufferization::ToBufferOp::create(
-      b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-      /*read_only=*/true);
-}
-
-Value gpu_kernels::toTensor(OpBuilder &b, Location loc, Value buffer) {
-  auto type = cast<MemRefType>(buffer.getType());
-  return bufferization::ToTensorOp::create(
-      b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
-      buffer, /*restrict=*/true, /*writable=*/true);
-}
-
 SmallVector<Value> gpu_kernels::swizzledIndices(OpBuilder &b, Location loc,
                                                 Value r, Value c) {
   auto div = [&](Value x, int64_t d) {

@@ -12,6 +12,7 @@
 #define MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
 
 #include "mx/Conversion/MXToGPU/FusionPlan.h"
+#include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -46,15 +47,6 @@ void buildLaunch(
 /// Runs `then` under `condition` inside a kernel.
 void buildIf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
              llvm::function_ref<void(mlir::OpBuilder &, mlir::Location)> then);
-
-/// A device buffer (`gpu.alloc`) with the shape and element type of `type`.
-mlir::Value allocDevice(mlir::OpBuilder &b, mlir::Location loc,
-                        mlir::RankedTensorType type);
-/// The buffer behind a tensor operand, and the tensor view of a result buffer.
-mlir::Value toBuffer(mlir::OpBuilder &b, mlir::Location loc,
-                     mlir::Value tensor);
-mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
-                     mlir::Value buffer);
 
 /// Indices of scale (r, c) in the 5-D swizzled layout
 /// [r/128, c/4, r%32, (r%128)/32, c%4].

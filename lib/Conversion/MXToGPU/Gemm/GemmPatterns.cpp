@@ -14,10 +14,9 @@
 
 #include "GemmKernel.h"
 
+#include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Runtime/MXRuntime.h"
-
-#include "../KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -84,17 +83,6 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
   GemmKernelBuilder(b, plan, args).build(kSharedGlobal);
   gpu::ReturnOp::create(b);
   return kernel;
-}
-
-/// The device address of a tensor's buffer, as `!llvm.ptr`.
-Value getDevicePointer(ImplicitLocOpBuilder &b, Value tensorOrBuffer) {
-  Value buffer = isa<TensorType>(tensorOrBuffer.getType())
-                     ? gpu_kernels::toBuffer(b, b.getLoc(), tensorOrBuffer)
-                     : tensorOrBuffer;
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, buffer);
-  Value integer = arith::IndexCastOp::create(b, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext()), integer);
 }
 
 /// Host code asking the runtime for the tensor map of a [rows, K] FP8
@@ -166,11 +154,11 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
       bScales = getSwizzledScales(b, bScales);
     }
     RankedTensorType resultType = op.getResult().getType();
-    Value out = gpu_kernels::allocDevice(b, b.getLoc(), resultType);
-    Value mapA = createTensorMap(b, module, getDevicePointer(b, op.getLhs()),
+    Value out = allocDevice(b, b.getLoc(), resultType);
+    Value mapA = createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getLhs()),
                                  plan->a.elementType, plan->m, plan->k,
                                  plan->tileM);
-    Value mapB = createTensorMap(b, module, getDevicePointer(b, op.getRhs()),
+    Value mapB = createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getRhs()),
                                  plan->b.elementType, plan->n, plan->k,
                                  plan->tileN);
     auto index = [&](int64_t v) {
@@ -180,9 +168,9 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
         b, kernel, gpu::KernelDim3{index(plan->ctas()), index(1), index(1)},
         gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
         arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
-        ValueRange{mapA, mapB, getDevicePointer(b, aScales),
-                   getDevicePointer(b, bScales), getDevicePointer(b, out)});
-    rewriter.replaceOp(op, gpu_kernels::toTensor(b, b.getLoc(), out));
+        ValueRange{mapA, mapB, getDevicePointer(b, b.getLoc(), aScales),
+                   getDevicePointer(b, b.getLoc(), bScales), getDevicePointer(b, b.getLoc(), out)});
+    rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));
     return success();
   }
 

@@ -1,0 +1,39 @@
+//===- DeviceBuffers.h - Tensors as device buffers in GPU lowerings -*- C++ -*-===//
+//
+// The seams between the tensor-level host code the GPU lowerings emit and the
+// device memory their kernels and library calls use: an input tensor's buffer
+// and its device address, a result allocated with `gpu.alloc` (owned by the
+// caller once returned) and its tensor view. Every lowering that hands
+// device memory to a kernel or to the runtime goes through these, so that
+// bufferization sees the same ops from all of them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_CONVERSION_DEVICEBUFFERS_H
+#define MX_CONVERSION_DEVICEBUFFERS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mx {
+
+/// A device buffer (`gpu.alloc`) with the shape and element type of `type`.
+mlir::Value allocDevice(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type);
+
+/// The buffer behind a tensor operand (read only).
+mlir::Value toBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Value tensor);
+
+/// The tensor view of a result buffer.
+mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Value buffer);
+
+/// The device address of a tensor's buffer (or of a buffer) as `!llvm.ptr`,
+/// for kernel arguments and runtime calls.
+mlir::Value getDevicePointer(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value tensorOrBuffer);
+
+} // namespace mx
+
+#endif // MX_CONVERSION_DEVICEBUFFERS_H

@@ -1,0 +1,46 @@
+//===- DeviceBuffers.cpp - Tensors as device buffers in GPU lowerings -----===//
+//
+// See DeviceBuffers.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mx/Conversion/DeviceBuffers.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+
+Value mx::allocDevice(OpBuilder &b, Location loc, RankedTensorType type) {
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  return gpu::AllocOp::create(b, loc, memrefType, /*asyncToken=*/Type(),
+                              ValueRange(), ValueRange(), ValueRange())
+      .getMemref();
+}
+
+Value mx::toBuffer(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+      /*read_only=*/true);
+}
+
+Value mx::toTensor(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
+      buffer, /*restrict=*/true, /*writable=*/true);
+}
+
+Value mx::getDevicePointer(OpBuilder &b, Location loc, Value tensorOrBuffer) {
+  Value buffer = isa<TensorType>(tensorOrBuffer.getType())
+                     ? toBuffer(b, loc, tensorOrBuffer)
+                     : tensorOrBuffer;
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);
+}
