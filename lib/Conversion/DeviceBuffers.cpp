@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Runtime/MXRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -35,11 +36,26 @@ Value mx::toTensor(OpBuilder &b, Location loc, Value buffer) {
       buffer, /*restrict=*/true, /*writable=*/true);
 }
 
+std::optional<int32_t> mx::getRuntimeElementType(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return MXRT_TYPE_F8E4M3;
+  if (isa<Float8E5M2Type>(type))
+    return MXRT_TYPE_F8E5M2;
+  if (type.isBF16())
+    return MXRT_TYPE_BF16;
+  if (type.isF16())
+    return MXRT_TYPE_F16;
+  if (type.isF32())
+    return MXRT_TYPE_F32;
+  return std::nullopt;
+}
+
 Value mx::getDevicePointer(OpBuilder &b, Location loc, Value tensorOrBuffer) {
   Value buffer = isa<TensorType>(tensorOrBuffer.getType())
                      ? toBuffer(b, loc, tensorOrBuffer)
                      : tensorOrBuffer;
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
   Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
   return LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);

@@ -27,16 +27,22 @@ llvm::cl::ValuesClass mx::getChipOptionValues() {
                                      "Blackwell (B200, GB200)"));
 }
 
+std::optional<GemmKernelResources> mx::getGemmKernelResources(Chip chip) {
+  switch (chip) {
+  case Chip::sm_90a:
+    // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block.
+    return GemmKernelResources{132, 232448};
+  case Chip::sm_100a:
+    return std::nullopt;
+  }
+  llvm_unreachable("unknown chip");
+}
+
 GemmLowering mx::resolveGemmLowering(Chip chip, GemmLowering requested) {
   if (requested != GemmLowering::automatic)
     return requested;
-  switch (chip) {
-  case Chip::sm_90a:
-    return GemmLowering::kernel;
-  case Chip::sm_100a:
-    return GemmLowering::cublas;
-  }
-  llvm_unreachable("unknown chip");
+  return getGemmKernelResources(chip) ? GemmLowering::kernel
+                                      : GemmLowering::cublas;
 }
 
 llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,

@@ -30,7 +30,9 @@ uint64_t bits(uint64_t value, int low, int high) {
   return (value >> low) & ((uint64_t(1) << (high - low + 1)) - 1);
 }
 
-TEST(WgmmaDescriptor, AllZero) { EXPECT_EQ(encodeWgmmaDescriptor(zeroFields()), 0u); }
+TEST(WgmmaDescriptor, AllZero) {
+  EXPECT_EQ(encodeWgmmaDescriptor(zeroFields()), 0u);
+}
 
 TEST(WgmmaDescriptor, StartAddressIsBits0To13InUnitsOf16Bytes) {
   WgmmaDescriptorFields f = zeroFields();

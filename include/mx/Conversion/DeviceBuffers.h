@@ -1,4 +1,5 @@
-//===- DeviceBuffers.h - Tensors as device buffers in GPU lowerings -*- C++ -*-===//
+//===- DeviceBuffers.h - Tensors as device buffers in GPU lowerings -*- C++
+//-*-===//
 //
 // The seams between the tensor-level host code the GPU lowerings emit and the
 // device memory their kernels and library calls use: an input tensor's buffer
@@ -15,6 +16,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <optional>
+
 namespace mx {
 
 /// A device buffer (`gpu.alloc`) with the shape and element type of `type`.
@@ -28,6 +31,10 @@ mlir::Value toBuffer(mlir::OpBuilder &b, mlir::Location loc,
 /// The tensor view of a result buffer.
 mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::Value buffer);
+
+/// The runtime's code (mxrtElemType, MXRuntime.h) of an element type, if it
+/// has one.
+std::optional<int32_t> getRuntimeElementType(mlir::Type type);
 
 /// The device address of a tensor's buffer (or of a buffer) as `!llvm.ptr`,
 /// for kernel arguments and runtime calls.

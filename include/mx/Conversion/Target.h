@@ -18,6 +18,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/LogicalResult.h"
 
+#include <optional>
 #include <string>
 
 namespace mx {
@@ -37,14 +38,26 @@ llvm::StringRef getChipName(Chip chip);
 /// parser rejects any other chip before a pass runs.
 llvm::cl::ValuesClass getChipOptionValues();
 
+/// What the GEMM kernel generator sizes its kernels by on a chip.
+struct GemmKernelResources {
+  int64_t multiprocessors;     // CTAs of the persistent grid (one per SM)
+  int64_t sharedBytesPerBlock; // the opt-in dynamic shared memory limit
+};
+
+/// The resources of `chip` if the generator has GEMM kernels for it: the
+/// wgmma kernels on sm_90a; none on sm_100a, whose tcgen05 kernel is not
+/// written yet.
+std::optional<GemmKernelResources> getGemmKernelResources(Chip chip);
+
 /// How `mx.scaled_matmul` reaches the GPU: a generated kernel
 /// (convert-mx-to-gpu) or a cuBLASLt call (convert-mx-to-cublas); `automatic`
 /// leaves the choice to resolveGemmLowering.
 enum class GemmLowering { automatic, kernel, cublas };
 
 /// The GEMM lowering used on `chip`: `requested`, unless it is `automatic`,
-/// which means `kernel` on sm_90a (the generated wgmma kernels) and `cublas` on
-/// sm_100a (there is no tcgen05 kernel yet). Never returns `automatic`.
+/// which means `kernel` where the generator has kernels for the chip
+/// (getGemmKernelResources) and `cublas` elsewhere. Never returns
+/// `automatic`.
 GemmLowering resolveGemmLowering(Chip chip, GemmLowering requested);
 
 /// Whether cuBLASLt runs operands with scale mode `mode` on `chip`, and if not,

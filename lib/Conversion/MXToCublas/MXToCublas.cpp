@@ -37,20 +37,6 @@ namespace {
 
 constexpr StringLiteral kScaledMatmulFn = "mxrtScaledMatmul";
 
-std::optional<int32_t> getElementCode(Type type) {
-  if (isa<Float8E4M3FNType>(type))
-    return MXRT_TYPE_F8E4M3;
-  if (isa<Float8E5M2Type>(type))
-    return MXRT_TYPE_F8E5M2;
-  if (type.isBF16())
-    return MXRT_TYPE_BF16;
-  if (type.isF16())
-    return MXRT_TYPE_F16;
-  if (type.isF32())
-    return MXRT_TYPE_F32;
-  return std::nullopt;
-}
-
 /// The cuBLASLt scale mode of one `[rows, K]` operand, or a reason why none.
 FailureOr<mxrtScaleMode> getScaleMode(RankedTensorType operand,
                                       ArrayRef<int64_t> block,
@@ -131,7 +117,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
       return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
     };
     auto code = [&](Value v) {
-      return i32Const(*getElementCode(getElementTypeOrSelf(v.getType())));
+      return i32Const(*getRuntimeElementType(getElementTypeOrSelf(v.getType())));
     };
     SmallVector<Value> args = {
         i64Const(resultType.getDimSize(0)), i64Const(resultType.getDimSize(1)),

@@ -157,6 +157,7 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
   using ConvertMXToGPUBase::ConvertMXToGPUBase;
 
   void runOnOperation() override {
+    swizzleGemmScales(getOperation(), chip);
     QuantizeFusionPlan plan(getOperation());
     RewritePatternSet patterns(&getContext());
     populateMXToGPUConversionPatterns(patterns, chip, plan);

@@ -115,3 +115,21 @@ func.func @odd_n(%a: tensor<64x128xf8E4M3FN>, %as: tensor<64x1xf32>, %b: tensor<
     : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>, tensor<35x128xf8E4M3FN>, tensor<35x1xf32> -> tensor<64x35xbf16>
   return %c : tensor<64x35xbf16>
 }
+
+// -----
+
+// The swizzle that linear MX scales need is inserted before the quantize
+// fusion plan is made, so the quantize kernel writes the 128x4 tiles itself:
+// one quantize launch, no swizzle launch, then the GEMM.
+// CHECK-LABEL: func.func @quantize_then_gemm
+// CHECK: gpu.alloc  () : memref<1x2x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch blocks
+// CHECK: memref.store %{{.*}} : memref<1x2x32x4x4xf8E8M0FNU>
+// CHECK-NOT: gpu.launch blocks
+// CHECK: gpu.launch_func  @mx_gemm_mx_exact_128x64x256::@kernel
+func.func @quantize_then_gemm(%x: tensor<128x256xbf16>, %b: tensor<64x256xf8E4M3FN>, %bs: tensor<1x2x32x4x4xf8E8M0FNU>) -> tensor<128x64xf32> {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>
+  %c = mx.scaled_matmul %d, %s, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<64x256xf8E4M3FN>, tensor<1x2x32x4x4xf8E8M0FNU> -> tensor<128x64xf32>
+  return %c : tensor<128x64xf32>
+}

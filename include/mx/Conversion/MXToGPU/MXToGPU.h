@@ -28,6 +28,11 @@ void populateMXToGPUConversionPatterns(mlir::RewritePatternSet &patterns,
 mlir::LogicalResult checkGemmKernelSupport(ScaledMatmulOp op, Chip chip,
                                            std::string &reason);
 
+/// Gives every MX mx.scaled_matmul that the generator lowers on `chip`
+/// swizzled scales, inserting an mx.swizzle for linear ones. Runs before the
+/// quantize fusion plan is built (the GEMM patterns require it).
+void swizzleGemmScales(mlir::Operation *root, Chip chip);
+
 /// Adds the patterns that rewrite mx.scaled_matmul into generated GEMM
 /// kernels for `chip`; none where `chip` has no generated kernel.
 void populateMXToGPUGemmPatterns(mlir::RewritePatternSet &patterns, Chip chip);

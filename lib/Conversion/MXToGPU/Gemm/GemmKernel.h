@@ -40,9 +40,9 @@ struct TileOrigin {
 
 /// A consumer's place in the CTA (all i32).
 struct ConsumerThread {
-  mlir::Value consumer;       // 0 .. consumerWarpgroups - 1
-  mlir::Value warp, lane;     // warp within its warpgroup, lane within warp
-  mlir::Value threadInGroup;  // 0 .. 127
+  mlir::Value consumer;      // 0 .. consumerWarpgroups - 1
+  mlir::Value warp, lane;    // warp within its warpgroup, lane within warp
+  mlir::Value threadInGroup; // 0 .. 127
 };
 
 /// The f32 scales of one 128-K block that a consumer thread's accumulator
@@ -99,17 +99,17 @@ public:
   /// Stores element pairs (e, e+1) of an accumulator fragment: `coords(e)`
   /// gives element e's row and column inside the tile; pairs are adjacent
   /// columns. `values` are f32, already scaled.
-  void storeFragment(TileOrigin origin, llvm::ArrayRef<mlir::Value> values,
-                     llvm::function_ref<std::pair<mlir::Value, mlir::Value>(
-                         int64_t)> coords);
+  void storeFragment(
+      TileOrigin origin, llvm::ArrayRef<mlir::Value> values,
+      llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
 
 private:
   void initBarriers();
   TileOrigin getTileOrigin(mlir::Value tile);
   /// for tile = blockIdx.x; tile < tiles; tile += gridDim.x, carrying the
   /// ring iteration across tiles.
-  void forEachTile(llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)>
-                       body);
+  void
+  forEachTile(llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)> body);
   void buildProducer();
   void buildConsumers();
   void issueStageLoads(TileOrigin origin, mlir::Value kBlock, RingSlot slot);
@@ -119,8 +119,8 @@ private:
   /// tile, and returns the next iteration.
   mlir::Value buildSm90Tile(const ConsumerThread &thread, TileOrigin origin,
                             mlir::Value iteration);
-  mlir::Value buildPromotedTile(const ConsumerThread &thread,
-                                TileOrigin origin, mlir::Value iteration);
+  mlir::Value buildPromotedTile(const ConsumerThread &thread, TileOrigin origin,
+                                mlir::Value iteration);
   mlir::Value buildDequantizedTile(const ConsumerThread &thread,
                                    TileOrigin origin, mlir::Value iteration);
   /// The descriptor of a 128B-swizzled K-major tile at shared `address`.
@@ -142,8 +142,9 @@ private:
   llvm::SmallVector<mlir::Value> multiplyBlockScales(const BlockScales &scales,
                                                      int64_t count);
   /// Converts 16 FP8 values (vector<4xi32>) of one E8M0 block to bf16.
-  llvm::SmallVector<mlir::Value> dequantizeChunk(mlir::Value data, mlir::Value scaleByte,
-                              mlir::Type elementType);
+  llvm::SmallVector<mlir::Value> dequantizeChunk(mlir::Value data,
+                                                 mlir::Value scaleByte,
+                                                 mlir::Type elementType);
   /// Loads this consumer's `rows` rows of one half (64 K) of an FP8 stage
   /// tile, 16 bytes per chunk, with each chunk's E8M0 scale byte.
   llvm::SmallVector<FP8Chunk> loadChunks(const ConsumerThread &thread,
@@ -161,8 +162,8 @@ private:
   mlir::ImplicitLocOpBuilder &b;
   const GemmPlan &plan;
   KernelArguments args;
-  mlir::Value base;       // i32 aligned shared base
-  mlir::Value threadIdx;  // i32
+  mlir::Value base;      // i32 aligned shared base
+  mlir::Value threadIdx; // i32
 };
 
 } // namespace mx::gemm

@@ -7,8 +7,10 @@
 // tensor maps of A and B from `mxrtTensorMap` (MLIR 22.1's
 // `nvgpu.tma.create.descriptor` encodes FP8 as BF16), and a `gpu.launch_func`
 // of the persistent grid with the plan's dynamic shared memory. Linear MX
-// scales are first swizzled by an inserted `mx.swizzle`, since the kernel
-// copies whole 128x4 chunks.
+// scales are first swizzled by an `mx.swizzle` that `swizzleGemmScales`
+// inserts before any rewrite (the kernel copies whole 128x4 chunks), so that
+// the quantize fusion plan sees it and a quantize kernel can write the tiles
+// directly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,12 +37,6 @@ namespace {
 constexpr StringLiteral kTensorMapFn = "mxrtTensorMap";
 constexpr StringLiteral kSharedGlobal = "mx_gemm_shared";
 constexpr int64_t kSwizzleBytes = 128;
-
-int32_t getRuntimeTypeCode(Type type) {
-  if (isa<Float8E5M2Type>(type))
-    return MXRT_TYPE_F8E5M2;
-  return MXRT_TYPE_F8E4M3;
-}
 
 /// The kernel of `plan` in a new gpu.module of `module`.
 gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
@@ -100,8 +96,8 @@ Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module, Value data,
   };
   // Dims and box, innermost first, in stack memory of the host function.
   auto array = [&](Type type, ArrayRef<int64_t> values) {
-    Value memory = LLVM::AllocaOp::create(b, ptr, type,
-                                          constant(i64, values.size()));
+    Value memory =
+        LLVM::AllocaOp::create(b, ptr, type, constant(i64, values.size()));
     for (auto [i, v] : llvm::enumerate(values)) {
       Value slot = LLVM::GEPOp::create(b, ptr, type, memory,
                                        ArrayRef<LLVM::GEPArg>{int32_t(i)});
@@ -113,23 +109,22 @@ Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module, Value data,
   Value box = array(i32, {kSwizzleBytes, boxRows});
   return LLVM::CallOp::create(
              b, *fn,
-             ValueRange{data, constant(i32, getRuntimeTypeCode(elementType)),
-                        constant(i32, 2), dims, box,
-                        constant(i32, MXRT_SWIZZLE_128B)})
+             ValueRange{
+                 data, constant(i32, *getRuntimeElementType(elementType)),
+                 constant(i32, 2), dims, box, constant(i32, MXRT_SWIZZLE_128B)})
       .getResult();
 }
 
 /// MX scales in the 128x4 layout the kernel copies: linear ones are
 /// swizzled by an inserted mx.swizzle.
-Value getSwizzledScales(ImplicitLocOpBuilder &b, Value scales) {
+Value getSwizzledScales(OpBuilder &b, Location loc, Value scales) {
   auto type = cast<RankedTensorType>(scales.getType());
   if (type.getRank() == 5)
     return scales;
-  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
   auto tiled = RankedTensorType::get(
-      {llvm::divideCeil(rows, 128), llvm::divideCeil(cols, 4), 32, 4, 4},
+      getSwizzledShape(type.getDimSize(0), type.getDimSize(1)),
       type.getElementType());
-  return SwizzleOp::create(b, tiled, scales, b.getI64IntegerAttr(0));
+  return SwizzleOp::create(b, loc, tiled, scales, b.getI64IntegerAttr(0));
 }
 
 struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
@@ -147,20 +142,23 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
                     rewriter.getUnitAttr());
     gpu::GPUFuncOp kernel = buildKernel(rewriter, op.getLoc(), module, *plan);
 
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value aScales = op.getLhsScales(), bScales = op.getRhsScales();
-    if (plan->recipe == GemmRecipe::mxExact) {
-      aScales = getSwizzledScales(b, aScales);
-      bScales = getSwizzledScales(b, bScales);
-    }
+    auto isLinear = [](Value scales) {
+      return cast<RankedTensorType>(scales.getType()).getRank() != 5;
+    };
+    if (plan->recipe == GemmRecipe::mxExact &&
+        (isLinear(aScales) || isLinear(bScales)))
+      return rewriter.notifyMatchFailure(
+          op, "MX scales are not swizzled (swizzleGemmScales runs first)");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     RankedTensorType resultType = op.getResult().getType();
     Value out = allocDevice(b, b.getLoc(), resultType);
-    Value mapA = createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getLhs()),
-                                 plan->a.elementType, plan->m, plan->k,
-                                 plan->tileM);
-    Value mapB = createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getRhs()),
-                                 plan->b.elementType, plan->n, plan->k,
-                                 plan->tileN);
+    Value mapA =
+        createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getLhs()),
+                        plan->a.elementType, plan->m, plan->k, plan->tileM);
+    Value mapB =
+        createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getRhs()),
+                        plan->b.elementType, plan->n, plan->k, plan->tileN);
     auto index = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, v).getResult();
     };
@@ -169,7 +167,8 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
         gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
         arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
         ValueRange{mapA, mapB, getDevicePointer(b, b.getLoc(), aScales),
-                   getDevicePointer(b, b.getLoc(), bScales), getDevicePointer(b, b.getLoc(), out)});
+                   getDevicePointer(b, b.getLoc(), bScales),
+                   getDevicePointer(b, b.getLoc(), out)});
     rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));
     return success();
   }
@@ -180,8 +179,22 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
 } // namespace
 
 LogicalResult mx::checkGemmKernelSupport(ScaledMatmulOp op, Chip chip,
-                                        std::string &reason) {
+                                         std::string &reason) {
   return success(succeeded(planGemm(op, chip, reason)));
+}
+
+void mx::swizzleGemmScales(Operation *root, Chip chip) {
+  root->walk([&](ScaledMatmulOp op) {
+    std::string reason;
+    FailureOr<GemmPlan> plan = planGemm(op, chip, reason);
+    if (failed(plan) || plan->recipe != GemmRecipe::mxExact)
+      return;
+    OpBuilder b(op);
+    op.getLhsScalesMutable().assign(
+        getSwizzledScales(b, op.getLoc(), op.getLhsScales()));
+    op.getRhsScalesMutable().assign(
+        getSwizzledScales(b, op.getLoc(), op.getRhsScales()));
+  });
 }
 
 void mx::populateMXToGPUGemmPatterns(RewritePatternSet &patterns, Chip chip) {

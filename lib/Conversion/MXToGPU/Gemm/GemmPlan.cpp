@@ -24,25 +24,8 @@ using namespace mx::gemm;
 
 namespace {
 
-/// What the generator needs to know of a chip.
-struct ChipLimits {
-  int64_t multiprocessors;
-  int64_t sharedBytesPerBlock; // the opt-in dynamic shared memory limit
-};
-
-std::optional<ChipLimits> getChipLimits(Chip chip) {
-  switch (chip) {
-  case Chip::sm_90a:
-    return ChipLimits{132, 232448};
-  case Chip::sm_100a:
-    return std::nullopt; // the tcgen05 kernel is a later issue
-  }
-  return std::nullopt;
-}
-
 constexpr int64_t kBaseAlignment = 1024; // 128B swizzle repeats every 1 KiB
 constexpr int64_t kMaxStages = 8;
-constexpr int64_t kScaleChunkBytes = 512; // 128 rows x 4 E8M0 scales
 constexpr int64_t kMXBlock = 32, kFP8Block = 128;
 
 bool isFP8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
@@ -86,24 +69,25 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
 }
 
 /// Lays out stages, scale chunks, bf16 buffers and barriers in `limits`.
-LogicalResult layOutSharedMemory(GemmPlan &plan, const ChipLimits &limits,
+LogicalResult layOutSharedMemory(GemmPlan &plan,
+                                 const GemmKernelResources &limits,
                                  std::string &reason) {
   bool mx = plan.recipe == GemmRecipe::mxExact;
   int64_t aTile = plan.tileM * plan.tileK, bTile = plan.tileN * plan.tileK;
-  int64_t scaleBytes =
-      mx ? kScaleChunkBytes * (plan.tileM + plan.tileN) / 128 : 0;
+  int64_t scaleBytes = kScaleChunkBytes * (plan.scaleChunks(plan.tileM) +
+                                           plan.scaleChunks(plan.tileN));
   int64_t dequantBytes = 0;
   if (mx) {
     plan.dequantK = 64; // bf16 elements in one 128-byte swizzled row
     plan.dequantBuffers = 2;
-    dequantBytes = plan.dequantBuffers * 2 * plan.dequantK *
-                   (plan.tileM + plan.tileN);
+    dequantBytes =
+        plan.dequantBuffers * 2 * plan.dequantK * (plan.tileM + plan.tileN);
   }
   // Slack for aligning the dynamic base, and 2 barriers per stage.
   int64_t fixed = kBaseAlignment + dequantBytes;
   int64_t perStage = aTile + bTile + scaleBytes + 16;
-  plan.stages = std::min(kMaxStages,
-                         (limits.sharedBytesPerBlock - fixed) / perStage);
+  plan.stages =
+      std::min(kMaxStages, (limits.sharedBytesPerBlock - fixed) / perStage);
   if (plan.stages < 2) {
     reason = "the tile does not fit twice in shared memory";
     return failure();
@@ -123,7 +107,7 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const ChipLimits &limits,
   if (mx) {
     for (StageLayout &stage : plan.stageLayout) {
       stage.aScales = offset;
-      stage.bScales = offset + kScaleChunkBytes * plan.tileM / 128;
+      stage.bScales = offset + kScaleChunkBytes * plan.scaleChunks(plan.tileM);
       offset += scaleBytes;
     }
   }
@@ -148,15 +132,13 @@ StringRef gemm::stringifyGemmRecipe(GemmRecipe recipe) {
 }
 
 int64_t GemmPlan::stageTransactionBytes() const {
-  int64_t bytes = (tileM + tileN) * tileK;
-  if (recipe == GemmRecipe::mxExact)
-    bytes += kScaleChunkBytes * (tileM + tileN) / 128;
-  return bytes;
+  return (tileM + tileN) * tileK +
+         kScaleChunkBytes * (scaleChunks(tileM) + scaleChunks(tileN));
 }
 
 void GemmPlan::print(raw_ostream &os) const {
-  os << "recipe=" << stringifyGemmRecipe(recipe) << " chip="
-     << getChipName(chip) << " mnk=" << m << "x" << n << "x" << k
+  os << "recipe=" << stringifyGemmRecipe(recipe)
+     << " chip=" << getChipName(chip) << " mnk=" << m << "x" << n << "x" << k
      << " tile=" << tileM << "x" << tileN << "x" << tileK
      << " stages=" << stages << " roles=tma:1,mma:" << consumerWarpgroups
      << " regs=" << producerRegisters << "/" << consumerRegisters
@@ -176,7 +158,7 @@ void GemmPlan::print(raw_ostream &os) const {
 
 FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
                                    std::string &reason) {
-  std::optional<ChipLimits> limits = getChipLimits(chip);
+  std::optional<GemmKernelResources> limits = getGemmKernelResources(chip);
   if (!limits) {
     reason = ("no generated GEMM kernel for " + getChipName(chip) +
               " yet (its tcgen05 kernel is not written)")
@@ -202,6 +184,13 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   if (!isFP8(plan.a.elementType) || !isFP8(plan.b.elementType)) {
     reason = "the generated kernels take f8E4M3FN or f8E5M2 operands";
     return failure();
+  }
+  // Tile and scale indices are i32 in the kernel; a TMA box needs a row.
+  for (int64_t extent : {plan.m, plan.n, plan.k}) {
+    if (extent < 1 || extent >= (int64_t(1) << 31)) {
+      reason = "M, N and K must be in [1, 2^31)";
+      return failure();
+    }
   }
   if (plan.k % 16 != 0) {
     reason = "K must be a multiple of 16 (TMA row strides are 16-byte "
@@ -229,5 +218,9 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   }
   if (failed(layOutSharedMemory(plan, *limits, reason)))
     return failure();
+  assert(128 * (plan.producerRegisters +
+                plan.consumerRegisters * plan.consumerWarpgroups) <=
+             65536 &&
+         "setmaxnreg budgets exceed the register file");
   return plan;
 }

@@ -21,6 +21,11 @@
 
 namespace mx::gemm {
 
+/// One chunk of swizzled E8M0 scales: the 128x4 tile of `mx.swizzle`, i.e.
+/// 128 rows x one stage's 128 K (4 blocks of 32), 512 contiguous bytes.
+constexpr int64_t kScaleChunkRows = 128;
+constexpr int64_t kScaleChunkBytes = 512;
+
 /// The numerical recipe, which picks the consumer main loop.
 enum class GemmRecipe {
   /// E8M0 per 1x32 on both operands: FP8 x 2^(b-127) dequantized to bf16 in
@@ -38,8 +43,8 @@ llvm::StringRef stringifyGemmRecipe(GemmRecipe recipe);
 
 /// One operand (A: [M, K], B: [N, K], K contiguous) as the kernel sees it.
 struct OperandPlan {
-  mlir::Type elementType;  // f8E4M3FN or f8E5M2
-  int64_t rows = 0;        // M or N
+  mlir::Type elementType; // f8E4M3FN or f8E5M2
+  int64_t rows = 0;       // M or N
   /// Rows sharing one f32 scale per 128-K block: 1 (1x128) or 128
   /// (128x128); 0 for E8M0 and per-tensor scales.
   int64_t scaleBlockRows = 0;
@@ -47,7 +52,7 @@ struct OperandPlan {
 
 /// Byte offsets of one pipeline stage's buffers from the aligned base.
 struct StageLayout {
-  int64_t a = 0, b = 0;            // FP8 tiles, 128B-swizzled
+  int64_t a = 0, b = 0;             // FP8 tiles, 128B-swizzled
   int64_t aScales = 0, bScales = 0; // MX: 128x4 scale chunks
 };
 
@@ -88,6 +93,10 @@ struct GemmPlan {
   int64_t kBlocks() const { return llvm::divideCeil(k, tileK); }
   int64_t ctas() const { return std::min(tilesM() * tilesN(), maxCtas); }
   int64_t rowsPerConsumer() const { return tileM / consumerWarpgroups; }
+  /// E8M0 scale chunks per stage for a tile of `tileRows` rows (MX only).
+  int64_t scaleChunks(int64_t tileRows) const {
+    return recipe == GemmRecipe::mxExact ? tileRows / kScaleChunkRows : 0;
+  }
   /// Bytes one stage's TMA and bulk copies deliver (the expect-tx count).
   int64_t stageTransactionBytes() const;
 

@@ -48,8 +48,9 @@ Value GemmKernelBuilder::sharedAddress(Value from, Value offset) {
 
 Value GemmKernelBuilder::sharedPointer(Value address) {
   return LLVM::IntToPtrOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext(),
-                                    unsigned(NVVM::NVVMMemorySpace::Shared)),
+      b,
+      LLVM::LLVMPointerType::get(b.getContext(),
+                                 unsigned(NVVM::NVVMMemorySpace::Shared)),
       address);
 }
 
@@ -62,13 +63,13 @@ Value GemmKernelBuilder::stageAddress(int64_t StageLayout::*buffer,
 }
 
 Value GemmKernelBuilder::fullBarrier(Value stage) {
-  return sharedPointer(sharedAddress(
-      sharedAddress(plan.fullBarriers), arith::MulIOp::create(b, stage, i32(8))));
+  return sharedPointer(sharedAddress(sharedAddress(plan.fullBarriers),
+                                     arith::MulIOp::create(b, stage, i32(8))));
 }
 
 Value GemmKernelBuilder::emptyBarrier(Value stage) {
-  return sharedPointer(sharedAddress(
-      sharedAddress(plan.emptyBarriers), arith::MulIOp::create(b, stage, i32(8))));
+  return sharedPointer(sharedAddress(sharedAddress(plan.emptyBarriers),
+                                     arith::MulIOp::create(b, stage, i32(8))));
 }
 
 RingSlot GemmKernelBuilder::getRingSlot(Value iteration, bool producer) {
@@ -95,8 +96,8 @@ void GemmKernelBuilder::ifThen(Value condition, function_ref<void()> body) {
 
 void GemmKernelBuilder::releaseStage(const ConsumerThread &thread,
                                      Value stage) {
-  Value firstLane = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                          thread.lane, i32(0));
+  Value firstLane =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, thread.lane, i32(0));
   ifThen(firstLane, [&] {
     NVVM::MBarrierArriveOp::create(b, Type(), emptyBarrier(stage), Value());
   });
@@ -105,13 +106,14 @@ void GemmKernelBuilder::releaseStage(const ConsumerThread &thread,
 Value GemmKernelBuilder::loadGlobalF32(Value pointer, Value index) {
   Value element = LLVM::GEPOp::create(
       b, pointer.getType(), b.getF32Type(), pointer,
-      ArrayRef<LLVM::GEPArg>{Value(arith::ExtUIOp::create(b, b.getI64Type(), index))});
+      ArrayRef<LLVM::GEPArg>{
+          Value(arith::ExtUIOp::create(b, b.getI64Type(), index))});
   return LLVM::LoadOp::create(b, b.getF32Type(), element, /*alignment=*/4);
 }
 
 void GemmKernelBuilder::initBarriers() {
-  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx,
-                                      i32(0));
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx, i32(0));
   ifThen(first, [&] {
     for (int64_t s = 0; s < plan.stages; ++s) {
       NVVM::MBarrierInitOp::create(b, fullBarrier(i32(s)), i32(1), Value());
@@ -133,8 +135,8 @@ TileOrigin GemmKernelBuilder::getTileOrigin(Value tile) {
       b, arith::SubIOp::create(b, i32(plan.tilesM()), firstRow),
       i32(plan.groupRows));
   Value local = arith::RemUIOp::create(b, tile, i32(perGroup));
-  Value tileRow = arith::AddIOp::create(
-      b, firstRow, arith::RemUIOp::create(b, local, rows));
+  Value tileRow = arith::AddIOp::create(b, firstRow,
+                                        arith::RemUIOp::create(b, local, rows));
   Value tileCol = arith::DivUIOp::create(b, local, rows);
   return {arith::MulIOp::create(b, tileRow, i32(plan.tileM)),
           arith::MulIOp::create(b, tileCol, i32(plan.tileN))};
@@ -148,8 +150,8 @@ void GemmKernelBuilder::forEachTile(
                                  step, ValueRange{i32(0)});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
-  Value next = body(getTileOrigin(loop.getInductionVar()),
-                    loop.getRegionIterArg(0));
+  Value next =
+      body(getTileOrigin(loop.getInductionVar()), loop.getRegionIterArg(0));
   scf::YieldOp::create(b, next);
 }
 
@@ -169,34 +171,39 @@ void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
   };
   load(args.tensorMapA, &StageLayout::a, origin.m);
   load(args.tensorMapB, &StageLayout::b, origin.n);
-  if (plan.recipe != GemmRecipe::mxExact)
-    return;
   // The 128x4 chunk of (row tile, K tile) is 512 contiguous bytes of the
-  // swizzled scales: one bulk copy per 128 rows.
+  // swizzled scales: one bulk copy per 128 rows. A tile reaching past the
+  // last chunk row (N = 72 with 256-row tiles) re-reads the last chunk: the
+  // rows it would scale are TMA's zero fill and are never stored.
   auto copyChunks = [&](Value scales, int64_t StageLayout::*buffer,
-                        Value rowOrigin,
-                        int64_t rows) {
+                        Value rowOrigin, int64_t tileRows, int64_t rows) {
     auto globalPtr = LLVM::LLVMPointerType::get(
         b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
     Value global = LLVM::AddrSpaceCastOp::create(b, globalPtr, scales);
-    for (int64_t chunk = 0; chunk < rows / 128; ++chunk) {
-      Value rowTile = arith::AddIOp::create(
-          b, arith::DivUIOp::create(b, rowOrigin, i32(128)), i32(chunk));
+    int64_t lastChunkRow = llvm::divideCeil(rows, kScaleChunkRows) - 1;
+    for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
+      Value rowTile = arith::MinUIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, arith::DivUIOp::create(b, rowOrigin, i32(kScaleChunkRows)),
+              i32(chunk)),
+          i32(lastChunkRow));
       Value index = arith::AddIOp::create(
           b, arith::MulIOp::create(b, rowTile, i32(plan.kBlocks())), kBlock);
       Value source = LLVM::GEPOp::create(
           b, globalPtr, b.getI8Type(), global,
           ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
-              b, arith::ExtUIOp::create(b, b.getI64Type(), index), i64(512)))});
+              b, arith::ExtUIOp::create(b, b.getI64Type(), index),
+              i64(kScaleChunkBytes)))});
       Value destination = sharedAddress(stageAddress(buffer, slot.stage),
-                                        i32(512 * chunk));
+                                        i32(kScaleChunkBytes * chunk));
       NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
-          b, sharedPointer(destination), source, full, i32(512), Value(),
-          Value());
+          b, sharedPointer(destination), source, full, i32(kScaleChunkBytes),
+          Value(), Value());
     }
   };
-  copyChunks(args.aScales, &StageLayout::aScales, origin.m, plan.tileM);
-  copyChunks(args.bScales, &StageLayout::bScales, origin.n, plan.tileN);
+  copyChunks(args.aScales, &StageLayout::aScales, origin.m, plan.tileM, plan.m);
+  copyChunks(args.bScales, &StageLayout::bScales, origin.n, plan.tileN, plan.n);
 }
 
 void GemmKernelBuilder::buildProducer() {
@@ -217,7 +224,8 @@ void GemmKernelBuilder::buildProducer() {
         RingSlot slot = getRingSlot(it, /*producer=*/true);
         waitBarrier(emptyBarrier(slot.stage), slot.parity);
         issueStageLoads(origin, loop.getInductionVar(), slot);
-        scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1))});
+        scf::YieldOp::create(b,
+                             ValueRange{arith::AddIOp::create(b, it, i32(1))});
         b.setInsertionPointAfter(loop);
         return loop.getResult(0);
       });
@@ -229,8 +237,10 @@ void GemmKernelBuilder::buildConsumers() {
   NVVM::SetMaxRegisterOp::create(b, plan.consumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
   ConsumerThread thread;
-  Value consumerIndex = arith::SubIOp::create(b, threadIdx, i32(kWarpgroupThreads));
-  thread.consumer = arith::DivUIOp::create(b, consumerIndex, i32(kWarpgroupThreads));
+  Value consumerIndex =
+      arith::SubIOp::create(b, threadIdx, i32(kWarpgroupThreads));
+  thread.consumer =
+      arith::DivUIOp::create(b, consumerIndex, i32(kWarpgroupThreads));
   thread.threadInGroup =
       arith::RemUIOp::create(b, consumerIndex, i32(kWarpgroupThreads));
   thread.warp = arith::DivUIOp::create(b, thread.threadInGroup, i32(32));
@@ -245,8 +255,8 @@ void GemmKernelBuilder::storeFragment(
     function_ref<std::pair<Value, Value>(int64_t)> coords) {
   Type outType = plan.outputType;
   int64_t outBytes = outType.getIntOrFloatBitWidth() / 8;
-  auto globalPtr =
-      LLVM::LLVMPointerType::get(b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
+  auto globalPtr = LLVM::LLVMPointerType::get(
+      b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
   Value out = LLVM::AddrSpaceCastOp::create(b, globalPtr, args.out);
   // Pairs of adjacent columns are stored as one vector when every pair is
   // aligned to its size, i.e. when N is even.
@@ -260,8 +270,9 @@ void GemmKernelBuilder::storeFragment(
     auto address = [&](Value column) {
       Value index = arith::AddIOp::create(
           b,
-          arith::MulIOp::create(b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
-                                i64(plan.n)),
+          arith::MulIOp::create(
+              b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
+              i64(plan.n)),
           arith::ExtUIOp::create(b, b.getI64Type(), column));
       return LLVM::GEPOp::create(b, globalPtr, outType, out,
                                  ArrayRef<LLVM::GEPArg>{Value(index)});
@@ -269,11 +280,13 @@ void GemmKernelBuilder::storeFragment(
     auto colValid = [&](Value column) {
       return arith::AndIOp::create(
           b, rowValid,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column, i32(plan.n)));
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column,
+                                i32(plan.n)));
     };
     if (pairs) {
       Value pair = vector::FromElementsOp::create(
-          b, VectorType::get({2}, b.getF32Type()), ValueRange{values[e], values[e + 1]});
+          b, VectorType::get({2}, b.getF32Type()),
+          ValueRange{values[e], values[e + 1]});
       if (!outType.isF32())
         pair = arith::TruncFOp::create(b, VectorType::get({2}, outType), pair);
       ifThen(colValid(globalCol), [&] {
@@ -286,24 +299,26 @@ void GemmKernelBuilder::storeFragment(
       Value value = values[e + i];
       if (!outType.isF32())
         value = arith::TruncFOp::create(b, outType, value);
-      ifThen(colValid(column),
-             [&] { LLVM::StoreOp::create(b, value, address(column), outBytes); });
+      ifThen(colValid(column), [&] {
+        LLVM::StoreOp::create(b, value, address(column), outBytes);
+      });
     }
   }
 }
 
 void GemmKernelBuilder::build(StringRef sharedGlobal) {
-  auto sharedPtrType =
-      LLVM::LLVMPointerType::get(b.getContext(), unsigned(NVVM::NVVMMemorySpace::Shared));
+  auto sharedPtrType = LLVM::LLVMPointerType::get(
+      b.getContext(), unsigned(NVVM::NVVMMemorySpace::Shared));
   Value dynamicBase = LLVM::PtrToIntOp::create(
-      b, b.getI32Type(), LLVM::AddressOfOp::create(b, sharedPtrType, sharedGlobal));
+      b, b.getI32Type(),
+      LLVM::AddressOfOp::create(b, sharedPtrType, sharedGlobal));
   // 128B-swizzled tiles must start on a 1 KiB boundary.
-  base = arith::AndIOp::create(b, arith::AddIOp::create(b, dynamicBase, i32(1023)),
-                               i32(~int64_t(1023)));
+  base = arith::AndIOp::create(
+      b, arith::AddIOp::create(b, dynamicBase, i32(1023)), i32(~int64_t(1023)));
   threadIdx = NVVM::ThreadIdXOp::create(b, b.getI32Type());
   initBarriers();
-  Value producer = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, threadIdx,
-                                         i32(kWarpgroupThreads));
+  Value producer = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                         threadIdx, i32(kWarpgroupThreads));
   auto roles = scf::IfOp::create(b, producer, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&roles.getThenRegion().front());

@@ -59,9 +59,11 @@ Value GemmKernelBuilder::buildWgmmaDescriptor(Value address) {
   constexpr uint64_t fixedFields = encodeWgmmaDescriptor(
       getKMajorSwizzledTile(/*startAddress=*/0, WgmmaSwizzle::bytes128));
   Value field = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, arith::ExtUIOp::create(b, b.getI64Type(), address),
-                                i64(4)),
-      i64(0x3FFF));
+      b,
+      arith::ShRUIOp::create(b,
+                             arith::ExtUIOp::create(b, b.getI64Type(), address),
+                             i64(kWgmmaFieldShift)),
+      i64(kWgmmaFieldMask));
   return arith::OrIOp::create(b, field, i64(fixedFields));
 }
 
@@ -78,34 +80,38 @@ Value GemmKernelBuilder::buildWgmmaChain(Value accumulator, Value aTile,
   Value descA = buildWgmmaDescriptor(aTile);
   Value descB = buildWgmmaDescriptor(bTile);
   int64_t stepBytes = plan.mmaK * (operandA.getIntOrFloatBitWidth() / 8);
-  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, plan.mmaK);
+  auto shape =
+      NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, plan.mmaK);
   for (int64_t step = 0; step < kBytes / stepBytes; ++step) {
     Value offset = i64(getWgmmaAddressStep(step * stepBytes));
     bool zero = freshAccumulator && step == 0;
     accumulator = NVVM::WgmmaMmaAsyncOp::create(
         b, accumulator.getType(), accumulator,
         arith::AddIOp::create(b, descA, offset),
-        arith::AddIOp::create(b, descB, offset), shape,
-        getWgmmaType(operandA), getWgmmaType(operandB), NVVM::WGMMATypes::f32,
+        arith::AddIOp::create(b, descB, offset), shape, getWgmmaType(operandA),
+        getWgmmaType(operandB), NVVM::WGMMATypes::f32,
         zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-        NVVM::MMALayout::row, NVVM::MMALayout::col,
-        NVVM::MMAIntOverflowAttr());
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
   }
   return accumulator;
 }
 
-std::pair<Value, Value> GemmKernelBuilder::getFragmentCoordinates(
-    const ConsumerThread &thread, int64_t element) {
+std::pair<Value, Value>
+GemmKernelBuilder::getFragmentCoordinates(const ConsumerThread &thread,
+                                          int64_t element) {
   Value row = arith::AddIOp::create(
       b,
-      arith::AddIOp::create(
-          b, arith::MulIOp::create(b, thread.consumer, i32(plan.rowsPerConsumer())),
-          arith::MulIOp::create(b, thread.warp, i32(16))),
+      arith::AddIOp::create(b,
+                            arith::MulIOp::create(b, thread.consumer,
+                                                  i32(plan.rowsPerConsumer())),
+                            arith::MulIOp::create(b, thread.warp, i32(16))),
       arith::AddIOp::create(b, arith::DivUIOp::create(b, thread.lane, i32(4)),
                             i32(8 * ((element / 2) % 2))));
   Value col = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, arith::RemUIOp::create(b, thread.lane, i32(4)), i32(2)),
+      b,
+      arith::MulIOp::create(b, arith::RemUIOp::create(b, thread.lane, i32(4)),
+                            i32(2)),
       i32(8 * (element / 4) + element % 2));
   return {row, col};
 }
@@ -123,8 +129,8 @@ SmallVector<Value> GemmKernelBuilder::unpackAccumulator(Value accumulator) {
 //===----------------------------------------------------------------------===//
 
 BlockScales GemmKernelBuilder::loadBlockScales(const ConsumerThread &thread,
-                                               TileOrigin origin,
-                                               Value kBlock, int64_t count) {
+                                               TileOrigin origin, Value kBlock,
+                                               int64_t count) {
   // sa of the thread's two rows and sb of its columns (one value when a
   // [128, 128] B block covers the whole, aligned, tile width) for this
   // 128-K block, clamped into the matrix (elements outside are never
@@ -135,14 +141,15 @@ BlockScales GemmKernelBuilder::loadBlockScales(const ConsumerThread &thread,
     Value clamped = arith::MinUIOp::create(b, index, i32(rows - 1));
     Value block = arith::DivUIOp::create(b, clamped, i32(blockRows));
     return loadGlobalF32(
-        scales, arith::AddIOp::create(b, arith::MulIOp::create(b, block, kBlocks),
-                                      kBlock));
+        scales, arith::AddIOp::create(
+                    b, arith::MulIOp::create(b, block, kBlocks), kBlock));
   };
   BlockScales scales;
   for (int64_t half = 0; half < 2; ++half) {
-    Value row = arith::AddIOp::create(b, origin.m,
-                                      getFragmentCoordinates(thread, 2 * half).first);
-    scales.rows.push_back(scaleAt(args.aScales, row, plan.a.scaleBlockRows, plan.m));
+    Value row = arith::AddIOp::create(
+        b, origin.m, getFragmentCoordinates(thread, 2 * half).first);
+    scales.rows.push_back(
+        scaleAt(args.aScales, row, plan.a.scaleBlockRows, plan.m));
   }
   if (plan.b.scaleBlockRows % plan.tileN == 0) {
     scales.columns.push_back(
@@ -158,22 +165,25 @@ BlockScales GemmKernelBuilder::loadBlockScales(const ConsumerThread &thread,
   return scales;
 }
 
-SmallVector<Value> GemmKernelBuilder::multiplyBlockScales(
-    const BlockScales &scales, int64_t count) {
+SmallVector<Value>
+GemmKernelBuilder::multiplyBlockScales(const BlockScales &scales,
+                                       int64_t count) {
   // sa[row] * sb[col] of each accumulator element; computed only where it is
   // used, after the wgmma wait, so that the loads' latency hides behind it.
   SmallVector<Value> products;
   if (scales.columns.size() == 1) {
-    SmallVector<Value> perRow = llvm::map_to_vector(scales.rows, [&](Value row) {
-      return arith::MulFOp::create(b, row, scales.columns.front()).getResult();
-    });
+    SmallVector<Value> perRow =
+        llvm::map_to_vector(scales.rows, [&](Value row) {
+          return arith::MulFOp::create(b, row, scales.columns.front())
+              .getResult();
+        });
     for (int64_t e = 0; e < count; ++e)
       products.push_back(perRow[(e / 2) % 2]);
     return products;
   }
   for (int64_t e = 0; e < count; ++e)
-    products.push_back(arith::MulFOp::create(b, scales.rows[(e / 2) % 2],
-                                             scales.columns[e]));
+    products.push_back(
+        arith::MulFOp::create(b, scales.rows[(e / 2) % 2], scales.columns[e]));
   return products;
 }
 
@@ -194,18 +204,20 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
     // Issued before the wait so that their latency hides behind it.
     std::optional<BlockScales> blockScales;
     if (plan.recipe == GemmRecipe::blockwise)
-      blockScales = loadBlockScales(thread, origin, loop.getInductionVar(), count);
+      blockScales =
+          loadBlockScales(thread, origin, loop.getInductionVar(), count);
     waitBarrier(fullBarrier(slot.stage), slot.parity);
     NVVM::WgmmaFenceAlignedOp::create(b);
     // The chain's first step does not accumulate: its input is ignored.
     Value partial = buildWgmmaChain(
-        zero, sharedAddress(stageAddress(&StageLayout::a, slot.stage), rowsOffset),
+        zero,
+        sharedAddress(stageAddress(&StageLayout::a, slot.stage), rowsOffset),
         stageAddress(&StageLayout::b, slot.stage), plan.a.elementType,
         plan.b.elementType, plan.tileK, /*freshAccumulator=*/true);
     // Promoting while the next block's chain runs would need a second
     // partial accumulator read during a wgmma pipeline stage, which ptxas
-    // answers by serializing every wgmma (C7514); the two consumer
-    // warpgroups interleave on the tensor cores instead.
+    // answers by serializing every wgmma (C7514); the consumer warpgroups
+    // interleave on the tensor cores instead.
     NVVM::WgmmaGroupSyncAlignedOp::create(b);
     NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
     releaseStage(thread, slot.stage);
@@ -215,11 +227,13 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
     for (int64_t e = 0; e < count; ++e) {
       Value sum = LLVM::ExtractValueOp::create(b, acc, e);
       Value part = LLVM::ExtractValueOp::create(b, partial, e);
-      sum = scales.empty() ? arith::AddFOp::create(b, sum, part).getResult()
-                           : LLVM::FMAOp::create(b, part, scales[e], sum).getResult();
+      sum = scales.empty()
+                ? arith::AddFOp::create(b, sum, part).getResult()
+                : LLVM::FMAOp::create(b, part, scales[e], sum).getResult();
       acc = LLVM::InsertValueOp::create(b, acc, sum, e);
     }
-    scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1)), acc});
+    scf::YieldOp::create(b,
+                         ValueRange{arith::AddIOp::create(b, it, i32(1)), acc});
   }
   SmallVector<Value> values = unpackAccumulator(loop.getResult(1));
   if (plan.recipe == GemmRecipe::perTensor) {
@@ -228,9 +242,8 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
     for (Value &value : values)
       value = arith::MulFOp::create(b, value, scale);
   }
-  storeFragment(origin, values, [&](int64_t e) {
-    return getFragmentCoordinates(thread, e);
-  });
+  storeFragment(origin, values,
+                [&](int64_t e) { return getFragmentCoordinates(thread, e); });
   return loop.getResult(0);
 }
 
@@ -241,17 +254,19 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
 SmallVector<Value> GemmKernelBuilder::dequantizeChunk(Value data,
                                                       Value scaleByte,
                                                       Type elementType) {
-  Value factor =
-      buildScaleValue(b, b.getLoc(), arith::ExtUIOp::create(b, b.getI32Type(), scaleByte));
+  Value factor = buildScaleValue(
+      b, b.getLoc(), arith::ExtUIOp::create(b, b.getI32Type(), scaleByte));
   auto pairType = VectorType::get({2}, b.getF32Type());
   Value factors = vector::BroadcastOp::create(b, pairType, factor);
-  Value bytes = vector::BitCastOp::create(
-      b, VectorType::get({16}, b.getI8Type()), data);
+  Value bytes =
+      vector::BitCastOp::create(b, VectorType::get({16}, b.getI8Type()), data);
   SmallVector<Value> converted;
   for (int64_t i = 0; i < 16; i += 2) {
-    Value pair = vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
+    Value pair =
+        vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
     Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
-        b, VectorType::get({2}, b.getF16Type()), pair, /*relu=*/false, elementType);
+        b, VectorType::get({2}, b.getF16Type()), pair, /*relu=*/false,
+        elementType);
     Value scaled = arith::MulFOp::create(
         b, arith::ExtFOp::create(b, pairType, halves), factors);
     // The product has at most 4 significant bits, so its bf16 value is the
@@ -269,9 +284,9 @@ SmallVector<Value> GemmKernelBuilder::dequantizeChunk(Value data,
   return converted;
 }
 
-SmallVector<FP8Chunk> GemmKernelBuilder::loadChunks(
-    const ConsumerThread &thread, Value fp8Tile, Value scaleChunk, int64_t half,
-    int64_t rows) {
+SmallVector<FP8Chunk>
+GemmKernelBuilder::loadChunks(const ConsumerThread &thread, Value fp8Tile,
+                              Value scaleChunk, int64_t half, int64_t rows) {
   // The consumer's `rows` rows x 4 16-byte chunks of this half: thread t
   // takes (row, chunk) = (q % rows, q / rows) for q = t, t + 128, ..., so
   // eight lanes touch eight rows of one chunk column: conflict-free under
@@ -287,24 +302,32 @@ SmallVector<FP8Chunk> GemmKernelBuilder::loadChunks(
     c.chunkInHalf = arith::DivUIOp::create(b, q, i32(rows));
     c.rowPhase = arith::AndIOp::create(b, row, i32(7));
     c.rowBase = arith::MulIOp::create(b, row, i32(kRowBytes));
-    Value chunk = arith::AddIOp::create(b, c.chunkInHalf, i32(chunksPerHalf * half));
+    Value chunk =
+        arith::AddIOp::create(b, c.chunkInHalf, i32(chunksPerHalf * half));
     c.data = LLVM::LoadOp::create(b, VectorType::get({4}, b.getI32Type()),
                                   getSwizzledChunk(fp8Tile, c, chunk),
                                   /*alignment=*/16);
-    // Scale (row, block) of the row's 128x4 chunk (512 bytes per 128 rows);
-    // 16 elements per 16-byte chunk, 32 per block.
-    Value rowInChunk = arith::RemUIOp::create(b, row, i32(128));
+    // Scale (row, block) at the offset of the swizzled layout inside the
+    // row's 128x4 chunk; 16 elements per 16-byte chunk, 32 per block.
+    Value rowInChunk = arith::RemUIOp::create(b, row, i32(kScaleChunkRows));
     Value scaleOffset = arith::AddIOp::create(
         b,
         arith::AddIOp::create(
-            b, arith::MulIOp::create(b, arith::DivUIOp::create(b, row, i32(128)), i32(512)),
+            b,
+            arith::MulIOp::create(
+                b, arith::DivUIOp::create(b, row, i32(kScaleChunkRows)),
+                i32(kScaleChunkBytes)),
             arith::AddIOp::create(
-                b, arith::MulIOp::create(b, arith::RemUIOp::create(b, row, i32(32)), i32(16)),
-                arith::MulIOp::create(b, arith::DivUIOp::create(b, rowInChunk, i32(32)),
-                                      i32(4)))),
+                b,
+                arith::MulIOp::create(
+                    b, arith::RemUIOp::create(b, row, i32(32)), i32(16)),
+                arith::MulIOp::create(
+                    b, arith::DivUIOp::create(b, rowInChunk, i32(32)),
+                    i32(4)))),
         arith::DivUIOp::create(b, chunk, i32(2)));
     c.scaleByte = LLVM::LoadOp::create(
-        b, b.getI8Type(), sharedPointer(sharedAddress(scaleChunk, scaleOffset)));
+        b, b.getI8Type(),
+        sharedPointer(sharedAddress(scaleChunk, scaleOffset)));
     chunks.push_back(c);
   }
   return chunks;
@@ -341,17 +364,20 @@ Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
   Type accType = getAccumulatorType();
   Value rowsOffset = arith::MulIOp::create(
       b, thread.consumer, i32(plan.rowsPerConsumer() * kRowBytes));
-  auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
-                                 ValueRange{iteration, LLVM::ZeroOp::create(b, accType)});
+  auto loop = scf::ForOp::create(
+      b, i32(0), i32(plan.kBlocks()), i32(1),
+      ValueRange{iteration, LLVM::ZeroOp::create(b, accType)});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value it = loop.getRegionIterArg(0), acc = loop.getRegionIterArg(1);
     RingSlot slot = getRingSlot(it, /*producer=*/false);
     waitBarrier(fullBarrier(slot.stage), slot.parity);
-    for (int64_t half = 0; half < plan.dequantBuffers; ++half) {
-      Value bufferA = sharedAddress(plan.dequantA[half]);
-      Value bufferB = sharedAddress(plan.dequantB[half]);
+    // One step per 64 K of the stage, each into the next bf16 buffer.
+    int64_t steps = plan.tileK / plan.dequantK;
+    for (int64_t half = 0; half < steps; ++half) {
+      Value bufferA = sharedAddress(plan.dequantA[half % plan.dequantBuffers]);
+      Value bufferB = sharedAddress(plan.dequantB[half % plan.dequantBuffers]);
       // Each consumer converts its own A rows and its share of B's. All
       // loads are issued before the first store, which the compiler may not
       // move them across (both are shared memory).
@@ -370,12 +396,13 @@ Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
       // either warpgroup overwrites it at the next step.
       NVVM::FenceProxyOp::create(
           b, NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
       NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
       NVVM::BarrierOp::create(b, TypeRange(), i32(kConsumerBarrierId),
                               i32(128 * plan.consumerWarpgroups),
                               NVVM::BarrierReductionAttr(), Value());
-      if (half == plan.dequantBuffers - 1)
+      if (half == steps - 1)
         releaseStage(thread, slot.stage);
       NVVM::WgmmaFenceAlignedOp::create(b);
       acc = buildWgmmaChain(acc, sharedAddress(bufferA, rowsOffset), bufferB,
@@ -383,12 +410,12 @@ Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
                             /*freshAccumulator=*/false);
       NVVM::WgmmaGroupSyncAlignedOp::create(b);
     }
-    scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1)), acc});
+    scf::YieldOp::create(b,
+                         ValueRange{arith::AddIOp::create(b, it, i32(1)), acc});
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-  storeFragment(origin, unpackAccumulator(loop.getResult(1)), [&](int64_t e) {
-    return getFragmentCoordinates(thread, e);
-  });
+  storeFragment(origin, unpackAccumulator(loop.getResult(1)),
+                [&](int64_t e) { return getFragmentCoordinates(thread, e); });
   return loop.getResult(0);
 }
 

@@ -56,15 +56,20 @@ struct WgmmaDescriptorFields {
   WgmmaSwizzle swizzle = WgmmaSwizzle::bytes128;
 };
 
+/// Address and offset fields hold bytes >> 4 in 14 bits.
+constexpr uint64_t kWgmmaFieldShift = 4;
+constexpr uint64_t kWgmmaFieldMask = 0x3FFF;
+
 /// Encodes a descriptor: start address >> 4 in bits 0-13, LBO >> 4 in bits
 /// 16-29, SBO >> 4 in bits 32-45, base offset in bits 49-51, swizzle mode in
 /// bits 62-63. Addresses and offsets are multiples of 16 below 2^18.
 constexpr uint64_t encodeWgmmaDescriptor(const WgmmaDescriptorFields &f) {
-  auto field = [](uint64_t bytes) { return (bytes >> 4) & 0x3FFF; };
+  auto field = [](uint64_t bytes) {
+    return (bytes >> kWgmmaFieldShift) & kWgmmaFieldMask;
+  };
   return field(f.startAddress) | (field(f.leadingByteOffset) << 16) |
          (field(f.strideByteOffset) << 32) |
-         ((uint64_t(f.baseOffset) & 0x7) << 49) |
-         (uint64_t(f.swizzle) << 62);
+         ((uint64_t(f.baseOffset) & 0x7) << 49) | (uint64_t(f.swizzle) << 62);
 }
 
 /// The descriptor of a K-major tile whose rows are `swizzleBytes` long and
@@ -80,9 +85,12 @@ constexpr WgmmaDescriptorFields getKMajorSwizzledTile(uint32_t startAddress,
 }
 
 /// The value added to an encoded descriptor to step its start address by
-/// `bytes` (a multiple of 16) without carrying out of the address field: how
-/// a K-major tile advances by one wgmma K step inside a swizzled row.
-constexpr uint64_t getWgmmaAddressStep(uint32_t bytes) { return bytes >> 4; }
+/// `bytes` (a multiple of 16): how a K-major tile advances by one wgmma K
+/// step inside a swizzled row. The caller keeps the address below 2^18, so
+/// the sum does not carry out of the address field.
+constexpr uint64_t getWgmmaAddressStep(uint32_t bytes) {
+  return bytes >> kWgmmaFieldShift;
+}
 
 } // namespace mx::gemm
 
