@@ -37,7 +37,10 @@ mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
 std::optional<int32_t> getRuntimeElementType(mlir::Type type);
 
 /// The device address of a tensor's buffer (or of a buffer) as `!llvm.ptr`,
-/// for kernel arguments and runtime calls.
+/// for kernel arguments and runtime calls. It is the buffer's aligned base:
+/// right for the identity-layout, offset-0 buffers that bufferization gives
+/// function arguments and `gpu.alloc` returns, which is all the lowerings
+/// pass.
 mlir::Value getDevicePointer(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value tensorOrBuffer);
 
