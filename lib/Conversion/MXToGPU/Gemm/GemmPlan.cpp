@@ -218,8 +218,9 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   }
   if (failed(layOutSharedMemory(plan, *limits, reason)))
     return failure();
-  assert(128 * (plan.producerRegisters +
-                plan.consumerRegisters * plan.consumerWarpgroups) <=
+  assert(kWarpgroupThreads *
+                 (plan.producerRegisters +
+                  plan.consumerRegisters * plan.consumerWarpgroups) <=
              65536 &&
          "setmaxnreg budgets exceed the register file");
   return plan;

@@ -7,7 +7,8 @@
 // buffers, mbarriers) and how the scales are laid out. It is computed once
 // from the op and the chip (`planGemm`), printed as the kernel's
 // `mx.gemm_plan` attribute for lit tests, and passed to the skeleton and the
-// main loops, which derive nothing themselves.
+// main loops, which take these decisions from it rather than making them
+// (they only work out the per-thread indexing that follows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 namespace mx::gemm {
+
+/// Threads of a warpgroup: the unit that issues one wgmma and that each
+/// warp role (producer, consumer) is made of.
+constexpr int64_t kWarpgroupThreads = 128;
 
 /// One chunk of swizzled E8M0 scales: the 128x4 tile of `mx.swizzle`, i.e.
 /// 128 rows x one stage's 128 K (4 blocks of 32), 512 contiguous bytes.
@@ -87,7 +92,9 @@ struct GemmPlan {
   int64_t fullBarriers = 0, emptyBarriers = 0;   // 8 bytes per stage each
   int64_t sharedBytes = 0; // dynamic shared memory asked at launch
 
-  int64_t threads() const { return 128 * (1 + consumerWarpgroups); }
+  int64_t threads() const {
+    return kWarpgroupThreads * (1 + consumerWarpgroups);
+  }
   int64_t tilesM() const { return llvm::divideCeil(m, tileM); }
   int64_t tilesN() const { return llvm::divideCeil(n, tileN); }
   int64_t kBlocks() const { return llvm::divideCeil(k, tileK); }

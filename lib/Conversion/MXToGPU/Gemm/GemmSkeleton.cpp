@@ -26,9 +26,7 @@ using namespace mlir;
 using namespace mx;
 using namespace mx::gemm;
 
-namespace {
-constexpr int64_t kWarpgroupThreads = 128;
-} // namespace
+namespace {} // namespace
 
 Value GemmKernelBuilder::i32(int64_t v) {
   return arith::ConstantIntOp::create(b, v, 32);

@@ -68,7 +68,7 @@ Value GemmKernelBuilder::buildWgmmaDescriptor(Value address) {
 }
 
 Type GemmKernelBuilder::getAccumulatorType() {
-  int64_t perThread = 64 * plan.tileN / 128;
+  int64_t perThread = 64 * plan.tileN / kWarpgroupThreads;
   return LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(perThread, b.getF32Type()));
 }
@@ -293,9 +293,10 @@ GemmKernelBuilder::loadChunks(const ConsumerThread &thread, Value fp8Tile,
   // the swizzle.
   int64_t chunksPerHalf = plan.dequantK / kChunkBytes; // 16 FP8 per chunk
   SmallVector<FP8Chunk> chunks;
-  for (int64_t i = 0; i < rows * chunksPerHalf / 128; ++i) {
+  for (int64_t i = 0; i < rows * chunksPerHalf / kWarpgroupThreads; ++i) {
     FP8Chunk c;
-    Value q = arith::AddIOp::create(b, thread.threadInGroup, i32(128 * i));
+    Value q = arith::AddIOp::create(b, thread.threadInGroup,
+                                    i32(kWarpgroupThreads * i));
     Value row = arith::AddIOp::create(
         b, arith::MulIOp::create(b, thread.consumer, i32(rows)),
         arith::RemUIOp::create(b, q, i32(rows)));
@@ -400,7 +401,7 @@ Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
                                      NVVM::SharedSpace::shared_cta));
       NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
       NVVM::BarrierOp::create(b, TypeRange(), i32(kConsumerBarrierId),
-                              i32(128 * plan.consumerWarpgroups),
+                              i32(kWarpgroupThreads * plan.consumerWarpgroups),
                               NVVM::BarrierReductionAttr(), Value());
       if (half == steps - 1)
         releaseStage(thread, slot.stage);
