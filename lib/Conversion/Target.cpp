@@ -27,22 +27,27 @@ llvm::cl::ValuesClass mx::getChipOptionValues() {
                                      "Blackwell (B200, GB200)"));
 }
 
-std::optional<GemmKernelResources> mx::getGemmKernelResources(Chip chip) {
+llvm::StringRef mx::getPtxFeatures(Chip chip) {
   switch (chip) {
   case Chip::sm_90a:
-    // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block.
-    return GemmKernelResources{132, 232448};
+    return "+ptx86";
   case Chip::sm_100a:
-    return std::nullopt;
+    return "+ptx88";
   }
   llvm_unreachable("unknown chip");
 }
 
-GemmLowering mx::resolveGemmLowering(Chip chip, GemmLowering requested) {
-  if (requested != GemmLowering::automatic)
-    return requested;
-  return getGemmKernelResources(chip) ? GemmLowering::kernel
-                                      : GemmLowering::cublas;
+GemmKernelResources mx::getGemmKernelResources(Chip chip) {
+  switch (chip) {
+  case Chip::sm_90a:
+    // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block.
+    return GemmKernelResources{132, 232448, 0};
+  case Chip::sm_100a:
+    // B200: 148 SMs, 227 KiB of shared memory per block, 512 columns of
+    // tensor memory per SM.
+    return GemmKernelResources{148, 232448, 512};
+  }
+  llvm_unreachable("unknown chip");
 }
 
 llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,

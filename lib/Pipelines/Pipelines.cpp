@@ -9,8 +9,8 @@
 // same way but without deallocation: its results live in device memory from
 // `gpu.alloc` and belong to the caller; upstream's GPU-to-NVVM pipeline then
 // outlines the kernels, compiles them for the chosen chip and lowers the host
-// side to `mgpu*` calls. `mx.scaled_matmul` goes through cuBLASLt or a
-// generated kernel as resolveGemmLowering (Target.h) decides for the chip.
+// side to `mgpu*` calls. `mx.scaled_matmul` goes through a generated kernel
+// or cuBLASLt as the `gemm` option says (GemmLowering, Target.h).
 // Every public function gets a C interface (`_mlir_ciface_*`) so the runtime
 // binding can call it.
 //
@@ -67,10 +67,12 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
-  // With cuBLASLt, mx.scaled_matmul becomes a runtime call before the kernel
-  // lowering; otherwise convert-mx-to-gpu generates its kernel.
-  if (resolveGemmLowering(options.chip, options.gemm) == GemmLowering::cublas)
-    pm.addPass(createConvertMXToCublas({options.chip}));
+  // cuBLASLt calls replace the matmuls they take before the kernel lowering;
+  // convert-mx-to-gpu generates kernels for the rest.
+  if (options.gemm != GemmLowering::kernel)
+    pm.addPass(createConvertMXToCublas(
+        {options.chip,
+         /*skipGenerated=*/options.gemm == GemmLowering::automatic}));
   pm.addPass(createConvertMXToGPU({options.chip}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOneShotBufferizePass(
@@ -86,8 +88,7 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
 
   gpu::GPUToNVVMPipelineOptions nvvmOptions;
   nvvmOptions.cubinChip = getChipName(options.chip).str();
-  // PTX 8.6 is the oldest ISA with both sm_90a and sm_100a; CUDA 13 takes it.
-  nvvmOptions.cubinFeatures = "+ptx86";
+  nvvmOptions.cubinFeatures = getPtxFeatures(options.chip).str();
   nvvmOptions.cubinFormat =
       gpu::stringifyCompilationTarget(options.format).str();
   nvvmOptions.optLevel = options.optLevel;

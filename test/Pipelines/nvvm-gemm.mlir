@@ -1,42 +1,71 @@
-// Which lowering mx-lower-to-nvvm picks for mx.scaled_matmul (gemm=auto
-// resolves per chip in Target.h) and what comes of an MX GEMM on each path.
-// RUN: mx-opt %s --mx-lower-to-nvvm="format=isa" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=KERNEL90
-// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a gemm=kernel format=isa" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=KERNEL90
-// RUN: not mx-opt %s --mx-lower-to-nvvm="chip=sm_100a gemm=kernel" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=KERNEL100
+// Which lowering mx-lower-to-nvvm picks for each mx.scaled_matmul: gemm=auto
+// (the default) takes the generated kernel for each op the generator plans
+// one for on the chip and cuBLASLt for the others; gemm=kernel and
+// gemm=cublas force one lowering for every op.
+// RUN: mx-opt %s --mx-lower-to-nvvm="format=isa" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefixes=AUTO90,KERNELS90
+// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a gemm=kernel format=isa" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefixes=KERNEL90,KERNELS90
 // RUN: not mx-opt %s --mx-lower-to-nvvm="chip=sm_90a gemm=cublas" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=CUBLAS90
-// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=CUBLAS100
+// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a format=isa" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=AUTO100
+// RUN: not mx-opt %s --mx-lower-to-nvvm="chip=sm_100a gemm=kernel" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=KERNEL100
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a gemm=cublas" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=CUBLAS100
 
-// The default on sm_90a is the generated kernel: cuBLASLt is never called;
-// the host asks the runtime for the two TMA tensor maps and launches the
-// generated kernel.
+// sm_90a: the generator covers both recipes, so gemm=auto calls no
+// cuBLASLt; the host asks the runtime for each kernel's two TMA tensor maps.
+// AUTO90: convert-mx-to-cublas{chip=sm_90a skip-generated=true}
+// AUTO90-NEXT: convert-mx-to-gpu{chip=sm_90a}
 // KERNEL90-NOT: convert-mx-to-cublas
 // KERNEL90: convert-mx-to-gpu{chip=sm_90a}
-// KERNEL90-NOT: mxrtScaledMatmul
-// KERNEL90: llvm.func @mxrtTensorMap
-// KERNEL90-COUNT-2: llvm.call @mxrtTensorMap
-// KERNEL90: gpu.launch_func {{.*}} @mx_gemm_mx_exact_256x128x512::@kernel blocks in ({{.*}}) threads in ({{.*}}) : i64 dynamic_shared_memory_size
-// KERNEL90: gpu.binary @mx_gemm_mx_exact_256x128x512
-
-// KERNEL100-NOT: convert-mx-to-cublas
-// KERNEL100: convert-mx-to-gpu{chip=sm_100a}
-// KERNEL100: error: 'mx.scaled_matmul' op has no GPU lowering: no generated GEMM kernel for sm_100a yet (its tcgen05 kernel is not written); cuBLASLt may run it instead (mx-lower-to-nvvm gemm=cublas)
+// KERNELS90-NOT: mxrtScaledMatmul
+// KERNELS90: llvm.func @mxrtTensorMap
+// KERNELS90-LABEL: llvm.func @mx_gemm
+// KERNELS90-COUNT-2: llvm.call @mxrtTensorMap
+// KERNELS90: gpu.launch_func {{.*}} @mx_gemm_mx_exact_256x128x512::@kernel
+// KERNELS90-LABEL: llvm.func @blockwise_gemm
+// KERNELS90: gpu.launch_func {{.*}} @mx_gemm_blockwise_256x128x512::@kernel
+// KERNELS90-DAG: gpu.binary @mx_gemm_mx_exact_256x128x512 {{.*}}chip = "sm_90a", features = "+ptx86"
+// KERNELS90-DAG: gpu.binary @mx_gemm_blockwise_256x128x512
 
 // cuBLASLt has no MX GEMM on sm_90a: rejected when compiling.
-// CUBLAS90: convert-mx-to-cublas{chip=sm_90a}
+// CUBLAS90: convert-mx-to-cublas{chip=sm_90a skip-generated=false}
 // CUBLAS90-NEXT: convert-mx-to-gpu{chip=sm_90a}
 // CUBLAS90: error: 'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt has no MX (VEC32_UE8M0) block-scaled GEMM before SM100, so none on sm_90a; use the generated kernel instead (mx-lower-to-nvvm gemm=kernel)
 
-// On sm_100a (default and explicit) MX goes to cuBLASLt; VEC32_UE8M0 is 1.
-// CUBLAS100: convert-mx-to-cublas{chip=sm_100a}
+// sm_100a: MX runs on the generated tcgen05 kernel (PTX ISA 8.8), FP8
+// blockwise on cuBLASLt (VEC128_32F = 2, BLK128x128_32F = 3).
+// AUTO100: convert-mx-to-cublas{chip=sm_100a skip-generated=true}
+// AUTO100: llvm.func @mxrtScaledMatmul
+// AUTO100-LABEL: llvm.func @mx_gemm
+// AUTO100-NOT: llvm.call @mxrtScaledMatmul
+// AUTO100: gpu.launch_func {{.*}} @mx_gemm_mx_block_scaled_256x128x512::@kernel
+// AUTO100-LABEL: llvm.func @blockwise_gemm
+// AUTO100-DAG: %[[VEC128:.*]] = llvm.mlir.constant(2 : i32) : i32
+// AUTO100-DAG: %[[BLK128:.*]] = llvm.mlir.constant(3 : i32) : i32
+// AUTO100: llvm.call @mxrtScaledMatmul(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC128]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[BLK128]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// AUTO100: gpu.binary @mx_gemm_mx_block_scaled_256x128x512 {{.*}}chip = "sm_100a", features = "+ptx88"
+
+// KERNEL100-NOT: convert-mx-to-cublas
+// KERNEL100: convert-mx-to-gpu{chip=sm_100a}
+// KERNEL100: error: 'mx.scaled_matmul' op has no GPU lowering: the sm_100a kernel takes MX operands only (E8M0 scales of [1, 32] blocks); cuBLASLt may run it instead (mx-lower-to-nvvm gemm=cublas)
+
+// gemm=cublas on sm_100a: both through cuBLASLt; VEC32_UE8M0 is 1.
+// CUBLAS100: convert-mx-to-cublas{chip=sm_100a skip-generated=false}
 // CUBLAS100-NEXT: convert-mx-to-gpu{chip=sm_100a}
 // CUBLAS100: llvm.func @mxrtScaledMatmul
-// CUBLAS100: llvm.func @mx_gemm
+// CUBLAS100-LABEL: llvm.func @mx_gemm
 // CUBLAS100: %[[VEC32:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CUBLAS100: llvm.call @mxrtScaledMatmul(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC32]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC32]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CUBLAS100-LABEL: llvm.func @blockwise_gemm
+// CUBLAS100: llvm.call @mxrtScaledMatmul
+// CUBLAS100-NOT: gpu.binary @mx_gemm
 
 func.func @mx_gemm(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf8E4M3FN>, tensor<1x4x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+
+func.func @blockwise_gemm(%a: tensor<256x512xf8E4M3FN>, %as: tensor<256x4xf32>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4xf32>) -> tensor<256x128xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
+      : tensor<256x512xf8E4M3FN>, tensor<256x4xf32>, tensor<128x512xf8E4M3FN>, tensor<1x4xf32> -> tensor<256x128xbf16>
   return %c : tensor<256x128xbf16>
 }

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mx/Conversion/MXToGPU/Gemm/Descriptors.h"
+#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
 
 #include <gtest/gtest.h>
 

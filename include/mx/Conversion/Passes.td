@@ -107,7 +107,9 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
     `mx-lower-to-nvvm gemm=kernel`); the other three run on both chips. Code
     compiled for sm_100a but run on an older GPU fails in the call, with the
     runtime's message naming the mode, the compute capability and the
-    alternative.
+    alternative. With `skip-generated`, each op that `convert-mx-to-gpu`
+    generates a kernel for on `chip` is left alone, and one that neither
+    lowering takes is reported with both reasons.
 
     Example:
 
@@ -130,6 +132,9 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
     Option<"chip", "chip", "::mx::Chip", "::mx::kDefaultChip",
            "NVIDIA GPU to compile for",
            "::mx::getChipOptionValues()">,
+    Option<"skipGenerated", "skip-generated", "bool", "false",
+           "Leave to convert-mx-to-gpu each mx.scaled_matmul that the GEMM "
+           "generator has a kernel for on `chip` (mx-lower-to-nvvm gemm=auto)">,
   ];
 }
 

@@ -18,7 +18,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/LogicalResult.h"
 
-#include <optional>
 #include <string>
 
 namespace mx {
@@ -38,27 +37,27 @@ llvm::StringRef getChipName(Chip chip);
 /// parser rejects any other chip before a pass runs.
 llvm::cl::ValuesClass getChipOptionValues();
 
+/// The PTX ISA the chip's kernels are emitted for, as an NVPTX feature:
+/// 8.6 on sm_90a (the oldest CUDA 13 takes), 8.8 on sm_100a (the oldest with
+/// the block-scaled `tcgen05.mma`).
+llvm::StringRef getPtxFeatures(Chip chip);
+
 /// What the GEMM kernel generator sizes its kernels by on a chip.
 struct GemmKernelResources {
   int64_t multiprocessors;     // CTAs of the persistent grid (one per SM)
   int64_t sharedBytesPerBlock; // the opt-in dynamic shared memory limit
+  int64_t tensorMemoryColumns; // 32-bit columns of 128 lanes; 0 if none
 };
 
-/// The resources of `chip` if the generator has GEMM kernels for it: the
-/// wgmma kernels on sm_90a; none on sm_100a, whose tcgen05 kernel is not
-/// written yet.
-std::optional<GemmKernelResources> getGemmKernelResources(Chip chip);
+/// The resources of `chip` the generated GEMM kernels are sized by: H100 /
+/// H200 on sm_90a (wgmma kernels), B200 on sm_100a (tcgen05 kernel).
+GemmKernelResources getGemmKernelResources(Chip chip);
 
 /// How `mx.scaled_matmul` reaches the GPU: a generated kernel
-/// (convert-mx-to-gpu) or a cuBLASLt call (convert-mx-to-cublas); `automatic`
-/// leaves the choice to resolveGemmLowering.
+/// (convert-mx-to-gpu), a cuBLASLt call (convert-mx-to-cublas), or
+/// `automatic`: the generated kernel for each op the generator plans one for
+/// on the chip, cuBLASLt for the others.
 enum class GemmLowering { automatic, kernel, cublas };
-
-/// The GEMM lowering used on `chip`: `requested`, unless it is `automatic`,
-/// which means `kernel` where the generator has kernels for the chip
-/// (getGemmKernelResources) and `cublas` elsewhere. Never returns
-/// `automatic`.
-GemmLowering resolveGemmLowering(Chip chip, GemmLowering requested);
 
 /// Whether cuBLASLt runs operands with scale mode `mode` on `chip`, and if not,
 /// why and what to use instead. MX (VEC32_UE8M0: swizzled E8M0 scales of

@@ -35,7 +35,8 @@ struct MXToNVVMPipelineOptions
       *this, "gemm", llvm::cl::desc("Lowering of mx.scaled_matmul"),
       llvm::cl::init(GemmLowering::automatic),
       llvm::cl::values(clEnumValN(GemmLowering::automatic, "auto",
-                                  "the chip's default (resolveGemmLowering)"),
+                                  "generated kernels where the chip has one for "
+                                  "the op, cuBLASLt elsewhere"),
                        clEnumValN(GemmLowering::kernel, "kernel",
                                   "generated GEMM kernels (convert-mx-to-gpu)"),
                        clEnumValN(GemmLowering::cublas, "cublas",

@@ -8,11 +8,13 @@
 // MXRuntime.h, the header the runtime implements, so the two cannot drift.
 // What no cuBLASLt mode expresses, and what cuBLASLt does not run on the
 // chip the pass compiles for (MX before SM100, Target.h), is rejected here
-// rather than left to fail at run time.
+// rather than left to fail at run time. With `skip-generated`, the ops the
+// GEMM generator has a kernel for are left to convert-mx-to-gpu.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/MXToCublas/MXToCublas.h"
+#include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/Passes.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
@@ -78,12 +80,20 @@ getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
   return std::make_pair(*lhs, *rhs);
 }
 
+/// Whether convert-mx-to-gpu generates a kernel for `op` on `chip`.
+bool hasGeneratedKernel(ScaledMatmulOp op, Chip chip) {
+  std::string reason;
+  return succeeded(checkGemmKernelSupport(op, chip, reason));
+}
+
 struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
-  ScaledMatmulToCublas(MLIRContext *context, Chip chip)
-      : OpRewritePattern(context), chip(chip) {}
+  ScaledMatmulToCublas(MLIRContext *context, Chip chip, bool skipGenerated)
+      : OpRewritePattern(context), chip(chip), skipGenerated(skipGenerated) {}
 
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
+    if (skipGenerated && hasGeneratedKernel(op, chip))
+      return rewriter.notifyMatchFailure(op, "left to the generated kernel");
     std::string reason;
     FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>> modes =
         getScaleModes(op, chip, reason);
@@ -139,6 +149,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
 
 private:
   Chip chip;
+  bool skipGenerated;
 };
 
 struct ConvertMXToCublasPass
@@ -147,13 +158,21 @@ struct ConvertMXToCublasPass
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMXToCublasConversionPatterns(patterns, chip);
+    populateMXToCublasConversionPatterns(patterns, chip, skipGenerated);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult result = getOperation()->walk([&](ScaledMatmulOp op) {
-      std::string reason;
-      (void)getScaleModes(op, chip, reason);
-      op.emitOpError("has no cuBLASLt lowering: ") << reason;
+      std::string cublasReason, kernelReason;
+      (void)getScaleModes(op, chip, cublasReason);
+      if (!skipGenerated) {
+        op.emitOpError("has no cuBLASLt lowering: ") << cublasReason;
+        return WalkResult::interrupt();
+      }
+      if (succeeded(checkGemmKernelSupport(op, chip, kernelReason)))
+        return WalkResult::advance();
+      op.emitOpError("has neither a generated kernel on ")
+          << getChipName(chip) << " (" << kernelReason
+          << ") nor a cuBLASLt lowering (" << cublasReason << ")";
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())
@@ -164,6 +183,7 @@ struct ConvertMXToCublasPass
 } // namespace
 
 void mx::populateMXToCublasConversionPatterns(RewritePatternSet &patterns,
-                                              Chip chip) {
-  patterns.add<ScaledMatmulToCublas>(patterns.getContext(), chip);
+                                              Chip chip, bool skipGenerated) {
+  patterns.add<ScaledMatmulToCublas>(patterns.getContext(), chip,
+                                     skipGenerated);
 }

@@ -13,7 +13,7 @@
 
 // BIN90: gpu.binary @quantize_swizzled_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">
 // BIN90-SAME: bin = "
-// BIN100: gpu.binary @quantize_swizzled_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_100a", features = "+ptx86">
+// BIN100: gpu.binary @quantize_swizzled_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_100a", features = "+ptx88">
 // BIN100-SAME: bin = "
 
 // PTX: .target sm_90a

@@ -16,9 +16,10 @@ namespace mx {
 
 /// Adds the pattern that rewrites mx.scaled_matmul on device tensors into a
 /// call of mxrtScaledMatmul with the scale modes its operands imply, where
-/// cuBLASLt runs those modes on `chip`.
+/// cuBLASLt runs those modes on `chip`; with `skipGenerated`, only where the
+/// GEMM generator has no kernel for the op on `chip`.
 void populateMXToCublasConversionPatterns(mlir::RewritePatternSet &patterns,
-                                          Chip chip);
+                                          Chip chip, bool skipGenerated);
 
 } // namespace mx
 

@@ -9,11 +9,12 @@
 //   thread, registers given back with setmaxnreg) and the consumer
 //   warpgroups, and the epilogue that rounds an accumulator fragment to the
 //   output type and stores it with partial tiles masked;
-// * the per-recipe main loops (Sm90MainLoops.cpp): what the consumers do with
-//   one stage (wgmma on FP8 with promotion, or dequantization to bf16 and
-//   wgmma on bf16) and the fragment layout their accumulators have.
-//
-// The SM100 kernel is meant to reuse the skeleton with a tcgen05 main loop.
+// * the per-recipe main loops: on SM90 (Sm90MainLoops.cpp) what the consumers
+//   do with one stage (wgmma on FP8 with promotion, or dequantization to bf16
+//   and wgmma on bf16) and the fragment layout their accumulators have; on
+//   SM100 (Sm100MainLoop.cpp) the tensor memory, the MMA thread that copies
+//   scales and issues tcgen05.mma.block_scale, and the epilogue warpgroup
+//   that reads the accumulator with tcgen05.ld.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +84,9 @@ public:
   mlir::Value sharedAddress(int64_t offset);
   mlir::Value sharedAddress(mlir::Value base, mlir::Value offset);
   mlir::Value sharedPointer(mlir::Value address); // !llvm.ptr<3>
+  /// A 64-bit shared-memory matrix descriptor (wgmma or tcgen05): the
+  /// encoded `fixedFields` with the start address of shared `address`.
+  mlir::Value withStartAddress(uint64_t fixedFields, mlir::Value address);
   /// Address of one of `stage`'s buffers (stages are uniformly strided).
   mlir::Value stageAddress(int64_t StageLayout::*buffer, mlir::Value stage);
   mlir::Value fullBarrier(mlir::Value stage);
@@ -93,21 +97,25 @@ public:
   void releaseStage(const ConsumerThread &thread, mlir::Value stage);
   /// Runs `body` when `condition` holds.
   void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
+  /// Runs `body` on one elected thread of warp `warp` of the CTA.
+  void ifElectedInWarp(int64_t warp, llvm::function_ref<void()> body);
   /// Loads an f32 from `base[index]` (global).
   mlir::Value loadGlobalF32(mlir::Value base, mlir::Value index);
 
-  /// Stores element pairs (e, e+1) of an accumulator fragment: `coords(e)`
-  /// gives element e's row and column inside the tile; pairs are adjacent
-  /// columns. `values` are f32, already scaled.
+  /// Stores the f32 `values` (already scaled) of an accumulator fragment in
+  /// the output type, partial tiles masked: `coords(e)` gives element e's
+  /// row and column inside the tile, and each run of `runLength` elements
+  /// (a power of two) from a multiple of it are adjacent columns of a row.
   void storeFragment(
       TileOrigin origin, llvm::ArrayRef<mlir::Value> values,
+      int64_t runLength,
       llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
 
 private:
   void initBarriers();
   TileOrigin getTileOrigin(mlir::Value tile);
-  /// for tile = blockIdx.x; tile < tiles; tile += gridDim.x, carrying the
-  /// ring iteration across tiles.
+  /// for tile = blockIdx.x; tile < tiles; tile += gridDim.x, carrying one
+  /// counter across tiles (the ring iteration, or the tiles done).
   void
   forEachTile(llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)> body);
   void buildProducer();
@@ -159,11 +167,32 @@ private:
   mlir::Value getSwizzledChunk(mlir::Value tile, const FP8Chunk &chunk,
                                mlir::Value chunkIndex);
 
+  // --- SM100 main loop (Sm100MainLoop.cpp) --------------------------------
+  /// Warp 1 allocates the plan's tensor memory and writes its address to
+  /// the shared slot; after the CTA barrier every thread reads it.
+  void allocateTensorMemory();
+  /// After every role has finished: warp 1 frees the tensor memory.
+  void freeTensorMemory();
+  /// The tensor-memory address of (`lane`, base column + `column`).
+  mlir::Value getTensorMemoryAddress(mlir::Value lane, mlir::Value column);
+  /// The MMA thread: per stage, tcgen05.cp of the scale chunks and four
+  /// block-scaled MMAs; tcgen05.commit frees the stage and, after a tile's
+  /// last stage, hands the accumulator to the epilogue.
+  void buildMmaIssuer();
+  void issueStageMmas(RingSlot slot, mlir::Value accumulateFirst);
+  /// The epilogue of tile number `tilesDone` of this CTA: tcgen05.ld of the
+  /// accumulator 32 columns at a time, stored in the output type. Returns
+  /// tilesDone + 1.
+  mlir::Value buildTensorMemoryEpilogue(const ConsumerThread &thread,
+                                        TileOrigin origin,
+                                        mlir::Value tilesDone);
+
   mlir::ImplicitLocOpBuilder &b;
   const GemmPlan &plan;
   KernelArguments args;
   mlir::Value base;      // i32 aligned shared base
   mlir::Value threadIdx; // i32
+  mlir::Value tensorMemoryBase; // i32 tcgen05.alloc result (SM100)
 };
 
 } // namespace mx::gemm

@@ -11,6 +11,11 @@
 // widest wgmma (128x256). Stages are as many as fit in the chip's shared
 // memory after the MX recipe's two dequantized bf16 buffers.
 //
+// On SM100 the generator covers MX, scaled by the tensor core: a 128x256
+// tile (the widest one-CTA tcgen05.mma), its f32 accumulator in 256 columns
+// of tensor memory and each stage's scales in 12 more, which leaves no room
+// for a second accumulator; the same 128-byte K stages as on SM90.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GemmPlan.h"
@@ -41,12 +46,18 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
   };
   if (isa<Float8E8M0FNUType>(aScale) && isa<Float8E8M0FNUType>(bScale)) {
     if (isRowBlock(aBlock, kMXBlock) && isRowBlock(bBlock, kMXBlock))
-      return GemmRecipe::mxExact;
+      return plan.chip == Chip::sm_100a ? GemmRecipe::mxBlockScaled
+                                        : GemmRecipe::mxExact;
     reason = "E8M0 scales need [1, 32] blocks on both operands";
     return failure();
   }
   if (!aScale.isF32() || !bScale.isF32()) {
     reason = "scales must be E8M0 on both operands or f32 on both";
+    return failure();
+  }
+  if (plan.chip == Chip::sm_100a) {
+    reason = "the sm_100a kernel takes MX operands only (E8M0 scales of "
+             "[1, 32] blocks)";
     return failure();
   }
   if (aBlock == op.getLhs().getType().getShape() &&
@@ -68,6 +79,29 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
   return failure();
 }
 
+/// Tensor memory of an SM100 tile: the accumulator, then each stage's scale
+/// columns.
+LogicalResult layOutTensorMemory(GemmPlan &plan,
+                                 const GemmKernelResources &limits,
+                                 std::string &reason) {
+  constexpr int64_t kColumnsPerChunk = 4; // 16 bytes of one tcgen05.cp row
+  TensorMemoryPlan &tmem = plan.tensorMemory;
+  int64_t column = plan.tileN; // f32 accumulator: one column per tile column
+  for (int64_t s = 0; s < plan.stages; ++s) {
+    tmem.aScales.push_back(column);
+    column += kColumnsPerChunk * plan.scaleChunks(plan.tileM);
+    tmem.bScales.push_back(column);
+    column += kColumnsPerChunk * plan.scaleChunks(plan.tileN);
+  }
+  tmem.columns = std::max<int64_t>(32, llvm::PowerOf2Ceil(column));
+  if (tmem.columns > limits.tensorMemoryColumns) {
+    reason = "the accumulator and scales need more tensor memory than the "
+             "chip has";
+    return failure();
+  }
+  return success();
+}
+
 /// Lays out stages, scale chunks, bf16 buffers and barriers in `limits`.
 LogicalResult layOutSharedMemory(GemmPlan &plan,
                                  const GemmKernelResources &limits,
@@ -83,8 +117,10 @@ LogicalResult layOutSharedMemory(GemmPlan &plan,
     dequantBytes =
         plan.dequantBuffers * 2 * plan.dequantK * (plan.tileM + plan.tileN);
   }
-  // Slack for aligning the dynamic base, and 2 barriers per stage.
-  int64_t fixed = kBaseAlignment + dequantBytes;
+  // Slack for aligning the dynamic base, 2 barriers per stage, and on SM100
+  // the accumulator's two barriers and the tensor-memory address.
+  int64_t accumulatorBytes = plan.usesTensorMemory() ? 24 : 0;
+  int64_t fixed = kBaseAlignment + dequantBytes + accumulatorBytes;
   int64_t perStage = aTile + bTile + scaleBytes + 16;
   plan.stages =
       std::min(kMaxStages, (limits.sharedBytesPerBlock - fixed) / perStage);
@@ -104,7 +140,7 @@ LogicalResult layOutSharedMemory(GemmPlan &plan,
     plan.dequantB.push_back(offset + 2 * plan.dequantK * plan.tileM);
     offset += 2 * plan.dequantK * (plan.tileM + plan.tileN);
   }
-  if (mx) {
+  if (plan.scaleChunks(plan.tileM)) {
     for (StageLayout &stage : plan.stageLayout) {
       stage.aScales = offset;
       stage.bScales = offset + kScaleChunkBytes * plan.scaleChunks(plan.tileM);
@@ -113,7 +149,14 @@ LogicalResult layOutSharedMemory(GemmPlan &plan,
   }
   plan.fullBarriers = offset;
   plan.emptyBarriers = offset + 8 * plan.stages;
-  plan.sharedBytes = plan.emptyBarriers + 8 * plan.stages + kBaseAlignment;
+  offset = plan.emptyBarriers + 8 * plan.stages;
+  if (plan.usesTensorMemory()) {
+    plan.accumulatorFull = offset;
+    plan.accumulatorEmpty = offset + 8;
+    plan.tensorMemorySlot = offset + 16;
+    offset += accumulatorBytes;
+  }
+  plan.sharedBytes = offset + kBaseAlignment;
   return success();
 }
 
@@ -127,6 +170,8 @@ StringRef gemm::stringifyGemmRecipe(GemmRecipe recipe) {
     return "blockwise";
   case GemmRecipe::perTensor:
     return "per_tensor";
+  case GemmRecipe::mxBlockScaled:
+    return "mx_block_scaled";
   }
   return "";
 }
@@ -140,34 +185,44 @@ void GemmPlan::print(raw_ostream &os) const {
   os << "recipe=" << stringifyGemmRecipe(recipe)
      << " chip=" << getChipName(chip) << " mnk=" << m << "x" << n << "x" << k
      << " tile=" << tileM << "x" << tileN << "x" << tileK
-     << " stages=" << stages << " roles=tma:1,mma:" << consumerWarpgroups
-     << " regs=" << producerRegisters << "/" << consumerRegisters
-     << " wgmma=m64n" << tileN << "k" << mmaK << " ctas=" << ctas()
-     << " group=" << groupRows;
+     << " stages=" << stages;
+  if (usesTensorMemory())
+    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m" << tileM << "n"
+       << tileN << "k" << mmaK << ".block32";
+  else
+    os << " roles=tma:1,mma:" << consumerWarpgroups
+       << " regs=" << producerRegisters << "/" << consumerRegisters
+       << " wgmma=m64n" << tileN << "k" << mmaK;
+  os << " ctas=" << ctas() << " group=" << groupRows;
   if (recipe == GemmRecipe::mxExact)
-    os << " dequant=" << dequantBuffers << "x" << dequantK << " scales=128x4";
+    os << " dequant=" << dequantBuffers << "x" << dequantK;
+  if (scaleChunks(tileM))
+    os << " scales=128x4";
   if (recipe == GemmRecipe::blockwise)
     os << " scale_rows=" << a.scaleBlockRows << "," << b.scaleBlockRows;
   os << " smem=" << sharedBytes << " stage0=a:" << stageLayout[0].a
      << ",b:" << stageLayout[0].b;
+  if (scaleChunks(tileM))
+    os << ",sa:" << stageLayout[0].aScales << ",sb:" << stageLayout[0].bScales;
   if (recipe == GemmRecipe::mxExact)
-    os << ",sa:" << stageLayout[0].aScales << ",sb:" << stageLayout[0].bScales
-       << " bf16=a:" << dequantA[0] << ",b:" << dequantB[0];
+    os << " bf16=a:" << dequantA[0] << ",b:" << dequantB[0];
   os << " barriers=" << fullBarriers << "," << emptyBarriers;
+  if (!usesTensorMemory())
+    return;
+  os << " acc_barriers=" << accumulatorFull << "," << accumulatorEmpty
+     << " tmem_slot=" << tensorMemorySlot << " tmem=" << tensorMemory.columns
+     << " acc=" << tensorMemory.accumulator << ":" << tileN << " sfa=";
+  llvm::interleave(tensorMemory.aScales, os, ",");
+  os << " sfb=";
+  llvm::interleave(tensorMemory.bScales, os, ",");
 }
 
 FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
                                    std::string &reason) {
-  std::optional<GemmKernelResources> limits = getGemmKernelResources(chip);
-  if (!limits) {
-    reason = ("no generated GEMM kernel for " + getChipName(chip) +
-              " yet (its tcgen05 kernel is not written)")
-                 .str();
-    return failure();
-  }
+  GemmKernelResources limits = getGemmKernelResources(chip);
   GemmPlan plan;
   plan.chip = chip;
-  plan.maxCtas = limits->multiprocessors;
+  plan.maxCtas = limits.multiprocessors;
   RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
   if (lhs.getRank() != 2 || rhs.getRank() != 2) {
     reason = "the generated kernels take 2-D operands";
@@ -205,7 +260,9 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   // memory traffic per FLOP than two, measured +10% on H200) when the
   // promotion fits in their 152 registers, i.e. unless each thread holds
   // one B scale per column.
-  if (plan.recipe != GemmRecipe::mxExact && plan.b.scaleBlockRows != 1) {
+  bool fp8Recipe = plan.recipe == GemmRecipe::blockwise ||
+                   plan.recipe == GemmRecipe::perTensor;
+  if (fp8Recipe && plan.b.scaleBlockRows != 1) {
     plan.tileM = 192;
     plan.consumerWarpgroups = 3;
     plan.consumerRegisters = 152;
@@ -216,7 +273,17 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
     plan.mmaK = 16;
     plan.tileN = 256;
   }
-  if (failed(layOutSharedMemory(plan, *limits, reason)))
+  plan.emptyArrivals = 4 * plan.consumerWarpgroups;
+  if (plan.recipe == GemmRecipe::mxBlockScaled) {
+    plan.tileN = 256;
+    plan.consumerWarpgroups = 1;
+    plan.producerRegisters = plan.consumerRegisters = 0;
+    plan.emptyArrivals = 1;
+  }
+  if (failed(layOutSharedMemory(plan, limits, reason)))
+    return failure();
+  if (plan.usesTensorMemory() &&
+      failed(layOutTensorMemory(plan, limits, reason)))
     return failure();
   assert(kWarpgroupThreads *
                  (plan.producerRegisters +

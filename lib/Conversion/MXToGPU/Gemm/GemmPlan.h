@@ -4,7 +4,8 @@
 // generated `mx.scaled_matmul` kernel: which recipe its main loop runs, the
 // CTA tile and pipeline depth, the warp roles and their register budgets, the
 // shared-memory carve-up (operand stages, scale chunks, dequantized bf16
-// buffers, mbarriers) and how the scales are laid out. It is computed once
+// buffers, mbarriers), the tensor-memory columns on SM100, and how the
+// scales are laid out. It is computed once
 // from the op and the chip (`planGemm`), printed as the kernel's
 // `mx.gemm_plan` attribute for lit tests, and passed to the skeleton and the
 // main loops, which take these decisions from it rather than making them
@@ -42,6 +43,10 @@ enum class GemmRecipe {
   /// One f32 scale per operand: FP8 wgmma promoted every 128 K, the scalar
   /// scales applied in the epilogue.
   perTensor,
+  /// E8M0 per 1x32 on both operands, applied by the tensor core: SM100's
+  /// tcgen05.mma.block_scale on FP8 from shared memory, with the scale
+  /// chunks copied to tensor memory and the accumulator in tensor memory.
+  mxBlockScaled,
 };
 
 llvm::StringRef stringifyGemmRecipe(GemmRecipe recipe);
@@ -61,6 +66,18 @@ struct StageLayout {
   int64_t aScales = 0, bScales = 0; // MX: 128x4 scale chunks
 };
 
+/// Columns of SM100 tensor memory (128 lanes of 32 bits each): the f32
+/// accumulator (lane = tile row, column = tile column), then per stage the
+/// E8M0 scales that tcgen05.cp brings from the stage's chunks, 4 columns per
+/// 128-row chunk. The MMAs of iteration i read stage i % S's columns, so a
+/// copy never overwrites scales that an MMA still reads (tcgen05.cp after
+/// tcgen05.mma is not ordered by the hardware).
+struct TensorMemoryPlan {
+  int64_t columns = 0; // allocated: a power of two in [32, 512]; 0 if none
+  int64_t accumulator = 0;
+  llvm::SmallVector<int64_t> aScales, bScales; // per stage
+};
+
 struct GemmPlan {
   Chip chip;
   GemmRecipe recipe;
@@ -72,12 +89,16 @@ struct GemmPlan {
   // pipeline stage (one TMA box row, 128B-swizzled).
   int64_t tileM = 128, tileN = 128, tileK = 128;
   int64_t stages = 0;
-  // Warp roles: warpgroup 0 is the TMA producer (one elected thread issues),
-  // warpgroups 1..consumerWarpgroups run the main loop, each on
-  // tileM / consumerWarpgroups rows.
+  // Warp roles: warpgroup 0 is the TMA producer (one elected thread of warp
+  // 0 issues), warpgroups 1..consumerWarpgroups the consumers. SM90: the
+  // consumers run the main loop, each on tileM / consumerWarpgroups rows,
+  // with registers moved to them by setmaxnreg. SM100: one elected thread of
+  // warp 1 issues the MMAs, and one consumer warpgroup is the epilogue,
+  // thread t reading tensor-memory lane t (no setmaxnreg: registers are 0).
   int64_t consumerWarpgroups = 2;
   int64_t producerRegisters = 40, consumerRegisters = 232;
-  // wgmma instruction: m64 x tileN x mmaK, operands from shared memory.
+  // MMA instruction: wgmma m64 x tileN x mmaK (SM90) or tcgen05.mma
+  // tileM x tileN x mmaK (SM100), operands from shared memory.
   int64_t mmaK = 32;
   // MX only: K elements of one dequantized bf16 buffer (one 128-byte row)
   // and how many such buffers rotate.
@@ -90,7 +111,17 @@ struct GemmPlan {
   llvm::SmallVector<StageLayout> stageLayout;
   llvm::SmallVector<int64_t> dequantA, dequantB; // per bf16 buffer
   int64_t fullBarriers = 0, emptyBarriers = 0;   // 8 bytes per stage each
+  /// Arrivals that release a stage: one per consumer warp (SM90), or the
+  /// one tcgen05.commit of the MMA thread (SM100).
+  int64_t emptyArrivals = 0;
   int64_t sharedBytes = 0; // dynamic shared memory asked at launch
+
+  // SM100: the accumulator's barriers (full: the MMA thread's commit after
+  // a tile's last MMA; empty: every epilogue thread once it has read the
+  // accumulator) and the word tcgen05.alloc writes the tensor-memory
+  // address to.
+  TensorMemoryPlan tensorMemory;
+  int64_t accumulatorFull = 0, accumulatorEmpty = 0, tensorMemorySlot = 0;
 
   int64_t threads() const {
     return kWarpgroupThreads * (1 + consumerWarpgroups);
@@ -100,9 +131,14 @@ struct GemmPlan {
   int64_t kBlocks() const { return llvm::divideCeil(k, tileK); }
   int64_t ctas() const { return std::min(tilesM() * tilesN(), maxCtas); }
   int64_t rowsPerConsumer() const { return tileM / consumerWarpgroups; }
+  bool usesTensorMemory() const {
+    return recipe == GemmRecipe::mxBlockScaled;
+  }
   /// E8M0 scale chunks per stage for a tile of `tileRows` rows (MX only).
   int64_t scaleChunks(int64_t tileRows) const {
-    return recipe == GemmRecipe::mxExact ? tileRows / kScaleChunkRows : 0;
+    bool mx = recipe == GemmRecipe::mxExact ||
+              recipe == GemmRecipe::mxBlockScaled;
+    return mx ? tileRows / kScaleChunkRows : 0;
   }
   /// Bytes one stage's TMA and bulk copies deliver (the expect-tx count).
   int64_t stageTransactionBytes() const;

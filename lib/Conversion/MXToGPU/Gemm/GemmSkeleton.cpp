@@ -7,13 +7,19 @@
 // pass through the ring does not wait), posts the stage's byte count on
 // `full[s]` and issues the copies that complete it; consumers wait on
 // `full[s]` and arrive on `empty[s]` once per warp when they no longer read
-// the stage. The ring iteration is carried across tiles, so the producer
-// runs ahead into the next tile while the consumers store the current one.
+// the stage (SM90), or the MMA thread's tcgen05.commit arrives there once
+// the tensor core has read it (SM100). The ring iteration is carried across
+// tiles, so the producer runs ahead into the next tile while the consumers
+// store the current one. The SM90 and SM100 kernels run this same code for
+// the tile order, the TMA coordinates and bounds, the ring and the epilogue
+// addressing; only the main loops (Sm90MainLoops.cpp, Sm100MainLoop.cpp)
+// differ.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
 
+#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
 #include "mx/Runtime/MXRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,8 +31,6 @@
 using namespace mlir;
 using namespace mx;
 using namespace mx::gemm;
-
-namespace {} // namespace
 
 Value GemmKernelBuilder::i32(int64_t v) {
   return arith::ConstantIntOp::create(b, v, 32);
@@ -50,6 +54,19 @@ Value GemmKernelBuilder::sharedPointer(Value address) {
       LLVM::LLVMPointerType::get(b.getContext(),
                                  unsigned(NVVM::NVVMMemorySpace::Shared)),
       address);
+}
+
+Value GemmKernelBuilder::withStartAddress(uint64_t fixedFields,
+                                          Value address) {
+  // wgmma's and tcgen05's descriptors hold the start address alike: bytes
+  // >> 4 in bits 0-13.
+  Value field = arith::AndIOp::create(
+      b,
+      arith::ShRUIOp::create(b,
+                             arith::ExtUIOp::create(b, b.getI64Type(), address),
+                             i64(kWgmmaFieldShift)),
+      i64(kWgmmaFieldMask));
+  return arith::OrIOp::create(b, field, i64(fixedFields));
 }
 
 Value GemmKernelBuilder::stageAddress(int64_t StageLayout::*buffer,
@@ -116,11 +133,22 @@ void GemmKernelBuilder::initBarriers() {
     for (int64_t s = 0; s < plan.stages; ++s) {
       NVVM::MBarrierInitOp::create(b, fullBarrier(i32(s)), i32(1), Value());
       NVVM::MBarrierInitOp::create(b, emptyBarrier(i32(s)),
-                                   i32(4 * plan.consumerWarpgroups), Value());
+                                   i32(plan.emptyArrivals), Value());
+    }
+    if (plan.usesTensorMemory()) {
+      NVVM::MBarrierInitOp::create(
+          b, sharedPointer(sharedAddress(plan.accumulatorFull)), i32(1),
+          Value());
+      NVVM::MBarrierInitOp::create(
+          b, sharedPointer(sharedAddress(plan.accumulatorEmpty)),
+          i32(kWarpgroupThreads), Value());
     }
     NVVM::FenceMbarrierInitOp::create(b);
   });
-  NVVM::Barrier0Op::create(b);
+  if (plan.usesTensorMemory())
+    allocateTensorMemory();
+  else
+    NVVM::Barrier0Op::create(b);
 }
 
 TileOrigin GemmKernelBuilder::getTileOrigin(Value tile) {
@@ -204,15 +232,23 @@ void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
   copyChunks(args.bScales, &StageLayout::bScales, origin.n, plan.tileN, plan.n);
 }
 
+void GemmKernelBuilder::ifElectedInWarp(int64_t warp,
+                                        function_ref<void()> body) {
+  Value inWarp = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::DivUIOp::create(b, threadIdx, i32(32)), i32(warp));
+  ifThen(inWarp, [&] {
+    ifThen(NVVM::ElectSyncOp::create(b, b.getI1Type(), Value()), body);
+  });
+}
+
 void GemmKernelBuilder::buildProducer() {
-  NVVM::SetMaxRegisterOp::create(b, plan.producerRegisters,
-                                 NVVM::SetMaxRegisterAction::decrease);
-  Value warp = arith::DivUIOp::create(b, threadIdx, i32(32));
-  Value firstWarp =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, i32(0));
-  ifThen(firstWarp, [&] {
-    Value elected = NVVM::ElectSyncOp::create(b, b.getI1Type(), Value());
-    ifThen(elected, [&] {
+  if (plan.producerRegisters)
+    NVVM::SetMaxRegisterOp::create(b, plan.producerRegisters,
+                                   NVVM::SetMaxRegisterAction::decrease);
+  if (plan.usesTensorMemory())
+    ifElectedInWarp(1, [&] { buildMmaIssuer(); });
+  ifElectedInWarp(0, [&] {
       forEachTile([&](TileOrigin origin, Value iteration) -> Value {
         auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
                                        ValueRange{iteration});
@@ -227,13 +263,13 @@ void GemmKernelBuilder::buildProducer() {
         b.setInsertionPointAfter(loop);
         return loop.getResult(0);
       });
-    });
   });
 }
 
 void GemmKernelBuilder::buildConsumers() {
-  NVVM::SetMaxRegisterOp::create(b, plan.consumerRegisters,
-                                 NVVM::SetMaxRegisterAction::increase);
+  if (plan.consumerRegisters)
+    NVVM::SetMaxRegisterOp::create(b, plan.consumerRegisters,
+                                   NVVM::SetMaxRegisterAction::increase);
   ConsumerThread thread;
   Value consumerIndex =
       arith::SubIOp::create(b, threadIdx, i32(kWarpgroupThreads));
@@ -243,64 +279,56 @@ void GemmKernelBuilder::buildConsumers() {
       arith::RemUIOp::create(b, consumerIndex, i32(kWarpgroupThreads));
   thread.warp = arith::DivUIOp::create(b, thread.threadInGroup, i32(32));
   thread.lane = arith::RemUIOp::create(b, thread.threadInGroup, i32(32));
-  forEachTile([&](TileOrigin origin, Value iteration) {
-    return buildSm90Tile(thread, origin, iteration);
+  forEachTile([&](TileOrigin origin, Value counter) {
+    if (plan.usesTensorMemory())
+      return buildTensorMemoryEpilogue(thread, origin, counter);
+    return buildSm90Tile(thread, origin, counter);
   });
 }
 
 void GemmKernelBuilder::storeFragment(
-    TileOrigin origin, ArrayRef<Value> values,
+    TileOrigin origin, ArrayRef<Value> values, int64_t runLength,
     function_ref<std::pair<Value, Value>(int64_t)> coords) {
   Type outType = plan.outputType;
   int64_t outBytes = outType.getIntOrFloatBitWidth() / 8;
   auto globalPtr = LLVM::LLVMPointerType::get(
       b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
   Value out = LLVM::AddrSpaceCastOp::create(b, globalPtr, args.out);
-  // Pairs of adjacent columns are stored as one vector when every pair is
-  // aligned to its size, i.e. when N is even.
-  bool pairs = plan.n % 2 == 0;
-  for (size_t e = 0; e < values.size(); e += 2) {
+  // A run is stored as vectors of `width` columns, the widest power of two
+  // that divides N: each vector is then aligned to its size and lies wholly
+  // inside or wholly outside the matrix.
+  int64_t width = runLength;
+  while (plan.n % width != 0)
+    width /= 2;
+  for (size_t e = 0; e < values.size(); e += width) {
     auto [row, col] = coords(e);
     Value globalRow = arith::AddIOp::create(b, origin.m, row);
     Value globalCol = arith::AddIOp::create(b, origin.n, col);
-    Value rowValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                           globalRow, i32(plan.m));
-    auto address = [&](Value column) {
-      Value index = arith::AddIOp::create(
-          b,
-          arith::MulIOp::create(
-              b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
-              i64(plan.n)),
-          arith::ExtUIOp::create(b, b.getI64Type(), column));
-      return LLVM::GEPOp::create(b, globalPtr, outType, out,
-                                 ArrayRef<LLVM::GEPArg>{Value(index)});
-    };
-    auto colValid = [&](Value column) {
-      return arith::AndIOp::create(
-          b, rowValid,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, column,
-                                i32(plan.n)));
-    };
-    if (pairs) {
-      Value pair = vector::FromElementsOp::create(
-          b, VectorType::get({2}, b.getF32Type()),
-          ValueRange{values[e], values[e + 1]});
-      if (!outType.isF32())
-        pair = arith::TruncFOp::create(b, VectorType::get({2}, outType), pair);
-      ifThen(colValid(globalCol), [&] {
-        LLVM::StoreOp::create(b, pair, address(globalCol), 2 * outBytes);
-      });
-      continue;
-    }
-    for (int64_t i = 0; i < 2; ++i) {
-      Value column = arith::AddIOp::create(b, globalCol, i32(i));
-      Value value = values[e + i];
-      if (!outType.isF32())
-        value = arith::TruncFOp::create(b, outType, value);
-      ifThen(colValid(column), [&] {
-        LLVM::StoreOp::create(b, value, address(column), outBytes);
-      });
-    }
+    Value valid = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalRow,
+                              i32(plan.m)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalCol,
+                              i32(plan.n)));
+    Value index = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
+            i64(plan.n)),
+        arith::ExtUIOp::create(b, b.getI64Type(), globalCol));
+    Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
+                                        ArrayRef<LLVM::GEPArg>{Value(index)});
+    Value vector = vector::FromElementsOp::create(
+        b, VectorType::get({width}, b.getF32Type()),
+        values.slice(e, width));
+    if (!outType.isF32())
+      vector =
+          arith::TruncFOp::create(b, VectorType::get({width}, outType), vector);
+    Value stored = width == 1 ? Value(vector::ExtractOp::create(b, vector, 0))
+                              : vector;
+    ifThen(valid, [&] {
+      LLVM::StoreOp::create(b, stored, address, width * outBytes);
+    });
   }
 }
 
@@ -318,9 +346,13 @@ void GemmKernelBuilder::build(StringRef sharedGlobal) {
   Value producer = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                          threadIdx, i32(kWarpgroupThreads));
   auto roles = scf::IfOp::create(b, producer, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&roles.getThenRegion().front());
-  buildProducer();
-  b.setInsertionPointToStart(&roles.getElseRegion().front());
-  buildConsumers();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&roles.getThenRegion().front());
+    buildProducer();
+    b.setInsertionPointToStart(&roles.getElseRegion().front());
+    buildConsumers();
+  }
+  if (plan.usesTensorMemory())
+    freeTensorMemory();
 }

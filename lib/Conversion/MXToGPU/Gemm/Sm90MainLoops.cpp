@@ -3,7 +3,7 @@
 // The consumer side of the SM90 kernels, one main loop per recipe on top of
 // the skeleton (GemmSkeleton.cpp). Each consumer warpgroup owns 64 rows of
 // the tile and issues m64 x tileN wgmma from 128B-swizzled shared memory,
-// addressed by descriptors (Descriptors.h) that step 32 bytes per K step.
+// addressed by descriptors (WgmmaDescriptors.h) that step 32 bytes per K step.
 //
 // * FP8 recipes (blockwise, per-tensor): four k32 FP8 wgmma per 128-K stage
 //   into a fresh accumulator, which is then promoted into the f32 one with
@@ -26,7 +26,7 @@
 
 #include "GemmKernel.h"
 
-#include "mx/Conversion/MXToGPU/Gemm/Descriptors.h"
+#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -44,6 +44,8 @@ namespace {
 constexpr int64_t kConsumerBarrierId = 1;
 constexpr int64_t kRowBytes = 128; // one 128B-swizzled row
 constexpr int64_t kChunkBytes = 16;
+/// Accumulator elements (2i, 2i + 1) are adjacent columns of one row.
+constexpr int64_t kFragmentRun = 2;
 
 NVVM::WGMMATypes getWgmmaType(Type type) {
   if (isa<Float8E4M3FNType>(type))
@@ -58,13 +60,7 @@ NVVM::WGMMATypes getWgmmaType(Type type) {
 Value GemmKernelBuilder::buildWgmmaDescriptor(Value address) {
   constexpr uint64_t fixedFields = encodeWgmmaDescriptor(
       getKMajorSwizzledTile(/*startAddress=*/0, WgmmaSwizzle::bytes128));
-  Value field = arith::AndIOp::create(
-      b,
-      arith::ShRUIOp::create(b,
-                             arith::ExtUIOp::create(b, b.getI64Type(), address),
-                             i64(kWgmmaFieldShift)),
-      i64(kWgmmaFieldMask));
-  return arith::OrIOp::create(b, field, i64(fixedFields));
+  return withStartAddress(fixedFields, address);
 }
 
 Type GemmKernelBuilder::getAccumulatorType() {
@@ -242,7 +238,7 @@ Value GemmKernelBuilder::buildPromotedTile(const ConsumerThread &thread,
     for (Value &value : values)
       value = arith::MulFOp::create(b, value, scale);
   }
-  storeFragment(origin, values,
+  storeFragment(origin, values, kFragmentRun,
                 [&](int64_t e) { return getFragmentCoordinates(thread, e); });
   return loop.getResult(0);
 }
@@ -415,7 +411,7 @@ Value GemmKernelBuilder::buildDequantizedTile(const ConsumerThread &thread,
                          ValueRange{arith::AddIOp::create(b, it, i32(1)), acc});
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-  storeFragment(origin, unpackAccumulator(loop.getResult(1)),
+  storeFragment(origin, unpackAccumulator(loop.getResult(1)), kFragmentRun,
                 [&](int64_t e) { return getFragmentCoordinates(thread, e); });
   return loop.getResult(0);
 }

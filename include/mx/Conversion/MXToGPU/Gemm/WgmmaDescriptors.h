@@ -1,4 +1,4 @@
-//===- Descriptors.h - Encoders of tensor-core descriptors ------*- C++ -*-===//
+//===- WgmmaDescriptors.h - Encoders of wgmma descriptors -------*- C++ -*-===//
 //
 // Pure bit-level encoders of the 64-bit shared-memory matrix descriptors that
 // `wgmma.mma_async` (SM90) reads, with the field layout of the PTX ISA
@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MX_CONVERSION_MXTOGPU_GEMM_DESCRIPTORS_H
-#define MX_CONVERSION_MXTOGPU_GEMM_DESCRIPTORS_H
+#ifndef MX_CONVERSION_MXTOGPU_GEMM_WGMMADESCRIPTORS_H
+#define MX_CONVERSION_MXTOGPU_GEMM_WGMMADESCRIPTORS_H
 
 #include <cassert>
 #include <cstdint>
@@ -94,4 +94,4 @@ constexpr uint64_t getWgmmaAddressStep(uint32_t bytes) {
 
 } // namespace mx::gemm
 
-#endif // MX_CONVERSION_MXTOGPU_GEMM_DESCRIPTORS_H
+#endif // MX_CONVERSION_MXTOGPU_GEMM_WGMMADESCRIPTORS_H

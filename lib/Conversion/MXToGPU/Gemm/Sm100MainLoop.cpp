@@ -1,0 +1,233 @@
+//===- Sm100MainLoop.cpp - tcgen05 main loop of the SM100 GEMM kernel -----===//
+//
+// The MX kernel of SM100 on top of the skeleton (GemmSkeleton.cpp), which
+// runs its tile order, TMA loads of A, B and the 128x4 scale chunks, stage
+// ring and output stores unchanged from SM90. What is SM100's own:
+//
+// * tensor memory, allocated by warp 1 before the roles start (its address
+//   handed to every thread through shared memory) and freed by it after they
+//   end; its columns are the plan's (TensorMemoryPlan);
+// * the MMA thread, one elected thread of warp 1: per stage it copies the
+//   stage's scale chunks into the stage's scale columns with
+//   `tcgen05.cp .32x128b.warpx4` (a 128x4 chunk is 32 rows of 16 bytes, each
+//   row the 4 K-block scales of rows r, r + 32, r + 64, r + 96; the copy
+//   repeats it in the 4 lane quarters, where the tensor core reads row m's
+//   scales from lane m), then issues four `tcgen05.mma.block_scale` of K = 32
+//   whose instruction descriptors pick scale byte k of each column
+//   (Tcgen05Descriptors.h), and `tcgen05.commit`s the stage's empty barrier:
+//   the commit arrives when the tensor core has read the stage. After a
+//   tile's last stage it commits the accumulator-full barrier;
+// * the epilogue warpgroup: thread t owns tile row t, which is tensor-memory
+//   lane t (warp w of the group may read lanes 32w..32w+31). It reads the
+//   accumulator 32 columns at a time with `tcgen05.ld .32x32b.x32`, releases
+//   it to the MMA thread after the last read, and stores 16-byte runs of its
+//   row through the skeleton's masked store.
+//
+// One accumulator (256 columns) and 4 stages of scale columns fill 304 of
+// the 512 columns, so the MMA of the next tile waits for the epilogue to
+// have read this one; the stores then overlap the next tile's MMAs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+#include "mx/Conversion/MXToGPU/Gemm/Tcgen05Descriptors.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gemm;
+
+namespace {
+
+/// The warp that owns tensor memory and whose elected thread issues MMAs.
+constexpr int64_t kMmaWarp = 1;
+/// Columns of one 128x4 scale chunk in tensor memory (16 bytes per lane).
+constexpr int64_t kChunkColumns = 4;
+/// Accumulator columns one tcgen05.ld .32x32b.x32 reads per thread.
+constexpr int64_t kLoadColumns = 32;
+constexpr int64_t kStoreBytes = 16;
+
+Tcgen05OperandFormat getOperandFormat(Type type) {
+  return isa<Float8E5M2Type>(type) ? Tcgen05OperandFormat::e5m2
+                                   : Tcgen05OperandFormat::e4m3;
+}
+
+} // namespace
+
+void GemmKernelBuilder::allocateTensorMemory() {
+  Value slot = sharedPointer(sharedAddress(plan.tensorMemorySlot));
+  Value inMmaWarp = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::DivUIOp::create(b, threadIdx, i32(32)), i32(kMmaWarp));
+  ifThen(inMmaWarp, [&] {
+    NVVM::Tcgen05AllocOp::create(b, slot, i32(plan.tensorMemory.columns));
+    NVVM::Tcgen05RelinquishAllocPermitOp::create(b);
+  });
+  // The barrier that publishes the barriers' initialization also publishes
+  // the address; the fences order the allocation around it.
+  NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
+  NVVM::Barrier0Op::create(b);
+  NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+  tensorMemoryBase = LLVM::LoadOp::create(b, b.getI32Type(), slot);
+}
+
+void GemmKernelBuilder::freeTensorMemory() {
+  NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
+  NVVM::Barrier0Op::create(b);
+  Value inMmaWarp = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::DivUIOp::create(b, threadIdx, i32(32)), i32(kMmaWarp));
+  ifThen(inMmaWarp, [&] {
+    NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+    NVVM::Tcgen05DeallocOp::create(b, getTensorMemoryAddress(i32(0), i32(0)),
+                                   i32(plan.tensorMemory.columns));
+  });
+}
+
+Value GemmKernelBuilder::getTensorMemoryAddress(Value lane, Value column) {
+  // A tensor-memory address is the lane in bits 16-31 and the column in
+  // bits 0-15.
+  Value address = arith::AddIOp::create(
+      b, tensorMemoryBase,
+      arith::AddIOp::create(b, arith::ShLIOp::create(b, lane, i32(16)),
+                            column));
+  return LLVM::IntToPtrOp::create(
+      b,
+      LLVM::LLVMPointerType::get(b.getContext(),
+                                 unsigned(NVVM::NVVMMemorySpace::Tensor)),
+      address);
+}
+
+void GemmKernelBuilder::issueStageMmas(RingSlot slot, Value accumulateFirst) {
+  const TensorMemoryPlan &tmem = plan.tensorMemory;
+  auto stageColumn = [&](ArrayRef<int64_t> columns, int64_t offset) {
+    return arith::AddIOp::create(
+        b, i32(columns[0] + offset),
+        arith::MulIOp::create(b, slot.stage, i32(columns[1] - columns[0])));
+  };
+  // The stage's scale chunks into its scale columns.
+  constexpr uint64_t chunkFields =
+      encodeTcgen05SmemDescriptor(getTcgen05ScaleChunk(/*startAddress=*/0));
+  auto copyChunks = [&](int64_t StageLayout::*buffer,
+                        ArrayRef<int64_t> columns, int64_t tileRows) {
+    for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
+      Value source = sharedAddress(stageAddress(buffer, slot.stage),
+                                   i32(kScaleChunkBytes * chunk));
+      NVVM::Tcgen05CpOp::create(
+          b, NVVM::Tcgen05CpShape::SHAPE_32x128b, NVVM::CTAGroupKind::CTA_1,
+          NVVM::Tcgen05CpMulticast::WARPX4, NVVM::Tcgen05CpSrcFormatAttr(),
+          getTensorMemoryAddress(i32(0),
+                                 stageColumn(columns, kChunkColumns * chunk)),
+          withStartAddress(chunkFields, source));
+    }
+  };
+  copyChunks(&StageLayout::aScales, tmem.aScales, plan.tileM);
+  copyChunks(&StageLayout::bScales, tmem.bScales, plan.tileN);
+
+  constexpr uint64_t tileFields =
+      encodeTcgen05SmemDescriptor(getTcgen05KMajorSwizzledTile(0));
+  Value descA =
+      withStartAddress(tileFields, stageAddress(&StageLayout::a, slot.stage));
+  Value descB =
+      withStartAddress(tileFields, stageAddress(&StageLayout::b, slot.stage));
+  Value accumulator = getTensorMemoryAddress(i32(0), i32(tmem.accumulator));
+  Value scalesA = getTensorMemoryAddress(i32(0), stageColumn(tmem.aScales, 0));
+  Value scalesB = getTensorMemoryAddress(i32(0), stageColumn(tmem.bScales, 0));
+  // FP8: one byte per element, so K step k starts 32k bytes into the rows.
+  int64_t stepBytes = plan.mmaK;
+  for (int64_t k = 0; k < plan.tileK / stepBytes; ++k) {
+    BlockScaledInstructionFields fields;
+    fields.a = getOperandFormat(plan.a.elementType);
+    fields.b = getOperandFormat(plan.b.elementType);
+    fields.m = plan.tileM;
+    fields.n = plan.tileN;
+    fields.aScaleId = fields.bScaleId = k;
+    Value step = i64(getWgmmaAddressStep(k * stepBytes));
+    NVVM::Tcgen05MMABlockScaleOp::create(
+        b, NVVM::MMABlockScaleKind::MXF8F6F4, NVVM::CTAGroupKind::CTA_1,
+        NVVM::Tcgen05MMABlockScale::BLOCK32,
+        NVVM::Tcgen05MMACollectorOp::DISCARD, accumulator,
+        arith::AddIOp::create(b, descA, step),
+        arith::AddIOp::create(b, descB, step),
+        i32(encodeBlockScaledInstruction(fields)),
+        k == 0 ? accumulateFirst : arith::ConstantIntOp::create(b, 1, 1),
+        scalesA, scalesB);
+  }
+}
+
+void GemmKernelBuilder::buildMmaIssuer() {
+  Value accumulatorFull = sharedPointer(sharedAddress(plan.accumulatorFull));
+  Value accumulatorEmpty = sharedPointer(sharedAddress(plan.accumulatorEmpty));
+  forEachTile([&](TileOrigin, Value iteration) -> Value {
+    // Every tile takes kBlocks ring iterations, so the tiles done so far
+    // give the accumulator's phase; like the producer's first pass through
+    // the ring, the first tile does not wait.
+    Value tilesDone = arith::DivUIOp::create(b, iteration, i32(plan.kBlocks()));
+    waitBarrier(accumulatorEmpty,
+                arith::XOrIOp::create(
+                    b, arith::AndIOp::create(b, tilesDone, i32(1)), i32(1)));
+    NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+    auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
+                                   ValueRange{iteration});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value it = loop.getRegionIterArg(0);
+      RingSlot slot = getRingSlot(it, /*producer=*/false);
+      waitBarrier(fullBarrier(slot.stage), slot.parity);
+      NVVM::Tcgen05FenceOp::create(b,
+                                   NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+      issueStageMmas(slot, arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                                 loop.getInductionVar(),
+                                                 i32(0)));
+      NVVM::Tcgen05CommitOp::create(b, emptyBarrier(slot.stage), Value());
+      scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1))});
+    }
+    NVVM::Tcgen05CommitOp::create(b, accumulatorFull, Value());
+    return loop.getResult(0);
+  });
+}
+
+Value GemmKernelBuilder::buildTensorMemoryEpilogue(const ConsumerThread &thread,
+                                                   TileOrigin origin,
+                                                   Value tilesDone) {
+  waitBarrier(sharedPointer(sharedAddress(plan.accumulatorFull)),
+              arith::AndIOp::create(b, tilesDone, i32(1)));
+  NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+  Value warpLanes = arith::MulIOp::create(b, thread.warp, i32(32));
+  int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
+  auto rawType = VectorType::get({kLoadColumns}, b.getI32Type());
+  auto valueType = VectorType::get({kLoadColumns}, b.getF32Type());
+  int64_t loads = plan.tileN / kLoadColumns;
+  for (int64_t load = 0; load < loads; ++load) {
+    int64_t firstColumn = load * kLoadColumns;
+    Value raw = NVVM::Tcgen05LdOp::create(
+        b, rawType, /*pack=*/false, NVVM::Tcgen05LdStShape::SHAPE_32X32B,
+        getTensorMemoryAddress(warpLanes,
+                               i32(plan.tensorMemory.accumulator + firstColumn)),
+        Value());
+    NVVM::Tcgen05WaitOp::create(b, NVVM::Tcgen05WaitKind::LOAD);
+    if (load == loads - 1) {
+      // The accumulator is in registers: the MMA thread may overwrite it.
+      NVVM::Tcgen05FenceOp::create(b,
+                                   NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
+      NVVM::MBarrierArriveOp::create(
+          b, Type(), sharedPointer(sharedAddress(plan.accumulatorEmpty)),
+          Value());
+    }
+    Value row = vector::BitCastOp::create(b, valueType, raw);
+    SmallVector<Value> values;
+    for (int64_t column = 0; column < kLoadColumns; ++column)
+      values.push_back(vector::ExtractOp::create(b, row, column));
+    storeFragment(origin, values, kStoreBytes / outBytes, [&](int64_t e) {
+      return std::make_pair(thread.threadInGroup, i32(firstColumn + e));
+    });
+  }
+  return arith::AddIOp::create(b, tilesDone, i32(1));
+}
