@@ -146,8 +146,7 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
     auto isLinear = [](Value scales) {
       return cast<RankedTensorType>(scales.getType()).getRank() != 5;
     };
-    if (plan->recipe == GemmRecipe::mxExact &&
-        (isLinear(aScales) || isLinear(bScales)))
+    if (plan->usesScaleChunks() && (isLinear(aScales) || isLinear(bScales)))
       return rewriter.notifyMatchFailure(
           op, "MX scales are not swizzled (swizzleGemmScales runs first)");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -187,7 +186,7 @@ void mx::swizzleGemmScales(Operation *root, Chip chip) {
   root->walk([&](ScaledMatmulOp op) {
     std::string reason;
     FailureOr<GemmPlan> plan = planGemm(op, chip, reason);
-    if (failed(plan) || plan->recipe != GemmRecipe::mxExact)
+    if (failed(plan) || !plan->usesScaleChunks())
       return;
     OpBuilder b(op);
     op.getLhsScalesMutable().assign(

@@ -134,11 +134,15 @@ struct GemmPlan {
   bool usesTensorMemory() const {
     return recipe == GemmRecipe::mxBlockScaled;
   }
+  /// Whether the kernel copies its E8M0 scales as 128x4 chunks of the
+  /// swizzled layout (MX recipes).
+  bool usesScaleChunks() const {
+    return recipe == GemmRecipe::mxExact ||
+           recipe == GemmRecipe::mxBlockScaled;
+  }
   /// E8M0 scale chunks per stage for a tile of `tileRows` rows (MX only).
   int64_t scaleChunks(int64_t tileRows) const {
-    bool mx = recipe == GemmRecipe::mxExact ||
-              recipe == GemmRecipe::mxBlockScaled;
-    return mx ? tileRows / kScaleChunkRows : 0;
+    return usesScaleChunks() ? tileRows / kScaleChunkRows : 0;
   }
   /// Bytes one stage's TMA and bulk copies deliver (the expect-tx count).
   int64_t stageTransactionBytes() const;

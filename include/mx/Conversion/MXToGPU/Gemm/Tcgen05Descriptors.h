@@ -123,8 +123,8 @@ struct BlockScaledInstructionFields {
   Tcgen05OperandFormat a = Tcgen05OperandFormat::e4m3;
   Tcgen05OperandFormat b = Tcgen05OperandFormat::e4m3;
   Tcgen05ScaleFormat scaleFormat = Tcgen05ScaleFormat::ue8m0;
-  /// The MMA shape: M in {64, 128} (one CTA), N a multiple of 8 (M = 64) or
-  /// 16 (M = 128) up to 256.
+  /// The MMA shape: M = 128 (one CTA; 256 with two), N a multiple of 16 up
+  /// to 256. The block-scaled kinds have no M = 64.
   uint32_t m = 128, n = 256;
   /// Which byte of each 32-bit scale-factor element in tensor memory this
   /// MMA reads (0-3): the K block of 32 within the 128-K group that one

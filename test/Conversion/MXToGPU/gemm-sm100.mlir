@@ -1,0 +1,87 @@
+// The generated SM100 kernel of mx.scaled_matmul (MX: E8M0 scales of [1, 32]
+// blocks): the plan with its tensor-memory columns, the warp roles, the
+// tcgen05 instructions of the MMA thread and of the epilogue, and what it
+// shares with the SM90 kernels (the TMA loads of A, B and the 128x4 scale
+// chunks, the mbarrier ring, the masked stores).
+// RUN: mx-opt %s --split-input-file --convert-mx-to-gpu="chip=sm_100a" | FileCheck %s
+
+// One 128x256 tile per CTA: the accumulator in columns 0-255, then per
+// stage 4 SFA and 8 SFB columns (one 128x4 chunk of A, two of B), 512
+// columns allocated. The empty barriers take one arrival (the commit), the
+// accumulator-empty barrier one per epilogue thread.
+// CHECK-LABEL: func.func @mx
+// CHECK: gpu.launch_func  @mx_gemm_mx_block_scaled_256x384x512::@kernel blocks in (%c4, %c1, %c1) threads in (%c256, %c1, %c1)  dynamic_shared_memory_size %c203864_i32
+// CHECK: gpu.func @kernel
+// CHECK-SAME: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=256x384x512 tile=128x256x128 stages=4 roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m128n256k32.block32 ctas=4 group=8 scales=128x4 smem=203864 stage0=a:0,b:16384,sa:196608,sb:197120 barriers=202752,202784 acc_barriers=202816,202824 tmem_slot=202832 tmem=512 acc=0:256 sfa=256,268,280,292 sfb=260,272,284,296"
+// CHECK-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
+// CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c128_i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.tcgen05.alloc %{{.*}}, %c512_i32 : !llvm.ptr<3>, i32
+// CHECK: nvvm.tcgen05.relinquish_alloc_permit
+// CHECK: nvvm.tcgen05.fence <before>
+// CHECK: nvvm.barrier0
+// CHECK: nvvm.tcgen05.fence <after>
+// CHECK-NOT: nvvm.setmaxregister
+// MMA thread: wait for the epilogue to have read the accumulator, then per
+// stage the scale copies and four MMAs with scale ids k = 0-3, whose
+// instruction descriptors are E4M3 A (0 << 7), E5M2 B (1 << 10), N = 256
+// (32 << 17), UE8M0 (1 << 23), M = 128 (8 << 24): 0x08C00400, plus
+// k << 4 | k << 29.
+// CHECK: nvvm.elect.sync
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.tcgen05.fence <after>
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.tcgen05.fence <after>
+// CHECK: nvvm.tcgen05.cp {{.*}} {multicast = #nvvm.tcgen05_cp_multicast<warpx4>, shape = #nvvm.tcgen05_cp_shape<shape_32x128b>}
+// CHECK-COUNT-2: nvvm.tcgen05.cp {{.*}} {multicast = #nvvm.tcgen05_cp_multicast<warpx4>, shape = #nvvm.tcgen05_cp_shape<shape_32x128b>}
+// CHECK: nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %c146801664_i32, %{{.*}}, %{{.*}}, %{{.*}} {blockScale = #nvvm.tcgen05_mma_block_scale<block32>, ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf8f6f4>}
+// CHECK: nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %c683672592_i32, %true
+// CHECK: nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %c1220543520_i32, %true
+// CHECK: nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %c1757414448_i32, %true
+// CHECK: nvvm.tcgen05.commit %{{.*}} : !llvm.ptr<3>
+// CHECK: nvvm.tcgen05.commit %{{.*}} : !llvm.ptr<3>
+// TMA warp: the skeleton's loads, the same as on SM90.
+// CHECK: nvvm.elect.sync
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
+// CHECK-COUNT-3: nvvm.cp.async.bulk.shared.cluster.global
+// Epilogue: 8 loads of 32 columns, the accumulator released after the
+// last, 16-byte stores of bf16.
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.tcgen05.fence <after>
+// CHECK-COUNT-7: nvvm.tcgen05.ld {{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<32xi32>
+// CHECK: nvvm.tcgen05.ld {{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<32xi32>
+// CHECK-NEXT: nvvm.tcgen05.wait <load>
+// CHECK-NEXT: nvvm.tcgen05.fence <before>
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
+// After the roles: warp 1 frees the tensor memory.
+// CHECK: nvvm.tcgen05.fence <before>
+// CHECK: nvvm.barrier0
+// CHECK: nvvm.tcgen05.fence <after>
+// CHECK: nvvm.tcgen05.dealloc %{{.*}}, %c512_i32 : !llvm.ptr<6>, i32
+func.func @mx(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<384x512xf8E5M2>, %bs: tensor<3x4x32x4x4xf8E8M0FNU>) -> tensor<256x384xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<384x512xf8E5M2>, tensor<3x4x32x4x4xf8E8M0FNU> -> tensor<256x384xbf16>
+  return %c : tensor<256x384xbf16>
+}
+
+// -----
+
+// Linear scales get an inserted mx.swizzle (its own kernel) on sm_100a too.
+// Partial tiles: N = 100 stores f32 runs of 4 columns (100 is no multiple
+// of 8); one B chunk's SFB columns (4 per stage).
+// CHECK-LABEL: func.func @mx_linear_scales
+// CHECK: gpu.launch blocks
+// CHECK: memref.store %{{.*}} : memref<1x2x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch_func  @mx_gemm_mx_block_scaled_200x100x256::@kernel
+// CHECK: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=200x100x256 tile=128x256x128
+// CHECK-SAME: sfa=256,268,280,292 sfb=260,272,284,296"
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+func.func @mx_linear_scales(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x8xf8E8M0FNU>, %b: tensor<100x256xf8E4M3FN>, %bs: tensor<100x8xf8E8M0FNU>) -> tensor<200x100xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<200x256xf8E4M3FN>, tensor<200x8xf8E8M0FNU>, tensor<100x256xf8E4M3FN>, tensor<100x8xf8E8M0FNU> -> tensor<200x100xf32>
+  return %c : tensor<200x100xf32>
+}
