@@ -1,5 +1,6 @@
 # lit configuration of the mx regression tests: FileCheck tests of the IR and
 # executed CPU tests through mlir-runner (substitution %mlir_runner_libs).
+import glob
 import os
 
 import lit.formats
@@ -38,3 +39,18 @@ if config.cuda_toolkit_bin and os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
     llvm_config.with_environment("PATH", config.cuda_toolkit_bin, append_path=True)
+
+# SASS checks disassemble the cubins that ptxas makes with nvdisasm: the CUDA
+# toolkit's if it has one, else that of the nvidia-cuda-nvdisasm wheel in the
+# project's venv (python/requirements.txt); without either they are reported
+# UNSUPPORTED.
+venv = os.path.dirname(os.path.dirname(config.python_executable))
+nvdisasm_candidates = [os.path.join(config.cuda_toolkit_bin or "", "nvdisasm")]
+nvdisasm_candidates += sorted(glob.glob(os.path.join(
+    venv, "lib", "python3*", "site-packages", "nvidia", "cu*", "bin",
+    "nvdisasm")))
+for nvdisasm in nvdisasm_candidates:
+    if os.path.isfile(nvdisasm) and os.access(nvdisasm, os.X_OK):
+        config.available_features.add("nvdisasm")
+        config.substitutions.append(("%nvdisasm", nvdisasm))
+        break

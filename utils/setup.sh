@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every dependency of mx on a fresh Debian 12 machine and builds it:
 # LLVM/MLIR 22 from Debian, CMake + Ninja + ccache, GoogleTest for the C++ unit
-# tests, a Python venv (.venv) with numpy, ml_dtypes and pytest for python/.
+# tests, a Python venv (.venv) with numpy, ml_dtypes and pytest for python/
+# and nvdisasm (NVIDIA's wheel) for the lit tests that read SASS.
 # The CUDA toolkit is optional and found under /usr/local/cuda when present
 # (the GPU runtime and ptxas checks).
 set -euo pipefail

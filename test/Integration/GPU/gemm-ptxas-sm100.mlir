@@ -1,0 +1,47 @@
+// The generated SM100 MX kernel assembles for sm_100a with no spill, in PTX
+// ISA 8.8 (the first with `.block32`), and is made of the instructions it is
+// built on: the TMA and bulk copies of the skeleton, the tensor-memory
+// allocation, the scale copies, the block-scaled MMA, the commits, and the
+// tensor-memory loads of the epilogue. ptxas -v reports the registers; the
+// shared memory is dynamic (the plan's smem, checked in gemm-sm100.mlir).
+// Nothing here runs on an SM100 GPU.
+// REQUIRES: ptxas
+// RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_100a format=isa" | %python -m mx.ptx --split %t.gemm
+// RUN: FileCheck %s --check-prefix=PTX < %t.gemm.0.ptx
+// RUN: FileCheck %s --check-prefix=PTX < %t.gemm.1.ptx
+// RUN: %ptxas -arch=sm_100a -v %t.gemm.0.ptx -o %t.0.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_100a -v %t.gemm.1.ptx -o %t.1.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// PTX: .version 8.8
+// PTX: .target sm_100a
+// PTX: .maxntid 256, 1, 1
+// PTX: tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32
+// PTX: tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;
+// PTX-DAG: tcgen05.cp.cta_group::1.32x128b.warpx4
+// PTX-DAG: tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.block32
+// PTX-DAG: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
+// PTX-DAG: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes
+// PTX-DAG: tcgen05.ld.sync.aligned.32x32b.x32.b32
+// PTX-DAG: tcgen05.wait::ld.sync.aligned;
+// PTX: tcgen05.dealloc.cta_group::1.sync.aligned.b32
+
+// PTXAS-NOT: warning
+// PTXAS: Compiling entry function 'kernel' for 'sm_100a'
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Used {{[0-9]+}} registers
+
+func.func @mx(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<384x512xf8E5M2>, %bs: tensor<3x4x32x4x4xf8E8M0FNU>) -> tensor<256x384xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<384x512xf8E5M2>, tensor<3x4x32x4x4xf8E8M0FNU> -> tensor<256x384xbf16>
+  return %c : tensor<256x384xbf16>
+}
+
+// -----
+
+// K = 8192 (64 stages through the ring), odd N, f32 output.
+func.func @mx_long_k(%a: tensor<200x8192xf8E5M2>, %as: tensor<2x64x32x4x4xf8E8M0FNU>, %b: tensor<77x8192xf8E4M3FN>, %bs: tensor<1x64x32x4x4xf8E8M0FNU>) -> tensor<200x77xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<200x8192xf8E5M2>, tensor<2x64x32x4x4xf8E8M0FNU>, tensor<77x8192xf8E4M3FN>, tensor<1x64x32x4x4xf8E8M0FNU> -> tensor<200x77xf32>
+  return %c : tensor<200x77xf32>
+}
