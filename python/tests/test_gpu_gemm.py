@@ -1,4 +1,4 @@
-"""`mx.scaled_matmul` compiled for Hopper (`--mx-lower-to-nvvm=chip=sm_90a`), on a real GPU.
+"""`mx.scaled_matmul` compiled for the GPU (`--mx-lower-to-nvvm`), on a real GPU.
 
 Every recipe and layout the generated GEMM kernels take, at shapes that are not multiples of the 128x128 /
 128x256 tiles, at K of one block, at K = 8192 and at a mid shape, with bf16, f16 and f32 outputs:
@@ -33,14 +33,19 @@ and f32) just before the call, so an element the kernel does not write shows up 
 reference is finite; whether the result landed on the poisoned block is printed with the errors.
 
 Programs are compiled ahead of time, one per case (shapes are static), by
-    python python/tests/test_gpu_gemm.py DIR [PIPELINE_OPTIONS]     # e.g. gemm=kernel or gemm=cublas
-and run on the GPU machine with MX_GPU_ARTIFACTS=DIR. PIPELINE_OPTIONS (or $MX_GEMM_OPTIONS) is
-appended to `--mx-lower-to-nvvm=chip=sm_90a format=bin`. A program that did not build leaves
-DIR/<name>.error, and its test fails with that message. Skipped without a GPU, and on GPUs other than
-compute capability 9.0 (the programs are sm_90a code).
+    python python/tests/test_gpu_gemm.py DIR [auto|kernel|cublas] [sm_90a|sm_100a]
+and run on the GPU machine with MX_GPU_ARTIFACTS=DIR; the options are those of
+`--mx-lower-to-nvvm=format=bin gemm=... chip=...` (defaults: $MX_GEMM or auto, $MX_GEMM_CHIP or
+sm_90a). A program that did not build leaves DIR/<name>.error, and its test fails with that message.
+The GPU tests are skipped without a GPU, and on a GPU whose chip is not the one the programs were
+built for (sm_90a: compute capability 9.0, the H100 and H200 these tests run on; sm_100a: 10.0, where
+the MX cases run the tcgen05 kernel and the FP8 ones cuBLASLt, which no GPU here has run).
+`test_programs_assemble` builds every case for sm_100a in CI, where no GPU is needed: ptxas must
+assemble each generated kernel.
 """
 
 import os
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -151,7 +156,14 @@ def source(case):
                                       _type((case.m, case.n), OUT_DTYPES[case.out]))
 
 
-def build(directory, gemm="auto"):
+CHIPS = {(9, 0): "sm_90a", (10, 0): "sm_100a"}  # compute capability -> the chip its programs target
+
+
+def _pipeline(gemm, chip):
+    return f"--mx-lower-to-nvvm=chip={chip} format=bin gemm={gemm}"
+
+
+def build(directory, gemm="auto", chip="sm_90a"):
     """Compiles every case into DIR/<name>.so; a failure leaves DIR/<name>.error. Returns the failures."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -161,7 +173,7 @@ def build(directory, gemm="auto"):
         library.unlink(missing_ok=True)
         error.unlink(missing_ok=True)
         try:
-            tools.compile_gpu_library(source(case), library, "sm_90a", gemm=gemm)
+            tools.compile_gpu_library(source(case), library, chip, gemm=gemm)
             return None
         except Exception as exc:  # noqa: BLE001 (recorded for the test to report)
             library.with_suffix(".o").unlink(missing_ok=True)
@@ -172,8 +184,7 @@ def build(directory, gemm="auto"):
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         failures = [f for f in pool.map(one, CASES) if f]
     (directory / "gemm_BUILD.txt").write_text(
-        f"--mx-lower-to-nvvm=chip=sm_90a format=bin gemm={gemm}" + "\n"
-        + "".join(f"FAILED {name}: {why}\n" for name, why in failures))
+        _pipeline(gemm, chip) + "\n" + "".join(f"FAILED {name}: {why}\n" for name, why in failures))
     return failures
 
 
@@ -403,7 +414,7 @@ def measure(got, exact, row_norms, what, case, strict):
 # ---------------------------------------------------------------------------------------------------
 # Tests
 
-pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
+needs_gpu = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
 
 
 class Artifacts:
@@ -414,6 +425,8 @@ class Artifacts:
         self.libraries = {}
         summary = self.directory / "gemm_BUILD.txt"
         self.pipeline = summary.read_text().splitlines()[0] if summary.is_file() else "(unknown options)"
+        self.chip = next((word[len("--mx-lower-to-nvvm=chip="):] for word in self.pipeline.split()
+                          if word.startswith("--mx-lower-to-nvvm=chip=")), None)
 
     def load(self, name):
         if name not in self.libraries:
@@ -428,15 +441,32 @@ class Artifacts:
 
 @pytest.fixture(scope="module")
 def artifacts(tmp_path_factory):
-    if runtime.compute_capability() != (9, 0):
-        pytest.skip(f"the programs are sm_90a code; this GPU is compute capability {runtime.compute_capability()}")
+    capability = runtime.compute_capability()
+    chip = CHIPS.get(capability)
+    if chip is None:
+        pytest.skip(f"no mx chip has compute capability {capability}")
     directory = os.environ.get("MX_GPU_ARTIFACTS")
     if not directory:
         directory = tmp_path_factory.mktemp("gemm")
-        build(directory, os.environ.get("MX_GEMM_OPTIONS", ""))
-    return Artifacts(directory)
+        build(directory, os.environ.get("MX_GEMM", "auto"), chip)
+    built = Artifacts(directory)
+    if built.chip != chip:
+        pytest.skip(f"the programs are {built.chip} code; this GPU is compute capability {capability} ({chip})")
+    return built
 
 
+# mx-opt serializes kernels with the CUDA toolkit's ptxas: on PATH or where the toolkit installs.
+HAS_PTXAS = bool(shutil.which("ptxas")) or Path("/usr/local/cuda/bin/ptxas").is_file()
+
+
+@pytest.mark.skipif(not HAS_PTXAS, reason="no ptxas (CUDA toolkit) on this machine")
+def test_programs_assemble(tmp_path):
+    """Every case compiles for sm_100a (ptxas assembles each tcgen05 kernel) with no GPU."""
+    failures = build(tmp_path, "auto", "sm_100a")
+    assert not failures, f"{_pipeline('auto', 'sm_100a')}: {failures}"
+
+
+@needs_gpu
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_scaled_matmul(rng, artifacts, case, record_property):
     lib = artifacts.load(case.name)
@@ -468,11 +498,11 @@ def test_scaled_matmul(rng, artifacts, case, record_property):
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        sys.exit("usage: python python/tests/test_gpu_gemm.py DIR [auto|kernel|cublas]")
+        sys.exit("usage: python python/tests/test_gpu_gemm.py DIR [auto|kernel|cublas] [sm_90a|sm_100a]")
     gemm = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("MX_GEMM", "auto")
-    failed = build(sys.argv[1], gemm)
-    print(f"built {len(CASES) - len(failed)} of {len(CASES)} programs into {sys.argv[1]} "
-          f"(--mx-lower-to-nvvm=chip=sm_90a format=bin gemm={gemm})")
+    chip = sys.argv[3] if len(sys.argv) > 3 else os.environ.get("MX_GEMM_CHIP", "sm_90a")
+    failed = build(sys.argv[1], gemm, chip)
+    print(f"built {len(CASES) - len(failed)} of {len(CASES)} programs into {sys.argv[1]} ({_pipeline(gemm, chip)})")
     for name, why in failed:
         print(f"FAILED {name}: {why}")
     sys.exit(1 if failed else 0)
