@@ -62,8 +62,11 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
     feed only an `mx.swizzle` (unscaled_dim 0), that kernel writes the 128x4
     tiled layout directly and the swizzle disappears. `mx.scaled_matmul`
     becomes a generated GEMM kernel for `chip` where one exists
-    (`populateMXToGPUGemmPatterns`); otherwise it has to be lowered through
-    cuBLASLt first (`convert-mx-to-cublas`, or `mx-lower-to-nvvm gemm=cublas`).
+    (`populateMXToGPUGemmPatterns`): on sm_90a TMA + `wgmma` kernels for the
+    MX, FP8 blockwise and per-tensor recipes, on sm_100a a
+    `tcgen05.mma.block_scale` kernel for MX; otherwise it has to be lowered
+    through cuBLASLt first (`convert-mx-to-cublas`, or `mx-lower-to-nvvm
+    gemm=auto|cublas`).
     An op without a GPU kernel is reported with the reason, and the pass fails.
 
     Example:
