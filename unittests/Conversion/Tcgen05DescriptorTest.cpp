@@ -187,19 +187,29 @@ TEST(Tcgen05SmemDescriptor, ReservedBitsStayZero) {
   EXPECT_EQ(desc, 0x201E7FFF3FFF3FFFu);
 }
 
+/// The encoded fields of a canned layout: start address, LBO and SBO (all
+/// >> 4) and swizzle code; the version is 1, base offset and LBO mode 0.
+struct EncodedSmemFields {
+  uint64_t address, leadingOffset, strideOffset, swizzle;
+};
+
+void expectSmemFields(uint64_t desc, const EncodedSmemFields &expected) {
+  EXPECT_EQ(bits(desc, 0, 13), expected.address);
+  EXPECT_EQ(bits(desc, 16, 29), expected.leadingOffset);
+  EXPECT_EQ(bits(desc, 32, 45), expected.strideOffset);
+  EXPECT_EQ(bits(desc, 46, 48), 1u);
+  EXPECT_EQ(bits(desc, 49, 51), 0u);
+  EXPECT_EQ(bits(desc, 52, 52), 0u);
+  EXPECT_EQ(bits(desc, 61, 63), expected.swizzle);
+}
+
 TEST(Tcgen05SmemDescriptor, KMajor128BTile) {
   // The tile TMA writes with SWIZZLE_128B: 128-byte rows in 8-row groups of
   // 1 KiB, so SBO = 1024; LBO is unused (16 bytes, encoded 1); base offset 0
   // for a 1 KiB-aligned tile; swizzle code 2.
   uint64_t desc =
       encodeTcgen05SmemDescriptor(getTcgen05KMajorSwizzledTile(0x2400));
-  EXPECT_EQ(bits(desc, 0, 13), 0x240u);
-  EXPECT_EQ(bits(desc, 16, 29), 1u);
-  EXPECT_EQ(bits(desc, 32, 45), 64u);
-  EXPECT_EQ(bits(desc, 46, 48), 1u);
-  EXPECT_EQ(bits(desc, 49, 51), 0u);
-  EXPECT_EQ(bits(desc, 52, 52), 0u);
-  EXPECT_EQ(bits(desc, 61, 63), 2u);
+  expectSmemFields(desc, {0x240, 1, 64, 2});
   // 2 << 61 | 1 << 46 | 64 << 32 | 1 << 16 | 0x240.
   EXPECT_EQ(desc, 0x4000404000010240u);
 }
@@ -208,13 +218,7 @@ TEST(Tcgen05SmemDescriptor, ScaleChunk) {
   // The source of `tcgen05.cp .32x128b`: unswizzled 16-byte rows, core
   // matrices 128 bytes apart (SBO field 8), LBO 0.
   uint64_t desc = encodeTcgen05SmemDescriptor(getTcgen05ScaleChunk(0x3000));
-  EXPECT_EQ(bits(desc, 0, 13), 0x300u);
-  EXPECT_EQ(bits(desc, 16, 29), 0u);
-  EXPECT_EQ(bits(desc, 32, 45), 8u);
-  EXPECT_EQ(bits(desc, 46, 48), 1u);
-  EXPECT_EQ(bits(desc, 49, 51), 0u);
-  EXPECT_EQ(bits(desc, 52, 52), 0u);
-  EXPECT_EQ(bits(desc, 61, 63), 0u);
+  expectSmemFields(desc, {0x300, 0, 8, 0});
   // 1 << 46 | 8 << 32 | 0x300.
   EXPECT_EQ(desc, 0x0000400800000300u);
 }
