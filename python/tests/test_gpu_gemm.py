@@ -455,11 +455,18 @@ def artifacts(tmp_path_factory):
     return built
 
 
-# mx-opt serializes kernels with the CUDA toolkit's ptxas: on PATH or where the toolkit installs.
-HAS_PTXAS = bool(shutil.which("ptxas")) or Path("/usr/local/cuda/bin/ptxas").is_file()
+def _can_compile():
+    """mx-opt, LLVM's llc and mlir-translate, and ptxas (which mx-opt finds on PATH or where the CUDA
+    toolkit installs): the build machine has them, the GPU machine has no MLIR."""
+    try:
+        for tool in ("mx-opt", "mlir-translate", "llc"):
+            tools.find_tool(tool)
+    except FileNotFoundError:
+        return False
+    return bool(shutil.which("ptxas")) or Path("/usr/local/cuda/bin/ptxas").is_file()
 
 
-@pytest.mark.skipif(not HAS_PTXAS, reason="no ptxas (CUDA toolkit) on this machine")
+@pytest.mark.skipif(not _can_compile(), reason="no mx-opt, LLVM tools or ptxas on this machine")
 def test_programs_assemble(tmp_path):
     """Every case compiles for sm_100a (ptxas assembles each tcgen05 kernel) with no GPU."""
     failures = build(tmp_path, "auto", "sm_100a")
