@@ -10,9 +10,10 @@
 // * the MMA thread, one elected thread of warp 1: per stage it copies the
 //   stage's scale chunks into the stage's scale columns with
 //   `tcgen05.cp .32x128b.warpx4` (a 128x4 chunk is 32 rows of 16 bytes, each
-//   row the 4 K-block scales of rows r, r + 32, r + 64, r + 96; the copy
-//   repeats it in the 4 lane quarters, where the tensor core reads row m's
-//   scales from lane m), then issues four `tcgen05.mma.block_scale` of K = 32
+//   row the 4 K-block scales of rows r, r + 32, r + 64, r + 96, lands in lane
+//   r, one column per row group; the copy repeats it in the 4 lane quarters,
+//   and the tensor core reads row m's scales at lane m % 32 of its quarter,
+//   column m / 32), then issues four `tcgen05.mma.block_scale` of K = 32
 //   whose instruction descriptors pick scale byte k of each column
 //   (Tcgen05Descriptors.h), and `tcgen05.commit`s the stage's empty barrier:
 //   the commit arrives when the tensor core has read the stage. After a
@@ -24,8 +25,11 @@
 //   row through the skeleton's masked store.
 //
 // One accumulator (256 columns) and 4 stages of scale columns fill 304 of
-// the 512 columns, so the MMA of the next tile waits for the epilogue to
-// have read this one; the stores then overlap the next tile's MMAs.
+// the 512 columns, and a second accumulator would not fit: the MMA of the
+// next tile waits until the epilogue has read this one, which it does
+// between its stores (holding a whole row of 256 columns before storing it
+// needs more than the 255 registers a thread has: ptxas spills), so only
+// the last 32 columns' stores overlap the next tile's MMAs.
 //
 //===----------------------------------------------------------------------===//
 
