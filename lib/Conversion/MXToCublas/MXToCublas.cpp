@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/MXToCublas/MXToCublas.h"
-#include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Conversion/Passes.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 #include "mx/Runtime/MXRuntime.h"
@@ -127,7 +127,8 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
       return arith::ConstantIntOp::create(rewriter, loc, v, 32).getResult();
     };
     auto code = [&](Value v) {
-      return i32Const(*getRuntimeElementType(getElementTypeOrSelf(v.getType())));
+      return i32Const(
+          *getRuntimeElementType(getElementTypeOrSelf(v.getType())));
     };
     SmallVector<Value> args = {
         i64Const(resultType.getDimSize(0)), i64Const(resultType.getDimSize(1)),
@@ -136,8 +137,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
         getDevicePointer(rewriter, loc, op.getLhsScales()), i32Const(lhsMode),
         getDevicePointer(rewriter, loc, op.getRhs()), code(op.getRhs()),
         getDevicePointer(rewriter, loc, op.getRhsScales()), i32Const(rhsMode),
-        getDevicePointer(rewriter, loc, out),
-        code(op.getResult()),
+        getDevicePointer(rewriter, loc, out), code(op.getResult()),
         // The legacy default stream: ordered with the caller's copies.
         LLVM::ZeroOp::create(rewriter, loc, ptrType)};
     // The status is also kept by the runtime (mxrtGetLastError), which is

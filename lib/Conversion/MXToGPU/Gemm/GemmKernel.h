@@ -107,16 +107,16 @@ public:
   /// row and column inside the tile, and each run of `runLength` elements
   /// (a power of two) from a multiple of it are adjacent columns of a row.
   void storeFragment(
-      TileOrigin origin, llvm::ArrayRef<mlir::Value> values,
-      int64_t runLength,
+      TileOrigin origin, llvm::ArrayRef<mlir::Value> values, int64_t runLength,
       llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
 
 private:
   void initBarriers();
   TileOrigin getTileOrigin(mlir::Value tile);
   /// for tile = blockIdx.x; tile < tiles; tile += gridDim.x, carrying one
-  /// counter across tiles (the ring iteration, or the tiles done).
-  void
+  /// counter across tiles (the ring iteration, or the tiles done); returns
+  /// its final value.
+  mlir::Value
   forEachTile(llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)> body);
   void buildProducer();
   void buildConsumers();
@@ -190,8 +190,8 @@ private:
   mlir::ImplicitLocOpBuilder &b;
   const GemmPlan &plan;
   KernelArguments args;
-  mlir::Value base;      // i32 aligned shared base
-  mlir::Value threadIdx; // i32
+  mlir::Value base;             // i32 aligned shared base
+  mlir::Value threadIdx;        // i32
   mlir::Value tensorMemoryBase; // i32 tcgen05.alloc result (SM100)
 };
 

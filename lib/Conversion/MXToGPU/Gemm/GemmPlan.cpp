@@ -187,8 +187,8 @@ void GemmPlan::print(raw_ostream &os) const {
      << " tile=" << tileM << "x" << tileN << "x" << tileK
      << " stages=" << stages;
   if (usesTensorMemory())
-    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m" << tileM << "n"
-       << tileN << "k" << mmaK << ".block32";
+    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m" << tileM << "n" << tileN
+       << "k" << mmaK << ".block32";
   else
     os << " roles=tma:1,mma:" << consumerWarpgroups
        << " regs=" << producerRegisters << "/" << consumerRegisters

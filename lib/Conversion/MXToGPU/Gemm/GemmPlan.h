@@ -131,14 +131,11 @@ struct GemmPlan {
   int64_t kBlocks() const { return llvm::divideCeil(k, tileK); }
   int64_t ctas() const { return std::min(tilesM() * tilesN(), maxCtas); }
   int64_t rowsPerConsumer() const { return tileM / consumerWarpgroups; }
-  bool usesTensorMemory() const {
-    return recipe == GemmRecipe::mxBlockScaled;
-  }
+  bool usesTensorMemory() const { return recipe == GemmRecipe::mxBlockScaled; }
   /// Whether the kernel copies its E8M0 scales as 128x4 chunks of the
   /// swizzled layout (MX recipes).
   bool usesScaleChunks() const {
-    return recipe == GemmRecipe::mxExact ||
-           recipe == GemmRecipe::mxBlockScaled;
+    return recipe == GemmRecipe::mxExact || recipe == GemmRecipe::mxBlockScaled;
   }
   /// E8M0 scale chunks per stage for a tile of `tileRows` rows (MX only).
   int64_t scaleChunks(int64_t tileRows) const {

@@ -56,8 +56,7 @@ Value GemmKernelBuilder::sharedPointer(Value address) {
       address);
 }
 
-Value GemmKernelBuilder::withStartAddress(uint64_t fixedFields,
-                                          Value address) {
+Value GemmKernelBuilder::withStartAddress(uint64_t fixedFields, Value address) {
   // wgmma's and tcgen05's descriptors hold the start address alike: bytes
   // >> 4 in bits 0-13.
   Value field = arith::AndIOp::create(
@@ -168,17 +167,20 @@ TileOrigin GemmKernelBuilder::getTileOrigin(Value tile) {
           arith::MulIOp::create(b, tileCol, i32(plan.tileN))};
 }
 
-void GemmKernelBuilder::forEachTile(
+Value GemmKernelBuilder::forEachTile(
     function_ref<Value(TileOrigin, Value)> body) {
   Value first = NVVM::BlockIdXOp::create(b, b.getI32Type());
   Value step = NVVM::GridDimXOp::create(b, b.getI32Type());
   auto loop = scf::ForOp::create(b, first, i32(plan.tilesM() * plan.tilesN()),
                                  step, ValueRange{i32(0)});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value next =
-      body(getTileOrigin(loop.getInductionVar()), loop.getRegionIterArg(0));
-  scf::YieldOp::create(b, next);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value next =
+        body(getTileOrigin(loop.getInductionVar()), loop.getRegionIterArg(0));
+    scf::YieldOp::create(b, next);
+  }
+  return loop.getResult(0);
 }
 
 void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
@@ -249,20 +251,28 @@ void GemmKernelBuilder::buildProducer() {
   if (plan.usesTensorMemory())
     ifElectedInWarp(1, [&] { buildMmaIssuer(); });
   ifElectedInWarp(0, [&] {
-      forEachTile([&](TileOrigin origin, Value iteration) -> Value {
-        auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
-                                       ValueRange{iteration});
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(loop.getBody());
-        Value it = loop.getRegionIterArg(0);
-        RingSlot slot = getRingSlot(it, /*producer=*/true);
-        waitBarrier(emptyBarrier(slot.stage), slot.parity);
-        issueStageLoads(origin, loop.getInductionVar(), slot);
-        scf::YieldOp::create(b,
-                             ValueRange{arith::AddIOp::create(b, it, i32(1))});
-        b.setInsertionPointAfter(loop);
-        return loop.getResult(0);
-      });
+    Value iterations = forEachTile([&](TileOrigin origin,
+                                       Value iteration) -> Value {
+      auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
+                                     ValueRange{iteration});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value it = loop.getRegionIterArg(0);
+      RingSlot slot = getRingSlot(it, /*producer=*/true);
+      waitBarrier(emptyBarrier(slot.stage), slot.parity);
+      issueStageLoads(origin, loop.getInductionVar(), slot);
+      scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1))});
+      b.setInsertionPointAfter(loop);
+      return loop.getResult(0);
+    });
+    // Wait, as if to load S more stages, until every stage is released: a
+    // release may arrive asynchronously (tcgen05.commit) and must not land
+    // in the shared memory of a CTA that has exited.
+    for (int64_t s = 0; s < plan.stages; ++s) {
+      RingSlot slot = getRingSlot(arith::AddIOp::create(b, iterations, i32(s)),
+                                  /*producer=*/true);
+      waitBarrier(emptyBarrier(slot.stage), slot.parity);
+    }
   });
 }
 
@@ -319,13 +329,12 @@ void GemmKernelBuilder::storeFragment(
     Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
                                         ArrayRef<LLVM::GEPArg>{Value(index)});
     Value vector = vector::FromElementsOp::create(
-        b, VectorType::get({width}, b.getF32Type()),
-        values.slice(e, width));
+        b, VectorType::get({width}, b.getF32Type()), values.slice(e, width));
     if (!outType.isF32())
       vector =
           arith::TruncFOp::create(b, VectorType::get({width}, outType), vector);
-    Value stored = width == 1 ? Value(vector::ExtractOp::create(b, vector, 0))
-                              : vector;
+    Value stored =
+        width == 1 ? Value(vector::ExtractOp::create(b, vector, 0)) : vector;
     ifThen(valid, [&] {
       LLVM::StoreOp::create(b, stored, address, width * outBytes);
     });

@@ -118,8 +118,8 @@ void GemmKernelBuilder::issueStageMmas(RingSlot slot, Value accumulateFirst) {
   // The stage's scale chunks into its scale columns.
   constexpr uint64_t chunkFields =
       encodeTcgen05SmemDescriptor(getTcgen05ScaleChunk(/*startAddress=*/0));
-  auto copyChunks = [&](int64_t StageLayout::*buffer,
-                        ArrayRef<int64_t> columns, int64_t tileRows) {
+  auto copyChunks = [&](int64_t StageLayout::*buffer, ArrayRef<int64_t> columns,
+                        int64_t tileRows) {
     for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
       Value source = sharedAddress(stageAddress(buffer, slot.stage),
                                    i32(kScaleChunkBytes * chunk));
@@ -187,9 +187,9 @@ void GemmKernelBuilder::buildMmaIssuer() {
       waitBarrier(fullBarrier(slot.stage), slot.parity);
       NVVM::Tcgen05FenceOp::create(b,
                                    NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-      issueStageMmas(slot, arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                                 loop.getInductionVar(),
-                                                 i32(0)));
+      issueStageMmas(slot,
+                     arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                           loop.getInductionVar(), i32(0)));
       NVVM::Tcgen05CommitOp::create(b, emptyBarrier(slot.stage), Value());
       scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1))});
     }
@@ -213,8 +213,8 @@ Value GemmKernelBuilder::buildTensorMemoryEpilogue(const ConsumerThread &thread,
     int64_t firstColumn = load * kLoadColumns;
     Value raw = NVVM::Tcgen05LdOp::create(
         b, rawType, /*pack=*/false, NVVM::Tcgen05LdStShape::SHAPE_32X32B,
-        getTensorMemoryAddress(warpLanes,
-                               i32(plan.tensorMemory.accumulator + firstColumn)),
+        getTensorMemoryAddress(
+            warpLanes, i32(plan.tensorMemory.accumulator + firstColumn)),
         Value());
     NVVM::Tcgen05WaitOp::create(b, NVVM::Tcgen05WaitKind::LOAD);
     if (load == loads - 1) {
