@@ -118,6 +118,13 @@ private:
   /// its final value.
   mlir::Value
   forEachTile(llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)> body);
+  /// for kBlock in [0, kBlocks): waits for the slot of ring iteration
+  /// `iteration` + kBlock, as the producer (on its empty barrier) or as a
+  /// consumer (on its full barrier), then runs `body`. Returns the iteration
+  /// after the tile's last stage.
+  mlir::Value forEachStage(
+      mlir::Value iteration, bool producer,
+      llvm::function_ref<void(mlir::Value kBlock, RingSlot slot)> body);
   void buildProducer();
   void buildConsumers();
   void issueStageLoads(TileOrigin origin, mlir::Value kBlock, RingSlot slot);

@@ -244,6 +244,24 @@ void GemmKernelBuilder::ifElectedInWarp(int64_t warp,
   });
 }
 
+Value GemmKernelBuilder::forEachStage(
+    Value iteration, bool producer,
+    function_ref<void(Value kBlock, RingSlot slot)> body) {
+  auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
+                                 ValueRange{iteration});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value it = loop.getRegionIterArg(0);
+    RingSlot slot = getRingSlot(it, producer);
+    waitBarrier(producer ? emptyBarrier(slot.stage) : fullBarrier(slot.stage),
+                slot.parity);
+    body(loop.getInductionVar(), slot);
+    scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1))});
+  }
+  return loop.getResult(0);
+}
+
 void GemmKernelBuilder::buildProducer() {
   if (plan.producerRegisters)
     NVVM::SetMaxRegisterOp::create(b, plan.producerRegisters,
@@ -251,19 +269,11 @@ void GemmKernelBuilder::buildProducer() {
   if (plan.usesTensorMemory())
     ifElectedInWarp(1, [&] { buildMmaIssuer(); });
   ifElectedInWarp(0, [&] {
-    Value iterations = forEachTile([&](TileOrigin origin,
-                                       Value iteration) -> Value {
-      auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
-                                     ValueRange{iteration});
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value it = loop.getRegionIterArg(0);
-      RingSlot slot = getRingSlot(it, /*producer=*/true);
-      waitBarrier(emptyBarrier(slot.stage), slot.parity);
-      issueStageLoads(origin, loop.getInductionVar(), slot);
-      scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1))});
-      b.setInsertionPointAfter(loop);
-      return loop.getResult(0);
+    Value iterations = forEachTile([&](TileOrigin origin, Value iteration) {
+      return forEachStage(iteration, /*producer=*/true,
+                          [&](Value kBlock, RingSlot slot) {
+                            issueStageLoads(origin, kBlock, slot);
+                          });
     });
     // Wait, as if to load S more stages, until every stage is released: a
     // release may arrive asynchronously (tcgen05.commit) and must not land

@@ -177,24 +177,17 @@ void GemmKernelBuilder::buildMmaIssuer() {
                 arith::XOrIOp::create(
                     b, arith::AndIOp::create(b, tilesDone, i32(1)), i32(1)));
     NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-    auto loop = scf::ForOp::create(b, i32(0), i32(plan.kBlocks()), i32(1),
-                                   ValueRange{iteration});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value it = loop.getRegionIterArg(0);
-      RingSlot slot = getRingSlot(it, /*producer=*/false);
-      waitBarrier(fullBarrier(slot.stage), slot.parity);
-      NVVM::Tcgen05FenceOp::create(b,
-                                   NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-      issueStageMmas(slot,
-                     arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                           loop.getInductionVar(), i32(0)));
-      NVVM::Tcgen05CommitOp::create(b, emptyBarrier(slot.stage), Value());
-      scf::YieldOp::create(b, ValueRange{arith::AddIOp::create(b, it, i32(1))});
-    }
+    Value next = forEachStage(
+        iteration, /*producer=*/false, [&](Value kBlock, RingSlot slot) {
+          NVVM::Tcgen05FenceOp::create(
+              b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+          issueStageMmas(slot,
+                         arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                               kBlock, i32(0)));
+          NVVM::Tcgen05CommitOp::create(b, emptyBarrier(slot.stage), Value());
+        });
     NVVM::Tcgen05CommitOp::create(b, accumulatorFull, Value());
-    return loop.getResult(0);
+    return next;
   });
 }
 
