@@ -37,6 +37,8 @@ llvm::StringRef mx::getPtxFeatures(Chip chip) {
   llvm_unreachable("unknown chip");
 }
 
+bool mx::hasBlockScaledTensorCores(Chip chip) { return chip == Chip::sm_100a; }
+
 GemmKernelResources mx::getGemmKernelResources(Chip chip) {
   switch (chip) {
   case Chip::sm_90a:
@@ -54,7 +56,7 @@ llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
                                              std::string &reason) {
   switch (mode) {
   case MXRT_SCALE_VEC32_UE8M0:
-    if (chip == Chip::sm_100a)
+    if (hasBlockScaledTensorCores(chip))
       return llvm::success();
     reason = ("cuBLASLt has no MX (VEC32_UE8M0) block-scaled GEMM before "
               "SM100, so none on " +

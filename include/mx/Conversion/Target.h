@@ -42,6 +42,11 @@ llvm::cl::ValuesClass getChipOptionValues();
 /// the block-scaled `tcgen05.mma`).
 llvm::StringRef getPtxFeatures(Chip chip);
 
+/// Whether the chip's tensor cores apply block scales themselves
+/// (`tcgen05.mma.block_scale`, SM100): what MX GEMMs need to run natively,
+/// in cuBLASLt (`VEC32_UE8M0`) or in a generated kernel.
+bool hasBlockScaledTensorCores(Chip chip);
+
 /// What the GEMM kernel generator sizes its kernels by on a chip.
 struct GemmKernelResources {
   int64_t multiprocessors;     // CTAs of the persistent grid (one per SM)

@@ -46,8 +46,8 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
   };
   if (isa<Float8E8M0FNUType>(aScale) && isa<Float8E8M0FNUType>(bScale)) {
     if (isRowBlock(aBlock, kMXBlock) && isRowBlock(bBlock, kMXBlock))
-      return plan.chip == Chip::sm_100a ? GemmRecipe::mxBlockScaled
-                                        : GemmRecipe::mxExact;
+      return hasBlockScaledTensorCores(plan.chip) ? GemmRecipe::mxBlockScaled
+                                                  : GemmRecipe::mxExact;
     reason = "E8M0 scales need [1, 32] blocks on both operands";
     return failure();
   }
@@ -55,9 +55,11 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
     reason = "scales must be E8M0 on both operands or f32 on both";
     return failure();
   }
-  if (plan.chip == Chip::sm_100a) {
-    reason = "the sm_100a kernel takes MX operands only (E8M0 scales of "
-             "[1, 32] blocks)";
+  // The block-scaled kernel has no FP8 main loop with f32 scales yet.
+  if (hasBlockScaledTensorCores(plan.chip)) {
+    reason = ("the " + getChipName(plan.chip) +
+              " kernel takes MX operands only (E8M0 scales of [1, 32] blocks)")
+                 .str();
     return failure();
   }
   if (aBlock == op.getLhs().getType().getShape() &&

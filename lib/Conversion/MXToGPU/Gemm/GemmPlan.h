@@ -5,11 +5,11 @@
 // CTA tile and pipeline depth, the warp roles and their register budgets, the
 // shared-memory carve-up (operand stages, scale chunks, dequantized bf16
 // buffers, mbarriers), the tensor-memory columns on SM100, and how the
-// scales are laid out. It is computed once
-// from the op and the chip (`planGemm`), printed as the kernel's
-// `mx.gemm_plan` attribute for lit tests, and passed to the skeleton and the
-// main loops, which take these decisions from it rather than making them
-// (they only work out the per-thread indexing that follows).
+// scales are laid out. It is computed once from the op and the chip
+// (`planGemm`), printed as the kernel's `mx.gemm_plan` attribute for lit
+// tests, and passed to the skeleton and the main loops, which take these
+// decisions from it rather than making them (they only work out the
+// per-thread indexing that follows).
 //
 //===----------------------------------------------------------------------===//
 
