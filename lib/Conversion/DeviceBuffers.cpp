@@ -60,3 +60,22 @@ Value mx::getDevicePointer(OpBuilder &b, Location loc, Value tensorOrBuffer) {
   return LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);
 }
+
+LogicalResult mx::checkRuntimeFunction(ModuleOp module, StringRef name,
+                                       LLVM::LLVMFunctionType type,
+                                       std::string &reason) {
+  Operation *symbol = module.lookupSymbol(name);
+  if (!symbol)
+    return success();
+  auto function = dyn_cast<LLVM::LLVMFuncOp>(symbol);
+  if (function && function.getFunctionType() == type)
+    return success();
+  llvm::raw_string_ostream os(reason);
+  os << "the module defines @" << name << " as ";
+  if (function)
+    os << function.getFunctionType();
+  else
+    os << "'" << symbol->getName() << "'";
+  os << ", not the runtime's " << type;
+  return failure();
+}

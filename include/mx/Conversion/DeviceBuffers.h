@@ -13,7 +13,9 @@
 #ifndef MX_CONVERSION_DEVICEBUFFERS_H
 #define MX_CONVERSION_DEVICEBUFFERS_H
 
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <optional>
@@ -43,6 +45,16 @@ std::optional<int32_t> getRuntimeElementType(mlir::Type type);
 /// pass.
 mlir::Value getDevicePointer(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value tensorOrBuffer);
+
+/// Whether `module` can call the runtime's C function `name` (MXRuntime.h)
+/// with LLVM type `type`: it does not define `name`, or declares or defines
+/// it as an LLVM function of that type. Otherwise `reason` says what the
+/// module has instead, for the lowering to report on its op before it
+/// rewrites anything.
+mlir::LogicalResult checkRuntimeFunction(mlir::ModuleOp module,
+                                         llvm::StringRef name,
+                                         mlir::LLVM::LLVMFunctionType type,
+                                         std::string &reason);
 
 } // namespace mx
 

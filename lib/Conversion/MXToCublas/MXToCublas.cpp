@@ -80,6 +80,29 @@ getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
   return std::make_pair(*lhs, *rhs);
 }
 
+/// The LLVM type of `mxrtScaledMatmul` (MXRuntime.h): a C symbol called as
+/// is, with no MLIR memref calling convention or C-interface wrapper.
+LLVM::LLVMFunctionType getScaledMatmulFnType(MLIRContext *context) {
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto i32 = IntegerType::get(context, 32), i64 = IntegerType::get(context, 64);
+  return LLVM::LLVMFunctionType::get(i32, {i64, i64, i64, ptr, i32, ptr, i32,
+                                           ptr, i32, ptr, i32, ptr, i32, ptr});
+}
+
+/// The scale modes of `op`'s cuBLASLt call, or why it can have none: no
+/// mode for its scales on `chip`, or a module symbol in the way of the call.
+FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
+getCublasCall(ScaledMatmulOp op, Chip chip, std::string &reason) {
+  auto modes = getScaleModes(op, chip, reason);
+  if (failed(modes) ||
+      failed(checkRuntimeFunction(op->getParentOfType<ModuleOp>(),
+                                  kScaledMatmulFn,
+                                  getScaledMatmulFnType(op.getContext()),
+                                  reason)))
+    return failure();
+  return modes;
+}
+
 /// Whether convert-mx-to-gpu generates a kernel for `op` on `chip`.
 bool hasGeneratedKernel(ScaledMatmulOp op, Chip chip) {
   std::string reason;
@@ -96,7 +119,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
       return rewriter.notifyMatchFailure(op, "left to the generated kernel");
     std::string reason;
     FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>> modes =
-        getScaleModes(op, chip, reason);
+        getCublasCall(op, chip, reason);
     if (failed(modes))
       return rewriter.notifyMatchFailure(op, reason);
     auto [lhsMode, rhsMode] = *modes;
@@ -106,16 +129,12 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
     auto module = op->getParentOfType<ModuleOp>();
-    // Declared as an LLVM function: a C symbol called as is, with no MLIR
-    // memref calling convention or C-interface wrapper in between.
-    auto fnType = LLVM::LLVMFunctionType::get(
-        i32, {i64, i64, i64, ptrType, i32, ptrType, i32, ptrType, i32, ptrType,
-              i32, ptrType, i32, ptrType});
     auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(kScaledMatmulFn);
     if (!callee) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
-      callee = LLVM::LLVMFuncOp::create(rewriter, loc, kScaledMatmulFn, fnType);
+      callee = LLVM::LLVMFuncOp::create(rewriter, loc, kScaledMatmulFn,
+                                        getScaledMatmulFnType(ctx));
     }
 
     RankedTensorType resultType = op.getResult().getType();
@@ -163,7 +182,7 @@ struct ConvertMXToCublasPass
       return signalPassFailure();
     WalkResult result = getOperation()->walk([&](ScaledMatmulOp op) {
       std::string cublasReason, kernelReason;
-      (void)getScaleModes(op, chip, cublasReason);
+      (void)getCublasCall(op, chip, cublasReason);
       if (!skipGenerated) {
         op.emitOpError("has no cuBLASLt lowering: ") << cublasReason;
         return WalkResult::interrupt();

@@ -49,3 +49,15 @@ func.func @linear_mx(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b
       : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
   return %c : tensor<64x32xf32>
 }
+
+// -----
+
+// A module symbol in the way of the runtime call is reported on the op.
+func.func private @mxrtScaledMatmul(i32) -> i32
+
+func.func @runtime_symbol_taken(%a: tensor<64x128xf8E4M3FN>, %as: tensor<1x1xf32>, %b: tensor<32x128xf8E5M2>, %bs: tensor<1x1xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: the module defines @mxrtScaledMatmul as 'func.func', not the runtime's !llvm.func<i32 (i64, i64, i64, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr)>}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [64, 128] rhs_block [32, 128]
+      : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<32x128xf8E5M2>, tensor<1x1xf32> -> tensor<64x32xf32>
+  return %c : tensor<64x32xf32>
+}

@@ -81,16 +81,25 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
   return kernel;
 }
 
+/// The LLVM type of `mxrtTensorMap` (MXRuntime.h).
+LLVM::LLVMFunctionType getTensorMapFnType(MLIRContext *context) {
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto i32 = IntegerType::get(context, 32);
+  return LLVM::LLVMFunctionType::get(ptr, {ptr, i32, i32, ptr, ptr, i32});
+}
+
 /// Host code asking the runtime for the tensor map of a [rows, K] FP8
-/// operand read in boxes of [boxRows, 128 bytes], 128B-swizzled.
+/// operand read in boxes of [boxRows, 128 bytes], 128B-swizzled. The module
+/// has no other @mxrtTensorMap (checkGemmKernelSupport).
 Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module, Value data,
                       Type elementType, int64_t rows, int64_t k,
                       int64_t boxRows) {
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
-      b, module, kTensorMapFn, {ptr, i32, i32, ptr, ptr, i32}, ptr);
-  assert(succeeded(fn) && "mxrtTensorMap declared with another type");
+  LLVM::LLVMFunctionType fnType = getTensorMapFnType(b.getContext());
+  FailureOr<LLVM::LLVMFuncOp> fn =
+      LLVM::lookupOrCreateFn(b, module, kTensorMapFn, fnType.getParams(),
+                             fnType.getReturnType());
   auto constant = [&](Type type, int64_t v) {
     return arith::ConstantIntOp::create(b, type, v).getResult();
   };
@@ -135,9 +144,12 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
                                 PatternRewriter &rewriter) const override {
     std::string reason;
     FailureOr<GemmPlan> plan = planGemm(op, chip, reason);
-    if (failed(plan))
-      return rewriter.notifyMatchFailure(op, reason);
     auto module = op->getParentOfType<ModuleOp>();
+    if (failed(plan) ||
+        failed(checkRuntimeFunction(module, kTensorMapFn,
+                                    getTensorMapFnType(op.getContext()),
+                                    reason)))
+      return rewriter.notifyMatchFailure(op, reason);
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     rewriter.getUnitAttr());
     gpu::GPUFuncOp kernel = buildKernel(rewriter, op.getLoc(), module, *plan);
@@ -179,7 +191,10 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
 
 LogicalResult mx::checkGemmKernelSupport(ScaledMatmulOp op, Chip chip,
                                          std::string &reason) {
-  return success(succeeded(planGemm(op, chip, reason)));
+  if (failed(planGemm(op, chip, reason)))
+    return failure();
+  return checkRuntimeFunction(op->getParentOfType<ModuleOp>(), kTensorMapFn,
+                              getTensorMapFnType(op.getContext()), reason);
 }
 
 void mx::swizzleGemmScales(Operation *root, Chip chip) {
