@@ -92,6 +92,24 @@ def test_dequantize_f32_scales(rng, rounding):
     assert_bits_equal(out, reference.dequantize(data, scales, (128, 128)), "dequantized")
 
 
+@pytest.mark.parametrize("out_dtype", [np.float32, ml_dtypes.bfloat16, np.float16])
+def test_dequantize_special_f32_scales(rng, out_dtype):
+    """f32 scales of any value: +-Inf (0 x Inf is NaN), NaNs with sign and payload, signalling NaN,
+    zero, subnormal, max finite; every NaN result must be the contract's positive quiet NaN."""
+    special_bits = np.array([0x7F800000, 0xFF800000, 0x7FC00001, 0xFFC00000, 0x7F800001, 0xFFFFFFFF,
+                             0x00000000, 0x80000000, 0x00000001, 0x7F7FFFFF], np.uint32)
+    data = rng.integers(0, 256, size=(16, 4 * special_bits.size), dtype=np.uint8)
+    data[:, ::4] = 0x00  # +0 and -0 in every block, so 0 x Inf occurs
+    data[:, 1::4] = 0x80
+    scales = rng.standard_normal((16, special_bits.size)).astype(np.float32)
+    scales.view(np.uint32)[::2] = special_bits
+    data = data.view(ml_dtypes.float8_e4m3fn)
+    out = tools.cpu_dequantize(data, scales, (1, 4), out_dtype)
+    expected = reference.dequantize(data, scales, (1, 4), out_dtype)
+    assert np.isnan(expected.astype(np.float32)).any()
+    assert_bits_equal(out, expected, "dequantized")
+
+
 @pytest.mark.parametrize("unscaled_dim", [0, 1])
 @pytest.mark.parametrize("shape", [(500, 6), (4, 2), (256, 8), (129, 5), (3, 300)])
 def test_swizzle_round_trip(rng, shape, unscaled_dim):

@@ -183,11 +183,9 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
                                identity},
         parallelIterators(rank),
         [&](OpBuilder &b, Location nloc, ValueRange args) {
-          Value product = buildDequantized(b, nloc, args[0], args[1]);
-          if (args[2].getType() != product.getType())
-            product =
-                arith::TruncFOp::create(b, nloc, args[2].getType(), product);
-          linalg::YieldOp::create(b, nloc, product);
+          linalg::YieldOp::create(b, nloc,
+                                  buildDequantized(b, nloc, args[0], args[1],
+                                                   args[2].getType()));
         });
     rewriter.replaceOp(op, generic.getResult(0));
     return success();

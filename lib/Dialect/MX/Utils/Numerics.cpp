@@ -256,7 +256,7 @@ Value mx::buildZeroBits(OpBuilder &b, Location loc, Type type) {
 }
 
 Value mx::buildDequantized(OpBuilder &b, Location loc, Value element,
-                           Value scale) {
+                           Value scale, Type resultType) {
   Value bits = arith::BitcastOp::create(b, loc, b.getI8Type(), element);
   Value value = buildExtFromElementBits(b, loc, bits, element.getType());
   if (!scale.getType().isF32()) {
@@ -264,5 +264,14 @@ Value mx::buildDequantized(OpBuilder &b, Location loc, Value element,
     scale = buildScaleValue(
         b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), byte));
   }
-  return arith::MulFOp::create(b, loc, value, scale);
+  Value product = arith::MulFOp::create(b, loc, value, scale);
+  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                      product, product);
+  if (resultType != product.getType())
+    product = arith::TruncFOp::create(b, loc, resultType, product);
+  Value quietNaN = arith::ConstantOp::create(
+      b, loc,
+      b.getFloatAttr(resultType, APFloat::getQNaN(cast<FloatType>(resultType)
+                                                      .getFloatSemantics())));
+  return arith::SelectOp::create(b, loc, isNaN, quietNaN, product);
 }

@@ -48,10 +48,16 @@ mlir::Value buildStoredScale(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value buildZeroBits(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Type type);
 
-/// float(element) * scale as one f32 multiplication, for an f8E4M3FN/f8E5M2
-/// `element` and an f8E8M0FNU or f32 `scale` (E8M0 0xFF gives NaN).
+/// The `mx.dequantize` of one element, of type `resultType` (f32, bf16 or
+/// f16): float(element) * scale as one f32 multiplication, for an
+/// f8E4M3FN/f8E5M2 `element` and an f8E8M0FNU or f32 `scale` (E8M0 0xFF gives
+/// NaN), rounded to nearest even to `resultType`. Every NaN result is the
+/// positive quiet NaN of `resultType` (docs/numerics.md): the sign and
+/// payload that 0 x Inf, a NaN scale or the target's arithmetic would give
+/// differ between CPUs and GPUs.
 mlir::Value buildDequantized(mlir::OpBuilder &b, mlir::Location loc,
-                             mlir::Value element, mlir::Value scale);
+                             mlir::Value element, mlir::Value scale,
+                             mlir::Type resultType);
 
 /// Converts f32 `value` to the bits (i8) of `elementType` with
 /// round-to-nearest-even, saturation to +-maxfinite and subnormal results;
