@@ -1,6 +1,7 @@
 //===- Target.cpp - The chips the mx GPU lowerings compile for ------------===//
 //
-// The per-chip decisions declared in Target.h.
+// The per-chip decisions declared in Target.h, read from one row of facts
+// per chip.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,15 +11,34 @@
 
 using namespace mx;
 
-llvm::StringRef mx::getChipName(Chip chip) {
+namespace {
+
+/// Every fact of one chip, in one row.
+struct ChipFacts {
+  llvm::StringLiteral name, ptxFeatures;
+  bool blockScaledTensorCores;
+  GemmKernelResources gemm;
+};
+
+const ChipFacts &getChipFacts(Chip chip) {
+  // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block. B200: 148
+  // SMs, 227 KiB of shared memory per block, 512 columns of tensor memory per
+  // SM. PTX 8.6 is the oldest ISA CUDA 13 takes for sm_90a; 8.8 the first
+  // with `tcgen05.mma ... block_scale.block32`.
+  static const ChipFacts sm90a{"sm_90a", "+ptx86", false, {132, 232448, 0}};
+  static const ChipFacts sm100a{"sm_100a", "+ptx88", true, {148, 232448, 512}};
   switch (chip) {
   case Chip::sm_90a:
-    return "sm_90a";
+    return sm90a;
   case Chip::sm_100a:
-    return "sm_100a";
+    return sm100a;
   }
   llvm_unreachable("unknown chip");
 }
+
+} // namespace
+
+llvm::StringRef mx::getChipName(Chip chip) { return getChipFacts(chip).name; }
 
 llvm::cl::ValuesClass mx::getChipOptionValues() {
   return llvm::cl::values(clEnumValN(Chip::sm_90a, getChipName(Chip::sm_90a),
@@ -28,28 +48,15 @@ llvm::cl::ValuesClass mx::getChipOptionValues() {
 }
 
 llvm::StringRef mx::getPtxFeatures(Chip chip) {
-  switch (chip) {
-  case Chip::sm_90a:
-    return "+ptx86";
-  case Chip::sm_100a:
-    return "+ptx88";
-  }
-  llvm_unreachable("unknown chip");
+  return getChipFacts(chip).ptxFeatures;
 }
 
-bool mx::hasBlockScaledTensorCores(Chip chip) { return chip == Chip::sm_100a; }
+bool mx::hasBlockScaledTensorCores(Chip chip) {
+  return getChipFacts(chip).blockScaledTensorCores;
+}
 
 GemmKernelResources mx::getGemmKernelResources(Chip chip) {
-  switch (chip) {
-  case Chip::sm_90a:
-    // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block.
-    return GemmKernelResources{132, 232448, 0};
-  case Chip::sm_100a:
-    // B200: 148 SMs, 227 KiB of shared memory per block, 512 columns of
-    // tensor memory per SM.
-    return GemmKernelResources{148, 232448, 512};
-  }
-  llvm_unreachable("unknown chip");
+  return getChipFacts(chip).gemm;
 }
 
 llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
