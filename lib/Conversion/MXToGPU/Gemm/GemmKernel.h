@@ -97,6 +97,8 @@ public:
   void releaseStage(const ConsumerThread &thread, mlir::Value stage);
   /// Runs `body` when `condition` holds.
   void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
+  /// Whether this thread is in warp `warp` of the CTA (i1).
+  mlir::Value isInWarp(int64_t warp);
   /// Runs `body` on one elected thread of warp `warp` of the CTA.
   void ifElectedInWarp(int64_t warp, llvm::function_ref<void()> body);
   /// Loads an f32 from `base[index]` (global).

@@ -234,12 +234,15 @@ void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
   copyChunks(args.bScales, &StageLayout::bScales, origin.n, plan.tileN, plan.n);
 }
 
+Value GemmKernelBuilder::isInWarp(int64_t warp) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                               arith::DivUIOp::create(b, threadIdx, i32(32)),
+                               i32(warp));
+}
+
 void GemmKernelBuilder::ifElectedInWarp(int64_t warp,
                                         function_ref<void()> body) {
-  Value inWarp = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::eq,
-      arith::DivUIOp::create(b, threadIdx, i32(32)), i32(warp));
-  ifThen(inWarp, [&] {
+  ifThen(isInWarp(warp), [&] {
     ifThen(NVVM::ElectSyncOp::create(b, b.getI1Type(), Value()), body);
   });
 }

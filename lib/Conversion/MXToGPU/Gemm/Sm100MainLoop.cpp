@@ -66,10 +66,7 @@ Tcgen05OperandFormat getOperandFormat(Type type) {
 
 void GemmKernelBuilder::allocateTensorMemory() {
   Value slot = sharedPointer(sharedAddress(plan.tensorMemorySlot));
-  Value inMmaWarp = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::eq,
-      arith::DivUIOp::create(b, threadIdx, i32(32)), i32(kMmaWarp));
-  ifThen(inMmaWarp, [&] {
+  ifThen(isInWarp(kMmaWarp), [&] {
     NVVM::Tcgen05AllocOp::create(b, slot, i32(plan.tensorMemory.columns));
     NVVM::Tcgen05RelinquishAllocPermitOp::create(b);
   });
@@ -84,10 +81,7 @@ void GemmKernelBuilder::allocateTensorMemory() {
 void GemmKernelBuilder::freeTensorMemory() {
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
   NVVM::Barrier0Op::create(b);
-  Value inMmaWarp = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::eq,
-      arith::DivUIOp::create(b, threadIdx, i32(32)), i32(kMmaWarp));
-  ifThen(inMmaWarp, [&] {
+  ifThen(isInWarp(kMmaWarp), [&] {
     NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
     NVVM::Tcgen05DeallocOp::create(b, getTensorMemoryAddress(i32(0), i32(0)),
                                    i32(plan.tensorMemory.columns));
