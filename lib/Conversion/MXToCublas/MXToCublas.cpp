@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -129,13 +130,11 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
     auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(kScaledMatmulFn);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      callee = LLVM::LLVMFuncOp::create(rewriter, loc, kScaledMatmulFn,
-                                        getScaledMatmulFnType(ctx));
-    }
+    // getCublasCall checked that the module has no other @mxrtScaledMatmul.
+    LLVM::LLVMFunctionType fnType = getScaledMatmulFnType(ctx);
+    FailureOr<LLVM::LLVMFuncOp> callee =
+        LLVM::lookupOrCreateFn(rewriter, module, kScaledMatmulFn,
+                               fnType.getParams(), fnType.getReturnType());
 
     RankedTensorType resultType = op.getResult().getType();
     Value out = allocDevice(rewriter, loc, resultType);
@@ -161,7 +160,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
         LLVM::ZeroOp::create(rewriter, loc, ptrType)};
     // The status is also kept by the runtime (mxrtGetLastError), which is
     // where a caller of compiled code reads it.
-    LLVM::CallOp::create(rewriter, loc, callee, args);
+    LLVM::CallOp::create(rewriter, loc, *callee, args);
     rewriter.replaceOp(op, toTensor(rewriter, loc, out));
     return success();
   }
