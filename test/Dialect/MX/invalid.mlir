@@ -88,16 +88,48 @@ func.func @dequantize_scales_shape(%d: tensor<4x64xf8E4M3FN>, %s: tensor<4x2xf8E
 
 // -----
 
-func.func @swizzle_rank(%s: tensor<2x4x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.swizzle' op expected 2-D scales, got 'tensor<2x4x2xf8E8M0FNU>'}}
+func.func @swizzle_rank(%s: tensor<8xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op expected compact scales of rank >= 2 ([batch..., rows, columns]), got 'tensor<8xf8E8M0FNU>'}}
+  %t = mx.swizzle %s : tensor<8xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_batch_dim(%s: tensor<2x4x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op unscaled_dim must be one of the last two dimensions (1 or 2), got 0}}
   %t = mx.swizzle %s : tensor<2x4x2xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
   return
 }
 
 // -----
 
+func.func @swizzle_batch_shape(%s: tensor<2x3x200x3xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op expected tiles shape [2, 3, 2, 1, 32, 4, 4] for [2, 3, 200, 3] scales with unscaled_dim 2, got [6, 2, 1, 32, 4, 4]}}
+  %t = mx.swizzle %s unscaled_dim 2 : tensor<2x3x200x3xf8E8M0FNU> -> tensor<6x2x1x32x4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_blockwise_type(%s: tensor<250x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op layout blockwise is for the f32 scales of FP8 blockwise quantization, got 'f8E8M0FNU'}}
+  %t = mx.swizzle %s layout blockwise : tensor<250x4xf8E8M0FNU> -> tensor<4x63x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @swizzle_blockwise_shape(%s: tensor<250x4xf32>) {
+  // expected-error @+1 {{'mx.swizzle' op expected blockwise shape [4, 63, 4] for [250, 4] scales with unscaled_dim 0, got [4, 250]}}
+  %t = mx.swizzle %s layout blockwise : tensor<250x4xf32> -> tensor<4x250xf32>
+  return
+}
+
+// -----
+
 func.func @swizzle_result_rank(%s: tensor<4x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.swizzle' op expected 5-D swizzled scales, got 'tensor<512xf8E8M0FNU>'}}
+  // expected-error @+1 {{'mx.swizzle' op expected tiles shape [1, 1, 32, 4, 4] for [4, 2] scales with unscaled_dim 0, got [512]}}
   %t = mx.swizzle %s : tensor<4x2xf8E8M0FNU> -> tensor<512xf8E8M0FNU>
   return
 }
@@ -105,7 +137,7 @@ func.func @swizzle_result_rank(%s: tensor<4x2xf8E8M0FNU>) {
 // -----
 
 func.func @swizzle_dim(%s: tensor<4x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.swizzle' op unscaled_dim must be 0 or 1, got 2}}
+  // expected-error @+1 {{'mx.swizzle' op unscaled_dim must be one of the last two dimensions (0 or 1), got 2}}
   %t = mx.swizzle %s unscaled_dim 2 : tensor<4x2xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
   return
 }
@@ -113,7 +145,7 @@ func.func @swizzle_dim(%s: tensor<4x2xf8E8M0FNU>) {
 // -----
 
 func.func @swizzle_element_type(%s: tensor<4x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.swizzle' op swizzled and linear scales must have one element type, got 'f32' and 'f8E8M0FNU'}}
+  // expected-error @+1 {{'mx.swizzle' op swizzled and compact scales must have one element type, got 'f32' and 'f8E8M0FNU'}}
   %t = mx.swizzle %s : tensor<4x2xf8E8M0FNU> -> tensor<1x1x32x4x4xf32>
   return
 }
@@ -121,7 +153,7 @@ func.func @swizzle_element_type(%s: tensor<4x2xf8E8M0FNU>) {
 // -----
 
 func.func @swizzle_shape(%s: tensor<500x6xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.swizzle' op expected swizzled shape [4, 2, 32, 4, 4] for [500, 6] scales with unscaled_dim 0, got [4, 1, 32, 4, 4]}}
+  // expected-error @+1 {{'mx.swizzle' op expected tiles shape [4, 2, 32, 4, 4] for [500, 6] scales with unscaled_dim 0, got [4, 1, 32, 4, 4]}}
   %t = mx.swizzle %s : tensor<500x6xf8E8M0FNU> -> tensor<4x1x32x4x4xf8E8M0FNU>
   return
 }
@@ -129,7 +161,7 @@ func.func @swizzle_shape(%s: tensor<500x6xf8E8M0FNU>) {
 // -----
 
 func.func @swizzle_columnwise_shape(%s: tensor<16x200xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.swizzle' op expected swizzled shape [2, 4, 32, 4, 4] for [16, 200] scales with unscaled_dim 1, got [1, 50, 32, 4, 4]}}
+  // expected-error @+1 {{'mx.swizzle' op expected tiles shape [2, 4, 32, 4, 4] for [16, 200] scales with unscaled_dim 1, got [1, 50, 32, 4, 4]}}
   %t = mx.swizzle %s unscaled_dim 1 : tensor<16x200xf8E8M0FNU> -> tensor<1x50x32x4x4xf8E8M0FNU>
   return
 }
@@ -145,7 +177,7 @@ func.func @swizzle_dynamic(%s: tensor<?x6xf8E8M0FNU>) {
 // -----
 
 func.func @unswizzle_shape(%t: tensor<4x2x32x4x4xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.unswizzle' op expected swizzled shape [1, 2, 32, 4, 4] for [100, 6] scales with unscaled_dim 0, got [4, 2, 32, 4, 4]}}
+  // expected-error @+1 {{'mx.unswizzle' op expected tiles shape [1, 2, 32, 4, 4] for [100, 6] scales with unscaled_dim 0, got [4, 2, 32, 4, 4]}}
   %s = mx.unswizzle %t : tensor<4x2x32x4x4xf8E8M0FNU> -> tensor<100x6xf8E8M0FNU>
   return
 }
@@ -153,7 +185,7 @@ func.func @unswizzle_shape(%t: tensor<4x2x32x4x4xf8E8M0FNU>) {
 // -----
 
 func.func @unswizzle_rank(%t: tensor<4x2x32x16xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.unswizzle' op expected 5-D swizzled scales, got 'tensor<4x2x32x16xf8E8M0FNU>'}}
+  // expected-error @+1 {{'mx.unswizzle' op expected tiles shape [4, 2, 32, 4, 4] for [500, 6] scales with unscaled_dim 0, got [4, 2, 32, 16]}}
   %s = mx.unswizzle %t : tensor<4x2x32x16xf8E8M0FNU> -> tensor<500x6xf8E8M0FNU>
   return
 }
@@ -161,7 +193,7 @@ func.func @unswizzle_rank(%t: tensor<4x2x32x16xf8E8M0FNU>) {
 // -----
 
 func.func @matmul_rank(%a: tensor<2x64x64xf8E4M3FN>, %as: tensor<2x64x2xf8E8M0FNU>, %b: tensor<64x64xf8E4M3FN>, %bs: tensor<64x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op expected 2-D lhs [M, K] and rhs [N, K], got 'tensor<2x64x64xf8E4M3FN>' and 'tensor<64x64xf8E4M3FN>'}}
+  // expected-error @+1 {{'mx.scaled_matmul' op lhs and rhs must have one rank, got 'tensor<2x64x64xf8E4M3FN>' and 'tensor<64x64xf8E4M3FN>'}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<2x64x64xf8E4M3FN>, tensor<2x64x2xf8E8M0FNU>, tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xf32>
   return
@@ -170,7 +202,7 @@ func.func @matmul_rank(%a: tensor<2x64x64xf8E4M3FN>, %as: tensor<2x64x2xf8E8M0FN
 // -----
 
 func.func @matmul_k(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<64x128xf8E4M3FN>, %bs: tensor<64x4xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op lhs K (64) must equal rhs K (128); rhs is [N, K]}}
+  // expected-error @+1 {{'mx.scaled_matmul' op lhs K (64, k_contiguous) must equal rhs K (128, k_contiguous)}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<64x64xf32>
   return
@@ -188,7 +220,7 @@ func.func @matmul_block_entries(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E
 // -----
 
 func.func @matmul_k_multiple(%a: tensor<64x100xf8E4M3FN>, %as: tensor<64x4xf8E8M0FNU>, %b: tensor<64x100xf8E4M3FN>, %bs: tensor<64x4xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op K = 100 is not a multiple of the lhs block's K extent 32}}
+  // expected-error @+1 {{'mx.scaled_matmul' op K = 100 is not a multiple of the lhs block's K extent 32 (dimension 1 of a k_contiguous operand)}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<64x100xf8E4M3FN>, tensor<64x4xf8E8M0FNU>, tensor<64x100xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<64x64xf32>
   return
@@ -205,17 +237,17 @@ func.func @matmul_scales_shape(%a: tensor<64x256xf8E4M3FN>, %as: tensor<64x2xf32
 
 // -----
 
-func.func @matmul_scales_rank(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2x1xf8E8M0FNU>, %b: tensor<64x64xf8E4M3FN>, %bs: tensor<64x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op expected lhs scales to be 2-D (linear) or 5-D (swizzled), got 'tensor<64x2x1xf8E8M0FNU>'}}
+func.func @matmul_scales_rank(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2x1x1xf8E8M0FNU>, %b: tensor<64x64xf8E4M3FN>, %bs: tensor<64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected lhs scales of rank 2 (linear), 5 (tiles) or 3 (blockwise GEMM-ready), got 'tensor<64x2x1x1xf8E8M0FNU>'}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
-      : tensor<64x64xf8E4M3FN>, tensor<64x2x1xf8E8M0FNU>, tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xf32>
+      : tensor<64x64xf8E4M3FN>, tensor<64x2x1x1xf8E8M0FNU>, tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xf32>
   return
 }
 
 // -----
 
 func.func @matmul_swizzled_block(%a: tensor<128x128xf8E4M3FN>, %as: tensor<1x1x32x4x4xf32>, %b: tensor<64x128xf8E4M3FN>, %bs: tensor<64x4xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op swizzled lhs scales need a [1, k] block, got [128, 128]}}
+  // expected-error @+1 {{'mx.scaled_matmul' op swizzled lhs scales need a block of extent 1 off K, got [128, 128]}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [128, 128] rhs_block [1, 32]
       : tensor<128x128xf8E4M3FN>, tensor<1x1x32x4x4xf32>, tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<128x64xf32>
   return
@@ -224,7 +256,7 @@ func.func @matmul_swizzled_block(%a: tensor<128x128xf8E4M3FN>, %as: tensor<1x1x3
 // -----
 
 func.func @matmul_swizzled_shape(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<2x4x32x4x4xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op expected swizzled rhs scales of shape [1, 4, 32, 4, 4], got [2, 4, 32, 4, 4]}}
+  // expected-error @+1 {{'mx.scaled_matmul' op expected tiles rhs scales of shape [1, 4, 32, 4, 4], got [2, 4, 32, 4, 4]}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU> -> tensor<256x128xf32>
   return
@@ -233,7 +265,7 @@ func.func @matmul_swizzled_shape(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x3
 // -----
 
 func.func @matmul_result_shape(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op expected result shape [64, 32] ([M, N]), got [64, 64]}}
+  // expected-error @+1 {{'mx.scaled_matmul' op expected result shape [64, 32] ([batch..., M, N]), got [64, 64]}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x64xf32>
   return
@@ -254,5 +286,146 @@ func.func @bad_rounding(%x: tensor<4x64xf32>) {
   // expected-error @+2 {{expected ::mx::ScaleRounding to be one of: ceil, floor, exact}}
   // expected-error @+1 {{failed to parse MX_ScaleRoundingAttr parameter 'value'}}
   %d, %s = mx.quantize %x block [1, 32] rounding nearest : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_rank(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op expected input of rank >= 2 ([batch..., rows, columns]), got 'tensor<64xf32>'}}
+  %d, %s = mx.quantize %x block [32] : tensor<64xf32> -> tensor<64xf8E4M3FN>, tensor<2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_batch_block(%x: tensor<2x64x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op block must be 1 on batch dimension 0 (blocks span only the last two dimensions), got [2, 1, 32]}}
+  %d, %s = mx.quantize %x block [2, 1, 32] : tensor<2x64x64xf32> -> tensor<2x64x64xf8E4M3FN>, tensor<1x64x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x64x64xf8E4M3FN>, %as: tensor<2x64x2xf8E8M0FNU>, %b: tensor<3x64x64xf8E4M3FN>, %bs: tensor<3x64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op lhs and rhs batch dimensions differ: [2] and [3]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 1, 32] rhs_block [1, 1, 32]
+      : tensor<2x64x64xf8E4M3FN>, tensor<2x64x2xf8E8M0FNU>, tensor<3x64x64xf8E4M3FN>, tensor<3x64x2xf8E8M0FNU> -> tensor<2x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k_outer_multiple(%a: tensor<48x64xf8E4M3FN>, %as: tensor<2x64xf8E8M0FNU>, %b: tensor<64x48xf8E4M3FN>, %bs: tensor<64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op K = 48 is not a multiple of the lhs block's K extent 32 (dimension 0 of a k_outer operand)}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [32, 1] lhs_layout k_outer rhs_block [1, 32]
+      : tensor<48x64xf8E4M3FN>, tensor<2x64xf8E8M0FNU>, tensor<64x48xf8E4M3FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k_outer_scales(%a: tensor<64x96xf8E4M3FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<64x96xf8E4M3FN>, %bs: tensor<2x96xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected scales of shape [64, 3] (ceil of lhs shape [64, 96] / block [1, 32]), got [64, 2]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] lhs_layout k_outer rhs_block [32, 1] rhs_layout k_outer
+      : tensor<64x96xf8E4M3FN>, tensor<64x2xf8E8M0FNU>, tensor<64x96xf8E4M3FN>, tensor<2x96xf8E8M0FNU> -> tensor<96x96xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_blockwise_ready_shape(%a: tensor<250x512xf8E4M3FN>, %as: tensor<4x250x1xf32>, %b: tensor<64x512xf8E4M3FN>, %bs: tensor<64x4xf32>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected blockwise lhs scales of shape [4, 63, 4], got [4, 250, 1]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
+      : tensor<250x512xf8E4M3FN>, tensor<4x250x1xf32>, tensor<64x512xf8E4M3FN>, tensor<64x4xf32> -> tensor<250x64xf32>
+  return
+}
+
+// -----
+
+func.func @amax_rank(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'mx.amax' op expected input of rank >= 2 ([batch..., rows, columns]), got 'tensor<64xf32>'}}
+  %a = mx.amax %x : tensor<64xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @delayed_scale_inv(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op expected scale_inv of shape [1, 1] (one scale for the whole tensor), got [1]}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1xf32>, tensor<16x3xf32>
+  return
+}
+
+// -----
+
+func.func @delayed_history_columns(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x2xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op history 'tensor<16x2xf32>' must have one column per scale of 'tensor<3xf32>'}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x2xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x2xf32>
+  return
+}
+
+// -----
+
+func.func @delayed_index(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op index 3 is out of range for 3 scales}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 3
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return
+}
+
+// -----
+
+func.func @delayed_new_history(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op new_history must have the history's type 'tensor<16x3xf32>', got 'tensor<8x3xf32>'}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 0
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<8x3xf32>
+  return
+}
+
+// -----
+
+func.func @delayed_data_shape(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op data shape [128, 64] must equal the input shape [64, 128]}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 0
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return
+}
+
+// -----
+
+func.func @history_rows(%h: tensor<0x3xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'mx.update_amax_history' op expected a history of at least one row, got 'tensor<0x3xf32>'}}
+  %h1, %s1 = mx.update_amax_history %h, %s element f8E4M3FN
+      : tensor<0x3xf32>, tensor<3xf32> -> tensor<0x3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @history_margin(%h: tensor<4x3xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'mx.update_amax_history' op margin must lie in -126..127 (2^margin a normal f32), got 200}}
+  %h1, %s1 = mx.update_amax_history %h, %s element f8E4M3FN margin 200
+      : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @history_result_types(%h: tensor<4x3xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'mx.update_amax_history' op results must have the types of history and scales ('tensor<4x3xf32>', 'tensor<3xf32>'), got 'tensor<4x3xf32>', 'tensor<4xf32>'}}
+  %h1, %s1 = mx.update_amax_history %h, %s element f8E4M3FN
+      : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @history_element(%h: tensor<4x3xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'mx.update_amax_history' op attribute 'element' failed to satisfy constraint}}
+  %h1, %s1 = mx.update_amax_history %h, %s element bf16
+      : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
   return
 }

@@ -4,6 +4,8 @@
 // offending operand, the shape or type it got and the one it expected, so that
 // a compiler emitting mx ops can fix its output without reading this file.
 // Shapes must be static: block and scale shapes are compile-time layout facts.
+// Tensors of data have rank >= 2; their leading dimensions are batch
+// dimensions, which blocks never span.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +36,33 @@ SmallVector<int64_t> mx::getSwizzledShape(int64_t rows, int64_t cols) {
           llvm::divideCeilSigned(cols, kSwizzleTileCols), 32, 4, 4};
 }
 
+SmallVector<int64_t> mx::getSwizzledScalesShape(ArrayRef<int64_t> shape,
+                                                int64_t unscaledDim,
+                                                SwizzleLayout layout) {
+  int64_t rank = shape.size();
+  int64_t rows = shape[unscaledDim];
+  int64_t cols = shape[unscaledDim == rank - 1 ? rank - 2 : rank - 1];
+  SmallVector<int64_t> result(shape.drop_back(2));
+  if (layout == SwizzleLayout::tiles)
+    llvm::append_range(result, getSwizzledShape(rows, cols));
+  else
+    result.append({cols, llvm::divideCeilSigned(rows, kBlockwisePadding),
+                   kBlockwisePadding});
+  return result;
+}
+
+MatmulOperandShape mx::getMatmulOperandShape(ArrayRef<int64_t> shape,
+                                             OperandLayout layout) {
+  int64_t rank = shape.size();
+  MatmulOperandShape result;
+  result.batch.assign(shape.begin(), shape.end() - 2);
+  result.kDim = layout == OperandLayout::k_contiguous ? rank - 1 : rank - 2;
+  result.rowsDim = layout == OperandLayout::k_contiguous ? rank - 2 : rank - 1;
+  result.rows = shape[result.rowsDim];
+  result.k = shape[result.kDim];
+  return result;
+}
+
 double mx::getMaxFinite(Type elementType) {
   return isa<Float8E4M3FNType>(elementType) ? 448.0 : 57344.0;
 }
@@ -59,6 +88,17 @@ static LogicalResult verifyStaticShapes(Operation *op) {
   return success();
 }
 
+/// Checks that a tensor of data has the batch-plus-matrix rank every mx op
+/// takes.
+static LogicalResult verifyDataRank(Operation *op, StringRef name,
+                                    RankedTensorType type) {
+  if (type.getRank() < 2)
+    return op->emitOpError("expected ")
+           << name << " of rank >= 2 ([batch..., rows, columns]), got "
+           << type;
+  return success();
+}
+
 /// Checks a block against the shape it tiles and the scales it produces.
 static LogicalResult verifyBlockScales(Operation *op, StringRef shapeName,
                                        ArrayRef<int64_t> shape,
@@ -71,6 +111,11 @@ static LogicalResult verifyBlockScales(Operation *op, StringRef shapeName,
   if (llvm::any_of(block, [](int64_t size) { return size <= 0; }))
     return op->emitOpError("block entries must be positive, got ")
            << formatShape(block);
+  for (int64_t dim = 0, e = shape.size() - 2; dim < e; ++dim)
+    if (block[dim] != 1)
+      return op->emitOpError("block must be 1 on batch dimension ")
+             << dim << " (blocks span only the last two dimensions), got "
+             << formatShape(block);
   SmallVector<int64_t> expected = getScalesShape(shape, block);
   if (scalesType.getShape() != ArrayRef<int64_t>(expected))
     return op->emitOpError("expected scales of shape ")
@@ -85,7 +130,8 @@ static LogicalResult verifyBlockScales(Operation *op, StringRef shapeName,
 //===----------------------------------------------------------------------===//
 
 LogicalResult QuantizeOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyStaticShapes(*this)) ||
+      failed(verifyDataRank(*this, "input", getInput().getType())))
     return failure();
   ArrayRef<int64_t> shape = getInput().getType().getShape();
   if (getData().getType().getShape() != shape)
@@ -107,7 +153,8 @@ LogicalResult QuantizeOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult DequantizeOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyStaticShapes(*this)) ||
+      failed(verifyDataRank(*this, "data", getData().getType())))
     return failure();
   ArrayRef<int64_t> shape = getData().getType().getShape();
   if (getResult().getType().getShape() != shape)
@@ -122,46 +169,55 @@ LogicalResult DequantizeOp::verify() {
 // SwizzleOp / UnswizzleOp
 //===----------------------------------------------------------------------===//
 
-/// Checks that `tiled` is the swizzled form of the 2-D scales `linear`.
+/// Checks that `swizzled` is the `layout` form of the compact scales
+/// `compact`.
 static LogicalResult verifySwizzlePair(Operation *op, int64_t unscaledDim,
-                                       RankedTensorType linear,
-                                       RankedTensorType tiled) {
-  if (failed(verifyStaticShapes(op)))
+                                       SwizzleLayout layout,
+                                       RankedTensorType compact,
+                                       RankedTensorType swizzled) {
+  if (failed(verifyStaticShapes(op)) ||
+      failed(verifyDataRank(op, "compact scales", compact)))
     return failure();
-  if (linear.getRank() != 2)
-    return op->emitOpError("expected 2-D scales, got ") << linear;
-  if (tiled.getRank() != 5)
-    return op->emitOpError("expected 5-D swizzled scales, got ") << tiled;
-  if (unscaledDim != 0 && unscaledDim != 1)
-    return op->emitOpError("unscaled_dim must be 0 or 1, got ") << unscaledDim;
-  if (linear.getElementType() != tiled.getElementType())
-    return op->emitOpError("swizzled and linear scales must have one element "
-                           "type, got ")
-           << tiled.getElementType() << " and " << linear.getElementType();
-  int64_t rows = linear.getDimSize(unscaledDim);
-  int64_t cols = linear.getDimSize(1 - unscaledDim);
-  SmallVector<int64_t> expected = getSwizzledShape(rows, cols);
-  if (tiled.getShape() != ArrayRef<int64_t>(expected))
-    return op->emitOpError("expected swizzled shape ")
-           << formatShape(expected) << " for " << formatShape(linear.getShape())
+  int64_t rank = compact.getRank();
+  if (unscaledDim != rank - 2 && unscaledDim != rank - 1)
+    return op->emitOpError("unscaled_dim must be one of the last two "
+                           "dimensions (")
+           << rank - 2 << " or " << rank - 1 << "), got " << unscaledDim;
+  if (compact.getElementType() != swizzled.getElementType())
+    return op->emitOpError("swizzled and compact scales must have one "
+                           "element type, got ")
+           << swizzled.getElementType() << " and "
+           << compact.getElementType();
+  if (layout == SwizzleLayout::blockwise && !compact.getElementType().isF32())
+    return op->emitOpError("layout blockwise is for the f32 scales of FP8 "
+                           "blockwise quantization, got ")
+           << compact.getElementType();
+  SmallVector<int64_t> expected =
+      getSwizzledScalesShape(compact.getShape(), unscaledDim, layout);
+  if (swizzled.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError("expected ")
+           << stringifySwizzleLayout(layout) << " shape "
+           << formatShape(expected) << " for "
+           << formatShape(compact.getShape())
            << " scales with unscaled_dim " << unscaledDim << ", got "
-           << formatShape(tiled.getShape());
+           << formatShape(swizzled.getShape());
   return success();
 }
 
 LogicalResult SwizzleOp::verify() {
-  return verifySwizzlePair(*this, getUnscaledDim(), getInput().getType(),
-                           getResult().getType());
+  return verifySwizzlePair(*this, getUnscaledDim(), getLayout(),
+                           getInput().getType(), getResult().getType());
 }
 
 LogicalResult UnswizzleOp::verify() {
-  return verifySwizzlePair(*this, getUnscaledDim(), getResult().getType(),
-                           getInput().getType());
+  return verifySwizzlePair(*this, getUnscaledDim(), getLayout(),
+                           getResult().getType(), getInput().getType());
 }
 
 OpFoldResult UnswizzleOp::fold(FoldAdaptor) {
   auto swizzle = getInput().getDefiningOp<SwizzleOp>();
   if (swizzle && swizzle.getUnscaledDim() == getUnscaledDim() &&
+      swizzle.getLayout() == getLayout() &&
       swizzle.getInput().getType() == getType())
     return swizzle.getInput();
   return {};
@@ -171,58 +227,163 @@ OpFoldResult UnswizzleOp::fold(FoldAdaptor) {
 // ScaledMatmulOp
 //===----------------------------------------------------------------------===//
 
-/// Checks one GEMM operand `[rows, K]` against its block and scales.
+/// Checks one GEMM operand against its block and its scales in any of
+/// their three forms (linear, tiles, blockwise GEMM-ready).
 static LogicalResult verifyMatmulOperand(Operation *op, StringRef name,
                                          RankedTensorType operand,
+                                         OperandLayout layout,
                                          ArrayRef<int64_t> block,
                                          RankedTensorType scales) {
   ArrayRef<int64_t> shape = operand.getShape();
-  if (block.size() != 2 || llvm::any_of(block, [](int64_t s) { return s <= 0; }))
-    return op->emitOpError("expected a 2-entry positive ")
-           << name << "_block, got " << formatShape(block);
-  if (shape[1] % block[1] != 0)
+  int64_t rank = operand.getRank();
+  if (static_cast<int64_t>(block.size()) != rank ||
+      llvm::any_of(block, [](int64_t s) { return s <= 0; }))
+    return op->emitOpError("expected a ")
+           << rank << "-entry positive " << name << "_block, got "
+           << formatShape(block);
+  MatmulOperandShape view = getMatmulOperandShape(shape, layout);
+  if (view.k % block[view.kDim] != 0)
     return op->emitOpError("K = ")
-           << shape[1] << " is not a multiple of the " << name
-           << " block's K extent " << block[1];
-  if (scales.getRank() == 2)
+           << view.k << " is not a multiple of the " << name
+           << " block's K extent " << block[view.kDim] << " (dimension "
+           << view.kDim << " of a " << stringifyOperandLayout(layout)
+           << " operand)";
+  if (scales.getRank() == rank)
     return verifyBlockScales(op, name, shape, block, scales);
-  if (scales.getRank() != 5)
+  bool tiles = scales.getRank() == rank + 3;
+  if (!tiles && scales.getRank() != rank + 1)
     return op->emitOpError("expected ")
-           << name << " scales to be 2-D (linear) or 5-D (swizzled), got "
-           << scales;
-  if (block[0] != 1)
+           << name << " scales of rank " << rank << " (linear), "
+           << rank + 3 << " (tiles) or " << rank + 1
+           << " (blockwise GEMM-ready), got " << scales;
+  SwizzleLayout swizzleLayout =
+      tiles ? SwizzleLayout::tiles : SwizzleLayout::blockwise;
+  if (llvm::any_of(block.drop_back(2), [](int64_t s) { return s != 1; }) ||
+      block[view.rowsDim] != 1)
     return op->emitOpError("swizzled ")
-           << name << " scales need a [1, k] block, got " << formatShape(block);
+           << name << " scales need a block of extent 1 off K, got "
+           << formatShape(block);
+  if (!tiles && !scales.getElementType().isF32())
+    return op->emitOpError("blockwise GEMM-ready ")
+           << name << " scales must be f32, got " << scales.getElementType();
+  SmallVector<int64_t> compact(view.batch);
+  compact.append({view.rows, view.k / block[view.kDim]});
   SmallVector<int64_t> expected =
-      getSwizzledShape(shape[0], shape[1] / block[1]);
+      getSwizzledScalesShape(compact, rank - 2, swizzleLayout);
   if (scales.getShape() != ArrayRef<int64_t>(expected))
-    return op->emitOpError("expected swizzled ")
-           << name << " scales of shape " << formatShape(expected) << ", got "
+    return op->emitOpError("expected ")
+           << stringifySwizzleLayout(swizzleLayout) << " " << name
+           << " scales of shape " << formatShape(expected) << ", got "
            << formatShape(scales.getShape());
   return success();
+}
+
+MatmulOperandShape ScaledMatmulOp::getLhsShape() {
+  return getMatmulOperandShape(getLhs().getType().getShape(), getLhsLayout());
+}
+
+MatmulOperandShape ScaledMatmulOp::getRhsShape() {
+  return getMatmulOperandShape(getRhs().getType().getShape(), getRhsLayout());
 }
 
 LogicalResult ScaledMatmulOp::verify() {
   if (failed(verifyStaticShapes(*this)))
     return failure();
   RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType();
-  if (lhs.getRank() != 2 || rhs.getRank() != 2)
-    return emitOpError("expected 2-D lhs [M, K] and rhs [N, K], got ")
-           << lhs << " and " << rhs;
-  if (lhs.getDimSize(1) != rhs.getDimSize(1))
-    return emitOpError("lhs K (")
-           << lhs.getDimSize(1) << ") must equal rhs K (" << rhs.getDimSize(1)
-           << "); rhs is [N, K]";
-  if (failed(verifyMatmulOperand(*this, "lhs", lhs, getLhsBlock(),
-                                 getLhsScales().getType())) ||
-      failed(verifyMatmulOperand(*this, "rhs", rhs, getRhsBlock(),
-                                 getRhsScales().getType())))
+  if (failed(verifyDataRank(*this, "lhs", lhs)) ||
+      failed(verifyDataRank(*this, "rhs", rhs)))
     return failure();
-  SmallVector<int64_t> expected = {lhs.getDimSize(0), rhs.getDimSize(0)};
+  if (lhs.getRank() != rhs.getRank())
+    return emitOpError("lhs and rhs must have one rank, got ")
+           << lhs << " and " << rhs;
+  MatmulOperandShape lhsView = getLhsShape(), rhsView = getRhsShape();
+  if (lhsView.batch != rhsView.batch)
+    return emitOpError("lhs and rhs batch dimensions differ: ")
+           << formatShape(lhsView.batch) << " and "
+           << formatShape(rhsView.batch);
+  if (lhsView.k != rhsView.k)
+    return emitOpError("lhs K (")
+           << lhsView.k << ", " << stringifyOperandLayout(getLhsLayout())
+           << ") must equal rhs K (" << rhsView.k << ", "
+           << stringifyOperandLayout(getRhsLayout()) << ")";
+  if (failed(verifyMatmulOperand(*this, "lhs", lhs, getLhsLayout(),
+                                 getLhsBlock(), getLhsScales().getType())) ||
+      failed(verifyMatmulOperand(*this, "rhs", rhs, getRhsLayout(),
+                                 getRhsBlock(), getRhsScales().getType())))
+    return failure();
+  SmallVector<int64_t> expected(lhsView.batch);
+  expected.append({lhsView.rows, rhsView.rows});
   if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))
     return emitOpError("expected result shape ")
-           << formatShape(expected) << " ([M, N]), got "
+           << formatShape(expected) << " ([batch..., M, N]), got "
            << formatShape(getResult().getType().getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AmaxOp / QuantizeDelayedOp / UpdateAmaxHistoryOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AmaxOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
+  return verifyDataRank(*this, "input", getInput().getType());
+}
+
+/// Checks an amax history `[L, N]` against the scales `[N]` it updates.
+static LogicalResult verifyHistory(Operation *op, RankedTensorType history,
+                                   RankedTensorType scales) {
+  if (history.getDimSize(0) < 1)
+    return op->emitOpError("expected a history of at least one row, got ")
+           << history;
+  if (history.getDimSize(1) != scales.getDimSize(0))
+    return op->emitOpError("history ")
+           << history << " must have one column per scale of " << scales;
+  return success();
+}
+
+LogicalResult QuantizeDelayedOp::verify() {
+  if (failed(verifyStaticShapes(*this)) ||
+      failed(verifyDataRank(*this, "input", getInput().getType())))
+    return failure();
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  if (getData().getType().getShape() != shape)
+    return emitOpError("data shape ")
+           << formatShape(getData().getType().getShape())
+           << " must equal the input shape " << formatShape(shape);
+  SmallVector<int64_t> ones(shape.size(), 1);
+  if (getScaleInv().getType().getShape() != ArrayRef<int64_t>(ones))
+    return emitOpError("expected scale_inv of shape ")
+           << formatShape(ones) << " (one scale for the whole tensor), got "
+           << formatShape(getScaleInv().getType().getShape());
+  if (failed(verifyHistory(*this, getHistory().getType(),
+                           getScales().getType())))
+    return failure();
+  if (getNewHistory().getType() != getHistory().getType())
+    return emitOpError("new_history must have the history's type ")
+           << getHistory().getType() << ", got " << getNewHistory().getType();
+  int64_t count = getScales().getType().getDimSize(0);
+  if (getIndex() < 0 || getIndex() >= count)
+    return emitOpError("index ")
+           << getIndex() << " is out of range for " << count << " scales";
+  return success();
+}
+
+LogicalResult UpdateAmaxHistoryOp::verify() {
+  if (failed(verifyStaticShapes(*this)) ||
+      failed(verifyHistory(*this, getHistory().getType(),
+                           getScales().getType())))
+    return failure();
+  if (getNewHistory().getType() != getHistory().getType() ||
+      getNewScales().getType() != getScales().getType())
+    return emitOpError("results must have the types of history and scales (")
+           << getHistory().getType() << ", " << getScales().getType()
+           << "), got " << getNewHistory().getType() << ", "
+           << getNewScales().getType();
+  if (getMargin() < -126 || getMargin() > 127)
+    return emitOpError("margin must lie in -126..127 (2^margin a normal "
+                       "f32), got ")
+           << getMargin();
   return success();
 }
 

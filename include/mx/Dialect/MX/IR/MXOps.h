@@ -1,8 +1,9 @@
 //===- MXOps.h - Operations of the mx dialect -------------------*- C++ -*-===//
 //
 // Declares the mx operations and the shape arithmetic that their verifiers
-// and every lowering share: the scale shape of a block quantization and the
-// 5-D shape of swizzled (128x4-tiled) scales.
+// and every lowering share: the scale shape of a block quantization, the
+// shapes of the GEMM-ready scale layouts, and how a GEMM operand's layout
+// places M (or N) and K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,9 +27,33 @@ constexpr int64_t kSwizzleTileCols = 4;
 llvm::SmallVector<int64_t> getScalesShape(llvm::ArrayRef<int64_t> shape,
                                           llvm::ArrayRef<int64_t> block);
 
+/// Entries of the innermost dimension of blockwise GEMM-ready scales: the
+/// unscaled dimension is padded to a multiple of it.
+constexpr int64_t kBlockwisePadding = 4;
+
 /// The swizzled shape `[R'/128, C'/4, 32, 4, 4]` of an `[rows, cols]` scale
 /// matrix whose rows are its unscaled dimension.
 llvm::SmallVector<int64_t> getSwizzledShape(int64_t rows, int64_t cols);
+
+/// The shape that `mx.swizzle` in `layout` gives compact scales of `shape`
+/// (rank >= 2) whose unscaled dimension is `unscaledDim` (one of the last
+/// two): the batch dimensions, then `[R'/128, C'/4, 32, 4, 4]` (tiles) or
+/// `[C, R'/4, 4]` (blockwise).
+llvm::SmallVector<int64_t> getSwizzledScalesShape(llvm::ArrayRef<int64_t> shape,
+                                                  int64_t unscaledDim,
+                                                  SwizzleLayout layout);
+
+/// A GEMM operand read as `[batch..., rows, K]` (rows = M or N), whatever
+/// its layout: the dimension indices of rows and K in the stored tensor.
+struct MatmulOperandShape {
+  llvm::SmallVector<int64_t> batch;
+  int64_t rows, k;
+  int64_t rowsDim, kDim;
+};
+
+/// Reads `shape` (rank >= 2) stored in `layout`.
+MatmulOperandShape getMatmulOperandShape(llvm::ArrayRef<int64_t> shape,
+                                         OperandLayout layout);
 
 /// The largest finite value and emax (exponent of the largest power of two not
 /// above it) of an mx element type (f8E4M3FN or f8E5M2).

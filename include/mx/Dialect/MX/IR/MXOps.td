@@ -1,8 +1,10 @@
 //===- MXOps.td - Operations of the mx dialect --------------*- tablegen -*-===//
 //
-// The five mx operations. Their semantics (scale rule, element conversion,
-// special values, the 128x4 scale layout) are written once in
-// docs/numerics.md; the descriptions below state them in short.
+// The mx operations. Their semantics (scale rule, element conversion,
+// special values, the GEMM-ready scale layouts, delayed scaling) are fixed by
+// the project spec and docs/numerics.md; the descriptions below state them in
+// short. Every tensor of data has rank >= 2: the leading dimensions are batch
+// dimensions, which blocks do not span and swizzles keep.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,7 +47,8 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
     all-zero block gets b = 0 and signed zeros.
 
     `scales` has shape `ceil(shape(input) / block)` and element type
-    `f8E8M0FNU` (MX) or `f32` (FP8 blockwise and per-tensor recipes).
+    `f8E8M0FNU` (MX) or `f32` (FP8 blockwise and per-tensor recipes). The
+    input has rank >= 2 and `block` is 1 on every batch (leading) dimension.
 
     Example (MXFP8 rowwise, 1x32 blocks):
 
@@ -59,6 +62,14 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
     ```mlir
     %d, %s = mx.quantize %x block [32, 1] rounding floor
         : tensor<64x64xf32> -> tensor<64x64xf8E5M2>, tensor<2x64xf8E8M0FNU>
+    ```
+
+    Attention-shaped V `[B, H, S, D]`, scaled along S:
+
+    ```mlir
+    %vd, %vs = mx.quantize %v block [1, 1, 32, 1]
+        : tensor<2x3x200x72xbf16> -> tensor<2x3x200x72xf8E4M3FN>,
+          tensor<2x3x7x72xf8E8M0FNU>
     ```
   }];
 
@@ -110,16 +121,26 @@ def MX_DequantizeOp : MX_Op<"dequantize", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def MX_SwizzleOp : MX_Op<"swizzle", [Pure]> {
-  let summary = "lay 2-D block scales out as the tensor cores' 128x4 tiles";
+  let summary = "lay block scales out in a GEMM-ready layout";
   let description = [{
-    Views the scales as an `[R, C]` matrix, R being dimension `unscaled_dim`
-    (the dimension the quantization block did not reduce: M for rowwise
-    scales `[M, K/32]`, so `unscaled_dim = 0`; K for columnwise scales
-    `[M/32, K]`, so `unscaled_dim = 1`) and C the other one. The matrix is
-    padded with zero bytes to `R' = ceil(R/128)*128`, `C' = ceil(C/4)*4` and
-    stored as row-major 128x4 tiles, each tile holding its 128 rows as four
-    interleaved groups of 32. The result is the row-major tensor
-    `[R'/128, C'/4, 32, 4, 4]` indexed `[r/128, c/4, r%32, (r%128)/32, c%4]`.
+    Views the last two dimensions of the scales as an `[R, C]` matrix, R
+    being dimension `unscaled_dim` (the one the quantization block did not
+    reduce: M for rowwise scales `[M, K/32]`, so `unscaled_dim = 0`; K for
+    columnwise scales `[M/32, K]`, so `unscaled_dim = 1`; for batched scales
+    the absolute index of one of the last two dimensions) and C the other.
+    Leading (batch) dimensions are kept; each batch slice is laid out alone.
+
+    * `layout tiles` (the default; MX and NVFP4 scales): the matrix is padded
+      with zero bytes to `R' = ceil(R/128)*128`, `C' = ceil(C/4)*4` and stored
+      as row-major 128x4 tiles, each tile holding its 128 rows as four
+      interleaved groups of 32: the row-major tensor
+      `[..., R'/128, C'/4, 32, 4, 4]` indexed
+      `[..., r/128, c/4, r%32, (r%128)/32, c%4]`.
+    * `layout blockwise` (FP8 blockwise f32 scales): the compact scales become
+      the GEMM-ready ones, transposed so that R is innermost and zero padded
+      to `R' = ceil(R/4)*4`: `[..., C, R'/4, 4]`, element `[c, r/4, r%4]`.
+      Rowwise 1x128 scales `[A, B/128]` give `[B/128, A'/4, 4]`; columnwise
+      `[A/128, B]` (`unscaled_dim = 1`) give `[A/128, B'/4, 4]`.
 
     Example (M = 500, K = 192, MX rowwise scales):
 
@@ -127,25 +148,35 @@ def MX_SwizzleOp : MX_Op<"swizzle", [Pure]> {
     %t = mx.swizzle %scales
         : tensor<500x6xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
     ```
+
+    FP8 blockwise rowwise scales of a `[250, 512]` tensor:
+
+    ```mlir
+    %g = mx.swizzle %scales layout blockwise
+        : tensor<250x4xf32> -> tensor<4x63x4xf32>
+    ```
   }];
 
   let arguments = (ins MX_ScaleTensor:$input,
-                       DefaultValuedAttr<I64Attr, "0">:$unscaled_dim);
+                       DefaultValuedAttr<I64Attr, "0">:$unscaled_dim,
+                       DefaultValuedAttr<MX_SwizzleLayoutAttr,
+                                         "::mx::SwizzleLayout::tiles">:$layout);
   let results = (outs MX_ScaleTensor:$result);
   let assemblyFormat = [{
-    $input (`unscaled_dim` $unscaled_dim^)? attr-dict
+    $input (`unscaled_dim` $unscaled_dim^)? (`layout` `` $layout^)? attr-dict
     `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
 def MX_UnswizzleOp : MX_Op<"unswizzle", [Pure]> {
-  let summary = "read 2-D block scales back from 128x4 tiles";
+  let summary = "read block scales back from a GEMM-ready layout";
   let description = [{
-    The inverse of `mx.swizzle`: the result type names the 2-D scale shape
-    (which the padded tile shape cannot recover) and padding is dropped.
-    `unswizzle(swizzle(x))` folds to `x`. The reverse,
-    `swizzle(unswizzle(t))`, is not folded: it resets `t`'s padding to zero.
+    The inverse of `mx.swizzle` with the same `unscaled_dim` and `layout`:
+    the result type names the compact scale shape (which the padded shape
+    cannot recover) and padding is dropped. `unswizzle(swizzle(x))` folds to
+    `x`. The reverse, `swizzle(unswizzle(t))`, is not folded: it resets
+    `t`'s padding to zero.
 
     Example:
 
@@ -156,10 +187,12 @@ def MX_UnswizzleOp : MX_Op<"unswizzle", [Pure]> {
   }];
 
   let arguments = (ins MX_ScaleTensor:$input,
-                       DefaultValuedAttr<I64Attr, "0">:$unscaled_dim);
+                       DefaultValuedAttr<I64Attr, "0">:$unscaled_dim,
+                       DefaultValuedAttr<MX_SwizzleLayoutAttr,
+                                         "::mx::SwizzleLayout::tiles">:$layout);
   let results = (outs MX_ScaleTensor:$result);
   let assemblyFormat = [{
-    $input (`unscaled_dim` $unscaled_dim^)? attr-dict
+    $input (`unscaled_dim` $unscaled_dim^)? (`layout` `` $layout^)? attr-dict
     `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -173,15 +206,27 @@ def MX_UnswizzleOp : MX_Op<"unswizzle", [Pure]> {
 def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
   let summary = "block-scaled matrix product C = deq(A) * deq(B)^T";
   let description = [{
-    Computes `C[m, n] = sum_k deq(A)[m, k] * deq(B)[n, k]` with `A` `[M, K]`
-    and `B` `[N, K]` (both K-contiguous, the "TN" form of the hardware),
+    Computes `C[..., m, n] = sum_k deq(A)[..., m, k] * deq(B)[..., n, k]`,
     accumulating in f32 and rounding to the result type (f32, bf16, f16).
-    `lhs_block` / `rhs_block` are the quantization blocks of A and B (e.g.
-    `[1, 32]` for MXFP8, `[1, 128]` and `[128, 128]` for FP8 blockwise,
-    `[M, K]` / `[N, K]` per tensor); K must be a multiple of each block's K
-    extent. Scales come linear (`ceil([M, K] / lhs_block)`) or, for `[1, k]`
-    blocks, swizzled as produced by `mx.swizzle` (5-D); both mean the same
-    product.
+    Leading dimensions are batch dimensions, equal for both operands and the
+    result: a batched product over them.
+
+    Each operand is stored K-contiguous (`lhs_layout k_contiguous`, the
+    default: A `[..., M, K]`, B `[..., N, K]`, the "TN" form) or K-outer
+    (`k_outer`: A `[..., K, M]`, B `[..., K, N]`, as a columnwise quantize
+    leaves it). `lhs_block` / `rhs_block` are the operands' quantization
+    blocks in their own dimensions (`[1, 32]` MXFP8 rowwise, `[32, 1]` for a
+    K-outer MXFP8 operand, `[1, 128]` and `[128, 128]` FP8 blockwise, the
+    whole shape per tensor), 1 on batch dimensions; K must be a multiple of
+    each block's K extent.
+
+    Scales come in one of three forms, told apart by their rank r:
+    * linear, `ceil(shape / block)` (r = rank of the data);
+    * 128x4 tiles as written by `mx.swizzle` with the operand's M or N as
+      the unscaled dimension (r = rank + 3), for blocks of extent 1 across K;
+    * FP8 blockwise GEMM-ready as written by `mx.swizzle layout blockwise`
+      (r = rank + 1), for blocks of extent 1 across K.
+    All three mean the same product.
 
     Example (MXFP8, swizzled scales):
 
@@ -192,18 +237,146 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
           tensor<128x512xf8E4M3FN>, tensor<1x4x32x4x4xf8E8M0FNU>
         -> tensor<256x128xbf16>
     ```
+
+    A linear layer's weight gradient `dW = dY^T X` from the columnwise
+    quantizations of dY `[M, N]` and X `[M, K]` (contraction over M):
+
+    ```mlir
+    %dw = mx.scaled_matmul %dy, %dys, %x, %xs
+        lhs_block [32, 1] lhs_layout k_outer rhs_block [32, 1] rhs_layout k_outer
+        : tensor<256x64xf8E5M2>, tensor<8x64xf8E8M0FNU>,
+          tensor<256x96xf8E4M3FN>, tensor<8x96xf8E8M0FNU> -> tensor<64x96xf32>
+    ```
   }];
 
   let arguments = (ins MX_ElementTensor:$lhs, MX_ScaleTensor:$lhs_scales,
                        MX_ElementTensor:$rhs, MX_ScaleTensor:$rhs_scales,
                        DenseI64ArrayAttr:$lhs_block,
-                       DenseI64ArrayAttr:$rhs_block);
+                       DenseI64ArrayAttr:$rhs_block,
+                       DefaultValuedAttr<MX_OperandLayoutAttr,
+                           "::mx::OperandLayout::k_contiguous">:$lhs_layout,
+                       DefaultValuedAttr<MX_OperandLayoutAttr,
+                           "::mx::OperandLayout::k_contiguous">:$rhs_layout);
   let results = (outs MX_WideTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $lhs_scales `,` $rhs `,` $rhs_scales
-    `lhs_block` $lhs_block `rhs_block` $rhs_block attr-dict
+    `lhs_block` $lhs_block (`lhs_layout` `` $lhs_layout^)?
+    `rhs_block` $rhs_block (`rhs_layout` `` $rhs_layout^)? attr-dict
     `:` type($lhs) `,` type($lhs_scales) `,` type($rhs) `,` type($rhs_scales)
     `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The operand's shape read as `[batch..., MN, K]`, whatever its layout.
+    ::mx::MatmulOperandShape getLhsShape();
+    ::mx::MatmulOperandShape getRhsShape();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Per-tensor scaling: amax, delayed-scaling cast, amax history update
+//===----------------------------------------------------------------------===//
+
+def MX_AmaxOp : MX_Op<"amax", [Pure]> {
+  let summary = "the largest magnitude of a tensor";
+  let description = [{
+    `max |x|` over the whole input, computed in f32 (bf16 and f16 widen
+    exactly); NaN when any element is NaN. This is the observation that
+    current per-tensor scaling divides by maxfinite and that delayed scaling
+    records in its history.
+
+    Example:
+
+    ```mlir
+    %a = mx.amax %x : tensor<64x128xbf16> -> tensor<f32>
+    ```
+  }];
+
+  let arguments = (ins MX_WideTensor:$input);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def MX_QuantizeDelayedOp : MX_Op<"quantize_delayed", [Pure]> {
+  let summary = "per-tensor FP8 cast with a given scale, recording its amax";
+  let description = [{
+    The cast of delayed per-tensor scaling (Transformer Engine's FP8
+    recipe), reading the input once. With `s = scales[index]`:
+
+    * `data = sat(x * s)`: one f32 multiplication per element, rounded to
+      nearest even into the element type with saturation to +-maxfinite
+      (NaN gives the element NaN);
+    * `scale_inv = 1 / s` (f32 division), of shape `[1, ..., 1]`, the
+      per-tensor scale that `mx.dequantize` (block = the whole shape) and
+      `mx.scaled_matmul` take;
+    * `new_history` is `history` with `[0, index]` set to `amax(x)`, the
+      observation that `mx.update_amax_history` turns into the next scale.
+
+    `scales` is `[N]` and `history` `[L, N]` for N quantized tensors with a
+    history window of L steps; `index` (static) selects this tensor's column.
+
+    Example:
+
+    ```mlir
+    %y, %sinv, %h1 = mx.quantize_delayed %x, %scales, %history index 1
+        : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32>
+        -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+    ```
+  }];
+
+  let arguments = (ins MX_WideTensor:$input, 1DTensorOf<[F32]>:$scales,
+                       2DTensorOf<[F32]>:$history, I64Attr:$index);
+  let results = (outs MX_ElementTensor:$data, TensorOf<[F32]>:$scale_inv,
+                      2DTensorOf<[F32]>:$new_history);
+  let assemblyFormat = [{
+    $input `,` $scales `,` $history `index` $index attr-dict
+    `:` type($input) `,` type($scales) `,` type($history)
+    `->` type($data) `,` type($scale_inv) `,` type($new_history)
+  }];
+  let hasVerifier = 1;
+}
+
+def MX_UpdateAmaxHistoryOp : MX_Op<"update_amax_history", [Pure]> {
+  let summary = "delayed scaling: next scales from the amax history, then "
+                "rotate it";
+  let description = [{
+    Once per step, for every column j of `history` `[L, N]` (row 0 holds the
+    amaxes that this step's `mx.quantize_delayed` casts recorded):
+
+    * `a = max(history[:, j])` (`algorithm max`, the default) or
+      `a = history[0, j]` (`most_recent`);
+    * `new_scales[j] = (maxfinite / a) / 2^margin` in f32 when a is finite
+      and positive, the largest finite f32 where that overflows (as
+      Transformer Engine does), and `scales[j]` unchanged otherwise;
+      maxfinite is that of `element`, the FP8 type the scales are for, and
+      `margin` lies in -126..127;
+    * the history rotates: `[c, a_1, ..., a_L-1]` becomes
+      `[0, a_2, ..., a_L-1, c]` (a single-row history becomes `[0]`).
+
+    The scales are computed before the rotation.
+
+    Example:
+
+    ```mlir
+    %h, %s = mx.update_amax_history %history, %scales element f8E4M3FN
+        algorithm max margin 0
+        : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+    ```
+  }];
+
+  let arguments = (ins 2DTensorOf<[F32]>:$history, 1DTensorOf<[F32]>:$scales,
+                       TypeAttrOf<MX_ElementFloat>:$element,
+                       DefaultValuedAttr<MX_AmaxAlgorithmAttr,
+                           "::mx::AmaxAlgorithm::max">:$algorithm,
+                       DefaultValuedAttr<I64Attr, "0">:$margin);
+  let results = (outs 2DTensorOf<[F32]>:$new_history,
+                      1DTensorOf<[F32]>:$new_scales);
+  let assemblyFormat = [{
+    $history `,` $scales `element` $element
+    (`algorithm` `` $algorithm^)? (`margin` $margin^)? attr-dict
+    `:` type($history) `,` type($scales)
+    `->` type($new_history) `,` type($new_scales)
   }];
   let hasVerifier = 1;
 }
