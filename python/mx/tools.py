@@ -202,31 +202,84 @@ def cpu_dequantize(data: np.ndarray, scales: np.ndarray, block: Sequence[int],
     return run_program({"d": data, "s": scales}, body, [Output("y", data.shape, np.dtype(out_dtype))])[0]
 
 
-def _swizzle_op(op: str, source: np.ndarray, result_shape: Sequence[int], unscaled_dim: int) -> np.ndarray:
-    body = (f"  %t = mx.{op} %s unscaled_dim {unscaled_dim} : {mlir_type(source.shape, source.dtype)} -> "
-            f"{mlir_type(result_shape, source.dtype)}")
+def _swizzle_op(op: str, source: np.ndarray, result_shape: Sequence[int], unscaled_dim: int,
+                layout: str) -> np.ndarray:
+    body = (f"  %t = mx.{op} %s unscaled_dim {unscaled_dim} layout {layout} : "
+            f"{mlir_type(source.shape, source.dtype)} -> {mlir_type(result_shape, source.dtype)}")
     return run_program({"s": source}, body, [Output("t", tuple(result_shape), source.dtype)])[0]
 
 
-def cpu_swizzle(scales: np.ndarray, unscaled_dim: int = 0) -> np.ndarray:
-    """`mx.swizzle` through the CPU pipeline; same contract as `reference.swizzle`."""
-    rows, cols = scales.shape[unscaled_dim], scales.shape[1 - unscaled_dim]
-    shape = (-(-rows // 128), -(-cols // 4), 32, 4, 4)
-    return _swizzle_op("swizzle", scales, shape, unscaled_dim)
+def swizzled_shape(shape: Sequence[int], unscaled_dim: int, layout: str = "tiles") -> tuple[int, ...]:
+    """The shape `mx.swizzle` gives compact scales of `shape` (batch dimensions kept): `[..., R'/128,
+    C'/4, 32, 4, 4]` for `tiles`, `[..., C, ceil(R/4), 4]` for `blockwise` (R along `unscaled_dim`)."""
+    rank = len(shape)
+    rows, cols = shape[unscaled_dim], shape[2 * rank - 3 - unscaled_dim]
+    if layout == "tiles":
+        return (*shape[:-2], -(-rows // 128), -(-cols // 4), 32, 4, 4)
+    return (*shape[:-2], cols, -(-rows // 4), 4)
 
 
-def cpu_unswizzle(swizzled: np.ndarray, shape: Sequence[int], unscaled_dim: int = 0) -> np.ndarray:
-    """`mx.unswizzle` through the CPU pipeline; same contract as `reference.unswizzle`."""
-    return _swizzle_op("unswizzle", swizzled, shape, unscaled_dim)
+def cpu_swizzle(scales: np.ndarray, unscaled_dim: int = 0, layout: str = "tiles") -> np.ndarray:
+    """`mx.swizzle` through the CPU pipeline; same contract as `reference.swizzle` (`tiles`) and
+    `reference.blockwise_gemm_ready` (`blockwise`)."""
+    return _swizzle_op("swizzle", scales, swizzled_shape(scales.shape, unscaled_dim, layout),
+                       unscaled_dim, layout)
+
+
+def cpu_unswizzle(swizzled: np.ndarray, shape: Sequence[int], unscaled_dim: int = 0,
+                  layout: str = "tiles") -> np.ndarray:
+    """`mx.unswizzle` through the CPU pipeline; same contract as `reference.unswizzle` (`tiles`) and
+    `reference.blockwise_compact` (`blockwise`)."""
+    return _swizzle_op("unswizzle", swizzled, shape, unscaled_dim, layout)
+
+
+def _rows(data: np.ndarray, layout: str) -> int:
+    return data.shape[-2] if layout == "k_contiguous" else data.shape[-1]
 
 
 def cpu_scaled_matmul(a: np.ndarray, a_scales: np.ndarray, b: np.ndarray, b_scales: np.ndarray,
-                      a_block: Sequence[int], b_block: Sequence[int], out_dtype=np.float32) -> np.ndarray:
+                      a_block: Sequence[int], b_block: Sequence[int], out_dtype=np.float32,
+                      a_layout: str = "k_contiguous", b_layout: str = "k_contiguous") -> np.ndarray:
     """`mx.scaled_matmul` through the CPU pipeline; same contract as `reference.scaled_matmul`."""
-    shape = (a.shape[0], b.shape[0])
+    shape = (*a.shape[:-2], _rows(a, a_layout), _rows(b, b_layout))
     types = ", ".join(mlir_type(v.shape, v.dtype) for v in (a, a_scales, b, b_scales))
     body = (f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block {_block_text(a_block)} "
-            f"rhs_block {_block_text(b_block)} : {types} -> {mlir_type(shape, out_dtype)}")
+            f"lhs_layout {a_layout} rhs_block {_block_text(b_block)} rhs_layout {b_layout} : "
+            f"{types} -> {mlir_type(shape, out_dtype)}")
     inputs = {"a": a, "as": a_scales, "b": b, "bs": b_scales}
     return run_program(inputs, body, [Output("c", shape, np.dtype(out_dtype))])[0]
 
+
+def cpu_amax(x: np.ndarray) -> np.float32:
+    """`mx.amax` through the CPU pipeline; same contract as `reference.amax`."""
+    body = (f"  %a0 = mx.amax %x : {mlir_type(x.shape, x.dtype)} -> tensor<f32>\n"
+            f"  %a = tensor.expand_shape %a0 [] output_shape [1] : tensor<f32> into tensor<1xf32>")
+    return run_program({"x": x}, body, [Output("a", (1,), np.dtype(np.float32))])[0][0]
+
+
+def cpu_quantize_delayed(x: np.ndarray, scales: np.ndarray, history: np.ndarray, index: int,
+                         elem: str = "f8E4M3FN") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`mx.quantize_delayed` through the CPU pipeline; same contract as `reference.quantize_delayed`."""
+    data_dtype, ones = _NUMPY_TYPES[elem], (1,) * x.ndim
+    f32 = np.dtype(np.float32)
+    body = (f"  %d, %i, %h1 = mx.quantize_delayed %x, %s, %h index {index} : "
+            f"{mlir_type(x.shape, x.dtype)}, {mlir_type(scales.shape, f32)}, {mlir_type(history.shape, f32)} -> "
+            f"{mlir_type(x.shape, data_dtype)}, {mlir_type(ones, f32)}, {mlir_type(history.shape, f32)}")
+    data, scale_inv, new_history = run_program(
+        {"x": x, "s": scales, "h": history}, body,
+        [Output("d", x.shape, data_dtype), Output("i", ones, f32), Output("h1", history.shape, f32)])
+    return data, scale_inv, new_history
+
+
+def cpu_update_amax_history(history: np.ndarray, scales: np.ndarray, algorithm: str = "max",
+                            margin: int = 0, elem: str = "f8E4M3FN") -> tuple[np.ndarray, np.ndarray]:
+    """`mx.update_amax_history` through the CPU pipeline; same contract as
+    `reference.update_amax_history`."""
+    f32 = np.dtype(np.float32)
+    types = f"{mlir_type(history.shape, f32)}, {mlir_type(scales.shape, f32)}"
+    body = (f"  %h1, %s1 = mx.update_amax_history %h, %s element {elem} algorithm {algorithm} "
+            f"margin {margin} : {types} -> {types}")
+    new_history, new_scales = run_program(
+        {"h": history, "s": scales}, body,
+        [Output("h1", history.shape, f32), Output("s1", scales.shape, f32)])
+    return new_history, new_scales

@@ -18,7 +18,11 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+#include <limits>
 
 namespace mx {
 #define GEN_PASS_DEF_CONVERTMXTOLINALG
@@ -192,29 +196,78 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
   }
 };
 
-/// Swizzle and unswizzle are the same transpose of the padded `[R', C']` matrix
-/// viewed as `[R'/128, 4, 32, C'/4, 4]`; it swaps dims 1 and 3 and is its own
-/// inverse.
-constexpr int64_t kTilePermutation[] = {0, 3, 2, 1, 4};
-const SmallVector<ReassociationIndices> kTileReassociation = {{0, 1, 2},
-                                                              {3, 4}};
-
-Value transpose2D(OpBuilder &b, Location loc, Value source) {
+/// Swaps the last two dimensions of `source` (batch dimensions stay).
+Value transposeLastTwo(OpBuilder &b, Location loc, Value source) {
   auto type = cast<RankedTensorType>(source.getType());
-  Value init = createEmpty(b, loc, {type.getDimSize(1), type.getDimSize(0)},
-                           type.getElementType());
-  return linalg::TransposeOp::create(b, loc, source, init,
-                                     ArrayRef<int64_t>{1, 0})
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> permutation =
+      llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(permutation[rank - 2], permutation[rank - 1]);
+  return linalg::TransposeOp::create(
+             b, loc, source,
+             createEmpty(b, loc, applyPermutation(type.getShape(), permutation),
+                         type.getElementType()),
+             permutation)
       .getResult()[0];
 }
 
+/// Tiling a padded `[..., R', C']` matrix is one transpose of its view as
+/// `[..., R'/128, 4, 32, C'/4, 4]` that swaps the 4 and the C'/4; it is its
+/// own inverse, so swizzle and unswizzle share it.
 Value transposeTiles(OpBuilder &b, Location loc, Value source) {
   auto type = cast<RankedTensorType>(source.getType());
-  SmallVector<int64_t> shape = llvm::map_to_vector(
-      kTilePermutation, [&](int64_t dim) { return type.getDimSize(dim); });
-  Value init = createEmpty(b, loc, shape, type.getElementType());
-  return linalg::TransposeOp::create(b, loc, source, init, kTilePermutation)
+  int64_t batch = type.getRank() - 5;
+  SmallVector<int64_t> permutation =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  std::swap(permutation[batch + 1], permutation[batch + 3]);
+  Value init =
+      createEmpty(b, loc, applyPermutation(type.getShape(), permutation),
+                  type.getElementType());
+  return linalg::TransposeOp::create(b, loc, source, init, permutation)
       .getResult()[0];
+}
+
+/// Reassociation between `[..., R', C']` (`batch` leading dimensions) and its
+/// grouped view: `[..., R'/128, 4, 32, C'/4, 4]` for tiles, `[..., C, R'/4, 4]`
+/// (from `[..., C, R']`) for blockwise.
+SmallVector<ReassociationIndices> getGroupingReassociation(int64_t batch,
+                                                           SwizzleLayout layout) {
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t dim = 0; dim < batch; ++dim)
+    reassociation.push_back({dim});
+  if (layout == SwizzleLayout::tiles)
+    reassociation.append({{batch, batch + 1, batch + 2}, {batch + 3, batch + 4}});
+  else
+    reassociation.append({{batch}, {batch + 1, batch + 2}});
+  return reassociation;
+}
+
+/// The compact scales as the matrix the layout pads: `[..., R, C]` for tiles,
+/// `[..., C, R]` for blockwise (R = the unscaled dimension), or back.
+Value orientForLayout(OpBuilder &b, Location loc, Value scales,
+                      int64_t unscaledDim, SwizzleLayout layout) {
+  int64_t rank = cast<RankedTensorType>(scales.getType()).getRank();
+  bool unscaledLast = unscaledDim == rank - 1;
+  bool wantUnscaledLast = layout == SwizzleLayout::blockwise;
+  return unscaledLast == wantUnscaledLast ? scales
+                                          : transposeLastTwo(b, loc, scales);
+}
+
+/// The padded, oriented matrix shape of a swizzled `type`: `[..., R', C']`
+/// (tiles) or `[..., C, R']` (blockwise).
+SmallVector<int64_t> getPaddedShape(RankedTensorType swizzled,
+                                    SwizzleLayout layout) {
+  ArrayRef<int64_t> shape = swizzled.getShape();
+  if (layout == SwizzleLayout::tiles) {
+    SmallVector<int64_t> result(shape.drop_back(5));
+    int64_t batch = result.size();
+    result.append({shape[batch] * kSwizzleTileRows,
+                   shape[batch + 1] * kSwizzleTileCols});
+    return result;
+  }
+  SmallVector<int64_t> result(shape.drop_back(2));
+  result.push_back(shape.back() * shape[shape.size() - 2]);
+  return result;
 }
 
 struct SwizzleOpLowering : OpConversionPattern<SwizzleOp> {
@@ -224,19 +277,26 @@ struct SwizzleOpLowering : OpConversionPattern<SwizzleOp> {
   matchAndRewrite(SwizzleOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value scales = adaptor.getInput();
-    if (op.getUnscaledDim() == 1)
-      scales = transpose2D(rewriter, loc, scales);
-    ArrayRef<int64_t> tiles = op.getResult().getType().getShape();
-    Value padded = padHigh(rewriter, loc, scales,
-                           {tiles[0] * kSwizzleTileRows,
-                            tiles[1] * kSwizzleTileCols});
-    Type elementType = op.getResult().getType().getElementType();
-    Value grouped = tensor::ExpandShapeOp::create(
+    SwizzleLayout layout = op.getLayout();
+    RankedTensorType resultType = op.getResult().getType();
+    Value oriented = orientForLayout(rewriter, loc, adaptor.getInput(),
+                                     op.getUnscaledDim(), layout);
+    Value padded =
+        padHigh(rewriter, loc, oriented, getPaddedShape(resultType, layout));
+    int64_t batch = op.getInput().getType().getRank() - 2;
+    if (layout == SwizzleLayout::blockwise) {
+      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+          op, resultType, padded, getGroupingReassociation(batch, layout));
+      return success();
+    }
+    SmallVector<int64_t> grouped(resultType.getShape().drop_back(5));
+    ArrayRef<int64_t> tiles = resultType.getShape().drop_front(batch);
+    grouped.append({tiles[0], 4, 32, tiles[1], 4});
+    Value groupedTiles = tensor::ExpandShapeOp::create(
         rewriter, loc,
-        RankedTensorType::get({tiles[0], 4, 32, tiles[1], 4}, elementType),
-        padded, kTileReassociation);
-    rewriter.replaceOp(op, transposeTiles(rewriter, loc, grouped));
+        RankedTensorType::get(grouped, resultType.getElementType()), padded,
+        getGroupingReassociation(batch, layout));
+    rewriter.replaceOp(op, transposeTiles(rewriter, loc, groupedTiles));
     return success();
   }
 };
@@ -248,27 +308,32 @@ struct UnswizzleOpLowering : OpConversionPattern<UnswizzleOp> {
   matchAndRewrite(UnswizzleOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    SwizzleLayout layout = op.getLayout();
     RankedTensorType resultType = op.getResult().getType();
-    ArrayRef<int64_t> tiles = op.getInput().getType().getShape();
-    Value grouped = transposeTiles(rewriter, loc, adaptor.getInput());
+    RankedTensorType swizzledType = op.getInput().getType();
+    Type elementType = resultType.getElementType();
+    int64_t rank = resultType.getRank();
+    Value grouped = adaptor.getInput();
+    if (layout == SwizzleLayout::tiles)
+      grouped = transposeTiles(rewriter, loc, grouped);
     Value padded = tensor::CollapseShapeOp::create(
         rewriter, loc,
-        RankedTensorType::get(
-            {tiles[0] * kSwizzleTileRows, tiles[1] * kSwizzleTileCols},
-            resultType.getElementType()),
-        grouped, kTileReassociation);
-    int64_t unscaled = op.getUnscaledDim();
-    SmallVector<int64_t> rowMajor = {resultType.getDimSize(unscaled),
-                                     resultType.getDimSize(1 - unscaled)};
+        RankedTensorType::get(getPaddedShape(swizzledType, layout),
+                              elementType),
+        grouped, getGroupingReassociation(rank - 2, layout));
+    // The oriented compact shape: the result's, with the last two swapped
+    // where orientForLayout transposed.
+    SmallVector<int64_t> oriented(resultType.getShape());
+    bool unscaledLast = op.getUnscaledDim() == rank - 1;
+    if (unscaledLast != (layout == SwizzleLayout::blockwise))
+      std::swap(oriented[rank - 2], oriented[rank - 1]);
+    SmallVector<OpFoldResult> zeros(rank, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> ones(rank, rewriter.getIndexAttr(1));
     Value scales = tensor::ExtractSliceOp::create(
-        rewriter, loc,
-        RankedTensorType::get(rowMajor, resultType.getElementType()), padded,
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
-        getAsIndexOpFoldResult(op.getContext(), rowMajor),
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
-    if (unscaled == 1)
-      scales = transpose2D(rewriter, loc, scales);
-    rewriter.replaceOp(op, scales);
+        rewriter, loc, RankedTensorType::get(oriented, elementType), padded,
+        zeros, getAsIndexOpFoldResult(op.getContext(), oriented), ones);
+    rewriter.replaceOp(op, orientForLayout(rewriter, loc, scales,
+                                           op.getUnscaledDim(), layout));
     return success();
   }
 };
@@ -276,20 +341,44 @@ struct UnswizzleOpLowering : OpConversionPattern<UnswizzleOp> {
 struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
   using OpConversionPattern::OpConversionPattern;
 
-  /// Dequantizes one `[rows, K]` operand to f32, unswizzling its scales first.
+  /// Dequantizes one operand to f32 in its stored layout, bringing swizzled
+  /// scales (tiles or blockwise GEMM-ready, told apart by rank) back to
+  /// their compact form first.
   static Value dequantizeOperand(OpBuilder &b, Location loc, Value data,
-                                 Value scales, ArrayRef<int64_t> block) {
+                                 Value scales, ArrayRef<int64_t> block,
+                                 const MatmulOperandShape &view) {
     auto dataType = cast<RankedTensorType>(data.getType());
     auto scalesType = cast<RankedTensorType>(scales.getType());
-    if (scalesType.getRank() == 5)
+    int64_t rank = dataType.getRank();
+    if (scalesType.getRank() != rank) {
+      SwizzleLayout layout = scalesType.getRank() == rank + 3
+                                 ? SwizzleLayout::tiles
+                                 : SwizzleLayout::blockwise;
       scales = UnswizzleOp::create(
           b, loc,
           RankedTensorType::get(getScalesShape(dataType.getShape(), block),
                                 scalesType.getElementType()),
-          scales, b.getI64IntegerAttr(0));
+          scales, b.getI64IntegerAttr(view.rowsDim),
+          SwizzleLayoutAttr::get(b.getContext(), layout));
+    }
     return DequantizeOp::create(
         b, loc, RankedTensorType::get(dataType.getShape(), b.getF32Type()),
         data, scales, block);
+  }
+
+  /// The indexing map of an operand over the iteration space
+  /// `(batch..., m, n, k)`: its stored dimensions, rows being `rows`.
+  static AffineMap getOperandMap(MLIRContext *ctx, int64_t batch,
+                                 AffineExpr rows, AffineExpr k,
+                                 OperandLayout layout) {
+    SmallVector<AffineExpr> exprs;
+    for (int64_t dim = 0; dim < batch; ++dim)
+      exprs.push_back(getAffineDimExpr(dim, ctx));
+    if (layout == OperandLayout::k_contiguous)
+      exprs.append({rows, k});
+    else
+      exprs.append({k, rows});
+    return AffineMap::get(batch + 3, 0, exprs, ctx);
   }
 
   LogicalResult
@@ -298,15 +387,23 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     RankedTensorType resultType = op.getResult().getType();
+    int64_t rank = resultType.getRank(), batch = rank - 2;
     Value lhs = dequantizeOperand(rewriter, loc, adaptor.getLhs(),
-                                  adaptor.getLhsScales(), op.getLhsBlock());
+                                  adaptor.getLhsScales(), op.getLhsBlock(),
+                                  op.getLhsShape());
     Value rhs = dequantizeOperand(rewriter, loc, adaptor.getRhs(),
-                                  adaptor.getRhsScales(), op.getRhsBlock());
+                                  adaptor.getRhsScales(), op.getRhsBlock(),
+                                  op.getRhsShape());
 
-    AffineExpr m, n, k;
-    bindDims(ctx, m, n, k);
-    SmallVector<AffineMap> maps = AffineMap::inferFromExprList(
-        ArrayRef<ArrayRef<AffineExpr>>{{m, k}, {n, k}, {m, n}}, ctx);
+    AffineExpr m = getAffineDimExpr(batch, ctx),
+               n = getAffineDimExpr(batch + 1, ctx),
+               k = getAffineDimExpr(batch + 2, ctx);
+    SmallVector<AffineMap> maps = {
+        getOperandMap(ctx, batch, m, k, op.getLhsLayout()),
+        getOperandMap(ctx, batch, n, k, op.getRhsLayout()),
+        AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank)};
+    SmallVector<utils::IteratorType> iterators = parallelIterators(rank);
+    iterators.push_back(utils::IteratorType::reduction);
     Value zero = arith::ConstantOp::create(rewriter, loc,
                                            rewriter.getF32FloatAttr(0.0f));
     Value init =
@@ -317,9 +414,7 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     Value product =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
-            ValueRange{init}, maps,
-            {utils::IteratorType::parallel, utils::IteratorType::parallel,
-             utils::IteratorType::reduction},
+            ValueRange{init}, maps, iterators,
             [](OpBuilder &b, Location nloc, ValueRange args) {
               Value mul = arith::MulFOp::create(b, nloc, args[0], args[1]);
               Value sum = arith::AddFOp::create(b, nloc, args[2], mul);
@@ -328,13 +423,13 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
             .getResult(0);
 
     if (!resultType.getElementType().isF32()) {
-      AffineMap identity = rewriter.getMultiDimIdentityMap(2);
+      AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
       product =
           linalg::GenericOp::create(
               rewriter, loc, TypeRange{resultType}, ValueRange{product},
               ValueRange{createEmpty(rewriter, loc, resultType.getShape(),
                                      resultType.getElementType())},
-              SmallVector<AffineMap>(2, identity), parallelIterators(2),
+              SmallVector<AffineMap>(2, identity), parallelIterators(rank),
               [&](OpBuilder &b, Location nloc, ValueRange args) {
                 linalg::YieldOp::create(
                     b, nloc,
@@ -345,6 +440,190 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     }
     rewriter.replaceOp(op, product);
     return success();
+  }
+};
+
+/// The f32 max |x| of a whole tensor, as a 0-D tensor.
+Value buildTensorAmax(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Value amax = buildBlockAmax(b, loc, input, type.getShape());
+  return tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({}, b.getF32Type()), amax,
+      ArrayRef<ReassociationIndices>{});
+}
+
+struct AmaxOpLowering : OpConversionPattern<AmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op,
+                       buildTensorAmax(rewriter, op.getLoc(), adaptor.getInput()));
+    return success();
+  }
+};
+
+struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(QuantizeDelayedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType dataType = op.getData().getType();
+    Type elementType = dataType.getElementType();
+    int64_t rank = dataType.getRank();
+    auto index = [&](int64_t value) {
+      return arith::ConstantIndexOp::create(rewriter, loc, value).getResult();
+    };
+    Value scale = tensor::ExtractOp::create(rewriter, loc, adaptor.getScales(),
+                                            ValueRange{index(op.getIndex())});
+
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    Value data =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{dataType}, ValueRange{adaptor.getInput()},
+            ValueRange{createEmpty(rewriter, loc, dataType.getShape(),
+                                   elementType)},
+            SmallVector<AffineMap>(2, identity), parallelIterators(rank),
+            [&](OpBuilder &b, Location nloc, ValueRange args) {
+              Value scaled = arith::MulFOp::create(
+                  b, nloc, extendToF32(b, nloc, args[0]), scale);
+              Value bits =
+                  buildTruncToElementBits(b, nloc, scaled, elementType);
+              linalg::YieldOp::create(
+                  b, nloc,
+                  arith::BitcastOp::create(b, nloc, elementType, bits)
+                      .getResult());
+            })
+            .getResult(0);
+
+    Value one = arith::ConstantOp::create(rewriter, loc,
+                                          rewriter.getF32FloatAttr(1.0f));
+    Value inverse = arith::DivFOp::create(rewriter, loc, one, scale);
+    Value scaleInv = tensor::SplatOp::create(
+        rewriter, loc, op.getScaleInv().getType(), inverse);
+
+    Value amax = tensor::ExtractOp::create(
+        rewriter, loc, buildTensorAmax(rewriter, loc, adaptor.getInput()),
+        ValueRange{});
+    Value history = tensor::InsertOp::create(
+        rewriter, loc, amax, adaptor.getHistory(),
+        ValueRange{index(0), index(op.getIndex())});
+    rewriter.replaceOp(op, {data, scaleInv, history});
+    return success();
+  }
+};
+
+/// The delayed-scaling scale of one tensor from its amax `a`:
+/// (maxfinite / a) / 2^margin when a is finite and positive (the largest
+/// finite f32 where that overflows), else `scale` unchanged.
+Value buildDelayedScale(OpBuilder &b, Location loc, Value a, Value scale,
+                        Type elementType, int64_t margin) {
+  auto f32 = [&](double value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value))
+        .getResult();
+  };
+  Value quotient =
+      arith::DivFOp::create(b, loc, f32(getMaxFinite(elementType)), a);
+  Value next = arith::DivFOp::create(b, loc, quotient,
+                                     f32(std::ldexp(1.0, margin)));
+  Value largest = f32(std::numeric_limits<float>::max());
+  Value overflowed = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           next, f32(INFINITY));
+  next = arith::SelectOp::create(b, loc, overflowed, largest, next);
+  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a,
+                                         f32(0.0));
+  Value finite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a,
+                                       f32(INFINITY));
+  Value usable = arith::AndIOp::create(b, loc, positive, finite);
+  return arith::SelectOp::create(b, loc, usable, next, scale);
+}
+
+struct UpdateAmaxHistoryOpLowering
+    : OpConversionPattern<UpdateAmaxHistoryOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(UpdateAmaxHistoryOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType historyType = op.getHistory().getType();
+    RankedTensorType scalesType = op.getScales().getType();
+    int64_t rows = historyType.getDimSize(0), count = scalesType.getDimSize(0);
+    Value history = adaptor.getHistory();
+
+    // The amax each scale is computed from: a column max (maximumf keeps a
+    // NaN, which leaves the scale unchanged) or row 0.
+    Value amax =
+        op.getAlgorithm() == AmaxAlgorithm::most_recent
+            ? extractRows(rewriter, loc, history, 0, 1, scalesType)
+            : tensor::CollapseShapeOp::create(
+                  rewriter, loc, scalesType,
+                  buildBlockAmax(rewriter, loc, history, {rows, 1}),
+                  ArrayRef<ReassociationIndices>{{0, 1}})
+                  .getResult();
+
+    Type elementType = op.getElement();
+    auto margin = static_cast<int64_t>(op.getMargin());
+    AffineMap identity = rewriter.getMultiDimIdentityMap(1);
+    Value scales =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{scalesType},
+            ValueRange{amax, adaptor.getScales()},
+            ValueRange{createEmpty(rewriter, loc, {count}, rewriter.getF32Type())},
+            SmallVector<AffineMap>(3, identity), parallelIterators(1),
+            [&](OpBuilder &b, Location nloc, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, nloc,
+                  buildDelayedScale(b, nloc, args[0], args[1], elementType,
+                                    margin));
+            })
+            .getResult(0);
+
+    rewriter.replaceOp(op, {rotateHistory(rewriter, loc, history), scales});
+    return success();
+  }
+
+  /// Rows `[first, first + size)` of `history`, as `type`.
+  static Value extractRows(OpBuilder &b, Location loc, Value history,
+                           int64_t first, int64_t size, RankedTensorType type) {
+    int64_t count = cast<RankedTensorType>(history.getType()).getDimSize(1);
+    return tensor::ExtractSliceOp::create(
+        b, loc, type, history,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(first), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(size), b.getIndexAttr(count)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+
+  /// `[c, a_1, ..., a_{L-1}]` -> `[0, a_2, ..., a_{L-1}, c]`: a zero history
+  /// with rows 2.. moved up by one and the current row 0 placed last.
+  static Value rotateHistory(OpBuilder &b, Location loc, Value history) {
+    auto type = cast<RankedTensorType>(history.getType());
+    int64_t rows = type.getDimSize(0), count = type.getDimSize(1);
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value result =
+        linalg::FillOp::create(b, loc, zero,
+                               createEmpty(b, loc, type.getShape(),
+                                           b.getF32Type()))
+            .getResult(0);
+    if (rows == 1)
+      return result;
+    auto place = [&](Value source, int64_t sourceRow, int64_t size,
+                     int64_t destRow) {
+      auto sliceType = RankedTensorType::get({size, count}, b.getF32Type());
+      Value slice = extractRows(b, loc, source, sourceRow, size, sliceType);
+      result = tensor::InsertSliceOp::create(
+          b, loc, slice, result,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(destRow), b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(size), b.getIndexAttr(count)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    };
+    if (rows > 2)
+      place(history, 2, rows - 2, 1);
+    place(history, 0, 1, rows - 1);
+    return result;
   }
 };
 
@@ -368,6 +647,7 @@ struct ConvertMXToLinalgPass
 
 void mx::populateMXToLinalgConversionPatterns(RewritePatternSet &patterns) {
   patterns.add<QuantizeOpLowering, DequantizeOpLowering, SwizzleOpLowering,
-               UnswizzleOpLowering, ScaledMatmulOpLowering>(
+               UnswizzleOpLowering, ScaledMatmulOpLowering, AmaxOpLowering,
+               QuantizeDelayedOpLowering, UpdateAmaxHistoryOpLowering>(
       patterns.getContext());
 }

@@ -363,9 +363,10 @@ LogicalResult QuantizeDelayedOp::verify() {
     return emitOpError("new_history must have the history's type ")
            << getHistory().getType() << ", got " << getNewHistory().getType();
   int64_t count = getScales().getType().getDimSize(0);
-  if (getIndex() < 0 || getIndex() >= count)
+  auto index = static_cast<int64_t>(getIndex());
+  if (index < 0 || index >= count)
     return emitOpError("index ")
-           << getIndex() << " is out of range for " << count << " scales";
+           << index << " is out of range for " << count << " scales";
   return success();
 }
 
@@ -380,10 +381,11 @@ LogicalResult UpdateAmaxHistoryOp::verify() {
            << getHistory().getType() << ", " << getScales().getType()
            << "), got " << getNewHistory().getType() << ", "
            << getNewScales().getType();
-  if (getMargin() < -126 || getMargin() > 127)
+  auto margin = static_cast<int64_t>(getMargin());
+  if (margin < -126 || margin > 127)
     return emitOpError("margin must lie in -126..127 (2^margin a normal "
                        "f32), got ")
-           << getMargin();
+           << margin;
   return success();
 }
 
