@@ -67,6 +67,16 @@ FailureOr<mxrtScaleMode> getScaleMode(RankedTensorType operand,
 /// `chip`.
 FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
 getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
+  if (op.getResult().getType().getRank() != 2) {
+    reason = "the cuBLASLt call takes 2-D operands (no batch dimensions)";
+    return failure();
+  }
+  if (op.getLhsLayout() != OperandLayout::k_contiguous ||
+      op.getRhsLayout() != OperandLayout::k_contiguous) {
+    reason = "the cuBLASLt call takes K-contiguous operands ([M, K] and "
+             "[N, K]) only";
+    return failure();
+  }
   FailureOr<mxrtScaleMode> lhs =
       getScaleMode(op.getLhs().getType(), op.getLhsBlock(),
                    op.getLhsScales().getType(), reason);

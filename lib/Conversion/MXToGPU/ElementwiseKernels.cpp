@@ -3,9 +3,10 @@
 // The mx ops whose GPU kernels need no cooperation between threads: one
 // thread per output element. Dequantize decodes FP8 with the same integer
 // builders as the CPU lowering and rounds like it, so the two agree bit for
-// bit, NaN canonicalization included. Swizzle gathers each tiled byte (or f32)
-// from the linear scales, writing zeros into the padding; unswizzle gathers
-// the other way.
+// bit, NaN canonicalization included. Swizzle gathers each byte (or f32) of
+// either GEMM-ready layout (tiles, blockwise) from the compact scales, writing
+// zeros into the padding, batch slice by batch slice; unswizzle gathers the
+// other way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,11 +74,53 @@ struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
   }
 };
 
-/// The linear scale (r, c) of a tile position, r along the unscaled dimension.
-SmallVector<Value> linearIndices(Value r, Value c, int64_t unscaledDim) {
-  return unscaledDim == 0 ? SmallVector<Value>{r, c} : SmallVector<Value>{c, r};
+/// The compact scale indices of matrix position (r, c) of a batch slice, r
+/// along the unscaled dimension.
+SmallVector<Value> getCompactIndices(ValueRange batch, Value r, Value c,
+                                     int64_t unscaledDim) {
+  SmallVector<Value> indices(batch);
+  bool unscaledFirst = unscaledDim == static_cast<int64_t>(batch.size());
+  indices.append(unscaledFirst ? SmallVector<Value>{r, c}
+                               : SmallVector<Value>{c, r});
+  return indices;
 }
 
+/// Where compact position (r, c) of a batch slice sits in `layout`.
+SmallVector<Value> getSwizzledIndices(OpBuilder &b, Location loc,
+                                      ValueRange batch, Value r, Value c,
+                                      SwizzleLayout layout) {
+  SmallVector<Value> indices(batch);
+  if (layout == SwizzleLayout::tiles) {
+    llvm::append_range(indices, swizzledIndices(b, loc, r, c));
+    return indices;
+  }
+  Value padding = cIndex(b, loc, kBlockwisePadding);
+  indices.append({c, arith::DivUIOp::create(b, loc, r, padding),
+                  arith::RemUIOp::create(b, loc, r, padding)});
+  return indices;
+}
+
+/// The compact position (r, c) that swizzled `indices` (batch dimensions
+/// first) hold in `layout`: the inverse of getSwizzledIndices.
+std::pair<Value, Value> getCompactPosition(OpBuilder &b, Location loc,
+                                           ArrayRef<Value> indices,
+                                           SwizzleLayout layout) {
+  auto fma = [&](Value x, int64_t scale, Value y) {
+    Value scaled = arith::MulIOp::create(b, loc, x, cIndex(b, loc, scale));
+    return arith::AddIOp::create(b, loc, scaled, y).getResult();
+  };
+  if (layout == SwizzleLayout::blockwise) {
+    ArrayRef<Value> tail = indices.take_back(3);
+    return {fma(tail[1], kBlockwisePadding, tail[2]), tail[0]};
+  }
+  // [r/128, c/4, r%32, (r%128)/32, c%4]
+  ArrayRef<Value> tile = indices.take_back(5);
+  Value r = fma(fma(tile[0], 4, tile[3]), 32, tile[2]);
+  return {r, fma(tile[1], kSwizzleTileCols, tile[4])};
+}
+
+/// One thread per swizzled element: it gathers its compact scale, or writes
+/// zero bits into the padding.
 struct SwizzleToGPU : OpRewritePattern<SwizzleOp> {
   SwizzleToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
       : OpRewritePattern(context), plan(plan) {}
@@ -88,30 +131,30 @@ struct SwizzleToGPU : OpRewritePattern<SwizzleOp> {
       return rewriter.notifyMatchFailure(op, "written by its quantize kernel");
     Location loc = op.getLoc();
     RankedTensorType inputType = op.getInput().getType();
-    int64_t unscaled = op.getUnscaledDim();
+    RankedTensorType resultType = op.getResult().getType();
+    int64_t unscaled = op.getUnscaledDim(), batch = inputType.getRank() - 2;
     int64_t rows = inputType.getDimSize(unscaled);
-    int64_t cols = inputType.getDimSize(1 - unscaled);
-    ArrayRef<int64_t> tiles = op.getResult().getType().getShape();
-    int64_t paddedCols = tiles[1] * kSwizzleTileCols;
+    int64_t cols = inputType.getDimSize(2 * batch + 1 - unscaled);
     Value input = toBuffer(rewriter, loc, op.getInput());
-    Value result = allocDevice(rewriter, loc, op.getResult().getType());
-    int64_t count = tiles[0] * kSwizzleTileRows * paddedCols;
+    Value result = allocDevice(rewriter, loc, resultType);
+    int64_t count = resultType.getNumElements();
     buildLaunch(rewriter, loc, count, [&](OpBuilder &b, Location l, Value thread) {
       buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
               [&](OpBuilder &nb, Location nl) {
-        Value r = arith::DivUIOp::create(nb, nl, thread, cIndex(nb, nl, paddedCols));
-        Value c = arith::RemUIOp::create(nb, nl, thread, cIndex(nb, nl, paddedCols));
+        SmallVector<Value> indices =
+            delinearize(nb, nl, thread, resultType.getShape());
+        auto [r, c] = getCompactPosition(nb, nl, indices, op.getLayout());
         Value valid = andI(nb, nl, cmpLT(nb, nl, r, cIndex(nb, nl, rows)),
                            cmpLT(nb, nl, c, cIndex(nb, nl, cols)));
         Value scale = memref::LoadOp::create(
             nb, nl, input,
-            linearIndices(minIndex(nb, nl, r, rows - 1),
-                          minIndex(nb, nl, c, cols - 1), unscaled));
+            getCompactIndices(ArrayRef<Value>(indices).take_front(batch),
+                              minIndex(nb, nl, r, rows - 1),
+                              minIndex(nb, nl, c, cols - 1), unscaled));
         Value stored = arith::SelectOp::create(
             nb, nl, valid, scale,
             buildZeroBits(nb, nl, inputType.getElementType()));
-        memref::StoreOp::create(nb, nl, stored, result,
-                                swizzledIndices(nb, nl, r, c));
+        memref::StoreOp::create(nb, nl, stored, result, indices);
       });
     });
     rewriter.replaceOp(op, toTensor(rewriter, loc, result));
@@ -122,6 +165,7 @@ private:
   const QuantizeFusionPlan &plan;
 };
 
+/// One thread per compact scale: it reads its place in the swizzled layout.
 struct UnswizzleToGPU : OpRewritePattern<UnswizzleOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -129,7 +173,7 @@ struct UnswizzleToGPU : OpRewritePattern<UnswizzleOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
-    int64_t unscaled = op.getUnscaledDim();
+    int64_t unscaled = op.getUnscaledDim(), batch = resultType.getRank() - 2;
     Value input = toBuffer(rewriter, loc, op.getInput());
     Value result = allocDevice(rewriter, loc, resultType);
     int64_t count = resultType.getNumElements();
@@ -138,9 +182,12 @@ struct UnswizzleToGPU : OpRewritePattern<UnswizzleOp> {
               [&](OpBuilder &nb, Location nl) {
         SmallVector<Value> indices =
             delinearize(nb, nl, thread, resultType.getShape());
-        Value r = indices[unscaled], c = indices[1 - unscaled];
-        Value scale = memref::LoadOp::create(nb, nl, input,
-                                             swizzledIndices(nb, nl, r, c));
+        Value r = indices[unscaled], c = indices[2 * batch + 1 - unscaled];
+        Value scale = memref::LoadOp::create(
+            nb, nl, input,
+            getSwizzledIndices(nb, nl,
+                               ArrayRef<Value>(indices).take_front(batch), r,
+                               c, op.getLayout()));
         memref::StoreOp::create(nb, nl, scale, result, indices);
       });
     });

@@ -57,7 +57,8 @@ SwizzleOp getFusableSwizzle(QuantizeOp op) {
     return {};
   auto swizzle = dyn_cast<SwizzleOp>(*scales.getUsers().begin());
   int64_t unscaledDim = isRowwise(op) ? 0 : 1;
-  return swizzle && int64_t(swizzle.getUnscaledDim()) == unscaledDim
+  return swizzle && swizzle.getLayout() == SwizzleLayout::tiles &&
+                 int64_t(swizzle.getUnscaledDim()) == unscaledDim
              ? swizzle
              : SwizzleOp();
 }

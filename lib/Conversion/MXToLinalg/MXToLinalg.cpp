@@ -70,9 +70,10 @@ Value padHigh(OpBuilder &b, Location loc, Value source,
                                  loc, b);
 }
 
-/// The f32 max |x| of every block of `input`: `[ceil(s0/b0), ...]`.
-Value buildBlockAmax(OpBuilder &b, Location loc, Value input,
-                     ArrayRef<int64_t> block) {
+/// The f32 max |x| (or max x, for `magnitude` false) of every block of
+/// `input`: `[ceil(s0/b0), ...]`.
+Value buildBlockMax(OpBuilder &b, Location loc, Value input,
+                    ArrayRef<int64_t> block, bool magnitude) {
   auto type = cast<RankedTensorType>(input.getType());
   SmallVector<int64_t> scalesShape = getScalesShape(type.getShape(), block);
   SmallVector<int64_t> paddedShape, blockedShape, blockDims;
@@ -84,24 +85,35 @@ Value buildBlockAmax(OpBuilder &b, Location loc, Value input,
     reassociation.push_back(
         {static_cast<int64_t>(2 * index), static_cast<int64_t>(2 * index + 1)});
   }
-  // Zero padding never raises max |x|, and a NaN still propagates.
+  // Zero padding never raises max |x| (the amax history, reduced without
+  // |.|, is never padded), and a NaN still propagates.
   Value padded = padHigh(b, loc, input, paddedShape);
   Value blocked = tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get(blockedShape, type.getElementType()),
       padded, reassociation);
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  // The reduction starts from 0 for |x| and -Inf for x.
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(magnitude ? 0.0f : -INFINITY));
   Value init = linalg::FillOp::create(
                    b, loc, zero, createEmpty(b, loc, scalesShape, b.getF32Type()))
                    .getResult(0);
   auto reduce = linalg::ReduceOp::create(
       b, loc, ValueRange{blocked}, ValueRange{init}, blockDims,
-      [](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value magnitude = math::AbsFOp::create(nb, nloc, extendToF32(nb, nloc, args[0]));
+      [magnitude](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value value = extendToF32(nb, nloc, args[0]);
+        if (magnitude)
+          value = math::AbsFOp::create(nb, nloc, value);
         // maximumf propagates NaN, which marks the whole block NaN.
-        Value max = arith::MaximumFOp::create(nb, nloc, magnitude, args[1]);
+        Value max = arith::MaximumFOp::create(nb, nloc, value, args[1]);
         linalg::YieldOp::create(nb, nloc, max);
       });
   return reduce.getResult(0);
+}
+
+/// The f32 max |x| of every block of `input`.
+Value buildBlockAmax(OpBuilder &b, Location loc, Value input,
+                     ArrayRef<int64_t> block) {
+  return buildBlockMax(b, loc, input, block, /*magnitude=*/true);
 }
 
 struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
@@ -561,7 +573,8 @@ struct UpdateAmaxHistoryOpLowering
             ? extractRows(rewriter, loc, history, 0, 1, scalesType)
             : tensor::CollapseShapeOp::create(
                   rewriter, loc, scalesType,
-                  buildBlockAmax(rewriter, loc, history, {rows, 1}),
+                  buildBlockMax(rewriter, loc, history, {rows, 1},
+                                /*magnitude=*/false),
                   ArrayRef<ReassociationIndices>{{0, 1}})
                   .getResult();
 

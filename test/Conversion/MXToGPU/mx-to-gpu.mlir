@@ -118,3 +118,43 @@ func.func @odd_k(%x: tensor<64x70xf32>) -> tensor<2x70xf8E8M0FNU> {
   %d, %s = mx.quantize %x block [32, 1] : tensor<64x70xf32> -> tensor<64x70xf8E4M3FN>, tensor<2x70xf8E8M0FNU>
   return %s : tensor<2x70xf8E8M0FNU>
 }
+
+// -----
+
+// One thread per tile byte, batch index first: each slice is tiled alone.
+// CHECK-LABEL: func @swizzle_batched
+// CHECK: gpu.alloc () : memref<2x2x1x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK: memref.load %{{.*}}[%[[B:.*]], %{{.*}}, %{{.*}}] : memref<2x200x3xf8E8M0FNU>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[B]], %{{.*}}, %c0, %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x2x1x32x4x4xf8E8M0FNU>
+func.func @swizzle_batched(%s: tensor<2x200x3xf8E8M0FNU>) -> tensor<2x2x1x32x4x4xf8E8M0FNU> {
+  %t = mx.swizzle %s unscaled_dim 1 : tensor<2x200x3xf8E8M0FNU> -> tensor<2x2x1x32x4x4xf8E8M0FNU>
+  return %t : tensor<2x2x1x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// CHECK-LABEL: func @unswizzle_blockwise
+// CHECK: gpu.alloc () : memref<2x250xf32>
+// CHECK: %[[V:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x63x4xf32>
+// CHECK: memref.store %[[V]], %{{.*}}[%{{.*}}, %{{.*}}] : memref<2x250xf32>
+func.func @unswizzle_blockwise(%t: tensor<2x63x4xf32>) -> tensor<2x250xf32> {
+  %s = mx.unswizzle %t unscaled_dim 1 layout blockwise : tensor<2x63x4xf32> -> tensor<2x250xf32>
+  return %s : tensor<2x250xf32>
+}
+
+// -----
+
+func.func @amax(%x: tensor<64x128xbf16>) -> tensor<f32> {
+  // expected-error @+1 {{'mx.amax' op has no GPU lowering: no GPU kernel exists for this op; use the CPU pipeline}}
+  %a = mx.amax %x : tensor<64x128xbf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+
+// -----
+
+func.func @batched_quantize(%x: tensor<2x64x64xf32>) -> tensor<2x64x2xf8E8M0FNU> {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors}}
+  %d, %s = mx.quantize %x block [1, 1, 32] : tensor<2x64x64xf32> -> tensor<2x64x64xf8E4M3FN>, tensor<2x64x2xf8E8M0FNU>
+  return %s : tensor<2x64x2xf8E8M0FNU>
+}

@@ -109,3 +109,128 @@ func.func @scaled_matmul(%a: tensor<256x64xf8E4M3FN>, %as: tensor<2x1x32x4x4xf8E
       : tensor<256x64xf8E4M3FN>, tensor<2x1x32x4x4xf8E8M0FNU>, tensor<128x64xf8E5M2>, tensor<128x2xf8E8M0FNU> -> tensor<256x128xbf16>
   return %c : tensor<256x128xbf16>
 }
+
+// -----
+
+// Batch dimensions are kept; each slice is padded to whole tiles on its own.
+// CHECK-LABEL: func @swizzle_batched
+// CHECK: tensor.pad %{{.*}} low[0, 0, 0] high[0, 56, 1]
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2, 3], [4, 5]] output_shape [2, 2, 4, 32, 1, 4]
+// CHECK: linalg.transpose {{.*}} permutation = [0, 1, 4, 3, 2, 5]
+func.func @swizzle_batched(%s: tensor<2x200x3xf8E8M0FNU>) -> tensor<2x2x1x32x4x4xf8E8M0FNU> {
+  %t = mx.swizzle %s unscaled_dim 1 : tensor<2x200x3xf8E8M0FNU> -> tensor<2x2x1x32x4x4xf8E8M0FNU>
+  return %t : tensor<2x2x1x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// Blockwise GEMM-ready: transposed so the unscaled dimension is innermost,
+// padded to a multiple of 4.
+// CHECK-LABEL: func @swizzle_blockwise
+// CHECK: linalg.transpose {{.*}} permutation = [1, 0]
+// CHECK: tensor.pad %{{.*}} low[0, 0] high[0, 2]
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 63, 4] : tensor<4x252xf32> into tensor<4x63x4xf32>
+func.func @swizzle_blockwise(%s: tensor<250x4xf32>) -> tensor<4x63x4xf32> {
+  %g = mx.swizzle %s layout blockwise : tensor<250x4xf32> -> tensor<4x63x4xf32>
+  return %g : tensor<4x63x4xf32>
+}
+
+// -----
+
+// Columnwise blockwise scales are already K-block-major: no transpose.
+// CHECK-LABEL: func @unswizzle_blockwise_columnwise
+// CHECK-NOT: linalg.transpose
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : tensor<2x63x4xf32> into tensor<2x252xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [2, 250] [1, 1]
+func.func @unswizzle_blockwise_columnwise(%t: tensor<2x63x4xf32>) -> tensor<2x250xf32> {
+  %s = mx.unswizzle %t unscaled_dim 1 layout blockwise : tensor<2x63x4xf32> -> tensor<2x250xf32>
+  return %s : tensor<2x250xf32>
+}
+
+// -----
+
+// K-outer operands are read through transposed indexing maps; batch
+// dimensions are parallel.
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func @matmul_batched_k_outer
+// CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+func.func @matmul_batched_k_outer(%a: tensor<2x64x48xf8E4M3FN>, %as: tensor<2x2x48xf8E8M0FNU>, %b: tensor<2x64x40xf8E4M3FN>, %bs: tensor<2x2x40xf8E8M0FNU>) -> tensor<2x48x40xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32, 1] lhs_layout k_outer rhs_block [1, 32, 1] rhs_layout k_outer
+      : tensor<2x64x48xf8E4M3FN>, tensor<2x2x48xf8E8M0FNU>, tensor<2x64x40xf8E4M3FN>, tensor<2x2x40xf8E8M0FNU> -> tensor<2x48x40xf32>
+  return %c : tensor<2x48x40xf32>
+}
+
+// -----
+
+// Tiled scales of a K-outer operand are unswizzled along its M dimension.
+// CHECK-LABEL: func @matmul_k_outer_tiles
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [48, 2] [1, 1] : tensor<128x4xf8E8M0FNU> to tensor<48x2xf8E8M0FNU>
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<48x2xf8E8M0FNU>) outs(%{{.*}} : tensor<2x48xf8E8M0FNU>) permutation = [1, 0]
+func.func @matmul_k_outer_tiles(%a: tensor<64x48xf8E4M3FN>, %as: tensor<1x1x32x4x4xf8E8M0FNU>, %b: tensor<40x64xf8E4M3FN>, %bs: tensor<40x2xf8E8M0FNU>) -> tensor<48x40xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [32, 1] lhs_layout k_outer rhs_block [1, 32]
+      : tensor<64x48xf8E4M3FN>, tensor<1x1x32x4x4xf8E8M0FNU>, tensor<40x64xf8E4M3FN>, tensor<40x2xf8E8M0FNU> -> tensor<48x40xf32>
+  return %c : tensor<48x40xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @amax
+// CHECK: linalg.reduce ins(%{{.*}} : tensor<1x64x1x128xbf16>) outs(%{{.*}} : tensor<1x1xf32>) dimensions = [1, 3]
+// CHECK: math.absf
+// CHECK: arith.maximumf
+// CHECK: tensor.collapse_shape %{{.*}} [] : tensor<1x1xf32> into tensor<f32>
+func.func @amax(%x: tensor<64x128xbf16>) -> tensor<f32> {
+  %a = mx.amax %x : tensor<64x128xbf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func @quantize_delayed
+// CHECK: %[[SCALE:.*]] = tensor.extract %{{.*}}[%c1] : tensor<3xf32>
+// CHECK: linalg.generic
+// CHECK:   arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK: %[[INV:.*]] = arith.divf %{{.*}}, %[[SCALE]] : f32
+// CHECK: tensor.splat %[[INV]] : tensor<1x1xf32>
+// CHECK: %[[AMAX:.*]] = tensor.extract %{{.*}}[] : tensor<f32>
+// CHECK: tensor.insert %[[AMAX]] into %{{.*}}[%{{.*}}, %{{.*}}] : tensor<16x3xf32>
+func.func @quantize_delayed(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %i, %h1 : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+}
+
+// -----
+
+// The column max (no |.|, from -Inf), the scale rule, then the rotation:
+// rows 2.. move up one, row 0 goes last, row 0 becomes zero.
+// CHECK-LABEL: func @update_amax_history
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: linalg.reduce
+// CHECK-NOT: math.absf
+// CHECK: arith.maximumf
+// CHECK: linalg.generic
+// CHECK:   arith.divf
+// CHECK:   arith.divf
+// CHECK:   arith.select
+// CHECK: tensor.extract_slice %{{.*}}[2, 0] [14, 3] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}}[1, 0] [14, 3] [1, 1]
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [1, 3] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}}[15, 0] [1, 3] [1, 1]
+func.func @update_amax_history(%h: tensor<16x3xf32>, %s: tensor<3xf32>) -> (tensor<16x3xf32>, tensor<3xf32>) {
+  %h1, %s1 = mx.update_amax_history %h, %s element f8E4M3FN margin 1 : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+  return %h1, %s1 : tensor<16x3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// most_recent reads row 0 only.
+// CHECK-LABEL: func @update_most_recent
+// CHECK-NOT: linalg.reduce
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [1, 3] [1, 1] : tensor<16x3xf32> to tensor<3xf32>
+func.func @update_most_recent(%h: tensor<16x3xf32>, %s: tensor<3xf32>) -> (tensor<16x3xf32>, tensor<3xf32>) {
+  %h1, %s1 = mx.update_amax_history %h, %s element f8E5M2 algorithm most_recent : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+  return %h1, %s1 : tensor<16x3xf32>, tensor<3xf32>
+}

@@ -59,3 +59,53 @@ func.func @scaled_matmul(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8
       : tensor<200x256xf8E4M3FN>, tensor<200x2xf32>, tensor<136x256xf8E4M3FN>, tensor<2x2xf32> -> tensor<200x136xf32>
   return
 }
+
+// CHECK-LABEL: func @attention_shapes
+// CHECK: mx.quantize %{{.*}} block [1, 1, 1, 32] : tensor<2x3x200x72xbf16> -> tensor<2x3x200x72xf8E4M3FN>, tensor<2x3x200x3xf8E8M0FNU>
+// CHECK: mx.quantize %{{.*}} block [1, 1, 32, 1] : tensor<2x3x200x72xbf16> -> tensor<2x3x200x72xf8E4M3FN>, tensor<2x3x7x72xf8E8M0FNU>
+// CHECK: mx.swizzle %{{.*}} unscaled_dim 2 : tensor<2x3x200x3xf8E8M0FNU> -> tensor<2x3x2x1x32x4x4xf8E8M0FNU>
+// CHECK: mx.swizzle %{{.*}} unscaled_dim 3 : tensor<2x3x7x72xf8E8M0FNU> -> tensor<2x3x1x2x32x4x4xf8E8M0FNU>
+func.func @attention_shapes(%q: tensor<2x3x200x72xbf16>) {
+  %qd, %qs = mx.quantize %q block [1, 1, 1, 32] : tensor<2x3x200x72xbf16> -> tensor<2x3x200x72xf8E4M3FN>, tensor<2x3x200x3xf8E8M0FNU>
+  %vd, %vs = mx.quantize %q block [1, 1, 32, 1] : tensor<2x3x200x72xbf16> -> tensor<2x3x200x72xf8E4M3FN>, tensor<2x3x7x72xf8E8M0FNU>
+  %qt = mx.swizzle %qs unscaled_dim 2 : tensor<2x3x200x3xf8E8M0FNU> -> tensor<2x3x2x1x32x4x4xf8E8M0FNU>
+  %vt = mx.swizzle %vs unscaled_dim 3 : tensor<2x3x7x72xf8E8M0FNU> -> tensor<2x3x1x2x32x4x4xf8E8M0FNU>
+  return
+}
+
+// CHECK-LABEL: func @blockwise_gemm_ready
+// CHECK: mx.swizzle %{{.*}} layout blockwise : tensor<250x4xf32> -> tensor<4x63x4xf32>
+// CHECK: mx.unswizzle %{{.*}} unscaled_dim 1 layout blockwise : tensor<2x63x4xf32> -> tensor<2x250xf32>
+func.func @blockwise_gemm_ready(%s: tensor<250x4xf32>, %t: tensor<2x63x4xf32>) {
+  %g = mx.swizzle %s layout blockwise : tensor<250x4xf32> -> tensor<4x63x4xf32>
+  %c = mx.unswizzle %t unscaled_dim 1 layout blockwise : tensor<2x63x4xf32> -> tensor<2x250xf32>
+  return
+}
+
+// CHECK-LABEL: func @layouts
+// CHECK: mx.scaled_matmul %{{.*}} lhs_block [1, 1, 32] rhs_block [1, 32, 1] rhs_layout k_outer : tensor<2x64x128xf8E4M3FN>, tensor<2x64x4xf8E8M0FNU>, tensor<2x128x48xf8E4M3FN>, tensor<2x4x48xf8E8M0FNU> -> tensor<2x64x48xbf16>
+// CHECK: mx.scaled_matmul %{{.*}} lhs_block [1, 128] rhs_block [128, 128] : tensor<250x512xf8E4M3FN>, tensor<4x63x4xf32>, tensor<64x512xf8E4M3FN>, tensor<1x4xf32> -> tensor<250x64xf32>
+func.func @layouts(%a: tensor<2x64x128xf8E4M3FN>, %as: tensor<2x64x4xf8E8M0FNU>, %b: tensor<2x128x48xf8E4M3FN>, %bs: tensor<2x4x48xf8E8M0FNU>,
+                   %c: tensor<250x512xf8E4M3FN>, %cs: tensor<4x63x4xf32>, %d: tensor<64x512xf8E4M3FN>, %ds: tensor<1x4xf32>) {
+  %0 = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 1, 32] lhs_layout k_contiguous rhs_block [1, 32, 1] rhs_layout k_outer
+      : tensor<2x64x128xf8E4M3FN>, tensor<2x64x4xf8E8M0FNU>, tensor<2x128x48xf8E4M3FN>, tensor<2x4x48xf8E8M0FNU> -> tensor<2x64x48xbf16>
+  %1 = mx.scaled_matmul %c, %cs, %d, %ds lhs_block [1, 128] rhs_block [128, 128]
+      : tensor<250x512xf8E4M3FN>, tensor<4x63x4xf32>, tensor<64x512xf8E4M3FN>, tensor<1x4xf32> -> tensor<250x64xf32>
+  return
+}
+
+// CHECK-LABEL: func @delayed_scaling
+// CHECK: mx.amax %{{.*}} : tensor<64x128xbf16> -> tensor<f32>
+// CHECK: mx.quantize_delayed %{{.*}}, %{{.*}}, %{{.*}} index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+// CHECK: mx.update_amax_history %{{.*}}, %{{.*}} element f8E4M3FN : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+// CHECK: mx.update_amax_history %{{.*}}, %{{.*}} element f8E5M2 algorithm most_recent margin 2 : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+func.func @delayed_scaling(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  %a = mx.amax %x : tensor<64x128xbf16> -> tensor<f32>
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  %h2, %s2 = mx.update_amax_history %h1, %s element f8E4M3FN algorithm max margin 0
+      : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+  %h3, %s3 = mx.update_amax_history %h2, %s2 element f8E5M2 algorithm most_recent margin 2
+      : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
+  return
+}

@@ -230,6 +230,18 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
     reason = "the generated kernels take 2-D operands";
     return failure();
   }
+  if (op.getLhsLayout() != OperandLayout::k_contiguous ||
+      op.getRhsLayout() != OperandLayout::k_contiguous) {
+    reason = "the generated kernels take K-contiguous operands ([M, K] and "
+             "[N, K]); K-outer operands are not supported yet";
+    return failure();
+  }
+  if (op.getLhsScales().getType().getRank() == 3 ||
+      op.getRhsScales().getType().getRank() == 3) {
+    reason = "the generated kernels take linear or 128x4-tiled scales, not "
+             "blockwise GEMM-ready ones";
+    return failure();
+  }
   plan.m = lhs.getDimSize(0);
   plan.n = rhs.getDimSize(0);
   plan.k = lhs.getDimSize(1);
