@@ -35,11 +35,17 @@ _MLIR_TYPES = {
     np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
     np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
     np.dtype(ml_dtypes.float8_e8m0fnu): "f8E8M0FNU",
+    np.dtype(ml_dtypes.float4_e2m1fn): "f4E2M1FN",
     np.dtype(np.int8): "i8",
     np.dtype(np.int16): "i16",
     np.dtype(np.int32): "i32",
 }
 _NUMPY_TYPES = {name: dtype for dtype, name in _MLIR_TYPES.items()}
+
+
+def _bit_width(dtype) -> int:
+    """Bits of one element in MLIR (numpy holds an FP4 element in a byte)."""
+    return 4 if np.dtype(dtype) == np.dtype(ml_dtypes.float4_e2m1fn) else np.dtype(dtype).itemsize * 8
 
 
 class ToolError(RuntimeError):
@@ -149,9 +155,9 @@ def run_program(inputs: dict[str, np.ndarray], body: str, outputs: Sequence[Outp
     lines += [f"  %{name} = arith.constant {dense_literal(value)}" for name, value in inputs.items()]
     lines.append(body)
     for index, out in enumerate(outputs):
-        width = np.dtype(out.dtype).itemsize * 8
+        width = _bit_width(out.dtype)
         src = mlir_type(out.shape, out.dtype)
-        ints = mlir_type(out.shape, np.dtype(f"int{width}"))
+        ints = src.replace(_MLIR_TYPES[np.dtype(out.dtype)], f"i{width}")
         wide = mlir_type(out.shape, np.int32)
         lines.append(f"  %bits{index} = arith.bitcast %{out.name} : {src} to {ints}")
         value = f"%bits{index}"
@@ -172,7 +178,7 @@ def run_program(inputs: dict[str, np.ndarray], body: str, outputs: Sequence[Outp
     for out, (sizes, data) in zip(outputs, matches):
         values = np.array([int(v) for v in re.findall(r"-?\d+", data)], dtype=np.int64)
         width = np.dtype(out.dtype).itemsize * 8
-        bits = (values & ((1 << width) - 1)).astype(np.dtype(f"uint{width}"))
+        bits = (values & ((1 << _bit_width(out.dtype)) - 1)).astype(np.dtype(f"uint{width}"))
         results.append(bits.view(out.dtype).reshape(out.shape))
     return results
 
@@ -181,25 +187,57 @@ def _block_text(block: Sequence[int]) -> str:
     return "[" + ", ".join(str(int(b)) for b in block) + "]"
 
 
+def _tensor_scale_clause(name: str, tensor_scale) -> tuple[str, dict[str, np.ndarray]]:
+    """The `tensor_scale(%name : tensor<f32>)` clause and its input, or nothing."""
+    if tensor_scale is None:
+        return "", {}
+    value = np.asarray(tensor_scale, np.float32).reshape(1)
+    return f" tensor_scale(%{name}0 : tensor<f32>)", {name: value}
+
+
+def _scalar_inputs(inputs: dict[str, np.ndarray]) -> str:
+    """Collapses each `[1]` f32 input `%name` into the 0-D `%name0` the op takes."""
+    return "".join(f"  %{name}0 = tensor.collapse_shape %{name} [] : tensor<1xf32> into tensor<f32>\n"
+                   for name in inputs)
+
+
 def cpu_quantize(x: np.ndarray, block: Sequence[int], elem: str = "f8E4M3FN",
-                 scale_type: str = "f8E8M0FNU", rounding: str = "ceil") -> tuple[np.ndarray, np.ndarray]:
-    """`mx.quantize` through the CPU pipeline; same contract as `reference.quantize`."""
+                 scale_type: str = "f8E8M0FNU", rounding: str = "ceil",
+                 tensor_scale=None) -> tuple[np.ndarray, ...]:
+    """`mx.quantize` through the CPU pipeline; same contract as `reference.quantize`. NVFP4
+    (`f8E4M3FN` scales) follows `reference.quantize_nvfp4`: with `tensor_scale` None the op computes
+    it and it is returned third."""
     data_dtype, scale_dtype = _NUMPY_TYPES[elem], _NUMPY_TYPES[scale_type]
     scales_shape = reference.scales_shape(x.shape, block)
-    body = (f"  %d, %s = mx.quantize %x block {_block_text(block)} rounding {rounding} : "
+    computed = scale_type == "f8E4M3FN" and tensor_scale is None
+    clause, scalars = _tensor_scale_clause("t", tensor_scale)
+    rounding_text = "" if scale_type == "f8E4M3FN" else f" rounding {rounding}"
+    results = "%d, %s, %t1" if computed else "%d, %s"
+    body = (_scalar_inputs(scalars) +
+            f"  {results} = mx.quantize %x block {_block_text(block)}{rounding_text}{clause} : "
             f"{mlir_type(x.shape, x.dtype)} -> {mlir_type(x.shape, data_dtype)}, "
-            f"{mlir_type(scales_shape, scale_dtype)}")
-    data, scales = run_program({"x": x}, body, [Output("d", x.shape, data_dtype),
-                                                Output("s", scales_shape, scale_dtype)])
-    return data, scales
+            f"{mlir_type(scales_shape, scale_dtype)}" + (", tensor<f32>" if computed else ""))
+    outputs = [Output("d", x.shape, data_dtype), Output("s", scales_shape, scale_dtype)]
+    if computed:
+        body += "\n  %t = tensor.expand_shape %t1 [] output_shape [1] : tensor<f32> into tensor<1xf32>"
+        outputs.append(Output("t", (1,), np.dtype(np.float32)))
+    values = run_program({"x": x, **scalars}, body, outputs)
+    if computed:
+        values[2] = values[2][0]
+    return tuple(values)
 
 
 def cpu_dequantize(data: np.ndarray, scales: np.ndarray, block: Sequence[int],
-                   out_dtype=np.float32) -> np.ndarray:
-    """`mx.dequantize` through the CPU pipeline; same contract as `reference.dequantize`."""
-    body = (f"  %y = mx.dequantize %d, %s block {_block_text(block)} : {mlir_type(data.shape, data.dtype)}, "
+                   out_dtype=np.float32, tensor_scale=None) -> np.ndarray:
+    """`mx.dequantize` through the CPU pipeline; same contract as `reference.dequantize` (and
+    `reference.dequantize_nvfp4` with `tensor_scale`)."""
+    clause, scalars = _tensor_scale_clause("t", tensor_scale)
+    body = (_scalar_inputs(scalars) +
+            f"  %y = mx.dequantize %d, %s block {_block_text(block)}{clause} : "
+            f"{mlir_type(data.shape, data.dtype)}, "
             f"{mlir_type(scales.shape, scales.dtype)} -> {mlir_type(data.shape, out_dtype)}")
-    return run_program({"d": data, "s": scales}, body, [Output("y", data.shape, np.dtype(out_dtype))])[0]
+    return run_program({"d": data, "s": scales, **scalars}, body,
+                       [Output("y", data.shape, np.dtype(out_dtype))])[0]
 
 
 def _swizzle_op(op: str, source: np.ndarray, result_shape: Sequence[int], unscaled_dim: int,
@@ -239,14 +277,22 @@ def _rows(data: np.ndarray, layout: str) -> int:
 
 def cpu_scaled_matmul(a: np.ndarray, a_scales: np.ndarray, b: np.ndarray, b_scales: np.ndarray,
                       a_block: Sequence[int], b_block: Sequence[int], out_dtype=np.float32,
-                      a_layout: str = "k_contiguous", b_layout: str = "k_contiguous") -> np.ndarray:
-    """`mx.scaled_matmul` through the CPU pipeline; same contract as `reference.scaled_matmul`."""
+                      a_layout: str = "k_contiguous", b_layout: str = "k_contiguous", *,
+                      a_tensor_scale=None, b_tensor_scale=None) -> np.ndarray:
+    """`mx.scaled_matmul` through the CPU pipeline; same contract as `reference.scaled_matmul` (the
+    tensor scales of NVFP4 operands, 1.0 standing in for the other operand's)."""
     shape = (*a.shape[:-2], _rows(a, a_layout), _rows(b, b_layout))
     types = ", ".join(mlir_type(v.shape, v.dtype) for v in (a, a_scales, b, b_scales))
-    body = (f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block {_block_text(a_block)} "
-            f"lhs_layout {a_layout} rhs_block {_block_text(b_block)} rhs_layout {b_layout} : "
+    scalars, clause = {}, ""
+    if a_tensor_scale is not None or b_tensor_scale is not None:
+        scalars = {name: np.asarray(1.0 if value is None else value, np.float32).reshape(1)
+                   for name, value in (("ta", a_tensor_scale), ("tb", b_tensor_scale))}
+        clause = " tensor_scales(%ta0, %tb0 : tensor<f32>, tensor<f32>)"
+    body = (_scalar_inputs(scalars) +
+            f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block {_block_text(a_block)} "
+            f"lhs_layout {a_layout} rhs_block {_block_text(b_block)} rhs_layout {b_layout}{clause} : "
             f"{types} -> {mlir_type(shape, out_dtype)}")
-    inputs = {"a": a, "as": a_scales, "b": b, "bs": b_scales}
+    inputs = {"a": a, "as": a_scales, "b": b, "bs": b_scales, **scalars}
     return run_program(inputs, body, [Output("c", shape, np.dtype(out_dtype))])[0]
 
 

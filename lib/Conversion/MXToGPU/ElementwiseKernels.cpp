@@ -44,6 +44,8 @@ struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
 
   LogicalResult matchAndRewrite(DequantizeOp op,
                                 PatternRewriter &rewriter) const override {
+    if (isa<Float4E2M1FNType>(op.getData().getType().getElementType()))
+      return rewriter.notifyMatchFailure(op, kNoFP4Reason);
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
     Value data = toBuffer(rewriter, loc, op.getData());
@@ -65,7 +67,7 @@ struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
         Value product = buildDequantized(
             nb, nl, memref::LoadOp::create(nb, nl, data, indices),
             memref::LoadOp::create(nb, nl, scales, blockIndices),
-            resultType.getElementType());
+            /*tensorScale=*/Value(), resultType.getElementType());
         memref::StoreOp::create(nb, nl, product, result, indices);
       });
     });

@@ -27,8 +27,10 @@ bool isRowwise(QuantizeOp op) {
 LogicalResult checkQuantizeBasics(QuantizeOp op, std::string &reason) {
   RankedTensorType type = op.getInput().getType();
   ArrayRef<int64_t> block = op.getBlock();
-  if (type.getRank() != 2 || (block != ArrayRef<int64_t>{1, kMXBlock} &&
-                              block != ArrayRef<int64_t>{kMXBlock, 1}))
+  if (isa<Float4E2M1FNType>(op.getData().getType().getElementType()))
+    reason = gpu_kernels::kNoFP4Reason;
+  else if (type.getRank() != 2 || (block != ArrayRef<int64_t>{1, kMXBlock} &&
+                                   block != ArrayRef<int64_t>{kMXBlock, 1}))
     reason = "the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors";
   else if (op.getRounding() == ScaleRounding::exact)
     reason = "the GPU kernels cover power-of-two ('ceil', 'floor') scales";

@@ -21,7 +21,12 @@
 namespace mx::gpu_kernels {
 
 constexpr int64_t kThreadsPerBlock = 256;
-constexpr int64_t kMXBlock = 32;
+
+/// Why FP4 data has no GPU kernel: device buffers hold it packed, two
+/// elements to a byte, which the kernels do not address yet.
+constexpr llvm::StringLiteral kNoFP4Reason =
+    "the GPU kernels do not take f4E2M1FN data yet (device buffers hold it "
+    "packed two elements to a byte)";
 
 /// The rowwise quantize kernel (MXToGPU.cpp): lanes per 32-element block and
 /// elements per lane, so K must be a multiple of kElementsPerLane.

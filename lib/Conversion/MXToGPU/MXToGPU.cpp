@@ -188,6 +188,10 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
       return reason + "; cuBLASLt may run it instead (mx-lower-to-nvvm "
                       "gemm=cublas)";
     }
+    if (auto dequantize = dyn_cast<DequantizeOp>(op);
+        dequantize &&
+        isa<Float4E2M1FNType>(dequantize.getData().getType().getElementType()))
+      return gpu_kernels::kNoFP4Reason.str();
     return "no GPU kernel exists for this op; use the CPU pipeline";
   }
 };

@@ -70,10 +70,19 @@ Value padHigh(OpBuilder &b, Location loc, Value source,
                                  loc, b);
 }
 
-/// The f32 max |x| (or max x, for `magnitude` false) of every block of
-/// `input`: `[ceil(s0/b0), ...]`.
+/// What a max reduction over blocks reads from each element.
+enum class BlockMax {
+  /// max |x|, NaN when any element is NaN (the amax of the spec).
+  magnitude,
+  /// max |x| over the finite elements only (NVFP4's tensor amax).
+  finiteMagnitude,
+  /// max x, NaN ignored, from 0 (the amax history, as Transformer Engine).
+  valueIgnoringNaN,
+};
+
+/// The f32 max of every block of `input`: `[ceil(s0/b0), ...]`.
 Value buildBlockMax(OpBuilder &b, Location loc, Value input,
-                    ArrayRef<int64_t> block, bool magnitude) {
+                    ArrayRef<int64_t> block, BlockMax kind) {
   auto type = cast<RankedTensorType>(input.getType());
   SmallVector<int64_t> scalesShape = getScalesShape(type.getShape(), block);
   SmallVector<int64_t> paddedShape, blockedShape, blockDims;
@@ -85,27 +94,39 @@ Value buildBlockMax(OpBuilder &b, Location loc, Value input,
     reassociation.push_back(
         {static_cast<int64_t>(2 * index), static_cast<int64_t>(2 * index + 1)});
   }
-  // Zero padding never raises max |x| (the amax history, reduced without
-  // |.|, is never padded), and a NaN still propagates.
+  // Zero padding never raises any of these maxima, which all start from 0.
   Value padded = padHigh(b, loc, input, paddedShape);
   Value blocked = tensor::ExpandShapeOp::create(
       b, loc, RankedTensorType::get(blockedShape, type.getElementType()),
       padded, reassociation);
-  // The reduction starts from 0 for |x| and -Inf for x.
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(magnitude ? 0.0f : -INFINITY));
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   Value init = linalg::FillOp::create(
                    b, loc, zero, createEmpty(b, loc, scalesShape, b.getF32Type()))
                    .getResult(0);
   auto reduce = linalg::ReduceOp::create(
       b, loc, ValueRange{blocked}, ValueRange{init}, blockDims,
-      [magnitude](OpBuilder &nb, Location nloc, ValueRange args) {
+      [kind](OpBuilder &nb, Location nloc, ValueRange args) {
         Value value = extendToF32(nb, nloc, args[0]);
-        if (magnitude)
-          value = math::AbsFOp::create(nb, nloc, value);
+        if (kind == BlockMax::valueIgnoringNaN) {
+          linalg::YieldOp::create(
+              nb, nloc,
+              arith::MaxNumFOp::create(nb, nloc, value, args[1]).getResult());
+          return;
+        }
+        value = math::AbsFOp::create(nb, nloc, value);
+        if (kind == BlockMax::finiteMagnitude) {
+          Value infinity = arith::ConstantOp::create(
+              nb, nloc, nb.getF32FloatAttr(INFINITY));
+          Value finite = arith::CmpFOp::create(
+              nb, nloc, arith::CmpFPredicate::OLT, value, infinity);
+          value = arith::SelectOp::create(
+              nb, nloc, finite, value,
+              arith::ConstantOp::create(nb, nloc, nb.getF32FloatAttr(0.0f)));
+        }
         // maximumf propagates NaN, which marks the whole block NaN.
-        Value max = arith::MaximumFOp::create(nb, nloc, value, args[1]);
-        linalg::YieldOp::create(nb, nloc, max);
+        linalg::YieldOp::create(
+            nb, nloc,
+            arith::MaximumFOp::create(nb, nloc, value, args[1]).getResult());
       });
   return reduce.getResult(0);
 }
@@ -113,7 +134,16 @@ Value buildBlockMax(OpBuilder &b, Location loc, Value input,
 /// The f32 max |x| of every block of `input`.
 Value buildBlockAmax(OpBuilder &b, Location loc, Value input,
                      ArrayRef<int64_t> block) {
-  return buildBlockMax(b, loc, input, block, /*magnitude=*/true);
+  return buildBlockMax(b, loc, input, block, BlockMax::magnitude);
+}
+
+/// The max of a whole tensor, as an f32 scalar.
+Value buildTensorMax(OpBuilder &b, Location loc, Value input, BlockMax kind) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Value max = buildBlockMax(b, loc, input, type.getShape(), kind);
+  SmallVector<Value> zeros(
+      type.getRank(), arith::ConstantIndexOp::create(b, loc, 0).getResult());
+  return tensor::ExtractOp::create(b, loc, max, zeros);
 }
 
 struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
@@ -133,9 +163,22 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
     int64_t rank = dataType.getRank();
 
     Value amax = buildBlockAmax(rewriter, loc, adaptor.getInput(), block);
+    // NVFP4's tensor scale, given or from the amax of the finite elements.
+    Value tensorScale;
+    if (isNVFP4Scale(scaleType))
+      tensorScale =
+          adaptor.getTensorScale()
+              ? tensor::ExtractOp::create(rewriter, loc,
+                                          adaptor.getTensorScale(), ValueRange{})
+                    .getResult()
+              : buildNVFP4TensorScale(
+                    rewriter, loc,
+                    buildTensorMax(rewriter, loc, adaptor.getInput(),
+                                   BlockMax::finiteMagnitude));
 
     // Per block: the stored scale and the f32 factor applied to elements (the
-    // inverse power of two, or the exact scale itself for `exact`).
+    // inverse power of two, the exact scale itself for `exact`, NVFP4's
+    // (1 / t) / s).
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     auto scalesOp = linalg::GenericOp::create(
         rewriter, loc, TypeRange{scalesType, amax.getType()}, ValueRange{amax},
@@ -144,6 +187,12 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
                                rewriter.getF32Type())},
         SmallVector<AffineMap>(3, identity), parallelIterators(rank),
         [&](OpBuilder &b, Location nloc, ValueRange args) {
+          if (tensorScale) {
+            Value scale = buildNVFP4BlockScale(b, nloc, args[0], tensorScale);
+            Value factor = buildNVFP4Factor(b, nloc, tensorScale, scale);
+            linalg::YieldOp::create(b, nloc, ValueRange{scale, factor});
+            return;
+          }
           if (rounding == ScaleRounding::exact) {
             Value scale = buildExactScale(b, nloc, args[0], elementType);
             linalg::YieldOp::create(b, nloc, ValueRange{scale, scale});
@@ -174,7 +223,11 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
               arith::BitcastOp::create(b, nloc, elementType, bits).getResult());
         });
 
-    rewriter.replaceOp(op, {dataOp.getResult(0), scalesOp.getResult(0)});
+    SmallVector<Value> results = {dataOp.getResult(0), scalesOp.getResult(0)};
+    if (op.getComputedTensorScale())
+      results.push_back(tensor::FromElementsOp::create(
+          rewriter, loc, op.getComputedTensorScale().getType(), tensorScale));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -188,6 +241,10 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
     int64_t rank = resultType.getRank();
+    Value tensorScale;
+    if (adaptor.getTensorScale())
+      tensorScale = tensor::ExtractOp::create(
+          rewriter, loc, adaptor.getTensorScale(), ValueRange{});
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{resultType},
@@ -201,6 +258,7 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
         [&](OpBuilder &b, Location nloc, ValueRange args) {
           linalg::YieldOp::create(b, nloc,
                                   buildDequantized(b, nloc, args[0], args[1],
+                                                   tensorScale,
                                                    args[2].getType()));
         });
     rewriter.replaceOp(op, generic.getResult(0));
@@ -357,7 +415,8 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
   /// scales (tiles or blockwise GEMM-ready, told apart by rank) back to
   /// their compact form first.
   static Value dequantizeOperand(OpBuilder &b, Location loc, Value data,
-                                 Value scales, ArrayRef<int64_t> block,
+                                 Value scales, Value tensorScale,
+                                 ArrayRef<int64_t> block,
                                  const MatmulOperandShape &view) {
     auto dataType = cast<RankedTensorType>(data.getType());
     auto scalesType = cast<RankedTensorType>(scales.getType());
@@ -375,7 +434,7 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     }
     return DequantizeOp::create(
         b, loc, RankedTensorType::get(dataType.getShape(), b.getF32Type()),
-        data, scales, block);
+        data, scales, tensorScale, block);
   }
 
   /// The indexing map of an operand over the iteration space
@@ -400,12 +459,20 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
     MLIRContext *ctx = op.getContext();
     RankedTensorType resultType = op.getResult().getType();
     int64_t rank = resultType.getRank(), batch = rank - 2;
+    // Only NVFP4 operands take their tensor scale; an MX operand's is 1.
+    auto tensorScale = [&](Value scales, unsigned index) -> Value {
+      if (!isNVFP4Scale(getElementTypeOrSelf(scales.getType())))
+        return {};
+      return adaptor.getTensorScales()[index];
+    };
     Value lhs = dequantizeOperand(rewriter, loc, adaptor.getLhs(),
-                                  adaptor.getLhsScales(), op.getLhsBlock(),
-                                  op.getLhsShape());
+                                  adaptor.getLhsScales(),
+                                  tensorScale(adaptor.getLhsScales(), 0),
+                                  op.getLhsBlock(), op.getLhsShape());
     Value rhs = dequantizeOperand(rewriter, loc, adaptor.getRhs(),
-                                  adaptor.getRhsScales(), op.getRhsBlock(),
-                                  op.getRhsShape());
+                                  adaptor.getRhsScales(),
+                                  tensorScale(adaptor.getRhsScales(), 1),
+                                  op.getRhsBlock(), op.getRhsShape());
 
     AffineExpr m = getAffineDimExpr(batch, ctx),
                n = getAffineDimExpr(batch + 1, ctx),
@@ -455,23 +522,15 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
   }
 };
 
-/// The f32 max |x| of a whole tensor, as a 0-D tensor.
-Value buildTensorAmax(OpBuilder &b, Location loc, Value input) {
-  auto type = cast<RankedTensorType>(input.getType());
-  Value amax = buildBlockAmax(b, loc, input, type.getShape());
-  return tensor::CollapseShapeOp::create(
-      b, loc, RankedTensorType::get({}, b.getF32Type()), amax,
-      ArrayRef<ReassociationIndices>{});
-}
-
 struct AmaxOpLowering : OpConversionPattern<AmaxOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(AmaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op,
-                       buildTensorAmax(rewriter, op.getLoc(), adaptor.getInput()));
+    Value amax = buildTensorMax(rewriter, op.getLoc(), adaptor.getInput(),
+                                BlockMax::magnitude);
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, op.getType(), amax);
     return success();
   }
 };
@@ -517,9 +576,8 @@ struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
     Value scaleInv = tensor::SplatOp::create(
         rewriter, loc, op.getScaleInv().getType(), inverse);
 
-    Value amax = tensor::ExtractOp::create(
-        rewriter, loc, buildTensorAmax(rewriter, loc, adaptor.getInput()),
-        ValueRange{});
+    Value amax = buildTensorMax(rewriter, loc, adaptor.getInput(),
+                                BlockMax::magnitude);
     Value history = tensor::InsertOp::create(
         rewriter, loc, amax, adaptor.getHistory(),
         ValueRange{index(0), index(op.getIndex())});
@@ -574,7 +632,7 @@ struct UpdateAmaxHistoryOpLowering
             : tensor::CollapseShapeOp::create(
                   rewriter, loc, scalesType,
                   buildBlockMax(rewriter, loc, history, {rows, 1},
-                                /*magnitude=*/false),
+                                BlockMax::valueIgnoringNaN),
                   ArrayRef<ReassociationIndices>{{0, 1}})
                   .getResult();
 

@@ -57,7 +57,7 @@ func.func @quantize_input_type(%x: tensor<4x64xf64>) {
 // -----
 
 func.func @quantize_element_type(%x: tensor<4x64xf32>) {
-  // expected-error @+1 {{'mx.quantize' op result #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values, but got 'tensor<4x64xbf16>'}}
+  // expected-error @+1 {{'mx.quantize' op result #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type or f4E2M1FN type values, but got 'tensor<4x64xbf16>'}}
   %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xbf16>, tensor<4x2xf8E8M0FNU>
   return
 }
@@ -65,7 +65,7 @@ func.func @quantize_element_type(%x: tensor<4x64xf32>) {
 // -----
 
 func.func @quantize_scale_type(%x: tensor<4x64xf32>) {
-  // expected-error @+1 {{'mx.quantize' op result #1 must be ranked tensor of f8E8M0FNU type or 32-bit float values, but got 'tensor<4x2xf16>'}}
+  // expected-error @+1 {{'mx.quantize' op result #1 must be ranked tensor of f8E8M0FNU type or 32-bit float or f8E4M3FN type values, but got 'tensor<4x2xf16>'}}
   %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x2xf16>
   return
 }
@@ -274,7 +274,7 @@ func.func @matmul_result_shape(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8
 // -----
 
 func.func @matmul_data_type(%a: tensor<64x64xbf16>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op operand #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type values, but got 'tensor<64x64xbf16>'}}
+  // expected-error @+1 {{'mx.scaled_matmul' op operand #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type or f4E2M1FN type values, but got 'tensor<64x64xbf16>'}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<64x64xbf16>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
   return

@@ -31,7 +31,7 @@ namespace {
 
 constexpr int64_t kBaseAlignment = 1024; // 128B swizzle repeats every 1 KiB
 constexpr int64_t kMaxStages = 8;
-constexpr int64_t kMXBlock = 32, kFP8Block = 128;
+constexpr int64_t kFP8Block = 128;
 
 bool isFP8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 

@@ -64,11 +64,19 @@ MatmulOperandShape mx::getMatmulOperandShape(ArrayRef<int64_t> shape,
 }
 
 double mx::getMaxFinite(Type elementType) {
+  if (isa<Float4E2M1FNType>(elementType))
+    return 6.0;
   return isa<Float8E4M3FNType>(elementType) ? 448.0 : 57344.0;
 }
 
 int64_t mx::getEmax(Type elementType) {
+  if (isa<Float4E2M1FNType>(elementType))
+    return 2;
   return isa<Float8E4M3FNType>(elementType) ? 8 : 15;
+}
+
+bool mx::isNVFP4Scale(Type scaleType) {
+  return isa<Float8E4M3FNType>(scaleType);
 }
 
 static std::string formatShape(ArrayRef<int64_t> shape) {
@@ -125,6 +133,45 @@ static LogicalResult verifyBlockScales(Operation *op, StringRef shapeName,
   return success();
 }
 
+/// Checks which scales and blocks go with FP4 data: E8M0 scales per 32
+/// elements (MXFP4) or E4M3 scales per 16 (NVFP4), along one of the last two
+/// dimensions; E4M3 scales only with FP4 data.
+static LogicalResult verifyFormat(Operation *op, StringRef name,
+                                  RankedTensorType data, Type scaleType,
+                                  ArrayRef<int64_t> block) {
+  Type element = data.getElementType();
+  bool nvfp4 = isNVFP4Scale(scaleType);
+  if (!isa<Float4E2M1FNType>(element)) {
+    if (nvfp4)
+      return op->emitOpError("f8E4M3FN scales are NVFP4's and need "
+                             "f4E2M1FN ")
+             << name << ", got " << element;
+    return success();
+  }
+  if (scaleType.isF32())
+    return op->emitOpError("f4E2M1FN ")
+           << name << " takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN "
+           << "scales (NVFP4, block 16), got f32";
+  int64_t extent = nvfp4 ? kNVFP4Block : kMXBlock;
+  int64_t rank = block.size();
+  auto isOne = [](int64_t size) { return size == 1; };
+  bool alongLast = block.back() == extent &&
+                   llvm::all_of(block.drop_back(), isOne);
+  bool alongSecondLast = rank >= 2 && block[rank - 2] == extent &&
+                         block.back() == 1 &&
+                         llvm::all_of(block.drop_back(2), isOne);
+  if (!alongLast && !alongSecondLast)
+    return op->emitOpError(nvfp4 ? "NVFP4" : "MXFP4")
+           << " needs a block of " << extent
+           << " along one of the last two dimensions and 1 elsewhere, got "
+           << formatShape(block);
+  if (data.getShape().back() % 2 != 0)
+    return op->emitOpError("f4E2M1FN ")
+           << name << " stores two elements per byte: its innermost extent "
+           << "must be even, got " << data;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // QuantizeOp
 //===----------------------------------------------------------------------===//
@@ -145,6 +192,25 @@ LogicalResult QuantizeOp::verify() {
   if (getRounding() == ScaleRounding::exact && !scaleType.isF32())
     return emitOpError("rounding 'exact' needs f32 scales, got ")
            << scaleType << " (power-of-two scales need 'ceil' or 'floor')";
+  if (failed(verifyFormat(*this, "data", getData().getType(), scaleType,
+                          getBlock())))
+    return failure();
+  bool given = static_cast<bool>(getTensorScale());
+  bool computed = static_cast<bool>(getComputedTensorScale());
+  if (!isNVFP4Scale(scaleType)) {
+    if (given || computed)
+      return emitOpError("a tensor scale is for NVFP4 (f8E4M3FN scales) "
+                         "only, got ")
+             << scaleType << " scales";
+    return success();
+  }
+  if (given == computed)
+    return emitOpError("NVFP4 takes its f32 tensor scale either as the "
+                       "tensor_scale operand or as a third result, ")
+           << (given ? "got both" : "got neither");
+  if (getRounding() != ScaleRounding::ceil)
+    return emitOpError("NVFP4 scales follow their own rule; rounding '")
+           << stringifyScaleRounding(getRounding()) << "' does not apply";
   return success();
 }
 
@@ -161,8 +227,19 @@ LogicalResult DequantizeOp::verify() {
     return emitOpError("result shape ")
            << formatShape(getResult().getType().getShape())
            << " must equal the data shape " << formatShape(shape);
-  return verifyBlockScales(*this, "data", shape, getBlock(),
-                           getScales().getType());
+  if (failed(verifyBlockScales(*this, "data", shape, getBlock(),
+                               getScales().getType())))
+    return failure();
+  Type scaleType = getScales().getType().getElementType();
+  if (failed(verifyFormat(*this, "data", getData().getType(), scaleType,
+                          getBlock())))
+    return failure();
+  if (isNVFP4Scale(scaleType) != static_cast<bool>(getTensorScale()))
+    return emitOpError(getTensorScale()
+                           ? "a tensor scale is for NVFP4 (f8E4M3FN scales) "
+                             "only"
+                           : "NVFP4 data needs its f32 tensor_scale");
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -311,6 +388,19 @@ LogicalResult ScaledMatmulOp::verify() {
       failed(verifyMatmulOperand(*this, "rhs", rhs, getRhsLayout(),
                                  getRhsBlock(), getRhsScales().getType())))
     return failure();
+  Type lhsScale = getLhsScales().getType().getElementType();
+  Type rhsScale = getRhsScales().getType().getElementType();
+  if (failed(verifyFormat(*this, "lhs", lhs, lhsScale, getLhsBlock())) ||
+      failed(verifyFormat(*this, "rhs", rhs, rhsScale, getRhsBlock())))
+    return failure();
+  bool nvfp4 = isNVFP4Scale(lhsScale) || isNVFP4Scale(rhsScale);
+  size_t expectedScales = nvfp4 ? 2 : 0;
+  if (getTensorScales().size() != expectedScales)
+    return emitOpError("expected ")
+           << expectedScales << " tensor_scales ("
+           << (nvfp4 ? "lhs and rhs, for NVFP4 operands"
+                     : "only NVFP4 operands have them")
+           << "), got " << getTensorScales().size();
   SmallVector<int64_t> expected(lhsView.batch);
   expected.append({lhsView.rows, rhsView.rows});
   if (getResult().getType().getShape() != ArrayRef<int64_t>(expected))

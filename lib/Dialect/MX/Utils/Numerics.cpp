@@ -19,19 +19,24 @@ using namespace mx;
 
 namespace {
 
-/// The bit layout of an FP8 element type.
+/// The bit layout of an FP8 or FP4 element type.
 struct ElementFormat {
+  int bitWidth;
   int mantissaBits;
   int exponentBits;
   int bias;
-  uint32_t maxFiniteCode; // the byte of +maxfinite
+  uint32_t maxFiniteCode; // the code of +maxfinite
   uint32_t maxFiniteF32Bits;
+  uint32_t nanCode; // what NaN converts to: the positive NaN, or 0 for E2M1
+  bool hasNaN;
 };
 
 ElementFormat getElementFormat(Type elementType) {
   if (isa<Float8E4M3FNType>(elementType))
-    return {3, 4, 7, 0x7E, 0x43E00000};  // 448
-  return {2, 5, 15, 0x7B, 0x47600000};   // 57344
+    return {8, 3, 4, 7, 0x7E, 0x43E00000, 0x7F, true};  // 448
+  if (isa<Float4E2M1FNType>(elementType))
+    return {4, 1, 2, 1, 0x7, 0x40C00000, 0x0, false};   // 6, no NaN
+  return {8, 2, 5, 15, 0x7B, 0x47600000, 0x7F, true};   // 57344
 }
 
 /// Small helper to keep the bit manipulation readable.
@@ -153,7 +158,9 @@ Value mx::buildTruncToElementBits(OpBuilder &b, Location loc, Value value,
   BitBuilder bb{b, loc};
   using P = arith::CmpIPredicate;
   Value bits = bb.f32ToBits(value);
-  Value sign = bb.band(bb.shr(bits, bb.i32(24)), bb.i32(0x80));
+  int signShift = 32 - fmt.bitWidth;
+  Value sign =
+      bb.band(bb.shr(bits, bb.i32(signShift)), bb.i32(1 << (fmt.bitWidth - 1)));
   Value magnitude = bb.band(bits, bb.i32(0x7FFFFFFF));
 
   // Normal results: round the f32 mantissa to `mantissaBits` to nearest even
@@ -193,8 +200,8 @@ Value mx::buildTruncToElementBits(OpBuilder &b, Location loc, Value value,
                    bb.i32(fmt.maxFiniteCode), code);
   code = bb.bor(code, sign);
   code = bb.select(bb.cmp(P::ugt, magnitude, bb.i32(0x7F800000)),
-                   bb.i32(0x7F), code);
-  return arith::TruncIOp::create(b, loc, b.getI8Type(), code);
+                   bb.i32(fmt.nanCode), code);
+  return arith::TruncIOp::create(b, loc, b.getIntegerType(fmt.bitWidth), code);
 }
 
 Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
@@ -203,7 +210,8 @@ Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
   BitBuilder bb{b, loc};
   using P = arith::CmpIPredicate;
   Value byte = arith::ExtUIOp::create(b, loc, b.getI32Type(), bits);
-  Value sign = bb.shl(bb.band(byte, bb.i32(0x80)), bb.i32(24));
+  Value sign = bb.shl(bb.band(byte, bb.i32(1 << (fmt.bitWidth - 1))),
+                      bb.i32(32 - fmt.bitWidth));
   int64_t exponentMask = (1 << fmt.exponentBits) - 1;
   Value exponent = bb.band(bb.shr(byte, bb.i32(fmt.mantissaBits)),
                            bb.i32(exponentMask));
@@ -219,6 +227,8 @@ Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
   Value magnitude = bb.select(bb.cmp(P::eq, exponent, bb.i32(0)),
                               bb.f32ToBits(subnormal), normal);
 
+  if (!fmt.hasNaN)
+    return bb.bitsToF32(bb.bor(magnitude, sign));
   Value allOnes = bb.cmp(P::eq, exponent, bb.i32(exponentMask));
   Value isNaN;
   if (isa<Float8E4M3FNType>(elementType)) {
@@ -255,16 +265,32 @@ Value mx::buildZeroBits(OpBuilder &b, Location loc, Type type) {
   return arith::BitcastOp::create(b, loc, type, zero);
 }
 
+/// The bits of a float of any width, as the integer of that width.
+static Value bitcastToInteger(OpBuilder &b, Location loc, Value value) {
+  return arith::BitcastOp::create(
+      b, loc, b.getIntegerType(value.getType().getIntOrFloatBitWidth()),
+      value);
+}
+
+Value mx::buildScaleToF32(OpBuilder &b, Location loc, Value scale) {
+  Type type = scale.getType();
+  if (type.isF32())
+    return scale;
+  Value bits = bitcastToInteger(b, loc, scale);
+  if (isa<Float8E4M3FNType>(type))
+    return buildExtFromElementBits(b, loc, bits, type);
+  return buildScaleValue(b, loc,
+                         arith::ExtUIOp::create(b, loc, b.getI32Type(), bits));
+}
+
 Value mx::buildDequantized(OpBuilder &b, Location loc, Value element,
-                           Value scale, Type resultType) {
-  Value bits = arith::BitcastOp::create(b, loc, b.getI8Type(), element);
-  Value value = buildExtFromElementBits(b, loc, bits, element.getType());
-  if (!scale.getType().isF32()) {
-    Value byte = arith::BitcastOp::create(b, loc, b.getI8Type(), scale);
-    scale = buildScaleValue(
-        b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), byte));
-  }
-  Value product = arith::MulFOp::create(b, loc, value, scale);
+                           Value scale, Value tensorScale, Type resultType) {
+  Value value = buildExtFromElementBits(b, loc, bitcastToInteger(b, loc, element),
+                                        element.getType());
+  Value product =
+      arith::MulFOp::create(b, loc, value, buildScaleToF32(b, loc, scale));
+  if (tensorScale)
+    product = arith::MulFOp::create(b, loc, product, tensorScale);
   Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
                                       product, product);
   if (resultType != product.getType())
@@ -274,4 +300,45 @@ Value mx::buildDequantized(OpBuilder &b, Location loc, Value element,
       b.getFloatAttr(resultType, APFloat::getQNaN(cast<FloatType>(resultType)
                                                       .getFloatSemantics())));
   return arith::SelectOp::create(b, loc, isNaN, quietNaN, product);
+}
+
+//===----------------------------------------------------------------------===//
+// NVFP4 (two-level scaling)
+//===----------------------------------------------------------------------===//
+
+/// 448 * 6: the largest magnitude an E4M3 scale times an E2M1 element holds.
+constexpr float kNVFP4Range = 448.0f * 6.0f;
+
+Value mx::buildNVFP4TensorScale(OpBuilder &b, Location loc, Value finiteAmax) {
+  BitBuilder bb{b, loc};
+  Value scale = arith::DivFOp::create(b, loc, finiteAmax, bb.f32(kNVFP4Range));
+  // Zero, or so small that 1/t overflows: t = 1 (docs/numerics.md).
+  Value normal = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OGE, scale,
+      bb.f32(std::numeric_limits<float>::min()));
+  return bb.select(normal, scale, bb.f32(1.0f));
+}
+
+Value mx::buildNVFP4BlockScale(OpBuilder &b, Location loc, Value amax,
+                               Value tensorScale) {
+  BitBuilder bb{b, loc};
+  Type e4m3 = b.getType<Float8E4M3FNType>();
+  Value perElement = arith::DivFOp::create(
+      b, loc, amax, bb.f32(static_cast<float>(getMaxFinite(b.getType<Float4E2M1FNType>()))));
+  Value ratio = arith::DivFOp::create(b, loc, perElement, tensorScale);
+  // minimumf/maximumf keep a NaN block's NaN, which encodes as 0x7F.
+  Value clamped = arith::MinimumFOp::create(
+      b, loc,
+      arith::MaximumFOp::create(b, loc, ratio, bb.f32(std::ldexp(1.0f, -6))),
+      bb.f32(static_cast<float>(getMaxFinite(e4m3))));
+  Value bits = buildTruncToElementBits(b, loc, clamped, e4m3);
+  return arith::BitcastOp::create(b, loc, e4m3, bits);
+}
+
+Value mx::buildNVFP4Factor(OpBuilder &b, Location loc, Value tensorScale,
+                           Value blockScale) {
+  BitBuilder bb{b, loc};
+  Value inverse = arith::DivFOp::create(b, loc, bb.f32(1.0f), tensorScale);
+  return arith::DivFOp::create(b, loc, inverse,
+                               buildScaleToF32(b, loc, blockScale));
 }

@@ -56,9 +56,17 @@ MatmulOperandShape getMatmulOperandShape(llvm::ArrayRef<int64_t> shape,
                                          OperandLayout layout);
 
 /// The largest finite value and emax (exponent of the largest power of two not
-/// above it) of an mx element type (f8E4M3FN or f8E5M2).
+/// above it) of an mx element type (f8E4M3FN, f8E5M2 or f4E2M1FN).
 double getMaxFinite(mlir::Type elementType);
 int64_t getEmax(mlir::Type elementType);
+
+/// Block extents of the FP4 recipes along their scaled dimension.
+constexpr int64_t kMXBlock = 32;
+constexpr int64_t kNVFP4Block = 16;
+
+/// Whether scales of `scaleType` are NVFP4's (f8E4M3FN, with an f32 tensor
+/// scale beside them).
+bool isNVFP4Scale(mlir::Type scaleType);
 
 } // namespace mx
 

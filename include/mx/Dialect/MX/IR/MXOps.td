@@ -17,18 +17,18 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def MX_WideFloat : AnyTypeOf<[F32, BF16, F16]>;
 def MX_ElementFloat : AnyTypeOf<[F8E4M3FN, F8E5M2]>;
-def MX_ScaleFloat : AnyTypeOf<[F8E8M0FNU, F32]>;
 
 def MX_WideTensor : RankedTensorOf<[F32, BF16, F16]>;
-def MX_ElementTensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
-def MX_ScaleTensor : RankedTensorOf<[F8E8M0FNU, F32]>;
+def MX_ElementTensor : RankedTensorOf<[F8E4M3FN, F8E5M2, F4E2M1FN]>;
+def MX_ScaleTensor : RankedTensorOf<[F8E8M0FNU, F32, F8E4M3FN]>;
+def MX_TensorScale : 0DTensorOf<[F32]>;
 
 //===----------------------------------------------------------------------===//
 // QuantizeOp
 //===----------------------------------------------------------------------===//
 
 def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
-  let summary = "quantize a tensor to FP8 data and one scale per block";
+  let summary = "quantize a tensor to FP8 or FP4 data and one scale per block";
   let description = [{
     Splits `input` into blocks of shape `block` (one entry per dimension;
     trailing partial blocks cover only the elements that exist) and, per
@@ -50,6 +50,17 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
     `f8E8M0FNU` (MX) or `f32` (FP8 blockwise and per-tensor recipes). The
     input has rank >= 2 and `block` is 1 on every batch (leading) dimension.
 
+    FP4 (`f4E2M1FN` data, max finite 6, emax 2; in memory two elements to a
+    byte, element 2i in the low nibble, so the innermost extent is even):
+    * MXFP4: `f8E8M0FNU` scales per block of 32, by the rules above; a NaN
+      block gets scale 0xFF and element code 0 (E2M1 has no NaN).
+    * NVFP4: `f8E4M3FN` scales per block of 16 and one f32 tensor scale t,
+      given as `tensor_scale` or computed and returned as a third result:
+      `t = amax(x) / (448 * 6)` (1 when that amax is 0); per block
+      `s = e4m3(clamp((amax / 6) / t, 2^-6, 448))`; per element
+      `q = e2m1(clamp(x * ((1 / t) / s), -6, 6))`, all in f32, rounding to
+      nearest even. `rounding` does not apply.
+
     Example (MXFP8 rowwise, 1x32 blocks):
 
     ```mlir
@@ -64,6 +75,14 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
         : tensor<64x64xf32> -> tensor<64x64xf8E5M2>, tensor<2x64xf8E8M0FNU>
     ```
 
+    NVFP4 with a computed tensor scale:
+
+    ```mlir
+    %q, %s, %t = mx.quantize %x block [1, 16]
+        : tensor<128x64xbf16> -> tensor<128x64xf4E2M1FN>,
+          tensor<128x4xf8E4M3FN>, tensor<f32>
+    ```
+
     Attention-shaped V `[B, H, S, D]`, scaled along S:
 
     ```mlir
@@ -75,12 +94,16 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
 
   let arguments = (ins
     MX_WideTensor:$input,
+    Optional<MX_TensorScale>:$tensor_scale,
     DenseI64ArrayAttr:$block,
     DefaultValuedAttr<MX_ScaleRoundingAttr, "::mx::ScaleRounding::ceil">:$rounding);
-  let results = (outs MX_ElementTensor:$data, MX_ScaleTensor:$scales);
+  let results = (outs MX_ElementTensor:$data, MX_ScaleTensor:$scales,
+                      Optional<MX_TensorScale>:$computed_tensor_scale);
   let assemblyFormat = [{
-    $input `block` $block (`rounding` `` $rounding^)? attr-dict
+    $input `block` $block (`rounding` `` $rounding^)?
+    (`tensor_scale` `(` $tensor_scale^ `:` type($tensor_scale) `)`)? attr-dict
     `:` type($input) `->` type($data) `,` type($scales)
+    (`,` type($computed_tensor_scale)^)?
   }];
   let hasVerifier = 1;
 }
@@ -96,7 +119,8 @@ def MX_DequantizeOp : MX_Op<"dequantize", [Pure]> {
     element, with the scale of the block that holds the element (`block` and
     the shape rules are those of `mx.quantize`), then rounds the f32 product
     to nearest even into the result type (f32, bf16 or f16). An E8M0 scale
-    byte 0xFF (NaN) makes the whole block NaN.
+    byte 0xFF (NaN) makes the whole block NaN. NVFP4 data (`f8E4M3FN`
+    scales) takes its f32 tensor scale t: `(float(q) * float(s)) * t`.
 
     Example:
 
@@ -107,10 +131,12 @@ def MX_DequantizeOp : MX_Op<"dequantize", [Pure]> {
   }];
 
   let arguments = (ins MX_ElementTensor:$data, MX_ScaleTensor:$scales,
+                       Optional<MX_TensorScale>:$tensor_scale,
                        DenseI64ArrayAttr:$block);
   let results = (outs MX_WideTensor:$result);
   let assemblyFormat = [{
-    $data `,` $scales `block` $block attr-dict
+    $data `,` $scales `block` $block
+    (`tensor_scale` `(` $tensor_scale^ `:` type($tensor_scale) `)`)? attr-dict
     `:` type($data) `,` type($scales) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -228,6 +254,11 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
       (r = rank + 1), for blocks of extent 1 across K.
     All three mean the same product.
 
+    Operands may be FP8 or FP4 (MXFP4, NVFP4). When either operand is NVFP4
+    (`f8E4M3FN` scales), `tensor_scales` gives the f32 tensor scales of
+    both, lhs first (1.0 for an operand that has none); each operand is then
+    dequantized as `mx.dequantize` does with its tensor scale.
+
     Example (MXFP8, swizzled scales):
 
     ```mlir
@@ -251,6 +282,7 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
 
   let arguments = (ins MX_ElementTensor:$lhs, MX_ScaleTensor:$lhs_scales,
                        MX_ElementTensor:$rhs, MX_ScaleTensor:$rhs_scales,
+                       Variadic<MX_TensorScale>:$tensor_scales,
                        DenseI64ArrayAttr:$lhs_block,
                        DenseI64ArrayAttr:$rhs_block,
                        DefaultValuedAttr<MX_OperandLayoutAttr,
@@ -261,7 +293,9 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
   let assemblyFormat = [{
     $lhs `,` $lhs_scales `,` $rhs `,` $rhs_scales
     `lhs_block` $lhs_block (`lhs_layout` `` $lhs_layout^)?
-    `rhs_block` $rhs_block (`rhs_layout` `` $rhs_layout^)? attr-dict
+    `rhs_block` $rhs_block (`rhs_layout` `` $rhs_layout^)?
+    (`tensor_scales` `(` $tensor_scales^ `:` type($tensor_scales) `)`)?
+    attr-dict
     `:` type($lhs) `,` type($lhs_scales) `,` type($rhs) `,` type($rhs_scales)
     `->` type($result)
   }];

@@ -48,26 +48,49 @@ mlir::Value buildStoredScale(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value buildZeroBits(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Type type);
 
+/// The f32 value of one scale: f32 as is, f8E8M0FNU as 2^(b-127) (NaN for
+/// 0xFF), f8E4M3FN (NVFP4) decoded exactly.
+mlir::Value buildScaleToF32(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value scale);
+
 /// The `mx.dequantize` of one element, of type `resultType` (f32, bf16 or
-/// f16): float(element) * scale as one f32 multiplication, for an
-/// f8E4M3FN/f8E5M2 `element` and an f8E8M0FNU or f32 `scale` (E8M0 0xFF gives
-/// NaN), rounded to nearest even to `resultType`. Every NaN result is the
-/// positive quiet NaN of `resultType` (docs/numerics.md): the sign and
-/// payload that 0 x Inf, a NaN scale or the target's arithmetic would give
-/// differ between CPUs and GPUs.
+/// f16): float(element) * scale as one f32 multiplication, times
+/// `tensorScale` (NVFP4's f32 tensor scale) when given, for an
+/// f8E4M3FN/f8E5M2/f4E2M1FN `element` and any scale of buildScaleToF32,
+/// rounded to nearest even to `resultType`. Every NaN result is the positive
+/// quiet NaN of `resultType` (docs/numerics.md): the sign and payload that
+/// 0 x Inf, a NaN scale or the target's arithmetic would give differ between
+/// CPUs and GPUs.
 mlir::Value buildDequantized(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value element, mlir::Value scale,
-                             mlir::Type resultType);
+                             mlir::Value tensorScale, mlir::Type resultType);
 
-/// Converts f32 `value` to the bits (i8) of `elementType` with
-/// round-to-nearest-even, saturation to +-maxfinite and subnormal results;
-/// NaN becomes the positive NaN byte 0x7F.
+/// Converts f32 `value` to the bits (i8, or i4 for f4E2M1FN) of
+/// `elementType` with round-to-nearest-even, saturation to +-maxfinite and
+/// subnormal results; NaN becomes the positive NaN byte 0x7F (code 0 for
+/// f4E2M1FN, which has no NaN).
 mlir::Value buildTruncToElementBits(mlir::OpBuilder &b, mlir::Location loc,
                                     mlir::Value value, mlir::Type elementType);
 
-/// Decodes the bits (i8) of an `elementType` value to f32 exactly.
+/// Decodes the bits (i8, or i4 for f4E2M1FN) of an `elementType` value to
+/// f32 exactly.
 mlir::Value buildExtFromElementBits(mlir::OpBuilder &b, mlir::Location loc,
                                     mlir::Value bits, mlir::Type elementType);
+
+/// NVFP4's f32 tensor scale from the amax of the tensor's finite elements:
+/// amax / (448 * 6), or 1 where that is not a normal f32 (zero amax).
+mlir::Value buildNVFP4TensorScale(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Value finiteAmax);
+
+/// NVFP4's f8E4M3FN block scale: e4m3(clamp((amax / 6) / t, 2^-6, 448)) in
+/// f32, rounded to nearest even; a NaN block gets the NaN byte 0x7F.
+mlir::Value buildNVFP4BlockScale(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value amax, mlir::Value tensorScale);
+
+/// The f32 factor r = (1 / t) / float(s) that moves an NVFP4 block into
+/// E2M1's range (the element is then e2m1(x * r), saturating).
+mlir::Value buildNVFP4Factor(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value tensorScale, mlir::Value blockScale);
 
 } // namespace mx
 
