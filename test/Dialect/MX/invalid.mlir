@@ -429,3 +429,118 @@ func.func @history_element(%h: tensor<4x3xf32>, %s: tensor<3xf32>) {
       : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @fp4_e4m3_scales_need_fp4(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op f8E4M3FN scales are NVFP4's and need f4E2M1FN data, got 'f8E4M3FN'}}
+  %d, %s, %t = mx.quantize %x block [1, 16] : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x4xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @fp4_f32_scales(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op f4E2M1FN data takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN scales (NVFP4, block 16), got f32}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @mxfp4_block(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op MXFP4 needs a block of 32 along one of the last two dimensions and 1 elsewhere, got [1, 16]}}
+  %d, %s = mx.quantize %x block [1, 16] : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @nvfp4_block(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op NVFP4 needs a block of 16 along one of the last two dimensions and 1 elsewhere, got [1, 32]}}
+  %d, %s, %t = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x2xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @fp4_odd_innermost(%x: tensor<64x5xf32>) {
+  // expected-error @+1 {{'mx.quantize' op f4E2M1FN data stores two elements per byte: its innermost extent must be even, got 'tensor<64x5xf4E2M1FN>'}}
+  %d, %s = mx.quantize %x block [32, 1] : tensor<64x5xf32> -> tensor<64x5xf4E2M1FN>, tensor<2x5xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @tensor_scale_not_nvfp4(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op a tensor scale is for NVFP4 (f8E4M3FN scales) only, got 'f8E8M0FNU' scales}}
+  %d, %s, %t = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x2xf8E8M0FNU>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @nvfp4_tensor_scale_twice(%x: tensor<4x64xf32>, %t: tensor<f32>) {
+  // expected-error @+1 {{'mx.quantize' op NVFP4 takes its f32 tensor scale either as the tensor_scale operand or as a third result, got both}}
+  %d, %s, %t2 = mx.quantize %x block [1, 16] tensor_scale(%t : tensor<f32>) : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x4xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @nvfp4_no_tensor_scale(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op NVFP4 takes its f32 tensor scale either as the tensor_scale operand or as a third result, got neither}}
+  %d, %s = mx.quantize %x block [1, 16] : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x4xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @nvfp4_rounding(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op NVFP4 scales follow their own rule; rounding 'floor' does not apply}}
+  %d, %s, %t = mx.quantize %x block [1, 16] rounding floor : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x4xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @dequantize_nvfp4_needs_tensor_scale(%d: tensor<4x64xf4E2M1FN>, %s: tensor<4x4xf8E4M3FN>) {
+  // expected-error @+1 {{'mx.dequantize' op NVFP4 data needs its f32 tensor_scale}}
+  %x = mx.dequantize %d, %s block [1, 16] : tensor<4x64xf4E2M1FN>, tensor<4x4xf8E4M3FN> -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_tensor_scale_not_nvfp4(%d: tensor<4x64xf4E2M1FN>, %s: tensor<4x2xf8E8M0FNU>, %t: tensor<f32>) {
+  // expected-error @+1 {{'mx.dequantize' op a tensor scale is for NVFP4 (f8E4M3FN scales) only}}
+  %x = mx.dequantize %d, %s block [1, 32] tensor_scale(%t : tensor<f32>) : tensor<4x64xf4E2M1FN>, tensor<4x2xf8E8M0FNU> -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_tensor_scales(%a: tensor<64x64xf4E2M1FN>, %as: tensor<64x4xf8E4M3FN>, %b: tensor<32x64xf4E2M1FN>, %bs: tensor<32x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected 2 tensor_scales (lhs and rhs, for NVFP4 operands), got 0}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 16] rhs_block [1, 32]
+      : tensor<64x64xf4E2M1FN>, tensor<64x4xf8E4M3FN>, tensor<32x64xf4E2M1FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_tensor_scales_mx(%a: tensor<64x64xf4E2M1FN>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf4E2M1FN>, %bs: tensor<32x2xf8E8M0FNU>, %t: tensor<f32>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected 0 tensor_scales (only NVFP4 operands have them), got 2}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32] tensor_scales(%t, %t : tensor<f32>, tensor<f32>)
+      : tensor<64x64xf4E2M1FN>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf4E2M1FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_fp4_f32_scales(%a: tensor<64x256xf4E2M1FN>, %as: tensor<64x2xf32>, %b: tensor<32x256xf8E4M3FN>, %bs: tensor<32x2xf32>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op f4E2M1FN lhs takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN scales (NVFP4, block 16), got f32}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
+      : tensor<64x256xf4E2M1FN>, tensor<64x2xf32>, tensor<32x256xf8E4M3FN>, tensor<32x2xf32> -> tensor<64x32xf32>
+  return
+}

@@ -109,3 +109,20 @@ func.func @delayed_scaling(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tenso
       : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
   return
 }
+
+// CHECK-LABEL: func @fp4
+// CHECK: mx.quantize %{{.*}} block [1, 32] : tensor<128x64xbf16> -> tensor<128x64xf4E2M1FN>, tensor<128x2xf8E8M0FNU>
+// CHECK: mx.quantize %{{.*}} block [1, 16] : tensor<128x64xbf16> -> tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<f32>
+// CHECK: mx.quantize %{{.*}} block [1, 16] tensor_scale(%{{.*}} : tensor<f32>) : tensor<128x64xbf16> -> tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>
+// CHECK: mx.dequantize %{{.*}}, %{{.*}} block [1, 16] tensor_scale(%{{.*}} : tensor<f32>) : tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN> -> tensor<128x64xf32>
+// CHECK: mx.scaled_matmul %{{.*}} lhs_block [1, 32] rhs_block [1, 16] tensor_scales(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>) : tensor<128x64xf4E2M1FN>, tensor<128x2xf8E8M0FNU>, tensor<128x64xf4E2M1FN>, tensor<1x1x32x4x4xf8E4M3FN> -> tensor<128x128xbf16>
+func.func @fp4(%x: tensor<128x64xbf16>, %one: tensor<f32>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<128x64xbf16> -> tensor<128x64xf4E2M1FN>, tensor<128x2xf8E8M0FNU>
+  %q, %qs, %t = mx.quantize %x block [1, 16] : tensor<128x64xbf16> -> tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>, tensor<f32>
+  %q2, %qs2 = mx.quantize %x block [1, 16] tensor_scale(%t : tensor<f32>) : tensor<128x64xbf16> -> tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>
+  %y = mx.dequantize %q, %qs block [1, 16] tensor_scale(%t : tensor<f32>) : tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN> -> tensor<128x64xf32>
+  %tiles = mx.swizzle %qs : tensor<128x4xf8E4M3FN> -> tensor<1x1x32x4x4xf8E4M3FN>
+  %c = mx.scaled_matmul %d, %s, %q, %tiles lhs_block [1, 32] rhs_block [1, 16] tensor_scales(%one, %t : tensor<f32>, tensor<f32>)
+      : tensor<128x64xf4E2M1FN>, tensor<128x2xf8E8M0FNU>, tensor<128x64xf4E2M1FN>, tensor<1x1x32x4x4xf8E4M3FN> -> tensor<128x128xbf16>
+  return
+}
