@@ -41,6 +41,8 @@ std::optional<int32_t> mx::getRuntimeElementType(Type type) {
     return MXRT_TYPE_F8E4M3;
   if (isa<Float8E5M2Type>(type))
     return MXRT_TYPE_F8E5M2;
+  if (isa<Float4E2M1FNType>(type))
+    return MXRT_TYPE_F4E2M1;
   if (type.isBF16())
     return MXRT_TYPE_BF16;
   if (type.isF16())
@@ -48,6 +50,11 @@ std::optional<int32_t> mx::getRuntimeElementType(Type type) {
   if (type.isF32())
     return MXRT_TYPE_F32;
   return std::nullopt;
+}
+
+mxrtOperandLayout mx::getRuntimeLayout(OperandLayout layout) {
+  return layout == OperandLayout::k_outer ? MXRT_LAYOUT_K_OUTER
+                                          : MXRT_LAYOUT_K_CONTIGUOUS;
 }
 
 Value mx::getDevicePointer(OpBuilder &b, Location loc, Value tensorOrBuffer) {

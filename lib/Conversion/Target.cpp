@@ -63,19 +63,35 @@ llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
                                              std::string &reason) {
   switch (mode) {
   case MXRT_SCALE_VEC32_UE8M0:
+  case MXRT_SCALE_VEC16_UE4M3:
     if (hasBlockScaledTensorCores(chip))
       return llvm::success();
-    reason = ("cuBLASLt has no MX (VEC32_UE8M0) block-scaled GEMM before "
-              "SM100, so none on " +
+    reason = ("cuBLASLt has no block-scaled MX or NVFP4 GEMM (VEC32_UE8M0, "
+              "VEC16_UE4M3) before SM100, so none on " +
               getChipName(chip) +
-              "; use the generated kernel instead (mx-lower-to-nvvm "
+              "; for MXFP8 use the generated kernel instead (mx-lower-to-nvvm "
               "gemm=kernel)")
                  .str();
     return llvm::failure();
   case MXRT_SCALE_TENSOR_F32:
   case MXRT_SCALE_VEC128_F32:
+  case MXRT_SCALE_VEC128_F32_KB_ROWS:
   case MXRT_SCALE_BLK128X128_F32:
     return llvm::success();
   }
   llvm_unreachable("unknown scale mode");
+}
+
+llvm::LogicalResult mx::checkCublasOperandLayout(Chip chip,
+                                                 mxrtOperandLayout layout,
+                                                 std::string &reason) {
+  // Hopper's FP8 tensor cores read K-major operands only, and so does
+  // cuBLASLt there; Blackwell's take either majorness.
+  if (layout == MXRT_LAYOUT_K_CONTIGUOUS || hasBlockScaledTensorCores(chip))
+    return llvm::success();
+  reason = ("cuBLASLt's FP8 GEMMs on " + getChipName(chip) +
+            " take K-contiguous operands only (the TN form); transpose the "
+            "data or quantize it rowwise")
+               .str();
+  return llvm::failure();
 }

@@ -1,11 +1,12 @@
 //===- CublasLt.cpp - mxrtScaledMatmul on cuBLASLt -------------------------===//
 //
-// Scaled FP8 matmul out[M,N] = deq(A)[M,K] . deq(B)[N,K]^T through cuBLASLt.
-// cuBLASLt is column-major and its FP8 kernels want the "TN" form, so the
-// problem is handed over transposed: cuBLASLt's A is our B (K x N, op T), its
-// B is our A (K x M, op N) and its D is N x M column-major, which is our
-// row-major out[M, N]; the scale pointers and modes swap along with the
-// operands. Descriptors, layouts and the heuristic's algorithm are cached per
+// Scaled FP8/FP4 matmul out[M,N] = alpha deq(A)[M,K] . deq(B)[N,K]^T through
+// cuBLASLt. cuBLASLt is column-major, so the problem is handed over
+// transposed: cuBLASLt's A is our B, its B is our A and its D is N x M
+// column-major, which is our row-major out[M, N]; the scale pointers and
+// modes swap along with the operands. A K-contiguous operand [rows, K] is a
+// column-major K x rows matrix (our B: op T, our A: op N, the "TN" form FP8
+// wants before SM100); a K-outer one [K, rows] is rows x K (op N / op T). Descriptors, layouts and the heuristic's algorithm are cached per
 // problem; one cuBLASLt handle and one arena (32 MiB workspace + scratch for
 // re-laid-out scales) exist per device. Calls are serialized by a mutex and,
 // across streams, by an event recorded after each matmul, because they share
@@ -24,10 +25,13 @@
 //    ours is row-major [rows][KB] (scale(r, j) at r * KB + j). The runtime
 //    transposes it into scratch with cublasLtMatrixTransform; a lowering that
 //    emits [KB][rows] directly would make this copy unnecessary.
+//    VEC128_F32_KB_ROWS is that layout already and is passed through.
 //  * BLK128x128_32F: row-major [ceil(rows/128)][KB] like ours, but with the
 //    row pitch rounded up to a multiple of 4 entries (16 bytes). The runtime
 //    re-pitches it with cuMemcpy2DAsync when KB % 4 != 0 and passes it
 //    through otherwise; a lowering padding rows to 4 entries avoids the copy.
+//  * VEC16_UE4M3 (NVFP4): the 128x4-tiled layout of VEC32. Passed through;
+//    the tensor scales reach cuBLASLt as a device alpha.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,21 +57,24 @@ size_t alignUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 struct Problem {
   int64_t m, n, k;
   const void *a, *aScales, *b, *bScales;
+  const float *alpha; // device; NULL for 1
   void *out;
-  int32_t aType, aMode, bType, bMode, outType;
+  int32_t aType, aLayout, aMode, bType, bLayout, bMode, outType;
 };
 
 const char *typeName(int32_t type) {
-  static const char *names[] = {"F8E4M3", "F8E5M2", "BF16",
-                                "F16",    "F32",    "E8M0"};
-  return type >= 0 && type <= MXRT_TYPE_E8M0 ? names[type] : "<invalid type>";
+  static const char *names[] = {"F8E4M3", "F8E5M2", "BF16",  "F16",
+                                "F32",    "E8M0",   "F4E2M1"};
+  return type >= 0 && type <= MXRT_TYPE_F4E2M1 ? names[type]
+                                               : "<invalid type>";
 }
 
 const char *modeName(int32_t mode) {
-  static const char *names[] = {"TENSOR_F32", "VEC32_UE8M0", "VEC128_F32",
-                                "BLK128X128_F32"};
-  return mode >= 0 && mode <= MXRT_SCALE_BLK128X128_F32 ? names[mode]
-                                                         : "<invalid mode>";
+  static const char *names[] = {"TENSOR_F32",     "VEC32_UE8M0",
+                                "VEC128_F32",     "BLK128X128_F32",
+                                "VEC16_UE4M3",    "VEC128_F32_KB_ROWS"};
+  return mode >= 0 && mode <= MXRT_SCALE_VEC128_F32_KB_ROWS ? names[mode]
+                                                             : "<invalid mode>";
 }
 
 cudaDataType_t cudaType(int32_t type) {
@@ -76,6 +83,7 @@ cudaDataType_t cudaType(int32_t type) {
   case MXRT_TYPE_F8E5M2: return CUDA_R_8F_E5M2;
   case MXRT_TYPE_BF16: return CUDA_R_16BF;
   case MXRT_TYPE_F16: return CUDA_R_16F;
+  case MXRT_TYPE_F4E2M1: return CUDA_R_4F_E2M1;
   default: return CUDA_R_32F;
   }
 }
@@ -83,21 +91,38 @@ cudaDataType_t cudaType(int32_t type) {
 cublasLtMatmulMatrixScale_t ltScaleMode(int32_t mode) {
   switch (mode) {
   case MXRT_SCALE_VEC32_UE8M0: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
-  case MXRT_SCALE_VEC128_F32: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  case MXRT_SCALE_VEC128_F32:
+  case MXRT_SCALE_VEC128_F32_KB_ROWS: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  case MXRT_SCALE_VEC16_UE4M3: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
   case MXRT_SCALE_BLK128X128_F32: return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
   default: return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
   }
 }
 
+bool isVec128(int32_t mode) {
+  return mode == MXRT_SCALE_VEC128_F32 || mode == MXRT_SCALE_VEC128_F32_KB_ROWS;
+}
+
 bool isBlock128(int32_t mode) {
-  return mode == MXRT_SCALE_VEC128_F32 || mode == MXRT_SCALE_BLK128X128_F32;
+  return isVec128(mode) || mode == MXRT_SCALE_BLK128X128_F32;
+}
+
+// Bits of one element of an operand type.
+int64_t elementBits(int32_t type) { return type == MXRT_TYPE_F4E2M1 ? 4 : 8; }
+
+// The extent of the stored rows of one operand: K, or rows when K-outer.
+int64_t storedRow(int32_t layout, int64_t rows, int64_t k) {
+  return layout == MXRT_LAYOUT_K_OUTER ? rows : k;
 }
 
 std::string problemText(const Problem &p) {
-  return format("A %s/%s, B %s/%s, out %s, m=%ld n=%ld k=%ld",
-                typeName(p.aType), modeName(p.aMode), typeName(p.bType),
-                modeName(p.bMode), typeName(p.outType), long(p.m), long(p.n),
-                long(p.k));
+  auto layout = [](int32_t l) {
+    return l == MXRT_LAYOUT_K_OUTER ? "K-outer" : "K-contiguous";
+  };
+  return format("A %s/%s/%s, B %s/%s/%s, out %s, m=%ld n=%ld k=%ld",
+                typeName(p.aType), layout(p.aLayout), modeName(p.aMode),
+                typeName(p.bType), layout(p.bLayout), modeName(p.bMode),
+                typeName(p.outType), long(p.m), long(p.n), long(p.k));
 }
 
 int32_t invalid(const std::string &why) {
@@ -132,9 +157,14 @@ int32_t validate(const Problem &p) {
   auto isFp8 = [](int32_t t) {
     return t == MXRT_TYPE_F8E4M3 || t == MXRT_TYPE_F8E5M2;
   };
-  if (!isFp8(p.aType) || !isFp8(p.bType))
-    return invalid(format("A and B must be F8E4M3 or F8E5M2, got %s and %s",
+  bool fp4 = p.aType == MXRT_TYPE_F4E2M1 && p.bType == MXRT_TYPE_F4E2M1;
+  if (!fp4 && (!isFp8(p.aType) || !isFp8(p.bType)))
+    return invalid(format("A and B must be F8E4M3 or F8E5M2, or both F4E2M1, "
+                          "got %s and %s",
                           typeName(p.aType), typeName(p.bType)));
+  for (int32_t layout : {p.aLayout, p.bLayout})
+    if (layout != MXRT_LAYOUT_K_CONTIGUOUS && layout != MXRT_LAYOUT_K_OUTER)
+      return invalid(format("unknown operand layout %d", layout));
   if (p.aType == MXRT_TYPE_F8E5M2 && p.bType == MXRT_TYPE_F8E5M2)
     return invalid("cuBLASLt has no F8E5M2 x F8E5M2 matmul; quantize one "
                    "operand to F8E4M3");
@@ -143,20 +173,41 @@ int32_t validate(const Problem &p) {
     return invalid(format("out must be BF16, F16 or F32, got %s",
                           typeName(p.outType)));
   for (int32_t mode : {p.aMode, p.bMode})
-    if (mode < MXRT_SCALE_TENSOR_F32 || mode > MXRT_SCALE_BLK128X128_F32)
+    if (mode < MXRT_SCALE_TENSOR_F32 || mode > MXRT_SCALE_VEC128_F32_KB_ROWS)
       return invalid(format("unknown scale mode %d", mode));
   bool bothBlock128 = isBlock128(p.aMode) && isBlock128(p.bMode);
   if (p.aMode != p.bMode && !bothBlock128)
     return invalid(format("scale modes %s (A) and %s (B) cannot be combined: "
-                          "both TENSOR_F32, both VEC32_UE8M0, or each of "
-                          "VEC128_F32 / BLK128X128_F32",
+                          "both TENSOR_F32, both VEC32_UE8M0, both "
+                          "VEC16_UE4M3, or each of VEC128_F32 / "
+                          "VEC128_F32_KB_ROWS / BLK128X128_F32",
                           modeName(p.aMode), modeName(p.bMode)));
-  // FP8 rows must be 16-byte aligned; each scale block must be whole.
-  int64_t kMultiple = bothBlock128 ? 128
-                      : p.aMode == MXRT_SCALE_VEC32_UE8M0 ? 32 : 16;
+  bool fp4Mode = p.aMode == MXRT_SCALE_VEC32_UE8M0 ||
+                 p.aMode == MXRT_SCALE_VEC16_UE4M3;
+  if (fp4 && !fp4Mode)
+    return invalid(format("F4E2M1 operands take VEC32_UE8M0 or VEC16_UE4M3 "
+                          "scales, got %s", modeName(p.aMode)));
+  if (!fp4 && p.aMode == MXRT_SCALE_VEC16_UE4M3)
+    return invalid(format("VEC16_UE4M3 scales take F4E2M1 operands, got %s",
+                          typeName(p.aType)));
+  // Each scale block must be whole.
+  int64_t kMultiple = bothBlock128                           ? 128
+                      : p.aMode == MXRT_SCALE_VEC32_UE8M0    ? 32
+                      : p.aMode == MXRT_SCALE_VEC16_UE4M3    ? 16
+                                                             : 1;
   if (p.k % kMultiple)
     return invalid(format("k=%ld must be a multiple of %ld for %s scales",
                           long(p.k), long(kMultiple), modeName(p.aMode)));
+  // Stored rows must be 16-byte aligned.
+  struct { const char *name; int32_t type, layout; int64_t rows; } operands[] = {
+      {"A", p.aType, p.aLayout, p.m}, {"B", p.bType, p.bLayout, p.n}};
+  for (const auto &op : operands) {
+    int64_t row = storedRow(op.layout, op.rows, p.k);
+    if (row * elementBits(op.type) % 128)
+      return invalid(format("%s's stored rows of %ld %s elements are not a "
+                            "multiple of 16 bytes",
+                            op.name, long(row), typeName(op.type)));
+  }
   int64_t outBytes = p.outType == MXRT_TYPE_F32 ? 4 : 2;
   if (p.n * outBytes % 16)
     return invalid(format("n=%ld: output rows must be a multiple of 16 bytes "
@@ -166,6 +217,8 @@ int32_t validate(const Problem &p) {
       {"a", p.a, 16}, {"b", p.b, 16}, {"out", p.out, 16},
       {"aScales", p.aScales, p.aMode == MXRT_SCALE_TENSOR_F32 ? 4u : 16u},
       {"bScales", p.bScales, p.bMode == MXRT_SCALE_TENSOR_F32 ? 4u : 16u}};
+  if (reinterpret_cast<uintptr_t>(p.alpha) % 4)
+    return invalid(format("alpha=%p is not 4-byte aligned", p.alpha));
   for (const auto &ptr : pointers) {
     if (!ptr.ptr)
       return invalid(format("%s is NULL", ptr.name));
@@ -176,8 +229,7 @@ int32_t validate(const Problem &p) {
   // VEC128 scales are stored outer-dimension-major; cuBLASLt rejects rows
   // that leave their columns unaligned (seen on H100 with cuBLAS 13.1:
   // heuristic NOT_SUPPORTED for rows % 4 != 0, fine for 4, 12, 132, 204).
-  if ((p.aMode == MXRT_SCALE_VEC128_F32 && p.m % 4) ||
-      (p.bMode == MXRT_SCALE_VEC128_F32 && p.n % 4))
+  if ((isVec128(p.aMode) && p.m % 4) || (isVec128(p.bMode) && p.n % 4))
     return notSupported(p, "cuBLASLt needs m (n) to be a multiple of 4 when "
                            "A (B) has VEC128_F32 scales");
   return MXRT_SUCCESS;
@@ -238,9 +290,12 @@ struct Plan {
     if (desc)
       cublasLtMatmulDescDestroy(desc);
   }
-  size_t arenaBytes() const {
+  // The arena's last slot: a device 0.0f, cuBLASLt's beta when alpha is a
+  // device pointer (the pointer mode covers both).
+  size_t zeroOffset() const {
     return alignUp(ltBScales.offset + ltBScales.bytes, kArenaAlign);
   }
+  size_t arenaBytes() const { return zeroOffset() + kArenaAlign; }
 };
 
 struct Device {
@@ -280,9 +335,28 @@ int32_t setDesc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
                  name);
 }
 
+// The column-major layout of an operand [rows, K] or [K, rows] (layout) and
+// the op that makes it cuBLASLt's A (K x rows, op T when K-contiguous) or B
+// (K x rows, op N when K-contiguous).
+int32_t createOperandLayout(cublasLtMatrixLayout_t *layout, int32_t type,
+                            int32_t storage, int64_t rows, int64_t k,
+                            const char *name) {
+  bool kOuter = storage == MXRT_LAYOUT_K_OUTER;
+  uint64_t height = kOuter ? rows : k, width = kOuter ? k : rows;
+  return checkLt(
+      cublasLtMatrixLayoutCreate(layout, cudaType(type), height, width, height),
+      name);
+}
+
 int32_t createPlan(const Problem &p, Plan &plan) {
-  cublasOperation_t transA = CUBLAS_OP_T, transB = CUBLAS_OP_N;
+  // K-outer flips the op of each side of the TN form.
+  cublasOperation_t transA =
+      p.bLayout == MXRT_LAYOUT_K_OUTER ? CUBLAS_OP_N : CUBLAS_OP_T;
+  cublasOperation_t transB =
+      p.aLayout == MXRT_LAYOUT_K_OUTER ? CUBLAS_OP_T : CUBLAS_OP_N;
   int32_t ltAMode = ltScaleMode(p.bMode), ltBMode = ltScaleMode(p.aMode);
+  cublasLtPointerMode_t pointerMode =
+      p.alpha ? CUBLASLT_POINTER_MODE_DEVICE : CUBLASLT_POINTER_MODE_HOST;
   int32_t status;
   if ((status = checkLt(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F,
                                                  CUDA_R_32F),
@@ -295,12 +369,13 @@ int32_t createPlan(const Problem &p, Plan &plan) {
                         "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)")) ||
       (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, ltBMode,
                         "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)")) ||
-      (status = checkLt(cublasLtMatrixLayoutCreate(&plan.ltA, cudaType(p.bType),
-                                                   p.k, p.n, p.k),
-                        "cublasLtMatrixLayoutCreate(A)")) ||
-      (status = checkLt(cublasLtMatrixLayoutCreate(&plan.ltB, cudaType(p.aType),
-                                                   p.k, p.m, p.k),
-                        "cublasLtMatrixLayoutCreate(B)")) ||
+      (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                        pointerMode,
+                        "cublasLtMatmulDescSetAttribute(POINTER_MODE)")) ||
+      (status = createOperandLayout(&plan.ltA, p.bType, p.bLayout, p.n, p.k,
+                                    "cublasLtMatrixLayoutCreate(A)")) ||
+      (status = createOperandLayout(&plan.ltB, p.aType, p.aLayout, p.m, p.k,
+                                    "cublasLtMatrixLayoutCreate(B)")) ||
       (status = checkLt(cublasLtMatrixLayoutCreate(&plan.ltD, cudaType(p.outType),
                                                    p.n, p.m, p.n),
                         "cublasLtMatrixLayoutCreate(D)")))
@@ -368,7 +443,8 @@ int32_t ensureArena(Device &dev, size_t bytes) {
     return cudaFailure(result,
                        format("cuMemAlloc(%zu-byte cuBLASLt arena)", bytes));
   dev.arenaBytes = bytes;
-  return MXRT_SUCCESS;
+  // Zeroes every plan's beta slot, wherever it lies.
+  return checkCu(cuMemsetD8(dev.arena, 0, bytes), "cuMemsetD8(arena)");
 }
 
 // Where cuBLASLt reads one operand's scales: the caller's buffer, or the
@@ -416,8 +492,12 @@ int32_t enqueue(const Device &dev, const Plan &plan, const Problem &p,
       (status = stageScales(dev, plan.ltBScales, p.aScales, stream)))
     return status;
   const float one = 1.0f, zero = 0.0f;
+  const void *alpha = p.alpha ? static_cast<const void *>(p.alpha) : &one;
+  const void *beta =
+      p.alpha ? reinterpret_cast<const void *>(dev.arena + plan.zeroOffset())
+              : &zero;
   cublasStatus_t lt = cublasLtMatmul(
-      dev.handle, plan.desc, &one, p.b, plan.ltA, p.a, plan.ltB, &zero, p.out,
+      dev.handle, plan.desc, alpha, p.b, plan.ltA, p.a, plan.ltB, beta, p.out,
       plan.ltD, p.out, plan.ltD, &plan.algo,
       reinterpret_cast<void *>(dev.arena), kWorkspaceBytes, stream);
   if (lt == CUBLAS_STATUS_NOT_SUPPORTED)
@@ -425,8 +505,9 @@ int32_t enqueue(const Device &dev, const Plan &plan, const Problem &p,
   return checkLt(lt, "cublasLtMatmul");
 }
 
-using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int32_t, int32_t,
-                           int32_t, int32_t, int32_t, bool>;
+using PlanKey =
+    std::tuple<int, int64_t, int64_t, int64_t, int32_t, int32_t, int32_t,
+               int32_t, int32_t, int32_t, int32_t, bool, bool>;
 
 int32_t scaledMatmul(const Problem &p, CUstream stream, int ordinal) {
   static auto *devices = new std::map<int, Device>();
@@ -438,8 +519,9 @@ int32_t scaledMatmul(const Problem &p, CUstream stream, int ordinal) {
   bool aligned256 = true;
   for (const void *ptr : {p.a, p.b, static_cast<const void *>(p.out)})
     aligned256 &= reinterpret_cast<uintptr_t>(ptr) % 256 == 0;
-  PlanKey key{ordinal, p.m, p.n, p.k, p.aType, p.aMode, p.bType, p.bMode,
-              p.outType, aligned256};
+  PlanKey key{ordinal, p.m,       p.n,       p.k,       p.aType,
+              p.aLayout, p.aMode,   p.bType,   p.bLayout, p.bMode,
+              p.outType, aligned256, p.alpha != nullptr};
   auto it = plans->find(key);
   std::unique_ptr<Plan> fresh;
   if (it == plans->end()) {
@@ -483,11 +565,12 @@ int32_t scaledMatmul(const Problem &p, CUstream stream, int ordinal) {
 
 extern "C" MXRT_API int32_t mxrtScaledMatmul(
     int64_t m, int64_t n, int64_t k, const void *a, int32_t aType,
-    const void *aScales, int32_t aScaleMode, const void *b, int32_t bType,
-    const void *bScales, int32_t bScaleMode, void *out, int32_t outType,
-    void *stream) {
-  Problem p{m, n, k, a, aScales, b, bScales, out,
-            aType, aScaleMode, bType, bScaleMode, outType};
+    int32_t aLayout, const void *aScales, int32_t aScaleMode, const void *b,
+    int32_t bType, int32_t bLayout, const void *bScales, int32_t bScaleMode,
+    const float *alpha, void *out, int32_t outType, void *stream) {
+  Problem p{m,     n,       k,          a,     aScales, b,
+            bScales, alpha, out,        aType, aLayout, aScaleMode,
+            bType, bLayout, bScaleMode, outType};
   if (int32_t status = validate(p))
     return status;
   static std::mutex mutex;

@@ -37,6 +37,7 @@ class ElemType(enum.IntEnum):
     F16 = 3
     F32 = 4
     E8M0 = 5  # Scale bytes; only tensor_map takes it.
+    F4E2M1 = 6  # Packed two elements to a byte, element 2i in the low nibble.
 
 
 class ScaleMode(enum.IntEnum):
@@ -44,6 +45,14 @@ class ScaleMode(enum.IntEnum):
     VEC32_UE8M0 = 1
     VEC128_F32 = 2
     BLK128X128_F32 = 3
+    VEC16_UE4M3 = 4
+    VEC128_F32_KB_ROWS = 5
+
+
+class Layout(enum.IntEnum):
+    """How a GEMM operand is stored: [rows, K] or [K, rows] (mxrtOperandLayout)."""
+    K_CONTIGUOUS = 0
+    K_OUTER = 1
 
 
 class Swizzle(enum.IntEnum):
@@ -94,7 +103,8 @@ _SIGNATURES = {
     "mxrtMemset8": (_i32, [_ptr, ctypes.c_uint8, _u64]),
     "mxrtSynchronize": (_i32, []),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
-    "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32] * 5 + [_ptr]),
+    "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
+                         + [_ptr, _ptr, _i32, _ptr]),
     "mxrtTensorMap": (_ptr, [_ptr, _i32, _i32, ctypes.POINTER(_i64), ctypes.POINTER(_i32), _i32]),
 }
 
@@ -250,7 +260,9 @@ def scale_nbytes(mode: ScaleMode, rows: int, k: int) -> int:
         return 4
     if mode == ScaleMode.VEC32_UE8M0:  # 128x4 tiles: rows to 128, k/32 to 4 (= kb * 4).
         return -(-rows // 128) * 128 * kb * 4
-    if mode == ScaleMode.VEC128_F32:
+    if mode == ScaleMode.VEC16_UE4M3:  # the same tiles over k/16
+        return -(-rows // 128) * 128 * -(-k // 64) * 4
+    if mode in (ScaleMode.VEC128_F32, ScaleMode.VEC128_F32_KB_ROWS):
         return rows * kb * 4
     if mode == ScaleMode.BLK128X128_F32:
         return -(-rows // 128) * kb * 4
@@ -260,13 +272,18 @@ def scale_nbytes(mode: ScaleMode, rows: int, k: int) -> int:
 def scaled_matmul(m: int, n: int, k: int,
                   a: DeviceBuffer, a_type: ElemType, a_scales: DeviceBuffer, a_scale_mode: ScaleMode,
                   b: DeviceBuffer, b_type: ElemType, b_scales: DeviceBuffer, b_scale_mode: ScaleMode,
-                  out: DeviceBuffer, out_type: ElemType, stream: int | None = None) -> None:
-    """out[m, n] = deq(a)[m, k] @ deq(b)[n, k].T on cuBLASLt (see mxrtScaledMatmul).
+                  out: DeviceBuffer, out_type: ElemType, stream: int | None = None, *,
+                  a_layout: Layout = Layout.K_CONTIGUOUS, b_layout: Layout = Layout.K_CONTIGUOUS,
+                  alpha: DeviceBuffer | None = None) -> None:
+    """out[m, n] = alpha * deq(a)[m, k] @ deq(b)[n, k].T on cuBLASLt (see mxrtScaledMatmul); `alpha`
+    is a device f32 (NVFP4's tensor-scale product) or None for 1.
 
     Buffer sizes are checked here, since the GPU would read past a short one.
     """
+    def data_bytes(elem_type, rows):
+        return rows * k // 2 if ElemType(elem_type) == ElemType.F4E2M1 else rows * k
     needed = {
-        "a": (a, m * k), "b": (b, n * k),
+        "a": (a, data_bytes(a_type, m)), "b": (b, data_bytes(b_type, n)),
         "out": (out, m * n * NUMPY_DTYPES[ElemType(out_type)].itemsize),
         "a_scales": (a_scales, scale_nbytes(ScaleMode(a_scale_mode), m, k)),
         "b_scales": (b_scales, scale_nbytes(ScaleMode(b_scale_mode), n, k)),
@@ -274,10 +291,12 @@ def scaled_matmul(m: int, n: int, k: int,
     for name, (buf, nbytes) in needed.items():
         if buf.nbytes < nbytes:
             raise ValueError(f"{name} has {buf.nbytes} bytes, needs {nbytes}")
+    if alpha is not None and alpha.nbytes < 4:
+        raise ValueError(f"alpha has {alpha.nbytes} bytes, needs 4")
     _check(load_library().mxrtScaledMatmul(
-        m, n, k, a.ptr, int(a_type), a_scales.ptr, int(a_scale_mode),
-        b.ptr, int(b_type), b_scales.ptr, int(b_scale_mode),
-        out.ptr, int(out_type), stream), "mxrtScaledMatmul")
+        m, n, k, a.ptr, int(a_type), int(a_layout), a_scales.ptr, int(a_scale_mode),
+        b.ptr, int(b_type), int(b_layout), b_scales.ptr, int(b_scale_mode),
+        None if alpha is None else alpha.ptr, out.ptr, int(out_type), stream), "mxrtScaledMatmul")
 
 
 def tensor_map(ptr: int, elem_type: ElemType, dims: Sequence[int], box: Sequence[int],

@@ -53,13 +53,13 @@ def quantize(x, mode):
     return data, scales, block
 
 
-def run_matmul(m, n, k, a, a_scales, a_mode, b, b_scales, b_mode, out_type):
+def run_matmul(m, n, k, a, a_scales, a_mode, b, b_scales, b_mode, out_type, **layouts):
     out_dtype = rt.NUMPY_DTYPES[out_type]
     with rt.DeviceBuffer.from_numpy(a) as da, rt.DeviceBuffer.from_numpy(a_scales) as dsa, \
             rt.DeviceBuffer.from_numpy(b) as db, rt.DeviceBuffer.from_numpy(b_scales) as dsb, \
             rt.DeviceBuffer.zeros((m, n), out_dtype) as dout:
         rt.scaled_matmul(m, n, k, da, rt.ElemType.F8E4M3, dsa, a_mode,
-                         db, rt.ElemType.F8E4M3, dsb, b_mode, dout, out_type)
+                         db, rt.ElemType.F8E4M3, dsb, b_mode, dout, out_type, **layouts)
         return dout.to_numpy().astype(np.float64)
 
 
@@ -106,6 +106,35 @@ def test_scaled_matmul_per_tensor(m, n, k, out_type, tolerance):
 def test_scaled_matmul_blockwise(m, n, k, a_mode, b_mode, out_type, tolerance):
     """1x128 scales [rows, k/128] on one operand, 128x128 [ceil(rows/128), k/128] on the other."""
     check_scaled_matmul(m, n, k, a_mode, b_mode, out_type, tolerance)
+
+
+def test_gemm_ready_vec128_scales_pass_through():
+    """Blockwise GEMM-ready scales [KB, rows] (mx.swizzle layout blockwise) give the product of the
+    compact [rows, KB] ones, which the runtime re-lays out itself."""
+    m, n, k = 200, 136, 384
+    seed = np.random.SeedSequence().entropy
+    rng = np.random.default_rng(seed)
+    a, sa, _ = quantize(random_operand(rng, m, k), VEC128)
+    b, sb, _ = quantize(random_operand(rng, n, k), BLK128)
+    ready = ref.blockwise_gemm_ready(sa, 0)
+    assert ready.shape == (k // 128, m // 4, 4)
+    from_ready = run_matmul(m, n, k, a, ready, rt.ScaleMode.VEC128_F32_KB_ROWS, b, sb, BLK128,
+                            rt.ElemType.F32)
+    from_compact = run_matmul(m, n, k, a, sa, VEC128, b, sb, BLK128, rt.ElemType.F32)
+    error = ref.matmul_error(from_ready, from_compact)
+    assert error < 1e-6, f"relative difference {error:.3g} (seed {seed})"
+
+
+def test_k_outer_operands_need_compute_capability_10():
+    """Hopper's FP8 GEMMs take K-contiguous operands only: a K-outer one is refused, not misread."""
+    if CC[0] >= 10:
+        pytest.skip("K-outer FP8 operands run from compute capability 10.0")
+    m = n = k = 256
+    data, one = np.zeros((k, m), E4M3), np.ones(1, np.float32)
+    with pytest.raises(RuntimeError) as info:
+        run_matmul(m, n, k, data, one, rt.ScaleMode.TENSOR_F32, data, one, rt.ScaleMode.TENSOR_F32,
+                   rt.ElemType.F32, a_layout=rt.Layout.K_OUTER)
+    assert info.value.status == rt.Status.NOT_SUPPORTED
 
 
 def test_vec128_scales_need_rows_multiple_of_4():

@@ -28,7 +28,7 @@
 // cuBLASLt has no MX GEMM on sm_90a: rejected when compiling.
 // CUBLAS90: convert-mx-to-cublas{chip=sm_90a skip-generated=false}
 // CUBLAS90-NEXT: convert-mx-to-gpu{chip=sm_90a}
-// CUBLAS90: error: 'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt has no MX (VEC32_UE8M0) block-scaled GEMM before SM100, so none on sm_90a; use the generated kernel instead (mx-lower-to-nvvm gemm=kernel)
+// CUBLAS90: error: 'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt has no block-scaled MX or NVFP4 GEMM (VEC32_UE8M0, VEC16_UE4M3) before SM100, so none on sm_90a; for MXFP8 use the generated kernel instead (mx-lower-to-nvvm gemm=kernel)
 
 // sm_100a: MX runs on the generated tcgen05 kernel (PTX ISA 8.8), FP8
 // blockwise on cuBLASLt (VEC128_32F = 2, BLK128x128_32F = 3).
@@ -40,7 +40,7 @@
 // AUTO100-LABEL: llvm.func @blockwise_gemm
 // AUTO100-DAG: %[[VEC128:.*]] = llvm.mlir.constant(2 : i32) : i32
 // AUTO100-DAG: %[[BLK128:.*]] = llvm.mlir.constant(3 : i32) : i32
-// AUTO100: llvm.call @mxrtScaledMatmul(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC128]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[BLK128]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// AUTO100: llvm.call @mxrtScaledMatmul(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC128]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[BLK128]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
 // AUTO100: gpu.binary @mx_gemm_mx_block_scaled_256x128x512 {{.*}}chip = "sm_100a", features = "+ptx88"
 
 // KERNEL100-NOT: convert-mx-to-cublas
@@ -53,7 +53,7 @@
 // CUBLAS100: llvm.func @mxrtScaledMatmul
 // CUBLAS100-LABEL: llvm.func @mx_gemm
 // CUBLAS100: %[[VEC32:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CUBLAS100: llvm.call @mxrtScaledMatmul(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC32]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC32]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CUBLAS100: llvm.call @mxrtScaledMatmul(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC32]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[VEC32]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
 // CUBLAS100-LABEL: llvm.func @blockwise_gemm
 // CUBLAS100: llvm.call @mxrtScaledMatmul
 // CUBLAS100-NOT: gpu.binary @mx_gemm

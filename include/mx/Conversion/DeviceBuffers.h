@@ -13,6 +13,9 @@
 #ifndef MX_CONVERSION_DEVICEBUFFERS_H
 #define MX_CONVERSION_DEVICEBUFFERS_H
 
+#include "mx/Dialect/MX/IR/MXDialect.h"
+#include "mx/Runtime/MXRuntime.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -37,6 +40,9 @@ mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
 /// The runtime's code (mxrtElemType, MXRuntime.h) of an element type, if it
 /// has one.
 std::optional<int32_t> getRuntimeElementType(mlir::Type type);
+
+/// The runtime's code of a GEMM operand layout.
+mxrtOperandLayout getRuntimeLayout(OperandLayout layout);
 
 /// The device address of a tensor's buffer (or of a buffer) as `!llvm.ptr`,
 /// for kernel arguments and runtime calls. It is the buffer's aligned base:

@@ -98,21 +98,26 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
 def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
   let summary = "Lower mx.scaled_matmul to cuBLASLt through the mx runtime";
   let description = [{
-    Rewrites each `mx.scaled_matmul` on tensors into a call of
+    Rewrites each `mx.scaled_matmul` on tensors into calls of
     `mxrtScaledMatmul` (include/mx/Runtime/MXRuntime.h) on device buffers,
-    with the result allocated by `gpu.alloc`. The scale mode of each operand
-    follows from its block and scales: swizzled f8E8M0FNU scales of `[1, 32]`
-    blocks are `VEC32_UE8M0` (MX), f32 scales of `[1, 128]` and `[128, 128]`
-    blocks are `VEC128_32F` and `BLK128x128_32F`, and one f32 scale of a
-    whole-operand block is per-tensor (`SCALAR_32F`). Other combinations are
-    reported and the pass fails, and so is a mode that cuBLASLt does not run
-    on `chip`: MX needs sm_100a (on sm_90a use the generated kernel,
-    `mx-lower-to-nvvm gemm=kernel`); the other three run on both chips. Code
-    compiled for sm_100a but run on an older GPU fails in the call, with the
-    runtime's message naming the mode, the compute capability and the
-    alternative. With `skip-generated`, each op that `convert-mx-to-gpu`
-    generates a kernel for on `chip` is left alone, and one that neither
-    lowering takes is reported with both reasons.
+    one per batch slice, with the result allocated by `gpu.alloc`. The scale
+    mode of each operand follows from its block and scales: swizzled
+    f8E8M0FNU scales of 32-element blocks are `VEC32_UE8M0` (MXFP8, MXFP4),
+    swizzled f8E4M3FN scales of 16-element blocks `VEC16_UE4M3` (NVFP4, whose
+    tensor scales' product becomes cuBLASLt's alpha, computed on the device),
+    f32 scales of 128-element blocks `VEC128_32F` (re-laid out by the
+    runtime, or passed through when already GEMM-ready or K-outer), of
+    `[128, 128]` blocks `BLK128x128_32F`, and one f32 scale of a whole
+    operand per-tensor (`SCALAR_32F`). K-outer operands become cuBLASLt's
+    transpose flags. Other combinations are reported and the pass fails, and
+    so is what cuBLASLt does not run on `chip`: MX, NVFP4 and K-outer
+    operands need sm_100a (for MXFP8 on sm_90a use the generated kernel,
+    `mx-lower-to-nvvm gemm=kernel`). Code compiled for sm_100a but run on an
+    older GPU fails in the call, with the runtime's message naming the mode,
+    the compute capability and the alternative. With `skip-generated`, each
+    op that `convert-mx-to-gpu` generates a kernel for on `chip` is left
+    alone, and one that neither lowering takes is reported with both
+    reasons.
 
     Example:
 
@@ -130,6 +135,7 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
     "mlir::gpu::GPUDialect",
     "mlir::LLVM::LLVMDialect",
     "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
   ];
   let options = [
     Option<"chip", "chip", "::mx::Chip", "::mx::kDefaultChip",

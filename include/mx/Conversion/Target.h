@@ -65,11 +65,18 @@ GemmKernelResources getGemmKernelResources(Chip chip);
 enum class GemmLowering { automatic, kernel, cublas };
 
 /// Whether cuBLASLt runs operands with scale mode `mode` on `chip`, and if not,
-/// why and what to use instead. MX (VEC32_UE8M0: swizzled E8M0 scales of
-/// [1, 32] blocks) needs the block-scaled tensor cores of SM100; per-tensor
-/// and the FP8 blockwise modes run on both chips.
+/// why and what to use instead. MX and NVFP4 (VEC32_UE8M0, VEC16_UE4M3:
+/// swizzled E8M0 / E4M3 scales of [1, 32] / [1, 16] blocks) need the
+/// block-scaled tensor cores of SM100; per-tensor and the FP8 blockwise modes
+/// run on both chips.
 llvm::LogicalResult checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
                                          std::string &reason);
+
+/// Whether cuBLASLt takes an operand stored in `layout` on `chip`, and if
+/// not, why: before SM100 only K-contiguous FP8 operands.
+llvm::LogicalResult checkCublasOperandLayout(Chip chip,
+                                             mxrtOperandLayout layout,
+                                             std::string &reason);
 
 } // namespace mx
 

@@ -29,32 +29,53 @@ extern "C" {
 
 /* Element types, encoded by the lowering as i32 constants. E8M0 stands for
  * any byte that is not an FP8 operand (block scales); only mxrtTensorMap
- * takes it. */
+ * takes it. F4E2M1 data is packed two elements to a byte, element 2i in the
+ * low nibble. */
 typedef enum mxrtElemType {
   MXRT_TYPE_F8E4M3 = 0,
   MXRT_TYPE_F8E5M2 = 1,
   MXRT_TYPE_BF16 = 2,
   MXRT_TYPE_F16 = 3,
   MXRT_TYPE_F32 = 4,
-  MXRT_TYPE_E8M0 = 5
+  MXRT_TYPE_E8M0 = 5,
+  MXRT_TYPE_F4E2M1 = 6
 } mxrtElemType;
 
-/* Scale modes of one operand X[rows, K] (K contiguous), encoded as i32.
- * KB = ceil(K / 128). Layouts are the ones the project's quantizers emit:
- *  TENSOR_F32      one f32 on the device scaling the whole operand.
- *  VEC32_UE8M0     MX: one E8M0 byte per 32 consecutive K elements, in the
- *                  128x4 swizzled layout used by cuBLASLt and tcgen05: rows
- *                  padded to a multiple of 128, K/32 padded to a multiple of
- *                  4, 512-byte tiles row-major over (row / 128, kblk / 4),
- *                  byte (r, c) of a tile at (r % 32) * 16 + (r / 32) * 4 + c.
- *  VEC128_F32      one f32 per 1x128 block: row-major [rows, KB].
- *  BLK128X128_F32  one f32 per 128x128 block: row-major [ceil(rows/128), KB].
+/* How an operand X of mxrtScaledMatmul is stored (rows = M for A, N for B):
+ *  K_CONTIGUOUS  [rows, K] row-major (the "TN" form).
+ *  K_OUTER       [K, rows] row-major, as a columnwise quantize leaves it. */
+typedef enum mxrtOperandLayout {
+  MXRT_LAYOUT_K_CONTIGUOUS = 0,
+  MXRT_LAYOUT_K_OUTER = 1
+} mxrtOperandLayout;
+
+/* Scale modes of one operand X with `rows` rows (M or N) and K, encoded as
+ * i32; KB = ceil(K / 128). Layouts are the ones the project's ops emit and
+ * do not depend on the operand's layout:
+ *  TENSOR_F32        one f32 on the device scaling the whole operand.
+ *  VEC32_UE8M0       MX (FP8 or FP4 data): one E8M0 byte per 32 K elements,
+ *                    in the 128x4 swizzled layout used by cuBLASLt and
+ *                    tcgen05: rows padded to a multiple of 128, K/32 padded
+ *                    to a multiple of 4, 512-byte tiles row-major over
+ *                    (row / 128, kblk / 4), byte (r, c) of a tile at
+ *                    (r % 32) * 16 + (r / 32) * 4 + c.
+ *  VEC128_F32        one f32 per 1x128 block: row-major [rows, KB].
+ *  BLK128X128_F32    one f32 per 128x128 block: row-major
+ *                    [ceil(rows/128), KB].
+ *  VEC16_UE4M3       NVFP4 (FP4 data): one E4M3 byte per 16 K elements, in
+ *                    the 128x4 swizzled layout of VEC32_UE8M0.
+ *  VEC128_F32_KB_ROWS one f32 per 1x128 block: row-major [KB, rows], which
+ *                    is cuBLASLt's own layout (mx.swizzle layout blockwise,
+ *                    or the scales of a columnwise quantize of a K_OUTER
+ *                    operand); passed through without a copy.
  */
 typedef enum mxrtScaleMode {
   MXRT_SCALE_TENSOR_F32 = 0,
   MXRT_SCALE_VEC32_UE8M0 = 1,
   MXRT_SCALE_VEC128_F32 = 2,
-  MXRT_SCALE_BLK128X128_F32 = 3
+  MXRT_SCALE_BLK128X128_F32 = 3,
+  MXRT_SCALE_VEC16_UE4M3 = 4,
+  MXRT_SCALE_VEC128_F32_KB_ROWS = 5
 } mxrtScaleMode;
 
 typedef enum mxrtStatus {
@@ -81,28 +102,34 @@ MXRT_API int32_t mxrtMemset8(void *dst, uint8_t value, uint64_t bytes);
 MXRT_API int32_t mxrtSynchronize(void);
 MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
 
-/* out[m, n] = sum_k deq(A)[m, k] * deq(B)[n, k] with f32 accumulation, on
- * cuBLASLt, enqueued on `stream` (NULL: legacy default stream).
- * A: [m, k] row-major, B: [n, k] row-major (K contiguous in both), out:
- * [m, n] row-major. aType/bType: F8E4M3 or F8E5M2 (not both E5M2); outType:
- * BF16, F16 or F32. Both operands use TENSOR_F32, both VEC32_UE8M0, or each
- * one of VEC128_F32 / BLK128X128_F32, with scales laid out as described at
- * mxrtScaleMode. k must be a multiple of 16 (32 for VEC32, 128 for the
- * 128-block modes); data, output and block-scale pointers 16-byte aligned;
- * n * sizeof(out) a multiple of 16. What the GPU or cuBLASLt cannot run
- * (VEC32_UE8M0 before compute capability 10.0, BLK128X128_F32 on both
- * operands, VEC128_F32 on an operand whose rows are not a multiple of 4)
- * fails with MXRT_ERROR_NOT_SUPPORTED; it never computes a wrong result.
+/* out[m, n] = alpha * sum_k deq(A)[m, k] * deq(B)[n, k] with f32
+ * accumulation, on cuBLASLt, enqueued on `stream` (NULL: legacy default
+ * stream). A and B are stored as their layouts say (mxrtOperandLayout), out
+ * is [m, n] row-major. aType/bType: F8E4M3 or F8E5M2 (not both E5M2) or
+ * F4E2M1 (both); outType: BF16, F16 or F32. Both operands use TENSOR_F32,
+ * both VEC32_UE8M0, both VEC16_UE4M3 (F4E2M1 only), or each one of
+ * VEC128_F32 / VEC128_F32_KB_ROWS / BLK128X128_F32, with scales laid out as
+ * described at mxrtScaleMode. `alpha` is a device pointer to one f32 (NVFP4:
+ * the product of the operands' tensor scales) or NULL for 1. k must be a
+ * multiple of 16 (32 for VEC32 and for F4E2M1, 128 for the 128-block modes)
+ * and every stored row 16-byte aligned; data, output and block-scale
+ * pointers 16-byte aligned; n * sizeof(out) a multiple of 16. What the GPU or
+ * cuBLASLt cannot run (VEC32_UE8M0, VEC16_UE4M3 and F4E2M1 before compute
+ * capability 10.0, K_OUTER operands of FP8 before 10.0, BLK128X128_F32 on
+ * both operands, VEC128 modes on an operand whose rows are not a multiple of
+ * 4) fails with MXRT_ERROR_NOT_SUPPORTED; it never computes a wrong result.
  * FP8 tensor cores of compute capability 9.x accumulate with less than f32
  * precision (relative error ~1.3e-4 measured on H100 for any scale mode).
  * Calls on one device are serialized by the runtime (they share a
  * workspace); across streams they are ordered through an event. */
 MXRT_API int32_t mxrtScaledMatmul(int64_t m, int64_t n, int64_t k,
                                   const void *a, int32_t aType,
-                                  const void *aScales, int32_t aScaleMode,
-                                  const void *b, int32_t bType,
+                                  int32_t aLayout, const void *aScales,
+                                  int32_t aScaleMode, const void *b,
+                                  int32_t bType, int32_t bLayout,
                                   const void *bScales, int32_t bScaleMode,
-                                  void *out, int32_t outType, void *stream);
+                                  const float *alpha, void *out,
+                                  int32_t outType, void *stream);
 
 /* Swizzle modes of a TMA box, in bytes of its inner dimension. */
 typedef enum mxrtTensorMapSwizzle {

@@ -20,7 +20,7 @@ func.func @per_tensor_and_blockwise(%a: tensor<64x128xf8E4M3FN>, %as: tensor<1x1
 // -----
 
 func.func @mx(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
-  // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt has no MX (VEC32_UE8M0) block-scaled GEMM before SM100, so none on sm_90a; use the generated kernel instead (mx-lower-to-nvvm gemm=kernel)}}
+  // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt has no block-scaled MX or NVFP4 GEMM (VEC32_UE8M0, VEC16_UE4M3) before SM100, so none on sm_90a; for MXFP8 use the generated kernel instead (mx-lower-to-nvvm gemm=kernel)}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf8E4M3FN>, tensor<1x4x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
   return %c : tensor<256x128xbf16>

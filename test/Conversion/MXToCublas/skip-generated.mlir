@@ -28,7 +28,7 @@ func.func @mx_and_blockwise(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4
 // M = 2^31 is past the generated kernels' i32 indexing, and cuBLASLt takes
 // MX scales swizzled only: no lowering on either chip.
 func.func @too_large(%a: tensor<2147483648x32xf8E4M3FN>, %as: tensor<2147483648x1xf8E8M0FNU>, %b: tensor<128x32xf8E4M3FN>, %bs: tensor<128x1xf8E8M0FNU>) -> tensor<2147483648x128xf32> {
-  // expected-error @+1 {{(M, N and K must be in [1, 2^31)) nor a cuBLASLt lowering (cuBLASLt takes swizzled E8M0 scales of [1, 32] blocks}}
+  // expected-error @+1 {{(M, N and K must be in [1, 2^31)) nor a cuBLASLt lowering (cuBLASLt takes swizzled E8M0 scales of 32-element blocks}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<2147483648x32xf8E4M3FN>, tensor<2147483648x1xf8E8M0FNU>, tensor<128x32xf8E4M3FN>, tensor<128x1xf8E8M0FNU> -> tensor<2147483648x128xf32>
   return %c : tensor<2147483648x128xf32>

@@ -1,0 +1,153 @@
+"""The recipes beyond 2-D FP8 through `mx-lower-to-nvvm` on a real GPU, against mx.reference: swizzle
+kernels for batched scales and the blockwise GEMM-ready layout (bit for bit), and cuBLASLt GEMMs
+with batch dimensions (one call per slice) and with GEMM-ready blockwise scales (passed through).
+
+Skipped without a GPU. Programs are compiled ahead of time, like test_gpu_kernels.py:
+    python python/tests/test_gpu_recipes.py DIR
+builds them for sm_90a, and the GPU machine loads them from $MX_GPU_ARTIFACTS.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import assert_bits_equal, random_input
+
+from mx import reference, runtime, tools
+
+E8M0 = ml_dtypes.float8_e8m0fnu
+F32 = np.dtype(np.float32)
+# Compact scales shape, unscaled dimension, layout, element type.
+SWIZZLE = {
+    "swizzle_batched_rows": ((2, 3, 200, 3), 2, "tiles", E8M0),
+    "swizzle_batched_columns": ((2, 7, 72), 2, "tiles", E8M0),
+    "swizzle_blockwise_rows": ((250, 4), 0, "blockwise", F32),
+    "swizzle_blockwise_columns": ((3, 130), 1, "blockwise", F32),
+}
+# A, B operands: shape, block; output shape (batched per-tensor, and 1x128 with GEMM-ready scales).
+MATMUL = {
+    "matmul_batched_per_tensor": (((2, 3, 64, 128), (1, 1, 64, 128)), ((2, 3, 32, 128), (1, 1, 32, 128))),
+    "matmul_gemm_ready_blockwise": (((200, 384), (1, 128)), ((136, 384), (128, 128))),
+}
+
+
+def _function(name, args, body, results):
+    types = ", ".join(t for _, t in results)
+    return "\n".join([f"func.func @{name}({', '.join(args)}) -> ({types}) {{", *body,
+                      f"  return {', '.join(v for v, _ in results)} : {types}", "}"])
+
+
+def swizzle_source(name):
+    # Separate inputs: unswizzle(swizzle(s)) would fold to s itself.
+    shape, dim, layout, dtype = SWIZZLE[name]
+    compact = tools.mlir_type(shape, dtype)
+    swizzled = tools.mlir_type(tools.swizzled_shape(shape, dim, layout), dtype)
+    body = [f"  %t = mx.swizzle %s unscaled_dim {dim} layout {layout} : {compact} -> {swizzled}",
+            f"  %u = mx.unswizzle %w unscaled_dim {dim} layout {layout} : {swizzled} -> {compact}"]
+    return _function(name, [f"%s: {compact}", f"%w: {swizzled}"], body, [("%t", swizzled), ("%u", compact)])
+
+
+def matmul_operands(rng, name):
+    """Quantized A and B (E4M3, f32 scales by `exact` rounding); A's 1x128 scales GEMM-ready."""
+    operands = []
+    for shape, block in MATMUL[name]:
+        data, scales = reference.quantize(random_input(rng, shape, np.float32, specials=False), block,
+                                          "f8E4M3FN", "f32", "exact")
+        operands += [data, scales]
+    if name == "matmul_gemm_ready_blockwise":
+        operands[1] = reference.blockwise_gemm_ready(operands[1], 0)
+    return operands
+
+
+def result_shape(name):
+    (a_shape, _), (b_shape, _) = MATMUL[name]
+    return (*a_shape[:-1], b_shape[-2])
+
+
+def matmul_source(name):
+    (_, a_block), (_, b_block) = MATMUL[name]
+    operands = matmul_operands(np.random.default_rng(0), name)  # only their types matter here
+    types = [tools.mlir_type(x.shape, x.dtype) for x in operands]
+    out = tools.mlir_type(result_shape(name), np.float32)
+    blocks = f"lhs_block [{', '.join(map(str, a_block))}] rhs_block [{', '.join(map(str, b_block))}]"
+    body = [f"  %c = mx.scaled_matmul %a, %as, %b, %bs {blocks} : {', '.join(types)} -> {out}"]
+    args = [f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), types)]
+    return _function(name, args, body, [("%c", out)])
+
+
+def sources():
+    return {**{n: swizzle_source(n) for n in SWIZZLE}, **{n: matmul_source(n) for n in MATMUL}}
+
+
+def build(directory, chip=None):
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, source in sources().items():
+        tools.compile_gpu_library(source, directory / f"{name}.so", chip)
+
+
+pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
+
+
+@pytest.fixture(scope="module")
+def libraries(tmp_path_factory):
+    directory = os.environ.get("MX_GPU_ARTIFACTS")
+    if not directory:
+        directory = tmp_path_factory.mktemp("gpu")
+        build(directory)
+    return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in sources()}
+
+
+def call(libraries, name, inputs, result_ranks):
+    buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(a)) for a in inputs]
+    try:
+        return runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=result_ranks)
+    finally:
+        for buffer in buffers:
+            buffer.close()
+
+
+def random_scales(rng, shape, dtype):
+    if dtype is E8M0:
+        return rng.integers(0, 256, size=shape, dtype=np.uint8).view(E8M0)
+    return (rng.standard_normal(shape) * np.exp2(rng.integers(-30, 30, shape))).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", list(SWIZZLE))
+def test_swizzle_kernels(rng, libraries, name):
+    shape, dim, layout, dtype = SWIZZLE[name]
+    scales, other = random_scales(rng, shape, dtype), random_scales(rng, shape, dtype)
+    if layout == "tiles":
+        expected, swizzled_other = reference.swizzle(scales, dim), reference.swizzle(other, dim)
+    else:
+        expected, swizzled_other = (reference.blockwise_gemm_ready(scales, dim),
+                                    reference.blockwise_gemm_ready(other, dim))
+    swizzled, compact = call(libraries, name, [scales, swizzled_other], [expected.ndim, other.ndim])
+    try:
+        assert_bits_equal(swizzled.to_numpy(dtype), expected, "swizzled")
+        assert_bits_equal(compact.to_numpy(dtype), other, "compact")
+    finally:
+        swizzled.free()
+        compact.free()
+
+
+@pytest.mark.parametrize("name", list(MATMUL))
+def test_scaled_matmul_cublas(rng, libraries, name):
+    """cuBLASLt per batch slice, and on GEMM-ready scales; f32 output within 3e-4 (Hopper's FP8 tensor
+    cores accumulate with less than f32 precision, see test_gpu_kernels.py)."""
+    operands = matmul_operands(rng, name)
+    result, = call(libraries, name, operands, [len(result_shape(name))])
+    got = result.to_numpy(np.float32)
+    result.free()
+    (_, a_block), (_, b_block) = MATMUL[name]
+    exact = reference.scaled_matmul(*operands, a_block, b_block)
+    error = reference.matmul_error(got, exact)
+    assert got.shape == result_shape(name)
+    assert error < 3e-4, f"relative Frobenius error {error:.3g}"
+
+
+if __name__ == "__main__":
+    build(sys.argv[1], *sys.argv[2:])
