@@ -18,7 +18,10 @@
 // cuBLASLt/Common/helpers.h getScaleTensorSize, strides as PyTorch's
 // is_blockwise_{1x128,128x128}_scaling checks; both re-layouts below are
 // verified on H100 with cuBLAS 13.1 by python/tests/test_gpu_runtime.py):
-//  * SCALAR_32F: one f32. Passed through.
+//  * SCALAR_32F: one f32. Passed through when 16-byte aligned; otherwise (a
+//    batch slice's scale, 4 bytes after the previous one) copied into a
+//    16-byte aligned arena slot: cublasLtMatmul answers NOT_SUPPORTED for a
+//    scalar scale that is only 4-byte aligned (seen on H100, cuBLAS 13.1).
 //  * VEC32_UE8M0: the 128x4-tiled E8M0 layout of mxrtScaleMode, which is the
 //    project's layout too. Passed through.
 //  * VEC128_32F: outer-dimension-major, scale(r, j) at j * rows + r, while
@@ -237,7 +240,7 @@ int32_t validate(const Problem &p) {
 
 // How one operand's scales reach cuBLASLt (see the layout notes above).
 struct ScaleStaging {
-  enum Kind { PassThrough, Transpose, Repitch } kind = PassThrough;
+  enum Kind { PassThrough, Transpose, Repitch, AlignScalar } kind = PassThrough;
   size_t offset = 0, bytes = 0; // Destination inside the arena.
   cublasLtMatrixLayout_t from = nullptr, to = nullptr; // Transpose.
   size_t rowBytes = 0, pitch = 0, height = 0;          // Repitch.
@@ -255,6 +258,11 @@ struct ScaleStaging {
   int32_t init(int32_t mode, int64_t rows, int64_t k, size_t arenaOffset) {
     uint64_t kb = (k + 127) / 128;
     offset = arenaOffset;
+    if (mode == MXRT_SCALE_TENSOR_F32) {
+      kind = AlignScalar;
+      bytes = sizeof(float);
+      return MXRT_SUCCESS;
+    }
     if (mode == MXRT_SCALE_VEC128_F32) {
       kind = Transpose;
       bytes = rows * kb * sizeof(float);
@@ -449,9 +457,15 @@ int32_t ensureArena(Device &dev, size_t bytes) {
 
 // Where cuBLASLt reads one operand's scales: the caller's buffer, or the
 // arena slot that stageScales fills.
+// Whether a scalar scale is used where it is.
+bool isAligned16(const void *scales) {
+  return reinterpret_cast<uintptr_t>(scales) % 16 == 0;
+}
+
 const void *stagedScales(const Device &dev, const ScaleStaging &staging,
                          const void *scales) {
-  if (staging.kind == ScaleStaging::PassThrough)
+  if (staging.kind == ScaleStaging::PassThrough ||
+      (staging.kind == ScaleStaging::AlignScalar && isAligned16(scales)))
     return scales;
   return reinterpret_cast<const void *>(dev.arena + staging.offset);
 }
@@ -468,6 +482,10 @@ int32_t stageScales(const Device &dev, const ScaleStaging &staging,
                        staging.to, stream),
                    "cublasLtMatrixTransform(VEC128 scales)");
   }
+  if (staging.kind == ScaleStaging::AlignScalar && !isAligned16(scales))
+    return checkCu(cuMemcpyDtoDAsync(dst, reinterpret_cast<CUdeviceptr>(scales),
+                                     sizeof(float), stream),
+                   "cuMemcpyDtoDAsync(scalar scale)");
   if (staging.kind == ScaleStaging::Repitch) {
     CUDA_MEMCPY2D copy = {};
     copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
