@@ -1,6 +1,7 @@
 """The recipes beyond 2-D FP8 through `mx-lower-to-nvvm` on a real GPU, against mx.reference: swizzle
-kernels for batched scales and the blockwise GEMM-ready layout (bit for bit), and cuBLASLt GEMMs
-with batch dimensions (one call per slice) and with GEMM-ready blockwise scales (passed through).
+kernels for batched scales and the blockwise GEMM-ready layout (bit for bit), cuBLASLt GEMMs with
+batch dimensions (one call per slice), and GEMM-ready blockwise scales read by both the generated
+kernel and cuBLASLt (passed through).
 
 Skipped without a GPU. Programs are compiled ahead of time, like test_gpu_kernels.py:
     python python/tests/test_gpu_recipes.py DIR
@@ -27,10 +28,14 @@ SWIZZLE = {
     "swizzle_blockwise_rows": ((250, 4), 0, "blockwise", F32),
     "swizzle_blockwise_columns": ((3, 130), 1, "blockwise", F32),
 }
-# A, B operands: shape, block; output shape (batched per-tensor, and 1x128 with GEMM-ready scales).
+# A and B (shape, block), and the lowering (`gemm=`): batched per-tensor (cuBLASLt per slice), and
+# 1x128 x 128x128 with A's scales GEMM-ready, on the generated kernel and on cuBLASLt.
+GEMM_READY = (((200, 384), (1, 128)), ((136, 384), (128, 128)))
 MATMUL = {
-    "matmul_batched_per_tensor": (((2, 3, 64, 128), (1, 1, 64, 128)), ((2, 3, 32, 128), (1, 1, 32, 128))),
-    "matmul_gemm_ready_blockwise": (((200, 384), (1, 128)), ((136, 384), (128, 128))),
+    "matmul_batched_per_tensor": ((((2, 3, 64, 128), (1, 1, 64, 128)), ((2, 3, 32, 128), (1, 1, 32, 128))),
+                                  "cublas"),
+    "matmul_gemm_ready_kernel": (GEMM_READY, "kernel"),
+    "matmul_gemm_ready_cublas": (GEMM_READY, "cublas"),
 }
 
 
@@ -53,22 +58,22 @@ def swizzle_source(name):
 def matmul_operands(rng, name):
     """Quantized A and B (E4M3, f32 scales by `exact` rounding); A's 1x128 scales GEMM-ready."""
     operands = []
-    for shape, block in MATMUL[name]:
+    for shape, block in MATMUL[name][0]:
         data, scales = reference.quantize(random_input(rng, shape, np.float32, specials=False), block,
                                           "f8E4M3FN", "f32", "exact")
         operands += [data, scales]
-    if name == "matmul_gemm_ready_blockwise":
+    if MATMUL[name][0] == GEMM_READY:
         operands[1] = reference.blockwise_gemm_ready(operands[1], 0)
     return operands
 
 
 def result_shape(name):
-    (a_shape, _), (b_shape, _) = MATMUL[name]
+    (a_shape, _), (b_shape, _) = MATMUL[name][0]
     return (*a_shape[:-1], b_shape[-2])
 
 
 def matmul_source(name):
-    (_, a_block), (_, b_block) = MATMUL[name]
+    (_, a_block), (_, b_block) = MATMUL[name][0]
     operands = matmul_operands(np.random.default_rng(0), name)  # only their types matter here
     types = [tools.mlir_type(x.shape, x.dtype) for x in operands]
     out = tools.mlir_type(result_shape(name), np.float32)
@@ -86,7 +91,8 @@ def build(directory, chip=None):
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     for name, source in sources().items():
-        tools.compile_gpu_library(source, directory / f"{name}.so", chip)
+        gemm = MATMUL[name][1] if name in MATMUL else "auto"
+        tools.compile_gpu_library(source, directory / f"{name}.so", chip, gemm=gemm)
 
 
 pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
@@ -135,14 +141,14 @@ def test_swizzle_kernels(rng, libraries, name):
 
 
 @pytest.mark.parametrize("name", list(MATMUL))
-def test_scaled_matmul_cublas(rng, libraries, name):
-    """cuBLASLt per batch slice, and on GEMM-ready scales; f32 output within 3e-4 (Hopper's FP8 tensor
-    cores accumulate with less than f32 precision, see test_gpu_kernels.py)."""
+def test_scaled_matmul(rng, libraries, name):
+    """f32 output within 3e-4 of the float64 product: Hopper's FP8 tensor cores accumulate with less
+    than f32 precision (see test_gpu_kernels.py and test_gpu_gemm.py)."""
     operands = matmul_operands(rng, name)
     result, = call(libraries, name, operands, [len(result_shape(name))])
     got = result.to_numpy(np.float32)
     result.free()
-    (_, a_block), (_, b_block) = MATMUL[name]
+    (_, a_block), (_, b_block) = MATMUL[name][0]
     exact = reference.scaled_matmul(*operands, a_block, b_block)
     error = reference.matmul_error(got, exact)
     assert got.shape == result_shape(name)

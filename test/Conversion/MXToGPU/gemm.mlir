@@ -85,6 +85,22 @@ func.func @blockwise(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x2xf32>, %b: t
 
 // -----
 
+// Blockwise GEMM-ready scales of A ([KB, 200'/4, 4] = [2, 50, 4]): row r of
+// 128-K block j is read at j * 200 + r, not r * KB + j.
+// CHECK-LABEL: func.func @blockwise_gemm_ready
+// CHECK: gpu.func @kernel
+// CHECK-SAME: scale_rows=1,128 gemm_ready_pitch=200,0
+// CHECK: %[[ROW:.*]] = arith.minui %{{.*}}, %c199_i32 : i32
+// CHECK: %[[OFFSET:.*]] = arith.muli %{{.*}}, %c200_i32 : i32
+// CHECK: arith.addi %[[OFFSET]], %[[ROW]] : i32
+func.func @blockwise_gemm_ready(%a: tensor<200x256xf8E4M3FN>, %as: tensor<2x50x4xf32>, %b: tensor<72x256xf8E4M3FN>, %bs: tensor<1x2xf32>) -> tensor<200x72xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
+    : tensor<200x256xf8E4M3FN>, tensor<2x50x4xf32>, tensor<72x256xf8E4M3FN>, tensor<1x2xf32> -> tensor<200x72xf32>
+  return %c : tensor<200x72xf32>
+}
+
+// -----
+
 // Per-tensor: the promotion is a plain add; the scalar scales multiply the
 // result in the epilogue. Mixed E5M2 x E4M3 operands, f16 output.
 // CHECK-LABEL: func.func @per_tensor

@@ -74,6 +74,13 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
   };
   plan.a.scaleBlockRows = blockRows(aBlock);
   plan.b.scaleBlockRows = blockRows(bBlock);
+  // GEMM-ready scales [KB, R'/4, 4] (only 1x128 blocks have them).
+  auto rowPitch = [](Value scales) -> int64_t {
+    auto type = cast<RankedTensorType>(scales.getType());
+    return type.getRank() == 3 ? type.getDimSize(1) * type.getDimSize(2) : 0;
+  };
+  plan.a.scaleRowPitch = rowPitch(op.getLhsScales());
+  plan.b.scaleRowPitch = rowPitch(op.getRhsScales());
   if (plan.a.scaleBlockRows && plan.b.scaleBlockRows)
     return GemmRecipe::blockwise;
   reason = "f32 scales need [1, 128] or [128, 128] blocks on both operands, "
@@ -200,8 +207,11 @@ void GemmPlan::print(raw_ostream &os) const {
     os << " dequant=" << dequantBuffers << "x" << dequantK;
   if (scaleChunks(tileM))
     os << " scales=128x4";
-  if (recipe == GemmRecipe::blockwise)
+  if (recipe == GemmRecipe::blockwise) {
     os << " scale_rows=" << a.scaleBlockRows << "," << b.scaleBlockRows;
+    if (a.scaleRowPitch || b.scaleRowPitch)
+      os << " gemm_ready_pitch=" << a.scaleRowPitch << "," << b.scaleRowPitch;
+  }
   os << " smem=" << sharedBytes << " stage0=a:" << stageLayout[0].a
      << ",b:" << stageLayout[0].b;
   if (scaleChunks(tileM))
@@ -234,12 +244,6 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
       op.getRhsLayout() != OperandLayout::k_contiguous) {
     reason = "the generated kernels take K-contiguous operands ([M, K] and "
              "[N, K]); K-outer operands are not supported yet";
-    return failure();
-  }
-  if (op.getLhsScales().getType().getRank() == 3 ||
-      op.getRhsScales().getType().getRank() == 3) {
-    reason = "the generated kernels take linear or 128x4-tiled scales, not "
-             "blockwise GEMM-ready ones";
     return failure();
   }
   plan.m = lhs.getDimSize(0);

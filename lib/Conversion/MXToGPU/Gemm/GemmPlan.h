@@ -58,6 +58,10 @@ struct OperandPlan {
   /// Rows sharing one f32 scale per 128-K block: 1 (1x128) or 128
   /// (128x128); 0 for E8M0 and per-tensor scales.
   int64_t scaleBlockRows = 0;
+  /// FP8 blockwise scales: 0 when compact, `[row blocks, KB]`; the padded
+  /// row count of GEMM-ready ones (`mx.swizzle layout blockwise`),
+  /// `[KB, scaleRowPitch]`.
+  int64_t scaleRowPitch = 0;
 };
 
 /// Byte offsets of one pipeline stage's buffers from the aligned base.

@@ -131,32 +131,34 @@ BlockScales GemmKernelBuilder::loadBlockScales(const ConsumerThread &thread,
   // [128, 128] B block covers the whole, aligned, tile width) for this
   // 128-K block, clamped into the matrix (elements outside are never
   // stored).
-  Value kBlocks = i32(plan.kBlocks());
-  auto scaleAt = [&](Value scales, Value index, int64_t blockRows,
-                     int64_t rows) {
-    Value clamped = arith::MinUIOp::create(b, index, i32(rows - 1));
-    Value block = arith::DivUIOp::create(b, clamped, i32(blockRows));
-    return loadGlobalF32(
-        scales, arith::AddIOp::create(
-                    b, arith::MulIOp::create(b, block, kBlocks), kBlock));
+  // Compact scales are [row blocks, KB]; GEMM-ready ones [KB, pitch].
+  auto scaleAt = [&](Value scales, Value index, const OperandPlan &operand) {
+    Value clamped = arith::MinUIOp::create(b, index, i32(operand.rows - 1));
+    Value block = arith::DivUIOp::create(b, clamped, i32(operand.scaleBlockRows));
+    Value offset =
+        operand.scaleRowPitch
+            ? arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, kBlock, i32(operand.scaleRowPitch)),
+                  block)
+            : arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, block, i32(plan.kBlocks())),
+                  kBlock);
+    return loadGlobalF32(scales, offset);
   };
   BlockScales scales;
   for (int64_t half = 0; half < 2; ++half) {
     Value row = arith::AddIOp::create(
         b, origin.m, getFragmentCoordinates(thread, 2 * half).first);
-    scales.rows.push_back(
-        scaleAt(args.aScales, row, plan.a.scaleBlockRows, plan.m));
+    scales.rows.push_back(scaleAt(args.aScales, row, plan.a));
   }
   if (plan.b.scaleBlockRows % plan.tileN == 0) {
-    scales.columns.push_back(
-        scaleAt(args.bScales, origin.n, plan.b.scaleBlockRows, plan.n));
+    scales.columns.push_back(scaleAt(args.bScales, origin.n, plan.b));
     return scales;
   }
   for (int64_t e = 0; e < count; ++e) {
     Value col = arith::AddIOp::create(b, origin.n,
                                       getFragmentCoordinates(thread, e).second);
-    scales.columns.push_back(
-        scaleAt(args.bScales, col, plan.b.scaleBlockRows, plan.n));
+    scales.columns.push_back(scaleAt(args.bScales, col, plan.b));
   }
   return scales;
 }
