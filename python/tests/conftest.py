@@ -2,6 +2,7 @@
 
 Also puts python/ on sys.path so that `import mx` works from a plain checkout.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -65,3 +66,14 @@ def exact_matmul(a, a_scales, b, b_scales, a_block, b_block):
             scales = reference.unswizzle(scales, reference.scales_shape(data.shape, block))
         return reference.dequantize(data, scales, block).astype(np.float64)
     return operand(a, a_scales, a_block) @ operand(b, b_scales, b_block).T
+
+
+def load_gpu_programs(tmp_path_factory, build, names):
+    """The compiled GPU test programs `names`, loaded from $MX_GPU_ARTIFACTS (built elsewhere with the
+    test module's `build`), or built here into a temporary directory first."""
+    from mx import runtime
+    directory = os.environ.get("MX_GPU_ARTIFACTS")
+    if not directory:
+        directory = tmp_path_factory.mktemp("gpu")
+        build(directory)
+    return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in names}

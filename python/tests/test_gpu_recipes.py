@@ -8,14 +8,13 @@ Skipped without a GPU. Programs are compiled ahead of time, like test_gpu_kernel
 builds them for sm_90a, and the GPU machine loads them from $MX_GPU_ARTIFACTS.
 """
 
-import os
 import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, random_input
+from conftest import assert_bits_equal, load_gpu_programs, random_input
 
 from mx import reference, runtime, tools
 
@@ -100,11 +99,7 @@ pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA 
 
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory):
-    directory = os.environ.get("MX_GPU_ARTIFACTS")
-    if not directory:
-        directory = tmp_path_factory.mktemp("gpu")
-        build(directory)
-    return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in sources()}
+    return load_gpu_programs(tmp_path_factory, build, sources())
 
 
 def call(libraries, name, inputs, result_ranks):

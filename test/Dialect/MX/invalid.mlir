@@ -544,3 +544,12 @@ func.func @matmul_fp4_f32_scales(%a: tensor<64x256xf4E2M1FN>, %as: tensor<64x2xf
       : tensor<64x256xf4E2M1FN>, tensor<64x2xf32>, tensor<32x256xf8E4M3FN>, tensor<32x2xf32> -> tensor<64x32xf32>
   return
 }
+
+// -----
+
+func.func @matmul_blockwise_ready_type(%a: tensor<64x64xf8E4M3FN>, %as: tensor<2x16x4xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op blockwise GEMM-ready lhs scales must be f32, got 'f8E8M0FNU'}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x64xf8E4M3FN>, tensor<2x16x4xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
+  return
+}

@@ -176,15 +176,25 @@ static LogicalResult verifyFormat(Operation *op, StringRef name,
 // QuantizeOp
 //===----------------------------------------------------------------------===//
 
+/// Checks what every quantize shares: static shapes, an input of rank >= 2
+/// and data of the input's shape.
+static LogicalResult verifyQuantizedData(Operation *op, RankedTensorType input,
+                                         RankedTensorType data) {
+  if (failed(verifyStaticShapes(op)) ||
+      failed(verifyDataRank(op, "input", input)))
+    return failure();
+  if (data.getShape() != input.getShape())
+    return op->emitOpError("data shape ")
+           << formatShape(data.getShape()) << " must equal the input shape "
+           << formatShape(input.getShape());
+  return success();
+}
+
 LogicalResult QuantizeOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyDataRank(*this, "input", getInput().getType())))
+  if (failed(verifyQuantizedData(*this, getInput().getType(),
+                                 getData().getType())))
     return failure();
   ArrayRef<int64_t> shape = getInput().getType().getShape();
-  if (getData().getType().getShape() != shape)
-    return emitOpError("data shape ")
-           << formatShape(getData().getType().getShape())
-           << " must equal the input shape " << formatShape(shape);
   if (failed(verifyBlockScales(*this, "input", shape, getBlock(),
                                getScales().getType())))
     return failure();
@@ -433,14 +443,10 @@ static LogicalResult verifyHistory(Operation *op, RankedTensorType history,
 }
 
 LogicalResult QuantizeDelayedOp::verify() {
-  if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyDataRank(*this, "input", getInput().getType())))
+  if (failed(verifyQuantizedData(*this, getInput().getType(),
+                                 getData().getType())))
     return failure();
   ArrayRef<int64_t> shape = getInput().getType().getShape();
-  if (getData().getType().getShape() != shape)
-    return emitOpError("data shape ")
-           << formatShape(getData().getType().getShape())
-           << " must equal the input shape " << formatShape(shape);
   SmallVector<int64_t> ones(shape.size(), 1);
   if (getScaleInv().getType().getShape() != ArrayRef<int64_t>(ones))
     return emitOpError("expected scale_inv of shape ")
