@@ -19,19 +19,60 @@ from conftest import assert_bits_equal, exact_matmul, matmul_operands, random_in
 
 from mx import reference, runtime, tools
 
-ROW, COL = (1, 32), (32, 1)
+ROW, COL, ROW128, TILE128 = (1, 32), (32, 1), (1, 128), (128, 128)
+BF16, F16, F32 = ml_dtypes.bfloat16, np.float16, np.float32
 # Quantize programs: input shape and dtype, element type, scale type, rounding, and the outputs as
-# (block, swizzled) pairs. Two outputs on one input are computed by one fused kernel.
+# (block, swizzled) pairs; a block of None is one block per matrix (per-tensor scaling). Blocks name the
+# last two dimensions; leading (batch) dimensions get 1. Two outputs on one input are computed by one
+# fused kernel.
 QUANTIZE = {
-    "rowwise_swizzled_bf16": ((256, 512), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
-    "rowwise_swizzled_odd": ((200, 272), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
-    "rowwise_f32_e5m2_floor": ((130, 96), np.float32, "f8E5M2", "f32", "floor", [(ROW, False)]),
-    "rowwise_f16": ((64, 144), np.float16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, False)]),
-    "columnwise_odd": ((70, 100), np.float32, "f8E4M3FN", "f8E8M0FNU", "ceil", [(COL, False)]),
-    "columnwise_swizzled": ((96, 200), ml_dtypes.bfloat16, "f8E5M2", "f8E8M0FNU", "floor", [(COL, True)]),
-    "fused_swizzled": ((256, 512), ml_dtypes.bfloat16, "f8E4M3FN", "f8E8M0FNU", "ceil",
-                       [(ROW, True), (COL, True)]),
-    "fused_odd_linear": ((100, 72), np.float32, "f8E4M3FN", "f32", "ceil", [(ROW, False), (COL, False)]),
+    "rowwise_swizzled_bf16": ((256, 512), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
+    "rowwise_swizzled_odd": ((200, 272), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
+    "rowwise_f32_e5m2_floor": ((130, 96), F32, "f8E5M2", "f32", "floor", [(ROW, False)]),
+    "rowwise_f16": ((64, 144), F16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, False)]),
+    "rowwise_exact": ((70, 208), BF16, "f8E4M3FN", "f32", "exact", [(ROW, False)]),
+    "rowwise_batched_swizzled": ((2, 3, 70, 96), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
+    "columnwise_odd": ((70, 100), F32, "f8E4M3FN", "f8E8M0FNU", "ceil", [(COL, False)]),
+    "columnwise_swizzled": ((96, 200), BF16, "f8E5M2", "f8E8M0FNU", "floor", [(COL, True)]),
+    "columnwise_exact": ((70, 100), F16, "f8E4M3FN", "f32", "exact", [(COL, False)]),
+    "columnwise_batched": ((3, 70, 100), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(COL, False)]),
+    "columnwise_batched_swizzled": ((2, 40, 200), F32, "f8E5M2", "f8E8M0FNU", "floor", [(COL, True)]),
+    "fused_swizzled": ((256, 512), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True), (COL, True)]),
+    "fused_odd_linear": ((100, 72), F32, "f8E4M3FN", "f32", "ceil", [(ROW, False), (COL, False)]),
+    "fused_exact": ((100, 72), BF16, "f8E5M2", "f32", "exact", [(ROW, False), (COL, False)]),
+    "fused_batched_swizzled": ((2, 70, 96), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil",
+                               [(ROW, True), (COL, True)]),
+    "blockwise_1d_ceil": ((70, 208), BF16, "f8E4M3FN", "f32", "ceil", [(ROW128, False)]),
+    "blockwise_1d_floor": ((33, 400), F32, "f8E5M2", "f32", "floor", [(ROW128, False)]),
+    "blockwise_1d_exact": ((130, 272), BF16, "f8E4M3FN", "f32", "exact", [(ROW128, False)]),
+    "blockwise_1d_exact_f16": ((64, 48), F16, "f8E5M2", "f32", "exact", [(ROW128, False)]),
+    "blockwise_1d_batched": ((2, 50, 256), F32, "f8E4M3FN", "f32", "ceil", [(ROW128, False)]),
+    "blockwise_1d_swizzled": ((200, 384), BF16, "f8E4M3FN", "f32", "ceil", [(ROW128, True)]),
+    "rowwise_64_floor": ((64, 192), F32, "f8E4M3FN", "f8E8M0FNU", "floor", [((1, 64), False)]),
+    "blockwise_2d_ceil": ((200, 272), BF16, "f8E4M3FN", "f32", "ceil", [(TILE128, False)]),
+    "blockwise_2d_exact": ((300, 400), F32, "f8E5M2", "f32", "exact", [(TILE128, False)]),
+    "blockwise_2d_floor": ((128, 128), F16, "f8E4M3FN", "f32", "floor", [(TILE128, False)]),
+    "blockwise_2d_batched": ((2, 130, 144), BF16, "f8E4M3FN", "f32", "exact", [(TILE128, False)]),
+    "per_tensor_ceil": ((70, 208), BF16, "f8E4M3FN", "f32", "ceil", [(None, False)]),
+    "per_tensor_exact": ((300, 500), F32, "f8E5M2", "f32", "exact", [(None, False)]),
+    "per_tensor_floor_f16": ((48, 40), F16, "f8E4M3FN", "f32", "floor", [(None, False)]),
+    "per_tensor_batched": ((3, 70, 208), BF16, "f8E4M3FN", "f32", "exact", [(None, False)]),
+}
+AMAX = {  # input shape and dtype
+    "amax_bf16": ((70, 208), BF16),
+    "amax_f32_large": ((1000, 1040), F32),
+    "amax_f16_batched": ((3, 5, 64, 48), F16),
+}
+DELAYED = {  # input shape and dtype, element type, history rows and columns, index
+    "delayed_bf16": ((70, 208), BF16, "f8E4M3FN", 16, 3, 1),
+    "delayed_f32_e5m2": ((300, 500), F32, "f8E5M2", 1, 5, 4),
+    "delayed_f16_batched": ((2, 64, 48), F16, "f8E4M3FN", 7, 2, 0),
+}
+UPDATE = {  # history rows and columns, element type, algorithm, margin
+    "update_max": (16, 8, "f8E4M3FN", "max", 0),
+    "update_max_long": (1024, 8, "f8E5M2", "max", 3),
+    "update_most_recent": (7, 8, "f8E4M3FN", "most_recent", -2),
+    "update_one_row": (1, 8, "f8E4M3FN", "max", 1),
 }
 DEQUANTIZE = {  # data shape, element type, block, scale type, output dtype
     "dequantize_bf16": ((70, 96), "f8E4M3FN", (1, 32), "f8E8M0FNU", ml_dtypes.bfloat16),
@@ -57,29 +98,68 @@ def _type(shape, dtype):
     return tools.mlir_type(shape, dtype)
 
 
+def _full_block(shape, block):
+    """The block of every dimension: 1 on batch dimensions, the whole matrix for None."""
+    return (1,) * (len(shape) - 2) + (tuple(shape[-2:]) if block is None else block)
+
+
+def _unscaled_dim(shape, block):
+    return len(shape) - (2 if block[-2] == 1 else 1)
+
+
 def _swizzled_shape(scales_shape, unscaled_dim):
-    rows, cols = scales_shape[unscaled_dim], scales_shape[1 - unscaled_dim]
-    return (-(-rows // 128), -(-cols // 4), 32, 4, 4)
+    rank = len(scales_shape)
+    rows, cols = scales_shape[unscaled_dim], scales_shape[2 * rank - 3 - unscaled_dim]
+    return tuple(scales_shape[:-2]) + (-(-rows // 128), -(-cols // 4), 32, 4, 4)
+
+
+def _attribute(values):
+    return "[" + ", ".join(map(str, values)) + "]"
 
 
 def quantize_source(name):
     shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
     body, results = [], []
     for index, (block, swizzled) in enumerate(outputs):
+        block = _full_block(shape, block)
         data_type = _type(shape, reference.ELEMENT_TYPES[elem])
         scales_shape = reference.scales_shape(shape, block)
         scales_type = _type(scales_shape, reference.SCALE_TYPES[scale_type])
-        body.append(f"  %d{index}, %s{index} = mx.quantize %x block [{block[0]}, {block[1]}] rounding "
+        body.append(f"  %d{index}, %s{index} = mx.quantize %x block {_attribute(block)} rounding "
                     f"{rounding} : {_type(shape, dtype)} -> {data_type}, {scales_type}")
         results += [(f"%d{index}", data_type)]
         if swizzled:
-            dim = 0 if block == ROW else 1
+            dim = _unscaled_dim(shape, block)
             tiled = _type(_swizzled_shape(scales_shape, dim), reference.SCALE_TYPES[scale_type])
             body.append(f"  %t{index} = mx.swizzle %s{index} unscaled_dim {dim} : {scales_type} -> {tiled}")
             results += [(f"%t{index}", tiled)]
         else:
             results += [(f"%s{index}", scales_type)]
     return _function(name, [f"%x: {_type(shape, dtype)}"], body, results)
+
+
+def amax_source(name):
+    shape, dtype = AMAX[name]
+    body = [f"  %a = mx.amax %x : {_type(shape, dtype)} -> tensor<f32>"]
+    return _function(name, [f"%x: {_type(shape, dtype)}"], body, [("%a", "tensor<f32>")])
+
+
+def delayed_source(name):
+    shape, dtype, elem, rows, columns, index = DELAYED[name]
+    x, s, h = _type(shape, dtype), _type((columns,), F32), _type((rows, columns), F32)
+    data, inverse = _type(shape, reference.ELEMENT_TYPES[elem]), _type((1,) * len(shape), F32)
+    body = [f"  %d, %i, %h1 = mx.quantize_delayed %x, %s, %h index {index} : {x}, {s}, {h} -> "
+            f"{data}, {inverse}, {h}"]
+    return _function(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body,
+                     [("%d", data), ("%i", inverse), ("%h1", h)])
+
+
+def update_source(name):
+    rows, columns, elem, algorithm, margin = UPDATE[name]
+    h, s = _type((rows, columns), F32), _type((columns,), F32)
+    body = [f"  %h1, %s1 = mx.update_amax_history %h, %s element {elem} algorithm {algorithm} "
+            f"margin {margin} : {h}, {s} -> {h}, {s}"]
+    return _function(name, [f"%h: {h}", f"%s: {s}"], body, [("%h1", h), ("%s1", s)])
 
 
 def _function(name, args, body, results):
@@ -124,7 +204,9 @@ def matmul_source(name):
 
 def sources():
     return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: dequantize_source(n) for n in DEQUANTIZE},
-            **{n: swizzle_source(n) for n in SWIZZLE}, **{n: matmul_source(n) for n in MATMUL}}
+            **{n: swizzle_source(n) for n in SWIZZLE}, **{n: matmul_source(n) for n in MATMUL},
+            **{n: amax_source(n) for n in AMAX}, **{n: delayed_source(n) for n in DELAYED},
+            **{n: update_source(n) for n in UPDATE}}
 
 
 def build(directory, chip=None):
@@ -170,19 +252,74 @@ def run(libraries, name, inputs, expected):
             buffer.close()
 
 
-@pytest.mark.parametrize("repeat", range(2))
-@pytest.mark.parametrize("name", list(QUANTIZE))
-def test_quantize_kernel(rng, libraries, name, repeat):
-    shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
+def _test_input(rng, shape, dtype, specials):
+    """Random input with the planted special values (zeros, subnormals, Inf, and NaNs, here with a
+    sign and a payload, which no result may keep) or, with specials "finite", the same with every NaN
+    and Inf replaced by an ordinary value: a NaN decides a per-tensor result alone."""
     x = random_input(rng, shape, np.float32)
+    if specials == "finite":
+        x = np.where(np.isfinite(x), x, np.float32(-3.25))
+    else:
+        x.view(np.uint32)[np.isnan(x)] = 0xFFC00123
     if dtype is np.float16:
         x = np.clip(x, -6e4, 6e4)
-    x = x.astype(dtype)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("specials", ["all", "finite"])
+@pytest.mark.parametrize("name", list(QUANTIZE))
+def test_quantize_kernel(rng, libraries, name, specials):
+    shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
+    x = _test_input(rng, shape, dtype, specials)
     expected = []
     for block, swizzled in outputs:
+        block = _full_block(shape, block)
         data, scales = reference.quantize(x, block, elem, scale_type, rounding)
-        expected += [data, reference.swizzle(scales, 0 if block == ROW else 1) if swizzled else scales]
+        expected += [data, reference.swizzle(scales, _unscaled_dim(shape, block)) if swizzled else scales]
     run(libraries, name, [x], expected)
+
+
+@pytest.mark.parametrize("specials", ["all", "finite"])
+@pytest.mark.parametrize("name", list(AMAX))
+def test_amax_kernel(rng, libraries, name, specials):
+    shape, dtype = AMAX[name]
+    x = _test_input(rng, shape, dtype, specials)
+    run(libraries, name, [x], [np.array(reference.amax(x))])
+
+
+@pytest.mark.parametrize("scale", ["random", "nan"])
+@pytest.mark.parametrize("specials", ["all", "finite"])
+@pytest.mark.parametrize("name", list(DELAYED))
+def test_quantize_delayed_kernel(rng, libraries, name, specials, scale):
+    """Scales that saturate, keep and flush elements, or a NaN scale (with a sign and a payload); a NaN
+    scale in another column. The history is read back whole: every entry but [0, index] must be
+    copied."""
+    shape, dtype, elem, rows, columns, index = DELAYED[name]
+    x = _test_input(rng, shape, dtype, specials)
+    scales = (np.exp2(rng.integers(-40, 40, columns)) * (rng.random(columns) + 0.5)).astype(np.float32)
+    scales[(index + 1) % columns] = np.nan
+    if scale == "nan":
+        scales.view(np.uint32)[index] = 0xFFC00042
+    history = np.abs(rng.standard_normal((rows, columns))).astype(np.float32)
+    history[0, index] = 123.0  # overwritten
+    run(libraries, name, [x, scales, history], list(reference.quantize_delayed(x, scales, history, index, elem)))
+
+
+@pytest.mark.parametrize("name", list(UPDATE))
+def test_update_amax_history_kernel(rng, libraries, name):
+    """Zero, Inf, NaN and tiny amaxes (whose scale overflows f32) beside ordinary ones."""
+    rows, columns, elem, algorithm, margin = UPDATE[name]
+    history = np.abs(rng.standard_normal((rows, columns))) * np.exp2(rng.integers(-20, 20, (1, columns)))
+    history = history.astype(np.float32)
+    history[:, 1] = 0.0
+    history[0, 2] = np.inf
+    history[0, 3] = np.nan
+    history[:, 4] = 1e-41
+    history[rows // 2, 5] = -7.0
+    history[rows - 1, 6] = np.nan
+    scales = (rng.random(columns) + 0.5).astype(np.float32)
+    expected = reference.update_amax_history(history, scales, algorithm, margin, elem=elem)
+    run(libraries, name, [history, scales], list(expected))
 
 
 @pytest.mark.parametrize("name", list(DEQUANTIZE))
@@ -240,7 +377,7 @@ def test_dlpack_input(rng, libraries):
     torch = pytest.importorskip("torch")
     name = "rowwise_swizzled_bf16"
     shape, _, elem, scale_type, rounding, _ = QUANTIZE[name]
-    x = random_input(rng, shape, np.float32).astype(ml_dtypes.bfloat16)
+    x = random_input(rng, shape, np.float32).astype(BF16)
     device_x = torch.from_numpy(x.view(np.uint16)).cuda().view(torch.bfloat16)
     data, tiles = runtime.call_mlir_function(libraries[name], name, [runtime.MemRef.from_dlpack(device_x)],
                                              result_ranks=[2, 5])

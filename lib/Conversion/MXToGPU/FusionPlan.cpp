@@ -1,10 +1,10 @@
 //===- FusionPlan.cpp - Which GPU kernel computes each mx.quantize --------===//
 //
-// One walk collects the quantize ops in program order and rejects those no
-// kernel covers; rowwise ops are then paired with the columnwise ops of the
-// same input, the ones left alone get their own kernel (or the reason they
-// have none), and every planned op the swizzle its kernel writes. See
-// FusionPlan.h for the rules.
+// One walk collects the quantize ops in program order, rejects those no
+// kernel covers and plans those that share nothing; rowwise ops are then
+// paired with the columnwise ops of the same input, the ones left alone get
+// their own kernel (or the reason they have none), and every planned op the
+// swizzle its kernel writes. See FusionPlan.h for the rules.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,25 +18,59 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
-bool isRowwise(QuantizeOp op) {
-  return op.getBlock() == ArrayRef<int64_t>{1, kMXBlock};
+/// The last two dimensions of a quantize's input and its block there: the
+/// matrix of every batch slice.
+struct MatrixBlock {
+  int64_t rows, cols, blockRows, blockCols;
+};
+
+MatrixBlock getMatrixBlock(QuantizeOp op) {
+  ArrayRef<int64_t> shape = op.getInput().getType().getShape().take_back(2);
+  ArrayRef<int64_t> block = op.getBlock().take_back(2);
+  return {shape[0], shape[1], block[0], block[1]};
 }
 
-/// What every quantize kernel needs: a 2-D input, [1, 32] or [32, 1] blocks,
-/// power-of-two scales and K a multiple of 4 (whole strips).
-LogicalResult checkQuantizeBasics(QuantizeOp op, std::string &reason) {
-  RankedTensorType type = op.getInput().getType();
-  ArrayRef<int64_t> block = op.getBlock();
-  if (isa<Float4E2M1FNType>(op.getData().getType().getElementType()))
-    reason = gpu_kernels::kNoFP4Reason;
-  else if (type.getRank() != 2 || (block != ArrayRef<int64_t>{1, kMXBlock} &&
-                                   block != ArrayRef<int64_t>{kMXBlock, 1}))
-    reason = "the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors";
-  else if (op.getRounding() == ScaleRounding::exact)
-    reason = "the GPU kernels cover power-of-two ('ceil', 'floor') scales";
-  else if (type.getDimSize(1) % kStripCols != 0)
-    reason = "the GPU kernels need K to be a multiple of 4";
-  return success(reason.empty());
+/// Whether `op` is the MX rowwise quantize that the strip kernel can compute.
+bool isFusableRowwise(QuantizeOp op) {
+  MatrixBlock m = getMatrixBlock(op);
+  return m.blockRows == 1 && m.blockCols == kMXBlock;
+}
+
+/// The kernel that computes `op` on its own, or the reason why none does.
+/// The K conditions of rowwise quantizations are checked once it is known
+/// whether they are fused.
+std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op,
+                                                  std::string &reason) {
+  MatrixBlock m = getMatrixBlock(op);
+  if (isa<Float4E2M1FNType>(op.getData().getType().getElementType())) {
+    reason = kNoFP4Reason;
+    return std::nullopt;
+  }
+  if (m.blockRows == 1 && getRowwiseLanesPerBlock(m.blockCols))
+    return QuantizeKernel::rowwise;
+  if (m.blockRows == kMXBlock && m.blockCols == 1) {
+    if (m.cols % kStripCols == 0)
+      return QuantizeKernel::stripColumnwise;
+    reason = "the columnwise GPU kernel needs K to be a multiple of 4";
+    return std::nullopt;
+  }
+  if (m.blockRows == kBlockwise2DExtent && m.blockCols == kBlockwise2DExtent) {
+    if (m.cols % kElementsPerLane == 0)
+      return QuantizeKernel::blockwise2D;
+    reason = "the [128, 128] GPU kernel needs K to be a multiple of 16";
+    return std::nullopt;
+  }
+  if (m.blockRows >= m.rows && m.blockCols >= m.cols) {
+    if ((m.rows * m.cols) % kElementsPerLane == 0)
+      return QuantizeKernel::perTensor;
+    reason = "the per-tensor GPU kernels need the element count of each "
+             "matrix to be a multiple of 16";
+    return std::nullopt;
+  }
+  reason = "the GPU kernels cover blocks [1, w] (w = 16 x 2^k, up to 512), "
+           "[32, 1], [128, 128] and one block per matrix, over the last two "
+           "dimensions";
+  return std::nullopt;
 }
 
 /// Whether a rowwise and a columnwise quantize of one input can share a strip
@@ -52,13 +86,15 @@ bool canShareStripKernel(QuantizeOp rowwise, QuantizeOp columnwise) {
 }
 
 /// The swizzle that alone consumes `op`'s scales and tiles them along `op`'s
-/// unscaled dimension, if any.
-SwizzleOp getFusableSwizzle(QuantizeOp op) {
+/// unscaled dimension, if any: the rowwise and strip kernels write it.
+SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
   Value scales = op.getScales();
-  if (!scales.hasOneUse())
+  if (kernel == QuantizeKernel::blockwise2D ||
+      kernel == QuantizeKernel::perTensor || !scales.hasOneUse())
     return {};
   auto swizzle = dyn_cast<SwizzleOp>(*scales.getUsers().begin());
-  int64_t unscaledDim = isRowwise(op) ? 0 : 1;
+  int64_t rank = op.getInput().getType().getRank();
+  int64_t unscaledDim = getMatrixBlock(op).blockRows == 1 ? rank - 2 : rank - 1;
   return swizzle && swizzle.getLayout() == SwizzleLayout::tiles &&
                  int64_t(swizzle.getUnscaledDim()) == unscaledDim
              ? swizzle
@@ -72,15 +108,20 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root) {
   llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput;
   root->walk([&](QuantizeOp op) {
     std::string reason;
-    if (failed(checkQuantizeBasics(op, reason)))
+    std::optional<QuantizeKernel> kernel = getStandaloneKernel(op, reason);
+    if (!kernel)
       unsupported[op] = std::move(reason);
-    else if (isRowwise(op))
+    else if (*kernel == QuantizeKernel::rowwise)
       rowwise.push_back(op);
-    else
+    else if (*kernel == QuantizeKernel::stripColumnwise)
       columnwiseByInput[op.getInput()].push_back(op);
+    else
+      plan(op, *kernel, {});
   });
 
   auto findSibling = [&](QuantizeOp op) -> QuantizeOp {
+    if (!isFusableRowwise(op))
+      return {};
     for (QuantizeOp columnwise : columnwiseByInput.lookup(op.getInput()))
       if (!quantizes.contains(columnwise) &&
           canShareStripKernel(op, columnwise))
@@ -91,7 +132,7 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root) {
     if (QuantizeOp sibling = findSibling(op)) {
       plan(op, QuantizeKernel::stripFused, sibling);
       plan(sibling, QuantizeKernel::stripFused, op);
-    } else if (op.getInput().getType().getDimSize(1) % kElementsPerLane) {
+    } else if (getMatrixBlock(op).cols % kElementsPerLane) {
       unsupported[op] =
           "the rowwise GPU kernel needs K to be a multiple of 16 (4 when "
           "fused with a columnwise quantize of the same input)";
@@ -107,7 +148,7 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root) {
 
 void QuantizeFusionPlan::plan(QuantizeOp op, QuantizeKernel kernel,
                               QuantizeOp sibling) {
-  SwizzleOp swizzle = getFusableSwizzle(op);
+  SwizzleOp swizzle = getFusableSwizzle(op, kernel);
   quantizes[op] = {kernel, sibling, swizzle};
   if (swizzle)
     fusedSwizzles[swizzle] = op;

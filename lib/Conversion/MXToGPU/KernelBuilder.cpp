@@ -9,15 +9,24 @@
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mx;
 using namespace mx::gpu_kernels;
+
+int64_t gpu_kernels::getRowwiseLanesPerBlock(int64_t width) {
+  int64_t lanes = width / kElementsPerLane;
+  bool covered = width % kElementsPerLane == 0 && llvm::isPowerOf2_64(lanes) &&
+                 lanes <= kWarpSize;
+  return covered ? lanes : 0;
+}
 
 Value gpu_kernels::cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
@@ -31,21 +40,45 @@ Value gpu_kernels::andI(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::AndIOp::create(b, loc, x, y);
 }
 
+Value gpu_kernels::isZeroIndex(OpBuilder &b, Location loc, Value x) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x,
+                               cIndex(b, loc, 0));
+}
+
+//===----------------------------------------------------------------------===//
+// Launches and device buffers
+//===----------------------------------------------------------------------===//
+
+void gpu_kernels::buildBlockLaunch(
+    OpBuilder &b, Location loc, int64_t numBlocks, TypeRange workgroupBuffers,
+    function_ref<void(OpBuilder &, Location, const KernelIds &)> body) {
+  Value one = cIndex(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, cIndex(b, loc, numBlocks), one, one,
+      cIndex(b, loc, kThreadsPerBlock), one, one,
+      /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
+      /*asyncDependencies=*/ValueRange(), workgroupBuffers);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  KernelIds ids;
+  ids.block = launch.getBlockIds().x;
+  ids.thread = launch.getThreadIds().x;
+  Value blockStart =
+      arith::MulIOp::create(b, loc, ids.block, launch.getBlockSize().x);
+  ids.global = arith::AddIOp::create(b, loc, blockStart, ids.thread);
+  ids.workgroup = launch.getWorkgroupAttributions();
+  body(b, loc, ids);
+  gpu::TerminatorOp::create(b, loc);
+}
+
 void gpu_kernels::buildLaunch(
     OpBuilder &b, Location loc, int64_t numThreads,
     function_ref<void(OpBuilder &, Location, Value)> body) {
-  Value one = cIndex(b, loc, 1);
-  int64_t blocks = llvm::divideCeil(numThreads, kThreadsPerBlock);
-  auto launch = gpu::LaunchOp::create(b, loc, cIndex(b, loc, blocks), one, one,
-                                      cIndex(b, loc, kThreadsPerBlock), one,
-                                      one);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&launch.getBody().front());
-  Value blockStart = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                                           launch.getBlockSize().x);
-  body(b, loc,
-       arith::AddIOp::create(b, loc, blockStart, launch.getThreadIds().x));
-  gpu::TerminatorOp::create(b, loc);
+  buildBlockLaunch(b, loc, llvm::divideCeil(numThreads, kThreadsPerBlock),
+                   TypeRange(),
+                   [&](OpBuilder &nb, Location nloc, const KernelIds &ids) {
+                     body(nb, nloc, ids.global);
+                   });
 }
 
 void gpu_kernels::buildIf(OpBuilder &b, Location loc, Value condition,
@@ -55,6 +88,57 @@ void gpu_kernels::buildIf(OpBuilder &b, Location loc, Value condition,
     scf::YieldOp::create(nb, nloc);
   });
 }
+
+int64_t gpu_kernels::getNumSlices(RankedTensorType type, int64_t inner) {
+  ArrayRef<int64_t> shape = type.getShape();
+  return computeProduct(shape.drop_back(inner));
+}
+
+/// Groups every dimension before the last `inner` with the first of them.
+static SmallVector<ReassociationIndices>
+getFoldingReassociation(int64_t rank, int64_t inner) {
+  SmallVector<ReassociationIndices> groups(1);
+  for (int64_t dim = 0; dim <= rank - inner; ++dim)
+    groups.front().push_back(dim);
+  for (int64_t dim = rank - inner + 1; dim < rank; ++dim)
+    groups.push_back({dim});
+  return groups;
+}
+
+static RankedTensorType getFoldedType(RankedTensorType type, int64_t inner) {
+  SmallVector<int64_t> shape(type.getShape().take_back(inner));
+  shape.front() *= getNumSlices(type, inner);
+  return type.clone(shape);
+}
+
+Value gpu_kernels::toFoldedBuffer(OpBuilder &b, Location loc, Value tensor,
+                                  int64_t inner) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (type.getRank() != inner)
+    tensor = tensor::CollapseShapeOp::create(
+        b, loc, getFoldedType(type, inner), tensor,
+        getFoldingReassociation(type.getRank(), inner));
+  return toBuffer(b, loc, tensor);
+}
+
+Value gpu_kernels::allocFolded(OpBuilder &b, Location loc,
+                               RankedTensorType type, int64_t inner) {
+  return allocDevice(b, loc, getFoldedType(type, inner));
+}
+
+Value gpu_kernels::toUnfoldedTensor(OpBuilder &b, Location loc, Value buffer,
+                                    RankedTensorType type) {
+  Value tensor = toTensor(b, loc, buffer);
+  int64_t inner = cast<MemRefType>(buffer.getType()).getRank();
+  if (type.getRank() == inner)
+    return tensor;
+  return tensor::ExpandShapeOp::create(
+      b, loc, type, tensor, getFoldingReassociation(type.getRank(), inner));
+}
+
+//===----------------------------------------------------------------------===//
+// Memory access
+//===----------------------------------------------------------------------===//
 
 SmallVector<Value> gpu_kernels::swizzledIndices(OpBuilder &b, Location loc,
                                                 Value r, Value c) {
@@ -68,14 +152,27 @@ SmallVector<Value> gpu_kernels::swizzledIndices(OpBuilder &b, Location loc,
           div(rem(r, kSwizzleTileRows), 32), rem(c, kSwizzleTileCols)};
 }
 
-Value gpu_kernels::loadVector(OpBuilder &b, Location loc, VectorType type,
-                              Value buffer, Value row, Value col) {
-  // Callers start vectors at multiples of their length in rows whose length
-  // is a multiple of it too, so a vector is aligned to its size (up to 16).
+/// The alignment of a vector access: its size, up to 16 bytes.
+static llvm::MaybeAlign getVectorAlignment(VectorType type) {
   int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
-  return vector::LoadOp::create(b, loc, type, buffer, ValueRange{row, col},
+  return llvm::MaybeAlign(std::min<int64_t>(bytes, 16));
+}
+
+Value gpu_kernels::loadVector(OpBuilder &b, Location loc, VectorType type,
+                              Value buffer, ValueRange indices) {
+  return vector::LoadOp::create(b, loc, type, buffer, indices,
                                 /*nontemporal=*/false,
-                                llvm::MaybeAlign(std::min<int64_t>(bytes, 16)));
+                                getVectorAlignment(type));
+}
+
+void gpu_kernels::storeVectorIf(OpBuilder &b, Location loc, Value condition,
+                                Value value, Value buffer, ValueRange indices) {
+  buildIf(b, loc, condition, [&](OpBuilder &nb, Location nloc) {
+    vector::StoreOp::create(
+        nb, nloc, value, buffer, indices,
+        /*nontemporal=*/false,
+        getVectorAlignment(cast<VectorType>(value.getType())));
+  });
 }
 
 Value gpu_kernels::extendToF32(OpBuilder &b, Location loc, Value vector) {
@@ -89,21 +186,96 @@ Value gpu_kernels::magnitude(OpBuilder &b, Location loc, Value f32Vector) {
   auto type = cast<VectorType>(f32Vector.getType());
   auto bitsType = type.clone(b.getI32Type());
   Value signMask = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(bitsType, b.getI32IntegerAttr(0x7FFFFFFF)));
+      b, loc,
+      DenseElementsAttr::get(bitsType, b.getI32IntegerAttr(0x7FFFFFFF)));
   Value bits = arith::BitcastOp::create(b, loc, bitsType, f32Vector);
   return arith::BitcastOp::create(
       b, loc, type, arith::AndIOp::create(b, loc, bits, signMask));
 }
 
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
 Value gpu_kernels::buildGroupMax(OpBuilder &b, Location loc, Value value,
-                                 int64_t lanes) {
+                                 int64_t lanes, vector::CombiningKind kind) {
   for (int32_t offset = 1; offset < lanes; offset *= 2) {
-    Value other = gpu::ShuffleOp::create(b, loc, value, offset, /*width=*/32,
+    Value other = gpu::ShuffleOp::create(b, loc, value, offset, kWarpSize,
                                          gpu::ShuffleMode::XOR)
                       .getShuffleResult();
-    value = arith::MaximumFOp::create(b, loc, value, other);
+    value = vector::makeArithReduction(b, loc, kind, value, other);
   }
   return value;
+}
+
+MemRefType gpu_kernels::getCTAMaxBufferType(MLIRContext *context) {
+  return MemRefType::get(
+      {kWarpsPerBlock}, Float32Type::get(context), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+}
+
+Value gpu_kernels::buildCTAMax(OpBuilder &b, Location loc, Value value,
+                               Value thread, Value buffer,
+                               vector::CombiningKind kind) {
+  value = buildGroupMax(b, loc, value, kWarpSize, kind);
+  Value warp =
+      arith::DivUIOp::create(b, loc, thread, cIndex(b, loc, kWarpSize));
+  Value lane =
+      arith::RemUIOp::create(b, loc, thread, cIndex(b, loc, kWarpSize));
+  buildIf(b, loc, isZeroIndex(b, loc, lane), [&](OpBuilder &nb, Location nl) {
+    memref::StoreOp::create(nb, nl, value, buffer, warp);
+  });
+  gpu::BarrierOp::create(b, loc);
+  // Every thread reads all warp maxima (broadcast loads): no second barrier
+  // and no shuffle, and the buffer is read-only from here on.
+  Value result = memref::LoadOp::create(b, loc, buffer, cIndex(b, loc, 0));
+  for (int64_t w = 1; w < kWarpsPerBlock; ++w)
+    result = vector::makeArithReduction(
+        b, loc, kind, result,
+        memref::LoadOp::create(b, loc, buffer, cIndex(b, loc, w)));
+  return result;
+}
+
+void gpu_kernels::buildAtomicMaxMagnitude(OpBuilder &b, Location loc,
+                                          Value amax, Value buffer,
+                                          ValueRange indices) {
+  auto i32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
+  };
+  Value isNaN =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, amax, amax);
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), amax);
+  bits = arith::SelectOp::create(b, loc, isNaN, i32(0x7FC00000), bits);
+  auto type = cast<MemRefType>(buffer.getType());
+  Value words =
+      arith::BitcastOp::create(b, loc, type.clone(b.getI32Type()), buffer);
+  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxu, bits, words,
+                              indices);
+}
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+BlockScale gpu_kernels::buildBlockScale(OpBuilder &b, Location loc, Value amax,
+                                        ScaleRounding rounding,
+                                        Type elementType, Type scaleType) {
+  Value isNaN =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, amax, amax);
+  if (rounding == ScaleRounding::exact) {
+    Value scale = buildExactScale(b, loc, amax, elementType);
+    return {scale, scale, isNaN};
+  }
+  Value exponent = buildScaleExponent(b, loc, amax, rounding, elementType);
+  return {buildStoredScale(b, loc, exponent, scaleType),
+          buildInverseScaleValue(b, loc, exponent), isNaN};
+}
+
+Value gpu_kernels::applyScaleFactors(OpBuilder &b, Location loc, Value values,
+                                     Value factors, ScaleRounding rounding) {
+  if (rounding == ScaleRounding::exact)
+    return arith::DivFOp::create(b, loc, values, factors);
+  return arith::MulFOp::create(b, loc, values, factors);
 }
 
 Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
@@ -125,12 +297,14 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
     Value hiNaN = vector::ExtractOp::create(b, loc, nanMask, i + 1);
     pair = arith::SelectOp::create(
         b, loc, loNaN,
-        arith::OrIOp::create(b, loc, arith::AndIOp::create(b, loc, pair, i16(0xFF00)),
+        arith::OrIOp::create(b, loc,
+                             arith::AndIOp::create(b, loc, pair, i16(0xFF00)),
                              i16(0x7F)),
         pair);
     pair = arith::SelectOp::create(
         b, loc, hiNaN,
-        arith::OrIOp::create(b, loc, arith::AndIOp::create(b, loc, pair, i16(0xFF)),
+        arith::OrIOp::create(b, loc,
+                             arith::AndIOp::create(b, loc, pair, i16(0xFF)),
                              i16(0x7F00)),
         pair);
     pairs.push_back(pair);
@@ -139,13 +313,20 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
       b, loc, VectorType::get({length / 2}, b.getI16Type()), pairs);
   Value bytes = vector::BitCastOp::create(
       b, loc, VectorType::get({length}, b.getI8Type()), packed);
-  return arith::BitcastOp::create(b, loc,
-                                  VectorType::get({length}, elementType), bytes);
+  return arith::BitcastOp::create(
+      b, loc, VectorType::get({length}, elementType), bytes);
 }
 
-Value gpu_kernels::isNaNExponent(OpBuilder &b, Location loc, Value exponent) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, exponent,
-                               arith::ConstantIntOp::create(b, loc, 255, 32));
+Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,
+                                  const BlockScale &scale,
+                                  ScaleRounding rounding, Type elementType) {
+  auto type = cast<VectorType>(values.getType());
+  Value factors = vector::BroadcastOp::create(b, loc, type, scale.factor);
+  Value nanMask = vector::BroadcastOp::create(b, loc, type.clone(b.getI1Type()),
+                                              scale.isNaN);
+  return convertToElements(b, loc,
+                           applyScaleFactors(b, loc, values, factors, rounding),
+                           elementType, nanMask);
 }
 
 void gpu_kernels::replaceQuantize(RewriterBase &rewriter, QuantizeOp op,

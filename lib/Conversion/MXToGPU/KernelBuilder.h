@@ -1,26 +1,30 @@
 //===- KernelBuilder.h - Helpers for the mx GPU kernels ---------*- C++ -*-===//
 //
 // Private to the MXToGPU conversion: the pieces every mx kernel is built
-// from (a 1-D launch on device buffers, predicated stores, the swizzled
-// index map, FP8 conversion through the hardware cvt), the shapes of the
-// quantize kernels that the fusion plan checks, and the entry points of the
-// pattern files.
+// from (launches on device buffers, batch dimensions folded into rows,
+// vector loads and predicated stores, the swizzled index map, a block's
+// scale and the FP8 conversion through the hardware cvt, warp- and CTA-wide
+// maxima, the atomic amax), the shapes of the quantize kernels that the
+// fusion plan checks, and the entry points of the pattern files.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
 #define MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
 
-#include "mx/Conversion/MXToGPU/FusionPlan.h"
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Conversion/MXToGPU/FusionPlan.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mx::gpu_kernels {
 
 constexpr int64_t kThreadsPerBlock = 256;
+constexpr int64_t kWarpSize = 32;
+constexpr int64_t kWarpsPerBlock = kThreadsPerBlock / kWarpSize;
 
 /// Why FP4 data has no GPU kernel: device buffers hold it packed, two
 /// elements to a byte, which the kernels do not address yet.
@@ -28,19 +32,47 @@ constexpr llvm::StringLiteral kNoFP4Reason =
     "the GPU kernels do not take f4E2M1FN data yet (device buffers hold it "
     "packed two elements to a byte)";
 
-/// The rowwise quantize kernel (MXToGPU.cpp): lanes per 32-element block and
-/// elements per lane, so K must be a multiple of kElementsPerLane.
-constexpr int64_t kLanesPerBlock = 2;
-constexpr int64_t kElementsPerLane = kMXBlock / kLanesPerBlock;
+/// Elements a lane of the row-vector kernels (rowwise, 2-D blockwise,
+/// per-tensor) loads and converts at once: one 16-byte FP8 store, so rows
+/// must be multiples of it.
+constexpr int64_t kElementsPerLane = 16;
+/// The block of the 2-D blockwise kernel (BlockwiseQuantize.cpp), one CTA
+/// per block.
+constexpr int64_t kBlockwise2DExtent = 128;
 /// The strip quantize kernel (QuantizeStrips.cpp): columns of a lane's strip,
 /// so K must be a multiple of kStripCols.
 constexpr int64_t kStripCols = 4;
+
+/// Lanes of the rowwise kernel that share a `[1, width]` block, or 0 where
+/// it has no kernel for that width: the lanes of a block must be a power of
+/// two within one warp, for the xor-shuffles that combine their amax.
+int64_t getRowwiseLanesPerBlock(int64_t width);
 
 mlir::Value cIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 mlir::Value cmpLT(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                   mlir::Value y);
 mlir::Value andI(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                  mlir::Value y);
+mlir::Value isZeroIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+//===----------------------------------------------------------------------===//
+// Launches and device buffers
+//===----------------------------------------------------------------------===//
+
+/// What a kernel body builds on: the CTA index, the thread index inside the
+/// CTA, the global thread index, and the CTA's workgroup (shared) buffers.
+struct KernelIds {
+  mlir::Value block, thread, global;
+  mlir::ValueRange workgroup;
+};
+
+/// Emits a 1-D `gpu.launch` of `numBlocks` CTAs of kThreadsPerBlock threads,
+/// with one workgroup buffer of each of `workgroupBuffers`.
+void buildBlockLaunch(mlir::OpBuilder &b, mlir::Location loc, int64_t numBlocks,
+                      mlir::TypeRange workgroupBuffers,
+                      llvm::function_ref<void(mlir::OpBuilder &, mlir::Location,
+                                              const KernelIds &)>
+                          body);
 
 /// Emits a 1-D `gpu.launch` of `numThreads` threads (rounded up to whole
 /// blocks) and builds its body with the global thread index.
@@ -53,16 +85,48 @@ void buildLaunch(
 void buildIf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
              llvm::function_ref<void(mlir::OpBuilder &, mlir::Location)> then);
 
+/// The product of the dimensions of `type` before its last `inner` ones
+/// (the batch slices of a matrix, for inner = 2).
+int64_t getNumSlices(mlir::RankedTensorType type, int64_t inner);
+
+/// The read-only buffer of `tensor` with every dimension before its last
+/// `inner` ones folded into the first of them (`[..., R, C]` -> `[S * R, C]`
+/// for inner = 2; everything into one for inner = 1): a collapse_shape, no
+/// copy, so the kernels see batches as more rows.
+mlir::Value toFoldedBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value tensor, int64_t inner);
+
+/// A device buffer for a result of `type`, folded like toFoldedBuffer.
+mlir::Value allocFolded(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type, int64_t inner);
+
+/// The tensor of `type` that a buffer from allocFolded holds.
+mlir::Value toUnfoldedTensor(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value buffer, mlir::RankedTensorType type);
+
+//===----------------------------------------------------------------------===//
+// Memory access
+//===----------------------------------------------------------------------===//
+
 /// Indices of scale (r, c) in the 5-D swizzled layout
 /// [r/128, c/4, r%32, (r%128)/32, c%4].
 llvm::SmallVector<mlir::Value> swizzledIndices(mlir::OpBuilder &b,
                                                mlir::Location loc,
                                                mlir::Value r, mlir::Value c);
 
-/// Loads `type` (a vector) at [row, col] of a 2-D buffer, aligned to its size.
+/// Loads `type` (a vector) at `indices` of a buffer, aligned to its size (up
+/// to 16 bytes): callers start vectors at multiples of their length in rows
+/// whose length is a multiple of it too.
 mlir::Value loadVector(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::VectorType type, mlir::Value buffer,
-                       mlir::Value row, mlir::Value col);
+                       mlir::ValueRange indices);
+
+/// Stores the vector `value` at `indices` of a buffer where `condition`
+/// holds, aligned to its size (up to 16 bytes) as loadVector.
+void storeVectorIf(mlir::OpBuilder &b, mlir::Location loc,
+                   mlir::Value condition, mlir::Value value, mlir::Value buffer,
+                   mlir::ValueRange indices);
+
 /// The f32 values of a loaded vector and their magnitudes (sign bit cleared,
 /// which is exact, keeps NaN, and needs no libdevice call).
 mlir::Value extendToF32(mlir::OpBuilder &b, mlir::Location loc,
@@ -70,10 +134,63 @@ mlir::Value extendToF32(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value magnitude(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value f32Vector);
 
-/// The NaN-propagating max of `value` over groups of `lanes` (a power of two)
-/// adjacent lanes, by xor-shuffles; every lane of the warp must take part.
-mlir::Value buildGroupMax(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Value value, int64_t lanes);
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// The max of `value` over groups of `lanes` (a power of two) adjacent
+/// lanes, by xor-shuffles; every lane of the warp must take part. MAXIMUMF
+/// propagates NaN (a block's amax), MAXNUMF ignores it (the amax history).
+mlir::Value buildGroupMax(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value value, int64_t lanes,
+    mlir::vector::CombiningKind kind = mlir::vector::CombiningKind::MAXIMUMF);
+
+/// The workgroup buffer that buildCTAMax needs.
+mlir::MemRefType getCTAMaxBufferType(mlir::MLIRContext *context);
+
+/// The max of `value` over the CTA, which every thread must call and
+/// receives: xor-shuffles inside each warp, then the warps' maxima through
+/// `buffer` (getCTAMaxBufferType) behind a barrier. `thread` is the index
+/// in the CTA; `kind` as for buildGroupMax.
+mlir::Value buildCTAMax(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+    mlir::Value thread, mlir::Value buffer,
+    mlir::vector::CombiningKind kind = mlir::vector::CombiningKind::MAXIMUMF);
+
+/// Raises the f32 at `indices` of `buffer`, which must start at +0.0, to
+/// `amax` (a magnitude: >= 0 or NaN) by an atomic unsigned max on its bits.
+/// For non-negative floats the bit order is the value order; a NaN is first
+/// made the quiet NaN 0x7FC00000, which is above +Inf, so the result is the
+/// spec's amax, NaN if any contribution was, with the reference's bits.
+void buildAtomicMaxMagnitude(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value amax, mlir::Value buffer,
+                             mlir::ValueRange indices);
+
+//===----------------------------------------------------------------------===//
+// Quantization
+//===----------------------------------------------------------------------===//
+
+/// A block's scale as the quantize kernels apply it, from the Numerics.h
+/// rules that the CPU lowering uses too.
+struct BlockScale {
+  /// The scale as stored: the E8M0 byte or the f32 value.
+  mlir::Value stored;
+  /// The f32 that elements are multiplied by (2^(127-b) for power-of-two
+  /// scales) or divided by (the `exact` scale: the reference divides).
+  mlir::Value factor;
+  /// Whether the block holds a NaN, so that every element gets 0x7F.
+  mlir::Value isNaN;
+};
+
+BlockScale buildBlockScale(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value amax, ScaleRounding rounding,
+                           mlir::Type elementType, mlir::Type scaleType);
+
+/// `values` (an f32 vector) times `factors` (a vector of one factor per
+/// element), or divided by them for `exact` rounding.
+mlir::Value applyScaleFactors(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value values, mlir::Value factors,
+                              ScaleRounding rounding);
 
 /// Converts an even-length f32 vector (already multiplied by its factor) to
 /// FP8 with the hardware `cvt.rn.satfinite`, two elements per instruction.
@@ -83,14 +200,19 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value scaled, mlir::Type elementType,
                               mlir::Value nanMask);
 
-/// Whether an exponent is the NaN byte 255.
-mlir::Value isNaNExponent(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Value exponent);
+/// The FP8 elements of an f32 vector whose block has the scale `scale`.
+mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value values, const BlockScale &scale,
+                           ScaleRounding rounding, mlir::Type elementType);
 
 /// Replaces a quantize op with its kernel's data and scales tensors; when a
 /// swizzle consumed the scales, the tiled tensor replaces that swizzle.
 void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
                      SwizzleOp swizzle, mlir::Value data, mlir::Value scales);
+
+/// Why the per-tensor kernels cannot compute `op` (mx.amax or
+/// mx.quantize_delayed), or an empty string.
+std::string getPerTensorUnsupportedReason(mlir::Operation *op);
 
 /// The pattern files; the quantize and swizzle patterns follow `plan`, which
 /// must outlive them.
@@ -98,6 +220,10 @@ void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
                                      const QuantizeFusionPlan &plan);
 void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
                                         const QuantizeFusionPlan &plan);
+void populateBlockwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
+                                       const QuantizeFusionPlan &plan);
+void populatePerTensorScalingPatterns(mlir::RewritePatternSet &patterns,
+                                      const QuantizeFusionPlan &plan);
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
                                  const QuantizeFusionPlan &plan);
 

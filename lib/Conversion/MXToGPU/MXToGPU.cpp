@@ -1,21 +1,26 @@
 //===- MXToGPU.cpp - Lower mx to GPU kernels ------------------------------===//
 //
-// Each mx op becomes one `gpu.launch` on device buffers (`gpu.alloc` for the
-// results, `bufferization.to_buffer` / `to_tensor` at the seams), which the
-// NVVM pipeline outlines and compiles. This file holds the pass, which
-// explains every op it cannot lower, and the rowwise quantize
-// kernel, the one that matters most for speed. It is shaped for the memory
-// system: two lanes share a 32-element block, each lane moves its 16 elements
-// with 16-byte vector loads (two for bf16) and one 16-byte vector store (both
-// coalesced across the warp), the block's amax is combined with one
-// xor-shuffle, elements are
-// converted two at a time by the hardware `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`,
-// and a swizzle that consumes the scales is fused: the kernel then writes the
-// 128x4-tiled layout directly, padding included. The scale exponent math is
-// the same builder code as the CPU lowering (Numerics.h), which is why the
-// two agree bit for bit. Which kernel computes each quantize, and which
-// swizzles it writes, the pass decides once (FusionPlan.cpp). Columnwise and
-// fused rowwise + columnwise kernels are in QuantizeStrips.cpp, the
+// Each mx op becomes `gpu.launch` kernels on device buffers (`gpu.alloc` for
+// the results, `bufferization.to_buffer` / `to_tensor` at the seams), which
+// the NVVM pipeline outlines and compiles: one launch for most ops, two for
+// the per-tensor ones that need a whole-tensor amax first. This file holds
+// the pass, which explains every op it cannot lower, and the rowwise
+// quantize kernel, the one that matters most for speed: `[1, w]` blocks, MX
+// (w = 32) and FP8 blockwise 1-D (w = 128) alike. It is shaped for the
+// memory system: w / 16 lanes share a block, each lane moves its 16
+// elements with 16-byte vector loads (two for bf16) and one 16-byte vector
+// store (both coalesced across the warp), the block's amax is combined with
+// log2(w / 16) xor-shuffles, elements are converted two at a time by the
+// hardware `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`, and a swizzle that consumes
+// the scales is fused: the kernel then writes the 128x4-tiled layout
+// directly, padding included. Batch dimensions are more rows (a
+// collapse_shape, no copy); with tiled scales each batch slice's rows are
+// padded to whole tiles in the grid. The scale math is the same builder
+// code as the CPU lowering (Numerics.h), which is why the two agree bit for
+// bit. Which kernel computes each quantize, and which swizzles it writes,
+// the pass decides once (FusionPlan.cpp). Columnwise and fused rowwise +
+// columnwise kernels are in QuantizeStrips.cpp, `[128, 128]` blocks in
+// BlockwiseQuantize.cpp, per-tensor scaling in PerTensorScaling.cpp, the
 // one-thread-per-element kernels in ElementwiseKernels.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -47,6 +52,48 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
+/// The data row of grid row `gridRow` when the grid gives each of `slices`
+/// slices of `rows` rows `gridRows` >= rows rows (the tiles' padding), and
+/// whether it is a row of data.
+std::pair<Value, Value> getSliceRow(OpBuilder &b, Location loc, Value gridRow,
+                                    int64_t slices, int64_t rows,
+                                    int64_t gridRows) {
+  if (gridRows == rows)
+    return {gridRow, cmpLT(b, loc, gridRow, cIndex(b, loc, slices * rows))};
+  Value slice =
+      arith::DivUIOp::create(b, loc, gridRow, cIndex(b, loc, gridRows));
+  Value r = arith::RemUIOp::create(b, loc, gridRow, cIndex(b, loc, gridRows));
+  Value row = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, slice, cIndex(b, loc, rows)), r);
+  return {row, andI(b, loc, cmpLT(b, loc, r, cIndex(b, loc, rows)),
+                    cmpLT(b, loc, slice, cIndex(b, loc, slices)))};
+}
+
+/// Writes the scale of `block` of a grid row, from the block's first lane:
+/// linear at (row, block), or tiled at the grid row, where the padding of the
+/// tiles gets zero bits.
+void storeRowwiseScale(OpBuilder &b, Location loc, Value scales, Value scale,
+                       Value firstLane, Value blockValid, Value row,
+                       Value gridRow, Value block, int64_t gridRowCount,
+                       bool tiled) {
+  if (!tiled) {
+    buildIf(b, loc, andI(b, loc, firstLane, blockValid),
+            [&](OpBuilder &nb, Location nl) {
+              memref::StoreOp::create(nb, nl, scale, scales,
+                                      ValueRange{row, block});
+            });
+    return;
+  }
+  Value inTiles = cmpLT(b, loc, gridRow, cIndex(b, loc, gridRowCount));
+  Value stored = arith::SelectOp::create(
+      b, loc, blockValid, scale, buildZeroBits(b, loc, scale.getType()));
+  buildIf(b, loc, andI(b, loc, firstLane, inTiles),
+          [&](OpBuilder &nb, Location nl) {
+            memref::StoreOp::create(nb, nl, stored, scales,
+                                    swizzledIndices(nb, nl, gridRow, block));
+          });
+}
+
 struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
   RowwiseQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
       : OpRewritePattern(context), plan(plan) {}
@@ -59,93 +106,80 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     Location loc = op.getLoc();
     SwizzleOp swizzle = planned->swizzle;
     RankedTensorType inputType = op.getInput().getType();
-    Type elementType = op.getData().getType().getElementType();
-    Type scaleType = op.getScales().getType().getElementType();
-    ScaleRounding rounding = op.getRounding();
-    int64_t rows = inputType.getDimSize(0), cols = inputType.getDimSize(1);
-    int64_t blocksPerRow = op.getScales().getType().getDimSize(1);
-    // With swizzled scales the kernel also covers the zero padding of the
-    // tiles: rows up to R' and block columns up to C'.
-    int64_t paddedRows = swizzle ? llvm::alignTo(rows, kSwizzleTileRows) : rows;
-    int64_t paddedBlocks =
+    RankedTensorType scalesType =
+        swizzle ? swizzle.getResult().getType() : op.getScales().getType();
+    int64_t rank = inputType.getRank();
+    int64_t slices = getNumSlices(inputType, 2);
+    int64_t rows = inputType.getDimSize(rank - 2);
+    int64_t cols = inputType.getDimSize(rank - 1);
+    int64_t lanesPerBlock = getRowwiseLanesPerBlock(op.getBlock().back());
+    int64_t blocksPerRow = op.getScales().getType().getDimSize(rank - 1);
+    // With swizzled scales the grid also covers the zero padding of the
+    // tiles: each slice's rows up to R' and block columns up to C'.
+    int64_t gridRows = swizzle ? llvm::alignTo(rows, kSwizzleTileRows) : rows;
+    int64_t gridBlocks =
         swizzle ? llvm::alignTo(blocksPerRow, kSwizzleTileCols) : blocksPerRow;
 
-    Value input = toBuffer(rewriter, loc, op.getInput());
-    Value data = allocDevice(rewriter, loc, op.getData().getType());
-    Value scales = allocDevice(
-        rewriter, loc,
-        swizzle ? swizzle.getResult().getType() : op.getScales().getType());
+    Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
+    Value data = allocFolded(rewriter, loc, op.getData().getType(), 2);
+    Value scales = allocFolded(rewriter, loc, scalesType, swizzle ? 5 : 2);
+    Type elementType = op.getData().getType().getElementType();
+    ScaleRounding rounding = op.getRounding();
     auto laneType =
         VectorType::get({kElementsPerLane}, inputType.getElementType());
 
-    buildLaunch(rewriter, loc, paddedRows * paddedBlocks * kLanesPerBlock,
-                [&](OpBuilder &b, Location l, Value thread) {
-      Value lanesPerRow = cIndex(b, l, paddedBlocks * kLanesPerBlock);
-      Value row = arith::DivUIOp::create(b, l, thread, lanesPerRow);
-      Value laneInRow = arith::RemUIOp::create(b, l, thread, lanesPerRow);
-      Value block =
-          arith::DivUIOp::create(b, l, laneInRow, cIndex(b, l, kLanesPerBlock));
-      Value col =
-          arith::MulIOp::create(b, l, laneInRow, cIndex(b, l, kElementsPerLane));
-      Value rowValid = cmpLT(b, l, row, cIndex(b, l, rows));
-      Value colValid = cmpLT(b, l, col, cIndex(b, l, cols));
-      Value blockValid =
-          andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, blocksPerRow)));
+    buildLaunch(
+        rewriter, loc, slices * gridRows * gridBlocks * lanesPerBlock,
+        [&](OpBuilder &b, Location l, Value thread) {
+          Value lanesPerRow = cIndex(b, l, gridBlocks * lanesPerBlock);
+          Value gridRow = arith::DivUIOp::create(b, l, thread, lanesPerRow);
+          Value laneInRow = arith::RemUIOp::create(b, l, thread, lanesPerRow);
+          Value block = arith::DivUIOp::create(b, l, laneInRow,
+                                               cIndex(b, l, lanesPerBlock));
+          Value col = arith::MulIOp::create(b, l, laneInRow,
+                                            cIndex(b, l, kElementsPerLane));
+          auto [row, rowValid] =
+              getSliceRow(b, l, gridRow, slices, rows, gridRows);
+          Value colValid = cmpLT(b, l, col, cIndex(b, l, cols));
 
-      // Every lane loads (clamped in bounds) so that all 32 lanes of the warp
-      // take part in the shuffles below; only the stores are predicated.
-      Value loadRow = arith::MinUIOp::create(b, l, row, cIndex(b, l, rows - 1));
-      Value loadCol = arith::MinUIOp::create(
-          b, l, col, cIndex(b, l, cols - kElementsPerLane));
-      Value values = extendToF32(
-          b, l, loadVector(b, l, laneType, input, loadRow, loadCol));
-      auto f32Lane = cast<VectorType>(values.getType());
-      Value zero = arith::ConstantOp::create(
-          b, l, DenseElementsAttr::get(f32Lane, b.getF32FloatAttr(0.0f)));
-      Value magnitudes = arith::SelectOp::create(
-          b, l, colValid, magnitude(b, l, values), zero);
-      Value amax = vector::ReductionOp::create(
-          b, l, vector::CombiningKind::MAXIMUMF, magnitudes);
-      amax = buildGroupMax(b, l, amax, kLanesPerBlock);
+          // Every lane loads (clamped in bounds) so that all 32 lanes of the
+          // warp take part in the shuffles below; only the stores are
+          // predicated.
+          Value loadRow = arith::MinUIOp::create(
+              b, l, row, cIndex(b, l, slices * rows - 1));
+          Value loadCol = arith::MinUIOp::create(
+              b, l, col, cIndex(b, l, cols - kElementsPerLane));
+          Value values = extendToF32(
+              b, l, loadVector(b, l, laneType, input, {loadRow, loadCol}));
+          Value zero =
+              arith::ConstantOp::create(b, l, b.getZeroAttr(values.getType()));
+          Value magnitudes = arith::SelectOp::create(
+              b, l, colValid, magnitude(b, l, values), zero);
+          Value amax = vector::ReductionOp::create(
+              b, l, vector::CombiningKind::MAXIMUMF, magnitudes);
+          amax = buildGroupMax(b, l, amax, lanesPerBlock);
 
-      Value exponent = buildScaleExponent(b, l, amax, rounding, elementType);
-      Value factor = buildInverseScaleValue(b, l, exponent);
-      Value scaled = arith::MulFOp::create(
-          b, l, values, vector::BroadcastOp::create(b, l, f32Lane, factor));
-      Value nanMask = vector::BroadcastOp::create(
-          b, l, f32Lane.clone(b.getI1Type()), isNaNExponent(b, l, exponent));
-      Value bytes = convertToElements(b, l, scaled, elementType, nanMask);
-      buildIf(b, l, andI(b, l, rowValid, colValid),
-              [&](OpBuilder &nb, Location nl) {
-        vector::StoreOp::create(nb, nl, bytes, data, ValueRange{row, col},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
-      });
-
-      // One lane per block writes its scale; padding gets zero bytes.
-      Value scale = buildStoredScale(b, l, exponent, scaleType);
-      Value firstLane = arith::CmpIOp::create(
-          b, l, arith::CmpIPredicate::eq,
-          arith::RemUIOp::create(b, l, laneInRow, cIndex(b, l, kLanesPerBlock)),
-          cIndex(b, l, 0));
-      if (swizzle) {
-        Value inTiles = cmpLT(b, l, row, cIndex(b, l, paddedRows));
-        Value stored = arith::SelectOp::create(
-            b, l, blockValid, scale, buildZeroBits(b, l, scaleType));
-        buildIf(b, l, andI(b, l, firstLane, inTiles),
-                [&](OpBuilder &nb, Location nl) {
-          memref::StoreOp::create(nb, nl, stored, scales,
-                                  swizzledIndices(nb, nl, row, block));
+          BlockScale scale = buildBlockScale(b, l, amax, rounding, elementType,
+                                             scalesType.getElementType());
+          storeVectorIf(
+              b, l, andI(b, l, rowValid, colValid),
+              quantizeVector(b, l, values, scale, rounding, elementType), data,
+              {row, col});
+          Value firstLane =
+              isZeroIndex(b, l,
+                          arith::RemUIOp::create(b, l, laneInRow,
+                                                 cIndex(b, l, lanesPerBlock)));
+          Value blockValid = andI(
+              b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, blocksPerRow)));
+          storeRowwiseScale(b, l, scales, scale.stored, firstLane, blockValid,
+                            row, gridRow, block, slices * gridRows,
+                            bool(swizzle));
         });
-      } else {
-        buildIf(b, l, andI(b, l, firstLane, blockValid),
-                [&](OpBuilder &nb, Location nl) {
-          memref::StoreOp::create(nb, nl, scale, scales, ValueRange{row, block});
-        });
-      }
-    });
 
-    replaceQuantize(rewriter, op, swizzle, toTensor(rewriter, loc, data),
-                    toTensor(rewriter, loc, scales));
+    replaceQuantize(
+        rewriter, op, swizzle,
+        toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),
+        toUnfoldedTensor(rewriter, loc, scales, scalesType));
     return success();
   }
 
@@ -175,9 +209,9 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
       signalPassFailure();
   }
 
-  /// Why no pattern lowered `op`. Dequantize, swizzle and unswizzle always
-  /// have a kernel; a scaled_matmul has one where the GEMM generator plans
-  /// one for the chip.
+  /// Why no pattern lowered `op`. Dequantize (but FP4), swizzle, unswizzle
+  /// and update_amax_history always have a kernel; a scaled_matmul has one
+  /// where the GEMM generator plans one for the chip.
   std::string getMissingKernelReason(Operation *op,
                                      const QuantizeFusionPlan &plan) const {
     if (auto quantize = dyn_cast<QuantizeOp>(op))
@@ -188,6 +222,8 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
       return reason + "; cuBLASLt may run it instead (mx-lower-to-nvvm "
                       "gemm=cublas)";
     }
+    if (std::string reason = getPerTensorUnsupportedReason(op); !reason.empty())
+      return reason;
     if (auto dequantize = dyn_cast<DequantizeOp>(op);
         dequantize &&
         isa<Float4E2M1FNType>(dequantize.getData().getType().getElementType()))
@@ -208,6 +244,8 @@ void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
                                            const QuantizeFusionPlan &plan) {
   populateRowwiseQuantizePatterns(patterns, plan);
   populateColumnwiseQuantizePatterns(patterns, plan);
+  populateBlockwiseQuantizePatterns(patterns, plan);
+  populatePerTensorScalingPatterns(patterns, plan);
   populateElementwisePatterns(patterns, plan);
   populateMXToGPUGemmPatterns(patterns, chip);
 }

@@ -8,9 +8,12 @@
 // coalesced), reduces the 4 column amaxes in registers and with one shuffle
 // across the halves, and writes 4 FP8 bytes per row for the columnwise data.
 // For the rowwise part, the 8 lanes that cover one 32-column block combine
-// each row's amax with three xor-shuffles. Swizzles consuming either scales are fused as in the
-// rowwise kernel: columnwise scales are tiled with K as the unscaled
-// dimension, and the kernel's grid also covers the zero padding of the tiles.
+// each row's amax with three xor-shuffles. Swizzles consuming either scales
+// are fused as in the rowwise kernel: columnwise scales are tiled with K as
+// the unscaled dimension, and the kernel's grid also covers the zero padding
+// of the tiles. Column blocks never span batch slices (the rows of a slice
+// need not be a multiple of 32), so the grid runs over slices x row blocks,
+// each slice padded to its own tiles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +48,251 @@ struct StripOutput {
   Value data, scales;
 };
 
+/// The work of a strip kernel, per batch slice of `rows` x `cols`: the
+/// 32-row blocks of the columnwise part and 32-column blocks of the rowwise
+/// part, and the row blocks and strips that the grid covers (the tiles'
+/// padding included; whole half-warps of strips).
+struct StripGrid {
+  int64_t slices, rows, cols, rowBlocks, colBlocks, gridRowBlocks, gridStrips;
+};
+
+StripGrid getStripGrid(RankedTensorType inputType,
+                       const StripOutput &columnwise,
+                       const StripOutput *rowwise) {
+  int64_t rank = inputType.getRank();
+  StripGrid grid;
+  grid.slices = getNumSlices(inputType, 2);
+  grid.rows = inputType.getDimSize(rank - 2);
+  grid.cols = inputType.getDimSize(rank - 1);
+  grid.rowBlocks = llvm::divideCeil(grid.rows, kMXBlock);
+  grid.colBlocks = llvm::divideCeil(grid.cols, kMXBlock);
+  grid.gridRowBlocks = grid.rowBlocks;
+  grid.gridStrips = grid.cols / kStripCols;
+  if (columnwise.swizzle) {
+    grid.gridRowBlocks = std::max<int64_t>(
+        grid.gridRowBlocks, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols));
+    grid.gridStrips = std::max<int64_t>(
+        grid.gridStrips,
+        llvm::alignTo(grid.cols, kSwizzleTileRows) / kStripCols);
+  }
+  if (rowwise && rowwise->swizzle) {
+    grid.gridRowBlocks = std::max<int64_t>(
+        grid.gridRowBlocks,
+        llvm::alignTo(grid.rows, kSwizzleTileRows) / kMXBlock);
+    grid.gridStrips = std::max<int64_t>(
+        grid.gridStrips,
+        llvm::alignTo(grid.colBlocks, kSwizzleTileCols) * kLanesPerRowBlock);
+  }
+  // Whole half-warps per row block: the rowwise shuffles (8-lane groups)
+  // and the column-half shuffle (xor 16) then stay inside one block.
+  grid.gridStrips = llvm::alignTo(grid.gridStrips, kHalfWarp);
+  return grid;
+}
+
+/// `slice * extent + local`: a slice's entry in a folded buffer.
+Value inSlice(OpBuilder &b, Location loc, Value slice, int64_t extent,
+              Value local) {
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, slice, cIndex(b, loc, extent)),
+      local);
+}
+
+/// What one lane owns: its strip's place and its 16 rows of 4 values.
+struct Strip {
+  Value slice, sliceValid, rowBlock, firstHalf, strip, col, colValid;
+  /// Per row: the row in the slice, in the folded data, whether it exists,
+  /// and the values (f32).
+  SmallVector<Value> rowInSlice, row, rowValid, values;
+};
+
+/// Places the lane (warp w covers 16 strips of one row block; lane bit 4
+/// picks the half) and loads its strip: every lane loads (clamped in bounds)
+/// so that all lanes take part in the shuffles; stores are predicated.
+Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
+                Value input, VectorType laneType) {
+  auto div = [&](Value x, int64_t d) {
+    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
+  };
+  auto rem = [&](Value x, int64_t d) {
+    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
+  };
+  Strip s;
+  Value warp = div(thread, 2 * kHalfWarp), lane = rem(thread, 2 * kHalfWarp);
+  Value half = div(lane, kHalfWarp);
+  int64_t warpsPerRowBlock = grid.gridStrips / kHalfWarp;
+  Value gridRowBlock = div(warp, warpsPerRowBlock);
+  s.slice = div(gridRowBlock, grid.gridRowBlocks);
+  s.sliceValid = cmpLT(b, l, s.slice, cIndex(b, l, grid.slices));
+  s.rowBlock = rem(gridRowBlock, grid.gridRowBlocks);
+  s.firstHalf = isZeroIndex(b, l, half);
+  s.strip = inSlice(b, l, rem(warp, warpsPerRowBlock), kHalfWarp,
+                    rem(lane, kHalfWarp));
+  s.col = arith::MulIOp::create(b, l, s.strip, cIndex(b, l, kStripCols));
+  s.colValid = cmpLT(b, l, s.col, cIndex(b, l, grid.cols));
+  Value loadCol =
+      arith::MinUIOp::create(b, l, s.col, cIndex(b, l, grid.cols - kStripCols));
+  Value row0 =
+      inSlice(b, l, s.rowBlock, kMXBlock,
+              arith::MulIOp::create(b, l, half, cIndex(b, l, kRowsPerLane)));
+  for (int64_t i = 0; i < kRowsPerLane; ++i) {
+    Value local = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
+    Value row = inSlice(b, l, s.slice, grid.rows, local);
+    s.rowInSlice.push_back(local);
+    s.row.push_back(row);
+    s.rowValid.push_back(
+        andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
+    Value loadRow = arith::MinUIOp::create(
+        b, l, row, cIndex(b, l, grid.slices * grid.rows - 1));
+    s.values.push_back(extendToF32(
+        b, l, loadVector(b, l, laneType, input, {loadRow, loadCol})));
+  }
+  return s;
+}
+
+/// Writes the 4 column scales of a strip from the first half of the warp:
+/// linear, 4 at a time, or tiled with K as the unscaled dimension, where the
+/// padding of the tiles gets zero bits.
+void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
+                       const StripGrid &grid, const StripOutput &out,
+                       ArrayRef<BlockScale> scales) {
+  Type scaleType = scales.front().stored.getType();
+  Value rowBlockValid =
+      andI(b, l, s.sliceValid,
+           cmpLT(b, l, s.rowBlock, cIndex(b, l, grid.rowBlocks)));
+  if (!out.swizzle) {
+    SmallVector<Value> stored = llvm::map_to_vector(
+        scales, [](const BlockScale &scale) { return scale.stored; });
+    Value vector = vector::FromElementsOp::create(
+        b, l, VectorType::get({kStripCols}, scaleType), stored);
+    storeVectorIf(
+        b, l, andI(b, l, s.firstHalf, andI(b, l, rowBlockValid, s.colValid)),
+        vector, out.scales,
+        {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), s.col});
+    return;
+  }
+  int64_t paddedCols = llvm::alignTo(grid.cols, kSwizzleTileRows);
+  Value rowBlockInTiles = andI(
+      b, l, s.sliceValid,
+      cmpLT(b, l, s.rowBlock,
+            cIndex(b, l, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols))));
+  for (auto [j, scale] : llvm::enumerate(scales)) {
+    Value c = arith::AddIOp::create(b, l, s.col, cIndex(b, l, j));
+    Value valid =
+        andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, grid.cols)));
+    Value inTiles =
+        andI(b, l, rowBlockInTiles, cmpLT(b, l, c, cIndex(b, l, paddedCols)));
+    Value stored = arith::SelectOp::create(b, l, valid, scale.stored,
+                                           buildZeroBits(b, l, scaleType));
+    buildIf(b, l, andI(b, l, s.firstHalf, inTiles),
+            [&](OpBuilder &nb, Location nl) {
+              memref::StoreOp::create(
+                  nb, nl, stored, out.scales,
+                  swizzledIndices(nb, nl,
+                                  inSlice(nb, nl, s.slice, paddedCols, c),
+                                  s.rowBlock));
+            });
+  }
+}
+
+/// Columnwise: one scale per column of the strip, its amax combined across
+/// the two 16-row halves of the column block.
+void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
+                     const StripGrid &grid, const StripOutput &out) {
+  QuantizeOp op = out.op;
+  Type elementType = op.getData().getType().getElementType();
+  Type scaleType = op.getScales().getType().getElementType();
+  auto f32Lane = cast<VectorType>(s.values.front().getType());
+  Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(f32Lane));
+  Value colAmax = zero;
+  for (int64_t i = 0; i < kRowsPerLane; ++i) {
+    Value m =
+        arith::SelectOp::create(b, l, andI(b, l, s.rowValid[i], s.colValid),
+                                magnitude(b, l, s.values[i]), zero);
+    colAmax = arith::MaximumFOp::create(b, l, colAmax, m);
+  }
+  SmallVector<BlockScale> scales;
+  SmallVector<Value> factors, nans;
+  for (int64_t j = 0; j < kStripCols; ++j) {
+    Value own = vector::ExtractOp::create(b, l, colAmax, j);
+    Value other = gpu::ShuffleOp::create(b, l, own, int32_t(kHalfWarp),
+                                         kWarpSize, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    Value amax = arith::MaximumFOp::create(b, l, own, other);
+    scales.push_back(
+        buildBlockScale(b, l, amax, op.getRounding(), elementType, scaleType));
+    factors.push_back(scales.back().factor);
+    nans.push_back(scales.back().isNaN);
+  }
+  Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
+  Value nanMask =
+      vector::FromElementsOp::create(b, l, f32Lane.clone(b.getI1Type()), nans);
+  for (int64_t i = 0; i < kRowsPerLane; ++i) {
+    Value scaled =
+        applyScaleFactors(b, l, s.values[i], factor, op.getRounding());
+    storeVectorIf(b, l, andI(b, l, s.rowValid[i], s.colValid),
+                  convertToElements(b, l, scaled, elementType, nanMask),
+                  out.data, {s.row[i], s.col});
+  }
+  storeColumnScales(b, l, s, grid, out, scales);
+}
+
+/// Rowwise: the 8 lanes of a 32-column block combine each row's amax.
+void quantizeRows(OpBuilder &b, Location l, const Strip &s,
+                  const StripGrid &grid, const StripOutput &out) {
+  QuantizeOp op = out.op;
+  Type elementType = op.getData().getType().getElementType();
+  Type scaleType = op.getScales().getType().getElementType();
+  Value zero = arith::ConstantOp::create(
+      b, l, b.getZeroAttr(s.values.front().getType()));
+  Value block =
+      arith::DivUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
+  Value firstLane = isZeroIndex(
+      b, l,
+      arith::RemUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock)));
+  Value blockValid = cmpLT(b, l, block, cIndex(b, l, grid.colBlocks));
+  int64_t paddedRows = llvm::alignTo(grid.rows, kSwizzleTileRows);
+  Value blockInTiles = andI(
+      b, l, s.sliceValid,
+      cmpLT(b, l, block,
+            cIndex(b, l, llvm::alignTo(grid.colBlocks, kSwizzleTileCols))));
+  for (int64_t i = 0; i < kRowsPerLane; ++i) {
+    Value m = arith::SelectOp::create(b, l, s.colValid,
+                                      magnitude(b, l, s.values[i]), zero);
+    Value amax = buildGroupMax(
+        b, l,
+        vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m),
+        kLanesPerRowBlock);
+    BlockScale scale =
+        buildBlockScale(b, l, amax, op.getRounding(), elementType, scaleType);
+    storeVectorIf(
+        b, l, andI(b, l, s.rowValid[i], s.colValid),
+        quantizeVector(b, l, s.values[i], scale, op.getRounding(), elementType),
+        out.data, {s.row[i], s.col});
+    Value valid = andI(b, l, s.rowValid[i], blockValid);
+    if (!out.swizzle) {
+      buildIf(b, l, andI(b, l, firstLane, valid),
+              [&](OpBuilder &nb, Location nl) {
+                memref::StoreOp::create(nb, nl, scale.stored, out.scales,
+                                        ValueRange{s.row[i], block});
+              });
+      continue;
+    }
+    Value inTiles =
+        andI(b, l, blockInTiles,
+             cmpLT(b, l, s.rowInSlice[i], cIndex(b, l, paddedRows)));
+    Value stored = arith::SelectOp::create(b, l, valid, scale.stored,
+                                           buildZeroBits(b, l, scaleType));
+    buildIf(
+        b, l, andI(b, l, firstLane, inTiles), [&](OpBuilder &nb, Location nl) {
+          memref::StoreOp::create(
+              nb, nl, stored, out.scales,
+              swizzledIndices(
+                  nb, nl, inSlice(nb, nl, s.slice, paddedRows, s.rowInSlice[i]),
+                  block));
+        });
+  }
+}
+
 /// The strip kernel, anchored at its columnwise quantize; when the plan fuses
 /// it with the rowwise quantize of the same input, the kernel computes both.
 struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
@@ -54,8 +302,12 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
     const QuantizePlan *planned = plan.lookup(op);
-    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !planned)
-      return rewriter.notifyMatchFailure(op, "not a planned columnwise quantize");
+    if (!planned ||
+        (planned->kernel != QuantizeKernel::stripColumnwise &&
+         planned->kernel != QuantizeKernel::stripFused) ||
+        op.getBlock().back() != 1)
+      return rewriter.notifyMatchFailure(op,
+                                         "not a planned columnwise quantize");
     QuantizeOp rowwiseOp = planned->sibling;
     // Build before the earlier op so that the results dominate both users.
     if (rowwiseOp && rowwiseOp->isBeforeInBlock(op))
@@ -64,13 +316,14 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
     auto makeOutput = [&](QuantizeOp q) {
       StripOutput out{q, plan.lookup(q)->swizzle, {}, {}};
-      out.data = allocDevice(rewriter, loc, q.getData().getType());
-      out.scales = allocDevice(rewriter, loc,
-                               out.swizzle ? out.swizzle.getResult().getType()
-                                           : q.getScales().getType());
+      out.data = allocFolded(rewriter, loc, q.getData().getType(), 2);
+      out.scales =
+          out.swizzle
+              ? allocFolded(rewriter, loc, out.swizzle.getResult().getType(), 5)
+              : allocFolded(rewriter, loc, q.getScales().getType(), 2);
       return out;
     };
-    Value input = toBuffer(rewriter, loc, op.getInput());
+    Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
     SmallVector<StripOutput, 2> outputs = {makeOutput(op)};
     if (rowwiseOp)
       outputs.push_back(makeOutput(rowwiseOp));
@@ -78,189 +331,26 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     const StripOutput *rowwise = rowwiseOp ? &outputs.back() : nullptr;
 
     RankedTensorType inputType = op.getInput().getType();
-    int64_t rows = inputType.getDimSize(0), cols = inputType.getDimSize(1);
-    int64_t rowBlocks = llvm::divideCeil(rows, kMXBlock);
-    int64_t colBlocks = llvm::divideCeil(cols, kMXBlock);
-    // The grid covers every strip of the data and of the tiles' padding.
-    int64_t stripRows = rowBlocks, stripCols = cols / kStripCols;
-    if (columnwise.swizzle) {
-      stripRows = std::max(stripRows, int64_t(llvm::alignTo(rowBlocks, kSwizzleTileCols)));
-      stripCols = std::max(stripCols,
-                           int64_t(llvm::alignTo(cols, kSwizzleTileRows)) / kStripCols);
-    }
-    if (rowwise && rowwise->swizzle) {
-      stripRows = std::max(
-          stripRows, int64_t(llvm::alignTo(rows, kSwizzleTileRows)) / kMXBlock);
-      stripCols = std::max(stripCols, int64_t(llvm::alignTo(colBlocks, kSwizzleTileCols)) *
-                                          kLanesPerRowBlock);
-    }
-    // Whole half-warps per row block: the rowwise shuffles (8-lane groups)
-    // and the column-half shuffle (xor 16) then stay inside one block.
-    stripCols = llvm::alignTo(stripCols, kHalfWarp);
-    Type elementType = op.getData().getType().getElementType();
-    Type scaleType = op.getScales().getType().getElementType();
-    ScaleRounding rounding = op.getRounding();
+    StripGrid grid = getStripGrid(inputType, columnwise, rowwise);
     auto laneType = VectorType::get({kStripCols}, inputType.getElementType());
-
-    buildLaunch(rewriter, loc, stripRows * stripCols * 2,
+    buildLaunch(rewriter, loc,
+                grid.slices * grid.gridRowBlocks * grid.gridStrips * 2,
                 [&](OpBuilder &b, Location l, Value thread) {
-      // Warp w covers 16 strips of one row block; lane bit 4 picks the half.
-      Value warp = arith::DivUIOp::create(b, l, thread, cIndex(b, l, 2 * kHalfWarp));
-      Value lane = arith::RemUIOp::create(b, l, thread, cIndex(b, l, 2 * kHalfWarp));
-      Value half = arith::DivUIOp::create(b, l, lane, cIndex(b, l, kHalfWarp));
-      Value warpsPerRowBlock = cIndex(b, l, stripCols / kHalfWarp);
-      Value rowBlock = arith::DivUIOp::create(b, l, warp, warpsPerRowBlock);
-      Value strip = arith::AddIOp::create(
-          b, l,
-          arith::MulIOp::create(b, l,
-                                arith::RemUIOp::create(b, l, warp, warpsPerRowBlock),
-                                cIndex(b, l, kHalfWarp)),
-          arith::RemUIOp::create(b, l, lane, cIndex(b, l, kHalfWarp)));
-      Value row0 = arith::AddIOp::create(
-          b, l, arith::MulIOp::create(b, l, rowBlock, cIndex(b, l, kMXBlock)),
-          arith::MulIOp::create(b, l, half, cIndex(b, l, kRowsPerLane)));
-      Value firstHalf = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, half,
-                                              cIndex(b, l, 0));
-      Value col = arith::MulIOp::create(b, l, strip, cIndex(b, l, kStripCols));
-      Value colValid = cmpLT(b, l, col, cIndex(b, l, cols));
-      Value loadCol = arith::MinUIOp::create(b, l, col, cIndex(b, l, cols - kStripCols));
+                  Strip strip = loadStrip(b, l, thread, grid, input, laneType);
+                  quantizeColumns(b, l, strip, grid, columnwise);
+                  if (rowwise)
+                    quantizeRows(b, l, strip, grid, *rowwise);
+                });
 
-      // The strip: every lane loads (clamped in bounds), stores are predicated.
-      SmallVector<Value> rowIndex, rowValid, values;
-      for (int64_t i = 0; i < kRowsPerLane; ++i) {
-        Value row = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
-        rowIndex.push_back(row);
-        rowValid.push_back(cmpLT(b, l, row, cIndex(b, l, rows)));
-        Value loadRow = arith::MinUIOp::create(b, l, row, cIndex(b, l, rows - 1));
-        values.push_back(extendToF32(
-            b, l, loadVector(b, l, laneType, input, loadRow, loadCol)));
-      }
-      auto f32Lane = cast<VectorType>(values.front().getType());
-      auto maskType = f32Lane.clone(b.getI1Type());
-      Value zero = arith::ConstantOp::create(
-          b, l, DenseElementsAttr::get(f32Lane, b.getF32FloatAttr(0.0f)));
-      auto storeBytes = [&](Value bytes, Value buffer, int64_t i) {
-        buildIf(b, l, andI(b, l, rowValid[i], colValid),
-                [&](OpBuilder &nb, Location nl) {
-          vector::StoreOp::create(nb, nl, bytes, buffer,
-                                  ValueRange{rowIndex[i], col},
-                                  /*nontemporal=*/false, llvm::MaybeAlign(4));
-        });
-      };
-
-      // Columnwise: one scale per column of the strip.
-      Value colAmax = zero;
-      for (int64_t i = 0; i < kRowsPerLane; ++i) {
-        Value m = arith::SelectOp::create(b, l, andI(b, l, rowValid[i], colValid),
-                                          magnitude(b, l, values[i]), zero);
-        colAmax = arith::MaximumFOp::create(b, l, colAmax, m);
-      }
-      // Combine the two 16-row halves of the column block.
-      SmallVector<Value> halves;
-      for (int64_t j = 0; j < kStripCols; ++j) {
-        Value own = vector::ExtractOp::create(b, l, colAmax, j);
-        Value other = gpu::ShuffleOp::create(b, l, own, int32_t(kHalfWarp), 32,
-                                             gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-        halves.push_back(arith::MaximumFOp::create(b, l, own, other));
-      }
-      colAmax = vector::FromElementsOp::create(b, l, f32Lane, halves);
-      SmallVector<Value> exponents, factors, nans;
-      for (int64_t j = 0; j < kStripCols; ++j) {
-        Value amax = vector::ExtractOp::create(b, l, colAmax, j);
-        exponents.push_back(buildScaleExponent(b, l, amax, rounding, elementType));
-        factors.push_back(buildInverseScaleValue(b, l, exponents.back()));
-        nans.push_back(isNaNExponent(b, l, exponents.back()));
-      }
-      Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
-      Value nanMask = vector::FromElementsOp::create(b, l, maskType, nans);
-      for (int64_t i = 0; i < kRowsPerLane; ++i) {
-        Value scaled = arith::MulFOp::create(b, l, values[i], factor);
-        storeBytes(convertToElements(b, l, scaled, elementType, nanMask),
-                   columnwise.data, i);
-      }
-      // The first half of the warp writes the column scales.
-      Value rowBlockValid = cmpLT(b, l, rowBlock, cIndex(b, l, rowBlocks));
-      if (columnwise.swizzle) {
-        Value padded = cmpLT(b, l, rowBlock,
-                             cIndex(b, l, llvm::alignTo(rowBlocks, kSwizzleTileCols)));
-        for (int64_t j = 0; j < kStripCols; ++j) {
-          Value c = arith::AddIOp::create(b, l, col, cIndex(b, l, j));
-          Value valid = andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, cols)));
-          Value inTiles = andI(
-              b, l, padded,
-              cmpLT(b, l, c, cIndex(b, l, llvm::alignTo(cols, kSwizzleTileRows))));
-          Value scale = arith::SelectOp::create(
-              b, l, valid, buildStoredScale(b, l, exponents[j], scaleType),
-              buildZeroBits(b, l, scaleType));
-          buildIf(b, l, andI(b, l, firstHalf, inTiles), [&](OpBuilder &nb, Location nl) {
-            memref::StoreOp::create(nb, nl, scale, columnwise.scales,
-                                    swizzledIndices(nb, nl, c, rowBlock));
-          });
-        }
-      } else {
-        SmallVector<Value> stored = llvm::map_to_vector(exponents, [&](Value e) {
-          return buildStoredScale(b, l, e, scaleType);
-        });
-        Value scales = vector::FromElementsOp::create(
-            b, l, f32Lane.clone(scaleType), stored);
-        buildIf(b, l, andI(b, l, firstHalf, andI(b, l, rowBlockValid, colValid)),
-                [&](OpBuilder &nb, Location nl) {
-          vector::StoreOp::create(nb, nl, scales, columnwise.scales,
-                                  ValueRange{rowBlock, col},
-                                  /*nontemporal=*/false, llvm::MaybeAlign(4));
-        });
-      }
-      if (!rowwise)
-        return;
-
-      // Rowwise: the 8 lanes of a 32-column block combine each row's amax.
-      Value block = arith::DivUIOp::create(b, l, strip, cIndex(b, l, kLanesPerRowBlock));
-      Value firstLane = arith::CmpIOp::create(
-          b, l, arith::CmpIPredicate::eq,
-          arith::RemUIOp::create(b, l, strip, cIndex(b, l, kLanesPerRowBlock)),
-          cIndex(b, l, 0));
-      Value blockValid = cmpLT(b, l, block, cIndex(b, l, colBlocks));
-      for (int64_t i = 0; i < kRowsPerLane; ++i) {
-        Value m = arith::SelectOp::create(b, l, colValid, magnitude(b, l, values[i]), zero);
-        Value amax = buildGroupMax(
-            b, l, vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m),
-            kLanesPerRowBlock);
-        Value exponent = buildScaleExponent(b, l, amax, rounding, elementType);
-        Value scaled = arith::MulFOp::create(
-            b, l, values[i],
-            vector::BroadcastOp::create(b, l, f32Lane,
-                                        buildInverseScaleValue(b, l, exponent)));
-        Value rowNaN = vector::BroadcastOp::create(b, l, maskType,
-                                                   isNaNExponent(b, l, exponent));
-        storeBytes(convertToElements(b, l, scaled, elementType, rowNaN),
-                   rowwise->data, i);
-        Value scale = buildStoredScale(b, l, exponent, scaleType);
-        Value valid = andI(b, l, rowValid[i], blockValid);
-        if (rowwise->swizzle) {
-          Value inTiles = andI(
-              b, l,
-              cmpLT(b, l, rowIndex[i], cIndex(b, l, llvm::alignTo(rows, kSwizzleTileRows))),
-              cmpLT(b, l, block, cIndex(b, l, llvm::alignTo(colBlocks, kSwizzleTileCols))));
-          Value stored = arith::SelectOp::create(b, l, valid, scale,
-                                                 buildZeroBits(b, l, scaleType));
-          buildIf(b, l, andI(b, l, firstLane, inTiles), [&](OpBuilder &nb, Location nl) {
-            memref::StoreOp::create(nb, nl, stored, rowwise->scales,
-                                    swizzledIndices(nb, nl, rowIndex[i], block));
-          });
-        } else {
-          buildIf(b, l, andI(b, l, firstLane, valid), [&](OpBuilder &nb, Location nl) {
-            memref::StoreOp::create(nb, nl, scale, rowwise->scales,
-                                    ValueRange{rowIndex[i], block});
-          });
-        }
-      }
-    });
-
-    for (const StripOutput &out : outputs)
-      replaceQuantize(rewriter, out.op, out.swizzle,
-                      toTensor(rewriter, loc, out.data),
-                      toTensor(rewriter, loc, out.scales));
+    for (StripOutput &out : outputs) {
+      RankedTensorType scalesType = out.swizzle
+                                        ? out.swizzle.getResult().getType()
+                                        : out.op.getScales().getType();
+      replaceQuantize(
+          rewriter, out.op, out.swizzle,
+          toUnfoldedTensor(rewriter, loc, out.data, out.op.getData().getType()),
+          toUnfoldedTensor(rewriter, loc, out.scales, scalesType));
+    }
     return success();
   }
 

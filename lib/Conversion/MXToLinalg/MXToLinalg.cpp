@@ -22,7 +22,6 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
-#include <limits>
 
 namespace mx {
 #define GEN_PASS_DEF_CONVERTMXTOLINALG
@@ -570,11 +569,9 @@ struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
             })
             .getResult(0);
 
-    Value one = arith::ConstantOp::create(rewriter, loc,
-                                          rewriter.getF32FloatAttr(1.0f));
-    Value inverse = arith::DivFOp::create(rewriter, loc, one, scale);
-    Value scaleInv = tensor::SplatOp::create(
-        rewriter, loc, op.getScaleInv().getType(), inverse);
+    Value scaleInv =
+        tensor::SplatOp::create(rewriter, loc, op.getScaleInv().getType(),
+                                buildDelayedScaleInverse(rewriter, loc, scale));
 
     Value amax = buildTensorMax(rewriter, loc, adaptor.getInput(),
                                 BlockMax::magnitude);
@@ -585,31 +582,6 @@ struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
     return success();
   }
 };
-
-/// The delayed-scaling scale of one tensor from its amax `a`:
-/// (maxfinite / a) / 2^margin when a is finite and positive (the largest
-/// finite f32 where that overflows), else `scale` unchanged.
-Value buildDelayedScale(OpBuilder &b, Location loc, Value a, Value scale,
-                        Type elementType, int64_t margin) {
-  auto f32 = [&](double value) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value))
-        .getResult();
-  };
-  Value quotient =
-      arith::DivFOp::create(b, loc, f32(getMaxFinite(elementType)), a);
-  Value next = arith::DivFOp::create(b, loc, quotient,
-                                     f32(std::ldexp(1.0, margin)));
-  Value largest = f32(std::numeric_limits<float>::max());
-  Value overflowed = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           next, f32(INFINITY));
-  next = arith::SelectOp::create(b, loc, overflowed, largest, next);
-  Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a,
-                                         f32(0.0));
-  Value finite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a,
-                                       f32(INFINITY));
-  Value usable = arith::AndIOp::create(b, loc, positive, finite);
-  return arith::SelectOp::create(b, loc, usable, next, scale);
-}
 
 struct UpdateAmaxHistoryOpLowering
     : OpConversionPattern<UpdateAmaxHistoryOp> {

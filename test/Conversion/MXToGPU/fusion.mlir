@@ -87,3 +87,36 @@ func.func @not_fused(%x: tensor<64x128xbf16>) -> (tensor<64x128xf8E4M3FN>, tenso
   %t = mx.swizzle %s unscaled_dim 1 : tensor<64x4xf8E8M0FNU> -> tensor<1x16x32x4x4xf8E8M0FNU>
   return %d, %cd, %cs, %t : tensor<64x128xf8E4M3FN>, tensor<64x128xf8E5M2>, tensor<2x128xf8E8M0FNU>, tensor<1x16x32x4x4xf8E8M0FNU>
 }
+
+// -----
+
+// Batch dimensions do not stand in the way: the [1, 1, 32] and [1, 32, 1]
+// quantizations of one input share the strip kernel, both swizzles fused,
+// each batch slice tiled alone.
+// CHECK-LABEL: func @pair_batched
+// CHECK-COUNT-4: gpu.alloc
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: mx.
+// CHECK: return
+func.func @pair_batched(%x: tensor<2x70x96xbf16>) -> (tensor<2x70x96xf8E4M3FN>, tensor<2x1x1x32x4x4xf8E8M0FNU>, tensor<2x70x96xf8E4M3FN>, tensor<2x1x1x32x4x4xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 1, 32] : tensor<2x70x96xbf16> -> tensor<2x70x96xf8E4M3FN>, tensor<2x70x3xf8E8M0FNU>
+  %t = mx.swizzle %s unscaled_dim 1 : tensor<2x70x3xf8E8M0FNU> -> tensor<2x1x1x32x4x4xf8E8M0FNU>
+  %cd, %cs = mx.quantize %x block [1, 32, 1] : tensor<2x70x96xbf16> -> tensor<2x70x96xf8E4M3FN>, tensor<2x3x96xf8E8M0FNU>
+  %ct = mx.swizzle %cs unscaled_dim 2 : tensor<2x3x96xf8E8M0FNU> -> tensor<2x1x1x32x4x4xf8E8M0FNU>
+  return %d, %t, %cd, %ct : tensor<2x70x96xf8E4M3FN>, tensor<2x1x1x32x4x4xf8E8M0FNU>, tensor<2x70x96xf8E4M3FN>, tensor<2x1x1x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// Blocks of other recipes share nothing: a [1, 128] and a [128, 128]
+// quantize of one input are two kernels.
+// CHECK-LABEL: func @blockwise_pair
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func @blockwise_pair(%x: tensor<256x256xbf16>) -> (tensor<256x2xf32>, tensor<2x2xf32>) {
+  %d, %s = mx.quantize %x block [1, 128] : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
+  %wd, %ws = mx.quantize %x block [128, 128] : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<2x2xf32>
+  return %s, %ws : tensor<256x2xf32>, tensor<2x2xf32>
+}

@@ -89,18 +89,96 @@ func.func @elementwise(%d: tensor<64x96xf8E4M3FN>, %s: tensor<64x3xf8E8M0FNU>, %
 
 // -----
 
-func.func @blockwise(%x: tensor<64x256xf32>) -> tensor<64x2xf32> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors}}
-  %d, %s = mx.quantize %x block [1, 128] : tensor<64x256xf32> -> tensor<64x256xf8E4M3FN>, tensor<64x2xf32>
-  return %s : tensor<64x2xf32>
+// FP8 blockwise 1-D: the rowwise kernel with 8 lanes per [1, 128] block
+// (three xor-shuffles); `exact` scales divide the elements by the f32 scale.
+// K = 208 ends in a partial block.
+// CHECK-LABEL: func @blockwise_1d_exact
+// CHECK: %[[SCALES:.*]] = gpu.alloc () : memref<64x2xf32>
+// CHECK: gpu.launch
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<64x208xf32>, vector<16xf32>
+// CHECK:   gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK:   gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK:   gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK:   arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x208xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK:   memref.store %{{.*}}, %[[SCALES]][%{{.*}}, %{{.*}}] : memref<64x2xf32>
+func.func @blockwise_1d_exact(%x: tensor<64x208xf32>) -> (tensor<64x208xf8E4M3FN>, tensor<64x2xf32>) {
+  %d, %s = mx.quantize %x block [1, 128] rounding exact : tensor<64x208xf32> -> tensor<64x208xf8E4M3FN>, tensor<64x2xf32>
+  return %d, %s : tensor<64x208xf8E4M3FN>, tensor<64x2xf32>
 }
 
 // -----
 
-func.func @exact(%x: tensor<64x96xf32>) -> tensor<64x3xf32> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels cover power-of-two ('ceil', 'floor') scales}}
-  %d, %s = mx.quantize %x block [1, 32] rounding exact : tensor<64x96xf32> -> tensor<64x96xf8E4M3FN>, tensor<64x3xf32>
-  return %s : tensor<64x3xf32>
+// FP8 blockwise 2-D: one CTA of 256 threads per [128, 128] block, 4 passes
+// of 16-byte loads per thread, the block amax through shared memory.
+// CHECK-LABEL: func @blockwise_2d
+// CHECK: %[[SCALES:.*]] = gpu.alloc () : memref<2x3xf32>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}}) threads({{.*}}) in ({{.*}} = %c256, {{.*}}) workgroup(%[[SHARED:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<200x272xbf16>, vector<16xbf16>
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK:   memref.store %{{.*}}, %[[SHARED]][%{{.*}}]
+// CHECK:   gpu.barrier
+// CHECK-COUNT-4: vector.store %{{.*}} {alignment = 16 : i64} : memref<200x272xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK:   memref.store %{{.*}}, %[[SCALES]][%{{.*}}, %{{.*}}] : memref<2x3xf32>
+func.func @blockwise_2d(%x: tensor<200x272xbf16>) -> (tensor<200x272xf8E4M3FN>, tensor<2x3xf32>) {
+  %d, %s = mx.quantize %x block [128, 128] : tensor<200x272xbf16> -> tensor<200x272xf8E4M3FN>, tensor<2x3xf32>
+  return %d, %s : tensor<200x272xf8E4M3FN>, tensor<2x3xf32>
+}
+
+// -----
+
+// Current per-tensor scaling, one scale per batch slice: the amax of each
+// slice by an atomic max on its bits into zeroed scratch, then the cast.
+// CHECK-LABEL: func @per_tensor
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2]] : tensor<3x70x208xbf16> into tensor<43680xbf16>
+// CHECK: %[[DATA:.*]] = gpu.alloc () : memref<43680xf8E5M2>
+// CHECK: %[[SCALES:.*]] = gpu.alloc () : memref<3xf32>
+// CHECK: %[[AMAX:.*]] = gpu.alloc () : memref<3xf32>
+// CHECK: gpu.memset %[[AMAX]], %{{.*}} : memref<3xf32>, f32
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3, {{.*}}) threads({{.*}}) workgroup(
+// CHECK:   gpu.barrier
+// CHECK:   %[[BITS:.*]] = arith.bitcast %[[AMAX]] : memref<3xf32> to memref<3xi32>
+// CHECK:   memref.atomic_rmw maxu %{{.*}}, %[[BITS]][%{{.*}}] : (i32, memref<3xi32>) -> i32
+// CHECK: gpu.launch
+// CHECK:   memref.load %[[AMAX]][%{{.*}}] : memref<3xf32>
+// CHECK:   vector.store %{{.*}}, %[[DATA]][%{{.*}}] {alignment = 16 : i64} : memref<43680xf8E5M2>, vector<16xf8E5M2>
+// CHECK:   memref.store %{{.*}}, %[[SCALES]][%{{.*}}] : memref<3xf32>
+// CHECK: gpu.dealloc %[[AMAX]] : memref<3xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1, 2]] output_shape [3, 1, 1] : tensor<3xf32> into tensor<3x1x1xf32>
+func.func @per_tensor(%x: tensor<3x70x208xbf16>) -> (tensor<3x70x208xf8E5M2>, tensor<3x1x1xf32>) {
+  %d, %s = mx.quantize %x block [1, 70, 208] rounding exact : tensor<3x70x208xbf16> -> tensor<3x70x208xf8E5M2>, tensor<3x1x1xf32>
+  return %d, %s : tensor<3x70x208xf8E5M2>, tensor<3x1x1xf32>
+}
+
+// -----
+
+// Batch dimensions fold into rows: a rowwise quantize of [2, 3, 200, 64]
+// with tiled scales pads each slice's 200 rows to 256 in the grid.
+// CHECK-LABEL: func @rowwise_batched
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2], [3]] : tensor<2x3x200x64xbf16> into tensor<1200x64xbf16>
+// CHECK: gpu.alloc () : memref<1200x64xf8E4M3FN>
+// CHECK: gpu.alloc () : memref<12x1x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c48,
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1, 2], [3], [4], [5], [6]] output_shape [2, 3, 2, 1, 32, 4, 4]
+func.func @rowwise_batched(%x: tensor<2x3x200x64xbf16>) -> (tensor<2x3x200x64xf8E4M3FN>, tensor<2x3x2x1x32x4x4xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 1, 1, 32] : tensor<2x3x200x64xbf16> -> tensor<2x3x200x64xf8E4M3FN>, tensor<2x3x200x2xf8E8M0FNU>
+  %t = mx.swizzle %s unscaled_dim 2 : tensor<2x3x200x2xf8E8M0FNU> -> tensor<2x3x2x1x32x4x4xf8E8M0FNU>
+  return %d, %t : tensor<2x3x200x64xf8E4M3FN>, tensor<2x3x2x1x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// Column blocks never span slices: the strip kernel's grid runs over
+// slices x row blocks (70 rows: 3 blocks per slice, linear scales).
+// CHECK-LABEL: func @columnwise_batched
+// CHECK: gpu.alloc () : memref<6x96xf8E8M0FNU>
+// CHECK: gpu.launch
+// CHECK-COUNT-16: vector.load %{{.*}} : memref<140x96xf32>, vector<4xf32>
+// CHECK: vector.store %{{.*}} {alignment = 4 : i64} : memref<6x96xf8E8M0FNU>, vector<4xf8E8M0FNU>
+func.func @columnwise_batched(%x: tensor<2x70x96xf32>) -> (tensor<2x70x96xf8E4M3FN>, tensor<2x3x96xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32, 1] : tensor<2x70x96xf32> -> tensor<2x70x96xf8E4M3FN>, tensor<2x3x96xf8E8M0FNU>
+  return %d, %s : tensor<2x70x96xf8E4M3FN>, tensor<2x3x96xf8E8M0FNU>
 }
 
 // -----
@@ -114,9 +192,33 @@ func.func @unaligned_k(%x: tensor<64x72xf32>) -> tensor<64x3xf8E8M0FNU> {
 // -----
 
 func.func @odd_k(%x: tensor<64x70xf32>) -> tensor<2x70xf8E8M0FNU> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels need K to be a multiple of 4}}
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the columnwise GPU kernel needs K to be a multiple of 4}}
   %d, %s = mx.quantize %x block [32, 1] : tensor<64x70xf32> -> tensor<64x70xf8E4M3FN>, tensor<2x70xf8E8M0FNU>
   return %s : tensor<2x70xf8E8M0FNU>
+}
+
+// -----
+
+func.func @blockwise_2d_odd_k(%x: tensor<256x200xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the [128, 128] GPU kernel needs K to be a multiple of 16}}
+  %d, %s = mx.quantize %x block [128, 128] : tensor<256x200xf32> -> tensor<256x200xf8E4M3FN>, tensor<2x2xf32>
+  return %s : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @per_tensor_odd(%x: tensor<7x9xf32>) -> tensor<1x1xf32> {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the per-tensor GPU kernels need the element count of each matrix to be a multiple of 16}}
+  %d, %s = mx.quantize %x block [7, 9] : tensor<7x9xf32> -> tensor<7x9xf8E4M3FN>, tensor<1x1xf32>
+  return %s : tensor<1x1xf32>
+}
+
+// -----
+
+func.func @other_block(%x: tensor<64x64xf32>) -> tensor<1x2xf32> {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels cover blocks [1, w] (w = 16 x 2^k, up to 512), [32, 1], [128, 128] and one block per matrix, over the last two dimensions}}
+  %d, %s = mx.quantize %x block [64, 48] : tensor<64x64xf32> -> tensor<64x64xf8E4M3FN>, tensor<1x2xf32>
+  return %s : tensor<1x2xf32>
 }
 
 // -----
@@ -145,16 +247,69 @@ func.func @unswizzle_blockwise(%t: tensor<2x63x4xf32>) -> tensor<2x250xf32> {
 
 // -----
 
+// mx.amax: one kernel, an atomic max on the bits of the zeroed result.
+// CHECK-LABEL: func @amax
+// CHECK: %[[RESULT:.*]] = gpu.alloc () : memref<f32>
+// CHECK: gpu.memset %[[RESULT]], %{{.*}} : memref<f32>, f32
+// CHECK: gpu.launch
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<8192xbf16>, vector<16xbf16>
+// CHECK:   %[[BITS:.*]] = arith.bitcast %[[RESULT]] : memref<f32> to memref<i32>
+// CHECK:   memref.atomic_rmw maxu %{{.*}}, %[[BITS]][] : (i32, memref<i32>) -> i32
+// CHECK-NOT: gpu.launch
 func.func @amax(%x: tensor<64x128xbf16>) -> tensor<f32> {
-  // expected-error @+1 {{'mx.amax' op has no GPU lowering: no GPU kernel exists for this op; use the CPU pipeline}}
   %a = mx.amax %x : tensor<64x128xbf16> -> tensor<f32>
   return %a : tensor<f32>
 }
 
 // -----
 
-func.func @batched_quantize(%x: tensor<2x64x64xf32>) -> tensor<2x64x2xf8E8M0FNU> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors}}
-  %d, %s = mx.quantize %x block [1, 1, 32] : tensor<2x64x64xf32> -> tensor<2x64x64xf8E4M3FN>, tensor<2x64x2xf8E8M0FNU>
-  return %s : tensor<2x64x2xf8E8M0FNU>
+func.func @amax_odd(%x: tensor<7x9xbf16>) -> tensor<f32> {
+  // expected-error @+1 {{'mx.amax' op has no GPU lowering: the per-tensor GPU kernels need the element count of the tensor to be a multiple of 16}}
+  %a = mx.amax %x : tensor<7x9xbf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+
+// -----
+
+// Delayed scaling: a copy of the history with [0, index] zeroed, then one
+// read of the input that casts and records its amax there.
+// CHECK-LABEL: func @quantize_delayed
+// CHECK: %[[INV:.*]] = gpu.alloc () : memref<1xf32>
+// CHECK: %[[HISTORY:.*]] = gpu.alloc () : memref<16x3xf32>
+// CHECK: gpu.launch
+// CHECK:   memref.store %{{.*}}, %[[HISTORY]][%{{.*}}, %{{.*}}] : memref<16x3xf32>
+// CHECK: gpu.launch
+// CHECK:   memref.load %{{.*}}[%c1] : memref<3xf32>
+// CHECK-COUNT-4: vector.store %{{.*}} {alignment = 16 : i64} : memref<8192xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK:   %[[BITS:.*]] = arith.bitcast %[[HISTORY]] : memref<16x3xf32> to memref<16x3xi32>
+// CHECK:   memref.atomic_rmw maxu %{{.*}}, %[[BITS]][%c0, %c1] : (i32, memref<16x3xi32>) -> i32
+// CHECK:   memref.store %{{.*}}, %[[INV]][%c0] : memref<1xf32>
+// CHECK-NOT: gpu.launch
+func.func @quantize_delayed(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %sinv, %h1 : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+}
+
+// -----
+
+// The history update: one launch, a CTA per column whose threads stride over
+// the rows and reduce their max ignoring NaN.
+// CHECK-LABEL: func @update_amax_history
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3, {{.*}}) threads({{.*}}) in ({{.*}} = %c256, {{.*}}) workgroup(
+// CHECK:   scf.for %{{.*}} = %{{.*}} to %c1024 step %c256 iter_args(%{{.*}} = %{{.*}}) -> (f32)
+// CHECK:     arith.maxnumf
+// CHECK:   gpu.shuffle  xor
+// CHECK:   arith.maxnumf
+// CHECK-NOT: gpu.launch
+func.func @update_amax_history(%h: tensor<1024x3xf32>, %s: tensor<3xf32>) -> (tensor<1024x3xf32>, tensor<3xf32>) {
+  %h2, %s2 = mx.update_amax_history %h, %s element f8E4M3FN margin 1 : tensor<1024x3xf32>, tensor<3xf32> -> tensor<1024x3xf32>, tensor<3xf32>
+  return %h2, %s2 : tensor<1024x3xf32>, tensor<3xf32>
+}
+
+// -----
+
+func.func @fp4(%x: tensor<64x64xf32>) -> tensor<64x2xf8E8M0FNU> {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels do not take f4E2M1FN data yet (device buffers hold it packed two elements to a byte)}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x64xf32> -> tensor<64x64xf4E2M1FN>, tensor<64x2xf8E8M0FNU>
+  return %s : tensor<64x2xf8E8M0FNU>
 }

@@ -194,7 +194,9 @@ func.func @amax(%x: tensor<64x128xbf16>) -> tensor<f32> {
 // CHECK: linalg.generic
 // CHECK:   arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK: %[[INV:.*]] = arith.divf %{{.*}}, %[[SCALE]] : f32
-// CHECK: tensor.splat %[[INV]] : tensor<1x1xf32>
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[INV]], %[[INV]] : f32
+// CHECK: %[[CANONICAL:.*]] = arith.select %[[NAN]], %{{.*}}, %[[INV]] : f32
+// CHECK: tensor.splat %[[CANONICAL]] : tensor<1x1xf32>
 // CHECK: %[[AMAX:.*]] = tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<1x1xf32>
 // CHECK: tensor.insert %[[AMAX]] into %{{.*}}[%{{.*}}, %{{.*}}] : tensor<16x3xf32>
 func.func @quantize_delayed(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {

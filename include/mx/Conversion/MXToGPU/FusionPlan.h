@@ -1,4 +1,5 @@
-//===- FusionPlan.h - Which GPU kernel computes each mx.quantize -*- C++ -*-===//
+//===- FusionPlan.h - Which GPU kernel computes each mx.quantize -*- C++
+//-*-===//
 //
 // The quantize kernels of convert-mx-to-gpu share work: the rowwise and the
 // columnwise quantize of one input run as one strip kernel that reads the
@@ -8,6 +9,10 @@
 // quantize whose K is not a multiple of 16 has a kernel only when it is
 // fused; a swizzle is fused only into a quantize that has a kernel), so they
 // are made here, once, before any rewrite, and the patterns only read them.
+// The plan also picks the kernel of the quantizations that share nothing:
+// FP8 blockwise `[1, 128]` (the rowwise kernel), `[128, 128]` and
+// per-tensor (one block per matrix). Blocks span the last two dimensions;
+// leading (batch) dimensions are more rows, or a grid dimension.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,13 +29,19 @@ namespace mx {
 
 /// The kernel that computes a quantize op.
 enum class QuantizeKernel {
-  /// A `[1, 32]` quantize alone (MXToGPU.cpp).
+  /// A `[1, w]` quantize alone, w a power-of-two multiple of 16 up to 512:
+  /// MX (32) and FP8 blockwise 1-D (128) (MXToGPU.cpp).
   rowwise,
   /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp).
   stripColumnwise,
   /// The `[1, 32]` and the `[32, 1]` quantize of one input, together by the
   /// strip kernel (QuantizeStrips.cpp).
   stripFused,
+  /// A `[128, 128]` quantize: one CTA per block (BlockwiseQuantize.cpp).
+  blockwise2D,
+  /// One block per matrix (current per-tensor scaling): an amax kernel,
+  /// then the cast (PerTensorScaling.cpp).
+  perTensor,
 };
 
 /// How one quantize op is computed.

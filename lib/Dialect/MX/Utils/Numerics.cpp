@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -125,8 +126,12 @@ Value mx::buildExactScale(OpBuilder &b, Location loc, Value amax,
                                        quotient, bb.f32(0.0f));
   quotient =
       bb.select(isZero, bb.bitsToF32(bb.i32(kF32Pow2Minus127)), quotient);
-  return bb.select(bb.isInf(amax),
-                   bb.f32(std::numeric_limits<float>::max()), quotient);
+  quotient = bb.select(bb.isInf(amax),
+                       bb.f32(std::numeric_limits<float>::max()), quotient);
+  // A NaN's sign and payload after the division are the target's (x86 keeps
+  // the input's, NVIDIA GPUs give 0x7FFFFFFF); the contract's is 0x7FC00000.
+  return bb.select(bb.isNaN(amax), bb.bitsToF32(bb.i32(kF32QuietNaN)),
+                   quotient);
 }
 
 Value mx::buildScaleValue(OpBuilder &b, Location loc, Value exponent) {
@@ -341,4 +346,34 @@ Value mx::buildNVFP4Factor(OpBuilder &b, Location loc, Value tensorScale,
   Value inverse = arith::DivFOp::create(b, loc, bb.f32(1.0f), tensorScale);
   return arith::DivFOp::create(b, loc, inverse,
                                buildScaleToF32(b, loc, blockScale));
+}
+
+//===----------------------------------------------------------------------===//
+// Delayed per-tensor scaling
+//===----------------------------------------------------------------------===//
+
+Value mx::buildDelayedScaleInverse(OpBuilder &b, Location loc, Value scale) {
+  BitBuilder bb{b, loc};
+  Value inverse = arith::DivFOp::create(b, loc, bb.f32(1.0f), scale);
+  // As for exact scales: the NaN of the contract, not the target's.
+  return bb.select(bb.isNaN(inverse), bb.bitsToF32(bb.i32(kF32QuietNaN)),
+                   inverse);
+}
+
+Value mx::buildDelayedScale(OpBuilder &b, Location loc, Value a, Value scale,
+                            Type elementType, int64_t margin) {
+  BitBuilder bb{b, loc};
+  Value quotient = arith::DivFOp::create(
+      b, loc, bb.f32(static_cast<float>(getMaxFinite(elementType))), a);
+  Value next = arith::DivFOp::create(
+      b, loc, quotient, bb.f32(std::ldexp(1.0f, static_cast<int>(margin))));
+  Value largest = bb.f32(std::numeric_limits<float>::max());
+  next = bb.select(bb.isInf(next), largest, next);
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a, bb.f32(0.0f));
+  Value finite =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a,
+                            bb.f32(std::numeric_limits<float>::infinity()));
+  Value usable = arith::AndIOp::create(b, loc, positive, finite);
+  return bb.select(usable, next, scale);
 }

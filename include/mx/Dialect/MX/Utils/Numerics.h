@@ -25,7 +25,8 @@ mlir::Value buildScaleExponent(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Type elementType);
 
 /// The f32 scale of `exact` rounding: amax / maxfinite, 2^-127 when that
-/// quotient is zero, the largest finite f32 for a block holding an infinity.
+/// quotient is zero, the largest finite f32 for a block holding an infinity,
+/// the quiet NaN 0x7FC00000 for a NaN block (whatever NaN the division gives).
 mlir::Value buildExactScale(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value amax, mlir::Type elementType);
 
@@ -91,6 +92,22 @@ mlir::Value buildNVFP4BlockScale(mlir::OpBuilder &b, mlir::Location loc,
 /// E2M1's range (the element is then e2m1(x * r), saturating).
 mlir::Value buildNVFP4Factor(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value tensorScale, mlir::Value blockScale);
+
+//===----------------------------------------------------------------------===//
+// Delayed per-tensor scaling
+//===----------------------------------------------------------------------===//
+
+/// The `scale_inv` of a delayed-scaling cast: 1 / scale (one f32 division),
+/// the quiet NaN 0x7FC00000 where that is NaN.
+mlir::Value buildDelayedScaleInverse(mlir::OpBuilder &b, mlir::Location loc,
+                                     mlir::Value scale);
+
+/// The delayed-scaling scale of one tensor from its amax `a`:
+/// (maxfinite / a) / 2^margin in f32 when a is finite and positive (the
+/// largest finite f32 where that overflows), else `scale` unchanged.
+mlir::Value buildDelayedScale(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value a, mlir::Value scale,
+                              mlir::Type elementType, int64_t margin);
 
 } // namespace mx
 

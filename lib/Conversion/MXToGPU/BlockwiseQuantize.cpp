@@ -1,0 +1,158 @@
+//===- BlockwiseQuantize.cpp - FP8 blockwise [128, 128] quantize kernel ---===//
+//
+// FP8 blockwise 2-D quantization (Transformer Engine's weight recipe): one f32
+// scale per 128 x 128 block, computed by one CTA of 256 threads. Thread t
+// covers columns 16 (t % 8) .. 16 (t % 8) + 15 of the block's rows t / 8 +
+// 32 p, p = 0..3: 8 lanes per 128-column row and 4 passes of 32 rows, so each
+// load is a 16-byte vector, 8 lanes reading one contiguous row segment, and
+// the 64 values of a thread stay in registers from the amax to the cast (the
+// input is read once). The block's amax is the CTA max (buildCTAMax: xor
+// shuffles, then the 8 warp maxima through shared memory). Partial blocks at
+// the bottom and right edges cover the elements that exist. Batch slices are
+// more block rows of the folded input; no block spans two slices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mx/Dialect/MX/Utils/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gpu_kernels;
+
+namespace {
+
+constexpr int64_t kLanesPerRow = kBlockwise2DExtent / kElementsPerLane;
+constexpr int64_t kRowsPerPass = kThreadsPerBlock / kLanesPerRow;
+constexpr int64_t kPasses = kBlockwise2DExtent / kRowsPerPass;
+
+/// A block row of the folded scales (slice-major) per batch slice, and the
+/// block columns: the grid, one CTA per block.
+struct BlockGrid {
+  int64_t slices, rows, cols, blockRows, blockCols;
+};
+
+/// One thread's share of its CTA's block: per pass, the row in the folded
+/// input, whether the lane's 16 elements exist, and their f32 values; the
+/// column; and the place of the block's scale.
+struct TileLanes {
+  SmallVector<Value> row, valid, values;
+  Value col, scaleRow, blockCol;
+};
+
+/// Loads the thread's 4 passes (clamped in bounds: every thread must reach
+/// the barrier of the CTA max) and returns the max |x| of those that exist.
+Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
+               const BlockGrid &grid, Value input, VectorType laneType,
+               TileLanes &lanes) {
+  auto div = [&](Value x, int64_t d) {
+    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
+  };
+  auto rem = [&](Value x, int64_t d) {
+    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
+  };
+  auto fma = [&](Value x, int64_t scale, Value y) {
+    return arith::AddIOp::create(
+               b, l, arith::MulIOp::create(b, l, x, cIndex(b, l, scale)), y)
+        .getResult();
+  };
+  lanes.scaleRow = div(ids.block, grid.blockCols);
+  lanes.blockCol = rem(ids.block, grid.blockCols);
+  Value slice = div(lanes.scaleRow, grid.blockRows);
+  Value firstRow = fma(rem(lanes.scaleRow, grid.blockRows), kBlockwise2DExtent,
+                       div(ids.thread, kLanesPerRow));
+  lanes.col = fma(lanes.blockCol, kBlockwise2DExtent,
+                  arith::MulIOp::create(b, l, rem(ids.thread, kLanesPerRow),
+                                        cIndex(b, l, kElementsPerLane)));
+  Value colValid = cmpLT(b, l, lanes.col, cIndex(b, l, grid.cols));
+  Value loadCol = arith::MinUIOp::create(
+      b, l, lanes.col, cIndex(b, l, grid.cols - kElementsPerLane));
+  Value zero = arith::ConstantOp::create(b, l, b.getF32FloatAttr(0.0f));
+  Value amax = zero;
+  for (int64_t p = 0; p < kPasses; ++p) {
+    Value local =
+        arith::AddIOp::create(b, l, firstRow, cIndex(b, l, p * kRowsPerPass));
+    lanes.row.push_back(fma(slice, grid.rows, local));
+    lanes.valid.push_back(
+        andI(b, l, colValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
+    Value loadRow = arith::MinUIOp::create(
+        b, l, lanes.row.back(), cIndex(b, l, grid.slices * grid.rows - 1));
+    lanes.values.push_back(extendToF32(
+        b, l, loadVector(b, l, laneType, input, {loadRow, loadCol})));
+    Value passMax =
+        vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF,
+                                    magnitude(b, l, lanes.values.back()));
+    passMax = arith::SelectOp::create(b, l, lanes.valid.back(), passMax, zero);
+    amax = arith::MaximumFOp::create(b, l, amax, passMax);
+  }
+  return amax;
+}
+
+struct Blockwise2DQuantizeToGPU : OpRewritePattern<QuantizeOp> {
+  Blockwise2DQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), plan(plan) {}
+
+  LogicalResult matchAndRewrite(QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    const QuantizePlan *planned = plan.lookup(op);
+    if (!planned || planned->kernel != QuantizeKernel::blockwise2D)
+      return rewriter.notifyMatchFailure(op, "not planned as 2-D blockwise");
+    Location loc = op.getLoc();
+    RankedTensorType inputType = op.getInput().getType();
+    RankedTensorType scalesType = op.getScales().getType();
+    int64_t rank = inputType.getRank();
+    BlockGrid grid{getNumSlices(inputType, 2), inputType.getDimSize(rank - 2),
+                   inputType.getDimSize(rank - 1),
+                   scalesType.getDimSize(rank - 2),
+                   scalesType.getDimSize(rank - 1)};
+    Type elementType = op.getData().getType().getElementType();
+    ScaleRounding rounding = op.getRounding();
+
+    Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
+    Value data = allocFolded(rewriter, loc, op.getData().getType(), 2);
+    Value scales = allocFolded(rewriter, loc, scalesType, 2);
+    auto laneType =
+        VectorType::get({kElementsPerLane}, inputType.getElementType());
+    buildBlockLaunch(
+        rewriter, loc, grid.slices * grid.blockRows * grid.blockCols,
+        getCTAMaxBufferType(getContext()),
+        [&](OpBuilder &b, Location l, const KernelIds &ids) {
+          TileLanes lanes;
+          Value amax = loadTile(b, l, ids, grid, input, laneType, lanes);
+          amax = buildCTAMax(b, l, amax, ids.thread, ids.workgroup.front());
+          BlockScale scale = buildBlockScale(b, l, amax, rounding, elementType,
+                                             scalesType.getElementType());
+          for (int64_t p = 0; p < kPasses; ++p)
+            storeVectorIf(b, l, lanes.valid[p],
+                          quantizeVector(b, l, lanes.values[p], scale, rounding,
+                                         elementType),
+                          data, {lanes.row[p], lanes.col});
+          buildIf(b, l, isZeroIndex(b, l, ids.thread),
+                  [&](OpBuilder &nb, Location nl) {
+                    memref::StoreOp::create(
+                        nb, nl, scale.stored, scales,
+                        ValueRange{lanes.scaleRow, lanes.blockCol});
+                  });
+        });
+
+    rewriter.replaceOp(
+        op, {toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),
+             toUnfoldedTensor(rewriter, loc, scales, scalesType)});
+    return success();
+  }
+
+private:
+  const QuantizeFusionPlan &plan;
+};
+
+} // namespace
+
+void gpu_kernels::populateBlockwiseQuantizePatterns(
+    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
+  patterns.add<Blockwise2DQuantizeToGPU>(patterns.getContext(), plan);
+}
