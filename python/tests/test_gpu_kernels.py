@@ -8,14 +8,13 @@ before the call (the allocator hands the same blocks back), so an element a kern
 shows up as a mismatch rather than as a lucky zero.
 """
 
-import os
 import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, exact_matmul, matmul_operands, random_input
+from conftest import assert_bits_equal, exact_matmul, load_gpu_programs, matmul_operands, random_input
 
 from mx import reference, runtime, tools
 
@@ -226,11 +225,7 @@ pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA 
 
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory):
-    directory = os.environ.get("MX_GPU_ARTIFACTS")
-    if not directory:
-        directory = tmp_path_factory.mktemp("gpu")
-        build(directory)
-    return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in sources()}
+    return load_gpu_programs(tmp_path_factory, build, sources())
 
 
 def run(libraries, name, inputs, expected):
