@@ -83,10 +83,16 @@ enum class BlockMax {
 Value buildBlockMax(OpBuilder &b, Location loc, Value input,
                     ArrayRef<int64_t> block, BlockMax kind) {
   auto type = cast<RankedTensorType>(input.getType());
-  SmallVector<int64_t> scalesShape = getScalesShape(type.getShape(), block);
+  // A block longer than its dimension is one partial block: pad to the
+  // dimension, not to the block.
+  SmallVector<int64_t> extents = llvm::map_to_vector(
+      llvm::zip_equal(block, type.getShape()), [](auto pair) {
+        return std::min(std::get<0>(pair), std::get<1>(pair));
+      });
+  SmallVector<int64_t> scalesShape = getScalesShape(type.getShape(), extents);
   SmallVector<int64_t> paddedShape, blockedShape, blockDims;
   SmallVector<ReassociationIndices> reassociation;
-  for (auto [index, count, size] : llvm::enumerate(scalesShape, block)) {
+  for (auto [index, count, size] : llvm::enumerate(scalesShape, extents)) {
     paddedShape.push_back(count * size);
     blockedShape.append({count, size});
     blockDims.push_back(2 * index + 1);

@@ -236,3 +236,15 @@ func.func @update_most_recent(%h: tensor<16x3xf32>, %s: tensor<3xf32>) -> (tenso
   %h1, %s1 = mx.update_amax_history %h, %s element f8E5M2 algorithm most_recent : tensor<16x3xf32>, tensor<3xf32> -> tensor<16x3xf32>, tensor<3xf32>
   return %h1, %s1 : tensor<16x3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A block longer than its dimension is one partial block: the input is
+// padded to the dimension (here not at all), never to the block.
+// CHECK-LABEL: func @block_longer_than_dimension
+// CHECK-NOT: tensor.pad
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2, 3]] output_shape [4, 1, 1, 64] : tensor<4x64xf32> into tensor<4x1x1x64xf32>
+func.func @block_longer_than_dimension(%x: tensor<4x64xf32>) -> tensor<4x1xf32> {
+  %d, %s = mx.quantize %x block [1, 4611686018427387904] rounding exact : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x1xf32>
+  return %s : tensor<4x1xf32>
+}

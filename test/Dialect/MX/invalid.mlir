@@ -397,7 +397,7 @@ func.func @delayed_data_shape(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: te
 // -----
 
 func.func @history_rows(%h: tensor<0x3xf32>, %s: tensor<3xf32>) {
-  // expected-error @+1 {{'mx.update_amax_history' op expected a history of at least one row, got 'tensor<0x3xf32>'}}
+  // expected-error @+1 {{'mx.update_amax_history' op requires non-empty tensors, got 'tensor<0x3xf32>'}}
   %h1, %s1 = mx.update_amax_history %h, %s element f8E4M3FN
       : tensor<0x3xf32>, tensor<3xf32> -> tensor<0x3xf32>, tensor<3xf32>
   return
@@ -551,5 +551,30 @@ func.func @matmul_blockwise_ready_type(%a: tensor<64x64xf8E4M3FN>, %as: tensor<2
   // expected-error @+1 {{'mx.scaled_matmul' op blockwise GEMM-ready lhs scales must be f32, got 'f8E8M0FNU'}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<64x64xf8E4M3FN>, tensor<2x16x4xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+func.func @empty_tensor(%x: tensor<0x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op requires non-empty tensors, got 'tensor<0x64xf32>'}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<0x64xf32> -> tensor<0x64xf8E4M3FN>, tensor<0x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+// Padded sizes near 2^62 would wrap in the lowerings.
+func.func @huge_tensor(%x: tensor<4611686018427387904x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op requires tensors of fewer than 2^48 elements, got 'tensor<4611686018427387904x64xf32>'}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4611686018427387904x64xf32> -> tensor<4611686018427387904x64xf8E4M3FN>, tensor<4611686018427387904x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @huge_product(%s: tensor<16777216x16777216xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.swizzle' op requires tensors of fewer than 2^48 elements, got 'tensor<16777216x16777216xf8E8M0FNU>'}}
+  %t = mx.swizzle %s : tensor<16777216x16777216xf8E8M0FNU> -> tensor<131072x4194304x32x4x4xf8E8M0FNU>
   return
 }

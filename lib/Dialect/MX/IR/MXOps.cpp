@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -88,11 +89,27 @@ static std::string formatShape(ArrayRef<int64_t> shape) {
   return text;
 }
 
+/// Checks every operand and result: a static shape, no empty dimension, and
+/// fewer than 2^48 elements, so that the lowerings' padded sizes (at most
+/// 4x: blocks and tiles pad the last two dimensions) and byte counts fit in
+/// int64 with room to spare.
 static LogicalResult verifyStaticShapes(Operation *op) {
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
   for (Type type : llvm::concat<Type>(op->getOperandTypes(),
-                                      op->getResultTypes()))
-    if (!cast<RankedTensorType>(type).hasStaticShape())
+                                      op->getResultTypes())) {
+    auto tensor = cast<RankedTensorType>(type);
+    if (!tensor.hasStaticShape())
       return op->emitOpError("requires static shapes, got ") << type;
+    if (llvm::is_contained(tensor.getShape(), 0))
+      return op->emitOpError("requires non-empty tensors, got ") << type;
+    int64_t elements = 1;
+    for (int64_t size : tensor.getShape())
+      if (llvm::MulOverflow(elements, size, elements) ||
+          elements >= kMaxElements)
+        return op->emitOpError("requires tensors of fewer than 2^48 "
+                               "elements, got ")
+               << type;
+  }
   return success();
 }
 
@@ -433,9 +450,6 @@ LogicalResult AmaxOp::verify() {
 /// Checks an amax history `[L, N]` against the scales `[N]` it updates.
 static LogicalResult verifyHistory(Operation *op, RankedTensorType history,
                                    RankedTensorType scales) {
-  if (history.getDimSize(0) < 1)
-    return op->emitOpError("expected a history of at least one row, got ")
-           << history;
   if (history.getDimSize(1) != scales.getDimSize(0))
     return op->emitOpError("history ")
            << history << " must have one column per scale of " << scales;
