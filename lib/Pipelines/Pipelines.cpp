@@ -75,6 +75,9 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
          /*skipGenerated=*/options.gemm == GemmLowering::automatic}));
   pm.addPass(createConvertMXToGPU({options.chip}));
   pm.addPass(createCanonicalizerPass());
+  // Tensors are device memory from here on: nothing may compute on them on
+  // the host (after canonicalization, which folds what needs no kernel).
+  pm.addPass(createRejectHostCompute());
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());

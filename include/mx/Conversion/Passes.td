@@ -147,4 +147,29 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
   ];
 }
 
+def RejectHostCompute : Pass<"mx-reject-host-compute", "mlir::ModuleOp"> {
+  let summary = "Reject tensor computations left on the host of a GPU program";
+  let description = [{
+    Runs after `convert-mx-to-gpu` in `mx-lower-to-nvvm`. By then every
+    tensor of the program lives in device memory (function arguments, kernel
+    results), so an op outside the GPU kernels that reads or writes tensor
+    elements -- `linalg.*`, elementwise `arith`/`math` on tensors,
+    `tensor.extract`, `tensor.insert`, `tensor.pad`, a tensor constant, ... --
+    would run on the host over device memory (or put data in host memory
+    that a kernel then reads). Each such op is reported by name and the pass
+    fails. Ops that only relabel or pass along tensors are kept:
+    `tensor.collapse_shape`, `tensor.expand_shape`, `tensor.extract_slice`
+    and `tensor.cast` (views), the bufferization casts, calls, returns and
+    the region-carrying control flow ops (whose bodies are checked).
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-reject-host-compute
+    %t = linalg.transpose ins(%x : tensor<64x32xf32>) outs(%e : tensor<32x64xf32>) permutation = [1, 0]
+    // error: 'linalg.transpose' op would run on the host over device memory
+    ```
+  }];
+}
+
 #endif // MX_CONVERSION_PASSES_TD
