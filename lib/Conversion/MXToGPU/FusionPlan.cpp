@@ -22,14 +22,12 @@ bool isRowwise(QuantizeOp op) {
   return op.getBlock() == ArrayRef<int64_t>{1, kMXBlock};
 }
 
-/// What every quantize kernel needs: a 2-D input, [1, 32] or [32, 1] blocks,
-/// power-of-two scales and K a multiple of 4 (whole strips).
+/// What every FP8 quantize kernel needs: a 2-D input, [1, 32] or [32, 1]
+/// blocks, power-of-two scales and K a multiple of 4 (whole strips).
 LogicalResult checkQuantizeBasics(QuantizeOp op, std::string &reason) {
   RankedTensorType type = op.getInput().getType();
   ArrayRef<int64_t> block = op.getBlock();
-  if (isa<Float4E2M1FNType>(op.getData().getType().getElementType()))
-    reason = gpu_kernels::kNoFP4Reason;
-  else if (type.getRank() != 2 || (block != ArrayRef<int64_t>{1, kMXBlock} &&
+  if (type.getRank() != 2 || (block != ArrayRef<int64_t>{1, kMXBlock} &&
                                    block != ArrayRef<int64_t>{kMXBlock, 1}))
     reason = "the GPU kernels cover [1, 32] and [32, 1] blocks of 2-D tensors";
   else if (op.getRounding() == ScaleRounding::exact)
@@ -72,7 +70,13 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root) {
   llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput;
   root->walk([&](QuantizeOp op) {
     std::string reason;
-    if (failed(checkQuantizeBasics(op, reason)))
+    if (isa<Float4E2M1FNType>(op.getData().getType().getElementType())) {
+      // FP4 has a kernel of its own, and it writes no swizzle.
+      if (succeeded(checkFP4Quantize(op, reason)))
+        quantizes[op] = {QuantizeKernel::fp4Rowwise, {}, {}};
+      else
+        unsupported[op] = std::move(reason);
+    } else if (failed(checkQuantizeBasics(op, reason)))
       unsupported[op] = std::move(reason);
     else if (isRowwise(op))
       rowwise.push_back(op);

@@ -13,6 +13,7 @@
 
 #include "mx/Conversion/MXToGPU/FusionPlan.h"
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -21,12 +22,6 @@
 namespace mx::gpu_kernels {
 
 constexpr int64_t kThreadsPerBlock = 256;
-
-/// Why FP4 data has no GPU kernel: device buffers hold it packed, two
-/// elements to a byte, which the kernels do not address yet.
-constexpr llvm::StringLiteral kNoFP4Reason =
-    "the GPU kernels do not take f4E2M1FN data yet (device buffers hold it "
-    "packed two elements to a byte)";
 
 /// The rowwise quantize kernel (MXToGPU.cpp): lanes per 32-element block and
 /// elements per lane, so K must be a multiple of kElementsPerLane.
@@ -48,6 +43,12 @@ void buildLaunch(
     mlir::OpBuilder &b, mlir::Location loc, int64_t numThreads,
     llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value)>
         body);
+
+/// The row-major multi-index of linear element `index` of `shape`.
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b,
+                                           mlir::Location loc,
+                                           mlir::Value index,
+                                           llvm::ArrayRef<int64_t> shape);
 
 /// Runs `then` under `condition` inside a kernel.
 void buildIf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
@@ -92,6 +93,10 @@ mlir::Value isNaNExponent(mlir::OpBuilder &b, mlir::Location loc,
 void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
                      SwizzleOp swizzle, mlir::Value data, mlir::Value scales);
 
+/// Whether the FP4 quantize kernel (Fp4Kernels.cpp) covers `op`, whose data
+/// is f4E2M1FN; if not, `reason` says why.
+mlir::LogicalResult checkFP4Quantize(QuantizeOp op, std::string &reason);
+
 /// The pattern files; the quantize and swizzle patterns follow `plan`, which
 /// must outlive them.
 void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
@@ -100,6 +105,9 @@ void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
                                         const QuantizeFusionPlan &plan);
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
                                  const QuantizeFusionPlan &plan);
+/// `chip` picks the E2M1 conversion: the hardware's on sm_100a.
+void populateFP4Patterns(mlir::RewritePatternSet &patterns, Chip chip,
+                         const QuantizeFusionPlan &plan);
 
 } // namespace mx::gpu_kernels
 

@@ -16,7 +16,8 @@
 // two agree bit for bit. Which kernel computes each quantize, and which
 // swizzles it writes, the pass decides once (FusionPlan.cpp). Columnwise and
 // fused rowwise + columnwise kernels are in QuantizeStrips.cpp, the
-// one-thread-per-element kernels in ElementwiseKernels.cpp.
+// one-thread-per-element kernels in ElementwiseKernels.cpp, the FP4 kernels in
+// Fp4Kernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -188,10 +189,6 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
       return reason + "; cuBLASLt may run it instead (mx-lower-to-nvvm "
                       "gemm=cublas)";
     }
-    if (auto dequantize = dyn_cast<DequantizeOp>(op);
-        dequantize &&
-        isa<Float4E2M1FNType>(dequantize.getData().getType().getElementType()))
-      return gpu_kernels::kNoFP4Reason.str();
     return "no GPU kernel exists for this op; use the CPU pipeline";
   }
 };
@@ -209,5 +206,6 @@ void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
   populateRowwiseQuantizePatterns(patterns, plan);
   populateColumnwiseQuantizePatterns(patterns, plan);
   populateElementwisePatterns(patterns, plan);
+  populateFP4Patterns(patterns, chip, plan);
   populateMXToGPUGemmPatterns(patterns, chip);
 }
