@@ -16,19 +16,26 @@ from conftest import assert_bits_equal, load_gpu_programs, random_input
 from mx import reference, runtime, tools
 
 FP4 = ml_dtypes.float4_e2m1fn
-# MXFP4 quantize: input shape and dtype, rounding.
+ROW, COL = (1, 32), (32, 1)
+# MXFP4 quantize: input shape and dtype, block, rounding.
 MXFP4 = {
-    "mxfp4_bf16": ((128, 256), ml_dtypes.bfloat16, "ceil"),
-    "mxfp4_f32_floor_odd": ((70, 96), np.float32, "floor"),
-    "mxfp4_f16_one_row": ((1, 32), np.float16, "ceil"),
+    "mxfp4_bf16": ((128, 256), ml_dtypes.bfloat16, ROW, "ceil"),
+    "mxfp4_f32_floor_odd": ((70, 96), np.float32, ROW, "floor"),
+    "mxfp4_f16_one_row": ((1, 32), np.float16, ROW, "ceil"),
+    "mxfp4_batched": ((2, 3, 64), ml_dtypes.bfloat16, (1, 1, 32), "ceil"),
+    "mxfp4_columnwise_odd": ((70, 102), np.float32, COL, "ceil"),
+    "mxfp4_columnwise_floor": ((256, 64), ml_dtypes.bfloat16, COL, "floor"),
 }
 # NVFP4 quantize: input shape and dtype, whether the tensor scale is given (else computed and returned),
-# whether the scales are swizzled.
+# whether the scales are swizzled, whether the blocks are columnwise ([16, 1]).
 NVFP4 = {
-    "nvfp4_given_f32": ((64, 80), np.float32, True, False),
-    "nvfp4_computed_bf16": ((100, 48), ml_dtypes.bfloat16, False, False),
-    "nvfp4_computed_big": ((257, 1024), np.float32, False, False),
-    "nvfp4_given_swizzled": ((130, 64), ml_dtypes.bfloat16, True, True),
+    "nvfp4_given_f32": ((64, 80), np.float32, True, False, False),
+    "nvfp4_computed_bf16": ((100, 48), ml_dtypes.bfloat16, False, False, False),
+    "nvfp4_computed_big": ((257, 1024), np.float32, False, False, False),
+    "nvfp4_given_swizzled": ((130, 64), ml_dtypes.bfloat16, True, True, False),
+    "nvfp4_batched_computed": ((3, 5, 32), np.float16, False, False, False),
+    "nvfp4_columnwise_computed": ((70, 46), np.float32, False, False, True),
+    "nvfp4_columnwise_given": ((64, 96), ml_dtypes.bfloat16, True, False, True),
 }
 # FP4 dequantize: data shape, block, whether NVFP4 (E4M3 scales and a tensor scale), output dtype.
 DEQUANTIZE = {
@@ -53,26 +60,35 @@ def _swizzled_shape(scales_shape):
     return (-(-scales_shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4)
 
 
+def _block(block):
+    return f"[{', '.join(map(str, block))}]"
+
+
+def _nvfp4_block(shape, columnwise):
+    return (16, 1) if columnwise else (1,) * (len(shape) - 1) + (16,)
+
+
 def mxfp4_source(name):
-    shape, dtype, rounding = MXFP4[name]
-    data, scales = _type(shape, FP4), _type(reference.scales_shape(shape, (1, 32)), ml_dtypes.float8_e8m0fnu)
-    body = [f"  %d, %s = mx.quantize %x block [1, 32] rounding {rounding} : {_type(shape, dtype)} -> "
+    shape, dtype, block, rounding = MXFP4[name]
+    data, scales = _type(shape, FP4), _type(reference.scales_shape(shape, block), ml_dtypes.float8_e8m0fnu)
+    body = [f"  %d, %s = mx.quantize %x block {_block(block)} rounding {rounding} : {_type(shape, dtype)} -> "
             f"{data}, {scales}"]
     return _function(name, [f"%x: {_type(shape, dtype)}"], body, [("%d", data), ("%s", scales)])
 
 
 def nvfp4_source(name):
-    shape, dtype, given, swizzled = NVFP4[name]
-    scales_shape = reference.scales_shape(shape, (1, 16))
+    shape, dtype, given, swizzled, columnwise = NVFP4[name]
+    block = _nvfp4_block(shape, columnwise)
+    scales_shape = reference.scales_shape(shape, block)
     data, scales = _type(shape, FP4), _type(scales_shape, ml_dtypes.float8_e4m3fn)
     args, results = [f"%x: {_type(shape, dtype)}"], [("%d", data)]
     if given:
         args.append("%t: tensor<f32>")
-        body = [f"  %d, %s = mx.quantize %x block [1, 16] tensor_scale(%t : tensor<f32>) : "
+        body = [f"  %d, %s = mx.quantize %x block {_block(block)} tensor_scale(%t : tensor<f32>) : "
                 f"{_type(shape, dtype)} -> {data}, {scales}"]
     else:
-        body = [f"  %d, %s, %t = mx.quantize %x block [1, 16] : {_type(shape, dtype)} -> {data}, {scales}, "
-                "tensor<f32>"]
+        body = [f"  %d, %s, %t = mx.quantize %x block {_block(block)} : {_type(shape, dtype)} -> {data}, "
+                f"{scales}, tensor<f32>"]
     if swizzled:
         tiles = _type(_swizzled_shape(scales_shape), ml_dtypes.float8_e4m3fn)
         body.append(f"  %w = mx.swizzle %s : {scales} -> {tiles}")
@@ -90,7 +106,7 @@ def dequantize_source(name):
     data, scales = _type(shape, FP4), _type(reference.scales_shape(shape, block), scale_dtype)
     args = [f"%d: {data}", f"%s: {scales}"] + (["%t: tensor<f32>"] if nvfp4 else [])
     given = " tensor_scale(%t : tensor<f32>)" if nvfp4 else ""
-    body = [f"  %y = mx.dequantize %d, %s block [{', '.join(map(str, block))}]{given} : {data}, {scales} -> "
+    body = [f"  %y = mx.dequantize %d, %s block {_block(block)}{given} : {data}, {scales} -> "
             f"{_type(shape, out)}"]
     return _function(name, args, body, [("%y", _type(shape, out))])
 
@@ -141,12 +157,12 @@ def run(libraries, name, inputs, expected):
 
 
 def _input(rng, shape, dtype, nan_block):
-    """random_input (special values, a zero run, rows spanning 2^+-30) with, if asked, a NaN in row 0's
-    last block and an Inf in the last row's first block."""
+    """random_input (special values, a zero run, rows spanning 2^+-30) with, if asked, a NaN in the first
+    row's last element and an Inf in the last row's first one."""
     x = random_input(rng, shape, np.float32)
     if nan_block:
-        x[0, -1] = np.nan
-        x[-1, 0] = -np.inf
+        x.reshape(-1, shape[-1])[0, -1] = np.nan
+        x.reshape(-1, shape[-1])[-1, 0] = -np.inf
     if dtype is np.float16:
         x = np.where(np.isfinite(x), np.clip(x, -6e4, 6e4), x)
     return x.astype(dtype)
@@ -155,18 +171,22 @@ def _input(rng, shape, dtype, nan_block):
 @pytest.mark.parametrize("repeat", range(2))
 @pytest.mark.parametrize("name", list(MXFP4))
 def test_mxfp4_quantize(rng, libraries, name, repeat):
-    shape, dtype, rounding = MXFP4[name]
+    shape, dtype, block, rounding = MXFP4[name]
     x = _input(rng, shape, dtype, nan_block=repeat == 1)
-    run(libraries, name, [x], reference.quantize(x, (1, 32), "f4E2M1FN", "f8E8M0FNU", rounding))
+    run(libraries, name, [x], reference.quantize(x, block, "f4E2M1FN", "f8E8M0FNU", rounding))
 
 
 @pytest.mark.parametrize("repeat", range(2))
 @pytest.mark.parametrize("name", list(NVFP4))
 def test_nvfp4_quantize(rng, libraries, name, repeat):
-    shape, dtype, given, swizzled = NVFP4[name]
+    shape, dtype, given, swizzled, columnwise = NVFP4[name]
     x = _input(rng, shape, dtype, nan_block=repeat == 1)
     t = np.float32(2.0 ** rng.integers(-8, 8) * rng.uniform(1, 2)) if given else None
-    data, scales, computed = reference.quantize_nvfp4(x, t)
+    if columnwise:  # [16, 1] blocks of x are the [1, 16] blocks of x.T
+        data, scales, computed = reference.quantize_nvfp4(np.ascontiguousarray(x.T), t)
+        data, scales = np.ascontiguousarray(data.T), np.ascontiguousarray(scales.T)
+    else:
+        data, scales, computed = reference.quantize_nvfp4(x, t)
     expected = [data, reference.swizzle(scales) if swizzled else scales]
     if not given:
         expected.append(np.array(computed, np.float32))
@@ -175,7 +195,7 @@ def test_nvfp4_quantize(rng, libraries, name, repeat):
 
 def test_nvfp4_computed_scale_of_zeros(libraries):
     """An all-zero tensor has no finite amax: t = 1 (docs/numerics.md)."""
-    shape, dtype, _, _ = NVFP4["nvfp4_computed_bf16"]
+    shape, dtype = NVFP4["nvfp4_computed_bf16"][:2]
     x = np.zeros(shape, dtype)
     data, scales, t = reference.quantize_nvfp4(x)
     assert t == 1

@@ -6,8 +6,10 @@
 // elements, written by the kernel and exposed as the f4 memref through
 // `memref.view`, and a dequantize reads the bytes behind its f4 operand's
 // aligned pointer. One thread quantizes one rowwise block (32 elements for
-// MXFP4, 16 for NVFP4): it loads the block, takes its amax, and writes the
-// block's packed bytes with one 16-byte (8-byte) store and its scale. The
+// MXFP4, 16 for NVFP4; batch dimensions fold into rows): it loads the block,
+// takes its amax, and writes the block's packed bytes with one 16-byte
+// (8-byte) store and its scale. A columnwise block is quantized together
+// with the next column's, so that every byte a thread writes is whole. The
 // scale and factor come from the same Numerics.h builders as the CPU lowering,
 // and so does the E2M1 conversion on sm_90a, which has no FP4 instruction;
 // sm_100a converts with `cvt.rn.satfinite.e2m1x2.f32`, the same rounding
@@ -27,6 +29,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace mx;
@@ -133,8 +137,11 @@ Value reduceMax(OpBuilder &b, Location loc, Value f32Vector) {
 /// xor-shuffles, and one lane per warp folds the result in with an atomic
 /// unsigned max: finite magnitudes are non-negative floats, whose bit
 /// patterns order like their values. The kernels run in order on one stream.
-Value buildFiniteAmax(OpBuilder &b, Location loc, Value input,
-                      int64_t blockSize) {
+/// A thread reads the widest vector of up to 16 elements that tiles a row
+/// (FP4 rows have even length).
+Value buildFiniteAmax(OpBuilder &b, Location loc, Value input) {
+  auto inputType = cast<MemRefType>(input.getType());
+  int64_t blockSize = std::gcd(inputType.getDimSize(1), kNVFP4Block);
   Value amaxBits =
       allocDevice(b, loc, RankedTensorType::get({1}, b.getI32Type()));
   buildLaunch(b, loc, 1, [&](OpBuilder &nb, Location l, Value thread) {
@@ -145,8 +152,7 @@ Value buildFiniteAmax(OpBuilder &b, Location loc, Value input,
                               ValueRange{cIndex(ib, il, 0)});
     });
   });
-  int64_t blocks =
-      cast<MemRefType>(input.getType()).getNumElements() / blockSize;
+  int64_t blocks = inputType.getNumElements() / blockSize;
   buildLaunch(b, loc, blocks, [&](OpBuilder &nb, Location l, Value thread) {
     // Every lane takes part in the shuffles: those past the end re-read the
     // last block, which leaves the max unchanged.
@@ -203,8 +209,122 @@ struct TensorScaleSource {
   }
 };
 
-/// A rowwise MXFP4 or NVFP4 quantize of a 2-D tensor whose K is a multiple of
-/// the block (checkFP4Quantize): one thread per block.
+/// The buffers of an FP4 quantize kernel: the input and scales as 2-D
+/// memrefs, the packed data as bytes.
+struct FP4QuantizeBuffers {
+  Value input, bytes, scales;
+  TensorScaleSource tensorScale;
+};
+
+/// A rowwise quantize (checkFP4Quantize): one thread per block, which stores
+/// its packed bytes at once.
+void buildRowwiseKernel(OpBuilder &b, Location loc, QuantizeOp op, Chip chip,
+                        const FP4QuantizeBuffers &buffers) {
+  int64_t blockSize = op.getBlock().back();
+  int64_t blocks = op.getData().getType().getNumElements() / blockSize;
+  buildLaunch(b, loc, blocks, [&](OpBuilder &lb, Location l, Value thread) {
+    buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, blocks)),
+            [&](OpBuilder &nb, Location nl) {
+      RowBlock block = loadRowBlock(nb, nl, buffers.input, thread, blockSize);
+      Value amax = reduceMax(nb, nl, magnitude(nb, nl, block.values));
+      auto [scale, factor] = buildBlockScale(
+          nb, nl, amax, op, buffers.tensorScale.build(nb, nl, thread));
+      Value factors = vector::BroadcastOp::create(
+          nb, nl, block.values.getType(), factor);
+      Value scaled = arith::MulFOp::create(nb, nl, block.values, factors);
+      // Blocks are whole bytes, and row-major, so block `thread` starts at
+      // byte thread * size / 2, aligned to its own length.
+      Value offset = arith::MulIOp::create(nb, nl, thread,
+                                           cIndex(nb, nl, blockSize / 2));
+      vector::StoreOp::create(nb, nl, packFP4(nb, nl, scaled, chip),
+                              buffers.bytes, ValueRange{offset},
+                              /*nontemporal=*/false,
+                              llvm::MaybeAlign(blockSize / 2));
+      memref::StoreOp::create(nb, nl, scale, buffers.scales,
+                              ValueRange{block.row, block.column});
+    });
+  });
+}
+
+/// A columnwise quantize of a 2-D tensor: one thread per block row and pair
+/// of adjacent columns, so that each of its bytes is whole (two columns of
+/// one row) and a warp's loads and byte stores are contiguous. A partial
+/// last block row takes its amax over the rows that exist.
+void buildColumnwiseKernel(OpBuilder &b, Location loc, QuantizeOp op,
+                           Chip chip, const FP4QuantizeBuffers &buffers) {
+  auto inputType = cast<MemRefType>(buffers.input.getType());
+  int64_t rows = inputType.getDimSize(0), pairs = inputType.getDimSize(1) / 2;
+  int64_t blockSize = op.getBlock()[0];
+  int64_t count = llvm::divideCeil(rows, blockSize) * pairs;
+  auto pairType = VectorType::get({2}, inputType.getElementType());
+  buildLaunch(b, loc, count, [&](OpBuilder &lb, Location l, Value thread) {
+    buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, count)),
+            [&](OpBuilder &nb, Location nl) {
+      Value blockRow = arith::DivUIOp::create(nb, nl, thread,
+                                              cIndex(nb, nl, pairs));
+      Value pair = arith::RemUIOp::create(nb, nl, thread, cIndex(nb, nl, pairs));
+      Value col = arith::MulIOp::create(nb, nl, pair, cIndex(nb, nl, 2));
+      Value firstRow = arith::MulIOp::create(nb, nl, blockRow,
+                                             cIndex(nb, nl, blockSize));
+      SmallVector<Value> rowIndices, valid, values;
+      Value amax;
+      for (int64_t i = 0; i < blockSize; ++i) {
+        Value row = arith::AddIOp::create(nb, nl, firstRow, cIndex(nb, nl, i));
+        Value loadRow =
+            arith::MinUIOp::create(nb, nl, row, cIndex(nb, nl, rows - 1));
+        rowIndices.push_back(row);
+        valid.push_back(cmpLT(nb, nl, row, cIndex(nb, nl, rows)));
+        values.push_back(extendToF32(
+            nb, nl, loadVector(nb, nl, pairType, buffers.input, loadRow, col)));
+        Value magnitudes = magnitude(nb, nl, values.back());
+        Value counted = arith::SelectOp::create(
+            nb, nl, valid.back(), magnitudes,
+            arith::ConstantOp::create(nb, nl, nb.getZeroAttr(magnitudes.getType())));
+        amax = amax ? arith::MaximumFOp::create(nb, nl, amax, counted).getResult()
+                    : counted;
+      }
+      Value t = buffers.tensorScale.build(nb, nl, thread);
+      SmallVector<Value> factors;
+      for (int64_t c : {0, 1}) {
+        auto [scale, factor] = buildBlockScale(
+            nb, nl, vector::ExtractOp::create(nb, nl, amax, c), op, t);
+        factors.push_back(factor);
+        Value scaleCol = arith::AddIOp::create(nb, nl, col, cIndex(nb, nl, c));
+        memref::StoreOp::create(nb, nl, scale, buffers.scales,
+                                ValueRange{blockRow, scaleCol});
+      }
+      Value factorPair = vector::FromElementsOp::create(
+          nb, nl, cast<VectorType>(amax.getType()), factors);
+      for (int64_t i = 0; i < blockSize; ++i) {
+        Value scaled = arith::MulFOp::create(nb, nl, values[i], factorPair);
+        Value byte = vector::ExtractOp::create(
+            nb, nl, packFP4(nb, nl, scaled, chip), 0);
+        buildIf(nb, nl, valid[i], [&](OpBuilder &sb, Location sl) {
+          Value offset = arith::AddIOp::create(
+              sb, sl,
+              arith::MulIOp::create(sb, sl, rowIndices[i], cIndex(sb, sl, pairs)),
+              pair);
+          memref::StoreOp::create(sb, sl, byte, buffers.bytes, offset);
+        });
+      }
+    });
+  });
+}
+
+/// `buffer` as a 2-D memref whose rows are its leading dimensions folded
+/// together (rowwise blocks never span them).
+Value collapseToMatrix(OpBuilder &b, Location loc, Value buffer) {
+  int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+  if (rank == 2)
+    return buffer;
+  SmallVector<ReassociationIndices> groups = {
+      llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)), {rank - 1}};
+  return memref::CollapseShapeOp::create(b, loc, buffer, groups);
+}
+
+/// An MXFP4 or NVFP4 quantize that checkFP4Quantize accepts: rowwise of any
+/// rank, or columnwise of a 2-D tensor. Its data is an i8 buffer of half the
+/// elements, which the result views as the f4E2M1FN memref.
 struct FP4QuantizeToGPU : OpRewritePattern<QuantizeOp> {
   FP4QuantizeToGPU(MLIRContext *context, Chip chip,
                    const QuantizeFusionPlan &plan)
@@ -213,58 +333,40 @@ struct FP4QuantizeToGPU : OpRewritePattern<QuantizeOp> {
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
     const QuantizePlan *planned = plan.lookup(op);
-    if (!planned || planned->kernel != QuantizeKernel::fp4Rowwise)
+    if (!planned || planned->kernel != QuantizeKernel::fp4)
       return rewriter.notifyMatchFailure(op, "not planned as an FP4 quantize");
     Location loc = op.getLoc();
-    int64_t blockSize = op.getBlock()[1];
     RankedTensorType dataType = op.getData().getType();
-    Value input = toBuffer(rewriter, loc, op.getInput());
-    Value bytes = allocDevice(
+    FP4QuantizeBuffers buffers;
+    buffers.input =
+        collapseToMatrix(rewriter, loc, toBuffer(rewriter, loc, op.getInput()));
+    buffers.bytes = allocDevice(
         rewriter, loc,
         RankedTensorType::get({dataType.getNumElements() / 2},
                               rewriter.getI8Type()));
     Value scales = allocDevice(rewriter, loc, op.getScales().getType());
-    TensorScaleSource tensorScale;
-    if (op.getTensorScale())
-      tensorScale.given = toBuffer(rewriter, loc, op.getTensorScale());
-    else if (op.getComputedTensorScale()) {
-      tensorScale.amaxBits = buildFiniteAmax(rewriter, loc, input, blockSize);
-      tensorScale.computed =
+    buffers.scales = collapseToMatrix(rewriter, loc, scales);
+    if (op.getTensorScale()) {
+      buffers.tensorScale.given = toBuffer(rewriter, loc, op.getTensorScale());
+    } else if (op.getComputedTensorScale()) {
+      buffers.tensorScale.amaxBits =
+          buildFiniteAmax(rewriter, loc, buffers.input);
+      buffers.tensorScale.computed =
           allocDevice(rewriter, loc, op.getComputedTensorScale().getType());
     }
-
-    int64_t blocks = dataType.getNumElements() / blockSize;
-    buildLaunch(rewriter, loc, blocks,
-                [&](OpBuilder &b, Location l, Value thread) {
-      buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, blocks)),
-              [&](OpBuilder &nb, Location nl) {
-        RowBlock block = loadRowBlock(nb, nl, input, thread, blockSize);
-        Value amax = reduceMax(nb, nl, magnitude(nb, nl, block.values));
-        auto [scale, factor] = buildBlockScale(
-            nb, nl, amax, op, tensorScale.build(nb, nl, thread));
-        Value factors = vector::BroadcastOp::create(
-            nb, nl, block.values.getType(), factor);
-        Value scaled = arith::MulFOp::create(nb, nl, block.values, factors);
-        // Blocks are whole bytes, and row-major, so block `thread` starts at
-        // byte thread * size / 2, aligned to its own length.
-        Value offset = arith::MulIOp::create(nb, nl, thread,
-                                             cIndex(nb, nl, blockSize / 2));
-        vector::StoreOp::create(nb, nl, packFP4(nb, nl, scaled, chip), bytes,
-                                ValueRange{offset}, /*nontemporal=*/false,
-                                llvm::MaybeAlign(blockSize / 2));
-        memref::StoreOp::create(nb, nl, scale, scales,
-                                ValueRange{block.row, block.column});
-      });
-    });
+    if (op.getBlock().back() == 1)
+      buildColumnwiseKernel(rewriter, loc, op, chip, buffers);
+    else
+      buildRowwiseKernel(rewriter, loc, op, chip, buffers);
 
     Value data = memref::ViewOp::create(
         rewriter, loc,
-        MemRefType::get(dataType.getShape(), dataType.getElementType()), bytes,
-        cIndex(rewriter, loc, 0), ValueRange{});
+        MemRefType::get(dataType.getShape(), dataType.getElementType()),
+        buffers.bytes, cIndex(rewriter, loc, 0), ValueRange{});
     SmallVector<Value> results = {toTensor(rewriter, loc, data),
                                   toTensor(rewriter, loc, scales)};
-    if (tensorScale.computed)
-      results.push_back(toTensor(rewriter, loc, tensorScale.computed));
+    if (buffers.tensorScale.computed)
+      results.push_back(toTensor(rewriter, loc, buffers.tensorScale.computed));
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -345,13 +447,13 @@ LogicalResult gpu_kernels::checkFP4Quantize(QuantizeOp op,
                                             std::string &reason) {
   RankedTensorType type = op.getInput().getType();
   ArrayRef<int64_t> block = op.getBlock();
-  if (type.getRank() != 2 || block[0] != 1)
-    reason = "the FP4 GPU kernel covers rowwise blocks ([1, 32] MXFP4, "
-             "[1, 16] NVFP4) of 2-D tensors; columnwise and batched FP4 "
-             "quantize are not supported yet";
-  else if (type.getDimSize(1) % block[1])
-    reason = "the FP4 GPU kernel needs K to be a multiple of the block (32 "
-             "for MXFP4, 16 for NVFP4)";
+  bool columnwise = block.back() == 1;
+  if (columnwise && type.getRank() != 2)
+    reason = "the FP4 GPU kernels cover columnwise blocks of 2-D tensors "
+             "only; batched columnwise FP4 quantize is not supported yet";
+  else if (!columnwise && type.getShape().back() % block.back())
+    reason = "the rowwise FP4 GPU kernel needs K to be a multiple of the "
+             "block (32 for MXFP4, 16 for NVFP4)";
   return success(reason.empty());
 }
 

@@ -73,7 +73,7 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root) {
     if (isa<Float4E2M1FNType>(op.getData().getType().getElementType())) {
       // FP4 has a kernel of its own, and it writes no swizzle.
       if (succeeded(checkFP4Quantize(op, reason)))
-        quantizes[op] = {QuantizeKernel::fp4Rowwise, {}, {}};
+        quantizes[op] = {QuantizeKernel::fp4, {}, {}};
       else
         unsupported[op] = std::move(reason);
     } else if (failed(checkQuantizeBasics(op, reason)))

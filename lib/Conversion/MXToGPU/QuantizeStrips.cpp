@@ -54,7 +54,8 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
     const QuantizePlan *planned = plan.lookup(op);
-    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !planned)
+    if (op.getBlock() != ArrayRef<int64_t>{kMXBlock, 1} || !planned ||
+        planned->kernel == QuantizeKernel::fp4)
       return rewriter.notifyMatchFailure(op, "not a planned columnwise quantize");
     QuantizeOp rowwiseOp = planned->sibling;
     // Build before the earlier op so that the results dominate both users.

@@ -93,24 +93,46 @@ func.func @dequantize_mxfp4_columnwise(%d: tensor<64x6xf4E2M1FN>, %s: tensor<2x6
 
 // -----
 
-func.func @fp4_columnwise(%x: tensor<64x64xf32>) -> (tensor<64x64xf4E2M1FN>, tensor<2x64xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the FP4 GPU kernel covers rowwise blocks ([1, 32] MXFP4, [1, 16] NVFP4) of 2-D tensors; columnwise and batched FP4 quantize are not supported yet}}
-  %d, %s = mx.quantize %x block [32, 1] : tensor<64x64xf32> -> tensor<64x64xf4E2M1FN>, tensor<2x64xf8E8M0FNU>
-  return %d, %s : tensor<64x64xf4E2M1FN>, tensor<2x64xf8E8M0FNU>
+// A columnwise quantize: one thread per block row and column pair, which
+// loads two elements of each of its 32 rows and stores one byte per row (the
+// partial last block only where rows exist), and two scales.
+// CHECK-LABEL: func @mxfp4_columnwise
+// CHECK: %[[BYTES:.*]] = gpu.alloc () : memref<2800xi8>
+// CHECK: gpu.launch
+// CHECK-COUNT-32: vector.load %{{.*}} {alignment = 8 : i64} : memref<70x80xf32>, vector<2xf32>
+// CHECK-COUNT-2: memref.store %{{.*}} : memref<3x80xf8E8M0FNU>
+// CHECK: scf.if
+// CHECK:   memref.store %{{.*}}, %[[BYTES]][%{{.*}}] : memref<2800xi8>
+func.func @mxfp4_columnwise(%x: tensor<70x80xf32>) -> (tensor<70x80xf4E2M1FN>, tensor<3x80xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [32, 1] : tensor<70x80xf32> -> tensor<70x80xf4E2M1FN>, tensor<3x80xf8E8M0FNU>
+  return %d, %s : tensor<70x80xf4E2M1FN>, tensor<3x80xf8E8M0FNU>
+}
+
+// -----
+
+// Batch dimensions of a rowwise quantize fold into rows.
+// CHECK-LABEL: func @nvfp4_batched
+// CHECK: memref.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : memref<2x3x32xbf16> into memref<6x32xbf16>
+// CHECK: %[[SCALES:.*]] = gpu.alloc () : memref<2x3x2xf8E4M3FN>
+// CHECK: memref.collapse_shape %[[SCALES]] {{\[}}[0, 1], [2]] : memref<2x3x2xf8E4M3FN> into memref<6x2xf8E4M3FN>
+// CHECK: memref.view %{{.*}}[%{{.*}}][] : memref<96xi8> to memref<2x3x32xf4E2M1FN>
+func.func @nvfp4_batched(%x: tensor<2x3x32xbf16>, %t: tensor<f32>) -> (tensor<2x3x32xf4E2M1FN>, tensor<2x3x2xf8E4M3FN>) {
+  %d, %s = mx.quantize %x block [1, 1, 16] tensor_scale(%t : tensor<f32>) : tensor<2x3x32xbf16> -> tensor<2x3x32xf4E2M1FN>, tensor<2x3x2xf8E4M3FN>
+  return %d, %s : tensor<2x3x32xf4E2M1FN>, tensor<2x3x2xf8E4M3FN>
+}
+
+// -----
+
+func.func @fp4_batched_columnwise(%x: tensor<2x32x4xf32>) -> (tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the FP4 GPU kernels cover columnwise blocks of 2-D tensors only; batched columnwise FP4 quantize is not supported yet}}
+  %d, %s = mx.quantize %x block [1, 32, 1] : tensor<2x32x4xf32> -> tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>
+  return %d, %s : tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>
 }
 
 // -----
 
 func.func @fp4_odd_k(%x: tensor<4x40xf32>) -> (tensor<4x40xf4E2M1FN>, tensor<4x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the FP4 GPU kernel needs K to be a multiple of the block (32 for MXFP4, 16 for NVFP4)}}
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the rowwise FP4 GPU kernel needs K to be a multiple of the block (32 for MXFP4, 16 for NVFP4)}}
   %d, %s = mx.quantize %x block [1, 32] : tensor<4x40xf32> -> tensor<4x40xf4E2M1FN>, tensor<4x2xf8E8M0FNU>
   return %d, %s : tensor<4x40xf4E2M1FN>, tensor<4x2xf8E8M0FNU>
-}
-
-// -----
-
-func.func @fp4_batched(%x: tensor<2x4x32xf32>) -> (tensor<2x4x32xf4E2M1FN>, tensor<2x4x1xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the FP4 GPU kernel covers rowwise blocks ([1, 32] MXFP4, [1, 16] NVFP4) of 2-D tensors; columnwise and batched FP4 quantize are not supported yet}}
-  %d, %s = mx.quantize %x block [1, 1, 32] : tensor<2x4x32xf32> -> tensor<2x4x32xf4E2M1FN>, tensor<2x4x1xf8E8M0FNU>
-  return %d, %s : tensor<2x4x32xf4E2M1FN>, tensor<2x4x1xf8E8M0FNU>
 }

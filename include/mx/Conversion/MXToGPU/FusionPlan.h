@@ -31,8 +31,8 @@ enum class QuantizeKernel {
   /// The `[1, 32]` and the `[32, 1]` quantize of one input, together by the
   /// strip kernel (QuantizeStrips.cpp).
   stripFused,
-  /// A `[1, 32]` MXFP4 or `[1, 16]` NVFP4 quantize (Fp4Kernels.cpp).
-  fp4Rowwise,
+  /// An MXFP4 or NVFP4 quantize, rowwise or columnwise (Fp4Kernels.cpp).
+  fp4,
 };
 
 /// How one quantize op is computed.
