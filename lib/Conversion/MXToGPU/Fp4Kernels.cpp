@@ -246,6 +246,43 @@ void buildRowwiseKernel(OpBuilder &b, Location loc, QuantizeOp op, Chip chip,
   });
 }
 
+/// `size` rows from `firstRow` of columns `col` and `col + 1` of a 2-D
+/// `input`: each row's pair as f32, its row index and whether it exists (loads
+/// past the last row re-read it), and the pair's amax over the rows that
+/// exist.
+struct ColumnPairBlock {
+  SmallVector<Value> values, rows, valid;
+  Value amax;
+};
+ColumnPairBlock loadColumnPairBlock(OpBuilder &b, Location loc, Value input,
+                                    Value firstRow, Value col, int64_t size) {
+  auto type = cast<MemRefType>(input.getType());
+  Value lastRow = cIndex(b, loc, type.getDimSize(0) - 1);
+  auto pairType = VectorType::get({2}, type.getElementType());
+  ColumnPairBlock block;
+  for (int64_t i = 0; i < size; ++i) {
+    Value row = arith::AddIOp::create(b, loc, firstRow, cIndex(b, loc, i));
+    Value loadRow = arith::MinUIOp::create(b, loc, row, lastRow);
+    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, row,
+                                        lastRow);
+    Value values = extendToF32(
+        b, loc, loadVector(b, loc, pairType, input, loadRow, col));
+    Value magnitudes = magnitude(b, loc, values);
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(magnitudes.getType()));
+    Value counted =
+        arith::SelectOp::create(b, loc, valid, magnitudes, zero);
+    block.amax = block.amax ? arith::MaximumFOp::create(b, loc, block.amax,
+                                                        counted)
+                                  .getResult()
+                            : counted;
+    block.values.push_back(values);
+    block.rows.push_back(row);
+    block.valid.push_back(valid);
+  }
+  return block;
+}
+
 /// A columnwise quantize of a 2-D tensor: one thread per block row and pair
 /// of adjacent columns, so that each of its bytes is whole (two columns of
 /// one row) and a warp's loads and byte stores are contiguous. A partial
@@ -256,54 +293,38 @@ void buildColumnwiseKernel(OpBuilder &b, Location loc, QuantizeOp op,
   int64_t rows = inputType.getDimSize(0), pairs = inputType.getDimSize(1) / 2;
   int64_t blockSize = op.getBlock()[0];
   int64_t count = llvm::divideCeil(rows, blockSize) * pairs;
-  auto pairType = VectorType::get({2}, inputType.getElementType());
   buildLaunch(b, loc, count, [&](OpBuilder &lb, Location l, Value thread) {
     buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, count)),
             [&](OpBuilder &nb, Location nl) {
-      Value blockRow = arith::DivUIOp::create(nb, nl, thread,
-                                              cIndex(nb, nl, pairs));
-      Value pair = arith::RemUIOp::create(nb, nl, thread, cIndex(nb, nl, pairs));
+      Value pairsPerRow = cIndex(nb, nl, pairs);
+      Value blockRow = arith::DivUIOp::create(nb, nl, thread, pairsPerRow);
+      Value pair = arith::RemUIOp::create(nb, nl, thread, pairsPerRow);
       Value col = arith::MulIOp::create(nb, nl, pair, cIndex(nb, nl, 2));
       Value firstRow = arith::MulIOp::create(nb, nl, blockRow,
                                              cIndex(nb, nl, blockSize));
-      SmallVector<Value> rowIndices, valid, values;
-      Value amax;
-      for (int64_t i = 0; i < blockSize; ++i) {
-        Value row = arith::AddIOp::create(nb, nl, firstRow, cIndex(nb, nl, i));
-        Value loadRow =
-            arith::MinUIOp::create(nb, nl, row, cIndex(nb, nl, rows - 1));
-        rowIndices.push_back(row);
-        valid.push_back(cmpLT(nb, nl, row, cIndex(nb, nl, rows)));
-        values.push_back(extendToF32(
-            nb, nl, loadVector(nb, nl, pairType, buffers.input, loadRow, col)));
-        Value magnitudes = magnitude(nb, nl, values.back());
-        Value counted = arith::SelectOp::create(
-            nb, nl, valid.back(), magnitudes,
-            arith::ConstantOp::create(nb, nl, nb.getZeroAttr(magnitudes.getType())));
-        amax = amax ? arith::MaximumFOp::create(nb, nl, amax, counted).getResult()
-                    : counted;
-      }
+      ColumnPairBlock block = loadColumnPairBlock(nb, nl, buffers.input,
+                                                  firstRow, col, blockSize);
       Value t = buffers.tensorScale.build(nb, nl, thread);
       SmallVector<Value> factors;
       for (int64_t c : {0, 1}) {
         auto [scale, factor] = buildBlockScale(
-            nb, nl, vector::ExtractOp::create(nb, nl, amax, c), op, t);
+            nb, nl, vector::ExtractOp::create(nb, nl, block.amax, c), op, t);
         factors.push_back(factor);
         Value scaleCol = arith::AddIOp::create(nb, nl, col, cIndex(nb, nl, c));
         memref::StoreOp::create(nb, nl, scale, buffers.scales,
                                 ValueRange{blockRow, scaleCol});
       }
       Value factorPair = vector::FromElementsOp::create(
-          nb, nl, cast<VectorType>(amax.getType()), factors);
+          nb, nl, cast<VectorType>(block.amax.getType()), factors);
       for (int64_t i = 0; i < blockSize; ++i) {
-        Value scaled = arith::MulFOp::create(nb, nl, values[i], factorPair);
+        Value scaled =
+            arith::MulFOp::create(nb, nl, block.values[i], factorPair);
         Value byte = vector::ExtractOp::create(
             nb, nl, packFP4(nb, nl, scaled, chip), 0);
-        buildIf(nb, nl, valid[i], [&](OpBuilder &sb, Location sl) {
-          Value offset = arith::AddIOp::create(
-              sb, sl,
-              arith::MulIOp::create(sb, sl, rowIndices[i], cIndex(sb, sl, pairs)),
-              pair);
+        buildIf(nb, nl, block.valid[i], [&](OpBuilder &sb, Location sl) {
+          Value rowStart =
+              arith::MulIOp::create(sb, sl, block.rows[i], pairsPerRow);
+          Value offset = arith::AddIOp::create(sb, sl, rowStart, pair);
           memref::StoreOp::create(sb, sl, byte, buffers.bytes, offset);
         });
       }
