@@ -23,6 +23,8 @@ from typing import Sequence
 import ml_dtypes
 import numpy as np
 
+from mx import reference
+
 __all__ = [
     "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
     "load_library", "load_compiled", "last_error", "device_available", "compute_capability",
@@ -172,6 +174,23 @@ def synchronize() -> None:
     _check(load_library().mxrtSynchronize(), "mxrtSynchronize")
 
 
+_FP4 = np.dtype(ml_dtypes.float4_e2m1fn)
+
+
+def _copy_to_host(ptr: int, available: int | None, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """Copies a dense array from device address `ptr`; FP4 is read packed (half a byte an element)
+    and unpacked. `available` bytes, when known, bound the read."""
+    packed = dtype == _FP4
+    if packed and (not shape or shape[-1] % 2):
+        raise ValueError(f"packed FP4 needs an even innermost extent, got shape {tuple(shape)}")
+    out = np.empty(tuple(shape[:-1]) + (shape[-1] // 2,) if packed else shape,
+                   np.uint8 if packed else dtype)
+    if available is not None and out.nbytes > available:
+        raise ValueError(f"{out.nbytes} bytes requested from a {available}-byte buffer")
+    _check(load_library().mxrtMemcpyDtoH(out.ctypes.data, ptr, out.nbytes), "mxrtMemcpyDtoH")
+    return reference.unpack_fp4(out) if packed else out
+
+
 class DeviceBuffer:
     """An owned device allocation, freed by close(), `with` or garbage collection.
 
@@ -190,9 +209,11 @@ class DeviceBuffer:
 
     @classmethod
     def from_numpy(cls, array: np.ndarray) -> DeviceBuffer:
+        """A buffer holding `array`; FP4 (float4_e2m1fn) is uploaded packed, as device memory holds it."""
         array = np.ascontiguousarray(array)
-        buf = cls(array.nbytes, array.dtype, array.shape)
-        buf.copy_from(array)
+        stored = reference.pack_fp4(array) if array.dtype == _FP4 else array
+        buf = cls(stored.nbytes, array.dtype, array.shape)
+        buf.copy_from(stored)
         return buf
 
     @classmethod
@@ -227,13 +248,9 @@ class DeviceBuffer:
         dtype = np.dtype(dtype)
         if shape is None:
             same_type = self.shape is not None and dtype == self.dtype
-            shape = self.shape if same_type else (self.nbytes // dtype.itemsize,)
-        out = np.empty(shape, dtype)
-        if out.nbytes > self.nbytes:
-            raise ValueError(f"{out.nbytes} bytes requested from a {self.nbytes}-byte buffer")
-        _check(load_library().mxrtMemcpyDtoH(out.ctypes.data, self.ptr, out.nbytes),
-               "mxrtMemcpyDtoH")
-        return out
+            per_byte = 2 if dtype == _FP4 else 1
+            shape = self.shape if same_type else (self.nbytes * per_byte // dtype.itemsize,)
+        return _copy_to_host(self.ptr, self.nbytes, shape, dtype)
 
     def close(self) -> None:
         ptr, self._ptr = self._ptr, 0
@@ -404,11 +421,9 @@ class MemRef:
         dtype = np.dtype(dtype)
         if self.strides != MemRef(0, self.shape).strides:
             raise ValueError(f"memref strides {self.strides} are not row-major contiguous")
-        out = np.empty(self.shape, dtype)
-        _check(load_library().mxrtMemcpyDtoH(
-            out.ctypes.data, self.aligned + self.offset * dtype.itemsize, out.nbytes),
-            "mxrtMemcpyDtoH")
-        return out
+        if dtype == _FP4 and self.offset:
+            raise ValueError("a packed FP4 memref must start at its aligned pointer")
+        return _copy_to_host(self.aligned + self.offset * dtype.itemsize, None, self.shape, dtype)
 
     def free(self) -> None:
         """Frees a result allocated by gpu.alloc (mgpuMemAlloc); not host memory."""

@@ -23,18 +23,6 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
-/// The row-major multi-index of linear element `index` of `shape`.
-SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value index,
-                               ArrayRef<int64_t> shape) {
-  SmallVector<Value> indices(shape.size());
-  for (int64_t dim = shape.size() - 1; dim >= 0; --dim) {
-    indices[dim] =
-        arith::RemUIOp::create(b, loc, index, cIndex(b, loc, shape[dim]));
-    index = arith::DivUIOp::create(b, loc, index, cIndex(b, loc, shape[dim]));
-  }
-  return indices;
-}
-
 Value minIndex(OpBuilder &b, Location loc, Value x, int64_t bound) {
   return arith::MinUIOp::create(b, loc, x, cIndex(b, loc, bound));
 }
@@ -45,7 +33,7 @@ struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
   LogicalResult matchAndRewrite(DequantizeOp op,
                                 PatternRewriter &rewriter) const override {
     if (isa<Float4E2M1FNType>(op.getData().getType().getElementType()))
-      return rewriter.notifyMatchFailure(op, kNoFP4Reason);
+      return rewriter.notifyMatchFailure(op, "FP4 data (Fp4Kernels.cpp)");
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
     Value data = toBuffer(rewriter, loc, op.getData());

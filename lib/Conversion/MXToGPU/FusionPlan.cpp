@@ -42,8 +42,10 @@ bool isFusableRowwise(QuantizeOp op) {
 std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op,
                                                   std::string &reason) {
   MatrixBlock m = getMatrixBlock(op);
+  // FP4 has kernels of its own, which write no swizzle.
   if (isa<Float4E2M1FNType>(op.getData().getType().getElementType())) {
-    reason = kNoFP4Reason;
+    if (succeeded(checkFP4Quantize(op, reason)))
+      return QuantizeKernel::fp4;
     return std::nullopt;
   }
   if (m.blockRows == 1 && getRowwiseLanesPerBlock(m.blockCols))
@@ -90,7 +92,8 @@ bool canShareStripKernel(QuantizeOp rowwise, QuantizeOp columnwise) {
 SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
   Value scales = op.getScales();
   if (kernel == QuantizeKernel::blockwise2D ||
-      kernel == QuantizeKernel::perTensor || !scales.hasOneUse())
+      kernel == QuantizeKernel::perTensor || kernel == QuantizeKernel::fp4 ||
+      !scales.hasOneUse())
     return {};
   auto swizzle = dyn_cast<SwizzleOp>(*scales.getUsers().begin());
   int64_t rank = op.getInput().getType().getRank();

@@ -81,6 +81,18 @@ void gpu_kernels::buildLaunch(
                    });
 }
 
+SmallVector<Value> gpu_kernels::delinearize(OpBuilder &b, Location loc,
+                                            Value index,
+                                            ArrayRef<int64_t> shape) {
+  SmallVector<Value> indices(shape.size());
+  for (int64_t dim = shape.size() - 1; dim >= 0; --dim) {
+    indices[dim] =
+        arith::RemUIOp::create(b, loc, index, cIndex(b, loc, shape[dim]));
+    index = arith::DivUIOp::create(b, loc, index, cIndex(b, loc, shape[dim]));
+  }
+  return indices;
+}
+
 void gpu_kernels::buildIf(OpBuilder &b, Location loc, Value condition,
                           function_ref<void(OpBuilder &, Location)> then) {
   scf::IfOp::create(b, loc, condition, [&](OpBuilder &nb, Location nloc) {

@@ -14,6 +14,7 @@
 
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/MXToGPU/FusionPlan.h"
+#include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -25,12 +26,6 @@ namespace mx::gpu_kernels {
 constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kWarpsPerBlock = kThreadsPerBlock / kWarpSize;
-
-/// Why FP4 data has no GPU kernel: device buffers hold it packed, two
-/// elements to a byte, which the kernels do not address yet.
-constexpr llvm::StringLiteral kNoFP4Reason =
-    "the GPU kernels do not take f4E2M1FN data yet (device buffers hold it "
-    "packed two elements to a byte)";
 
 /// Elements a lane of the row-vector kernels (rowwise, 2-D blockwise,
 /// per-tensor) loads and converts at once: one 16-byte FP8 store, so rows
@@ -80,6 +75,12 @@ void buildLaunch(
     mlir::OpBuilder &b, mlir::Location loc, int64_t numThreads,
     llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value)>
         body);
+
+/// The row-major multi-index of linear element `index` of `shape`.
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b,
+                                           mlir::Location loc,
+                                           mlir::Value index,
+                                           llvm::ArrayRef<int64_t> shape);
 
 /// Runs `then` under `condition` inside a kernel.
 void buildIf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
@@ -214,6 +215,10 @@ void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
 /// mx.quantize_delayed), or an empty string.
 std::string getPerTensorUnsupportedReason(mlir::Operation *op);
 
+/// Whether the FP4 quantize kernel (Fp4Kernels.cpp) covers `op`, whose data
+/// is f4E2M1FN; if not, `reason` says why.
+mlir::LogicalResult checkFP4Quantize(QuantizeOp op, std::string &reason);
+
 /// The pattern files; the quantize and swizzle patterns follow `plan`, which
 /// must outlive them.
 void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
@@ -226,6 +231,9 @@ void populatePerTensorScalingPatterns(mlir::RewritePatternSet &patterns,
                                       const QuantizeFusionPlan &plan);
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
                                  const QuantizeFusionPlan &plan);
+/// `chip` picks the E2M1 conversion: the hardware's on sm_100a.
+void populateFP4Patterns(mlir::RewritePatternSet &patterns, Chip chip,
+                         const QuantizeFusionPlan &plan);
 
 } // namespace mx::gpu_kernels
 

@@ -21,7 +21,8 @@
 // the pass decides once (FusionPlan.cpp). Columnwise and fused rowwise +
 // columnwise kernels are in QuantizeStrips.cpp, `[128, 128]` blocks in
 // BlockwiseQuantize.cpp, per-tensor scaling in PerTensorScaling.cpp, the
-// one-thread-per-element kernels in ElementwiseKernels.cpp.
+// one-thread-per-element kernels in ElementwiseKernels.cpp, the FP4 kernels
+// in Fp4Kernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -224,10 +225,6 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
     }
     if (std::string reason = getPerTensorUnsupportedReason(op); !reason.empty())
       return reason;
-    if (auto dequantize = dyn_cast<DequantizeOp>(op);
-        dequantize &&
-        isa<Float4E2M1FNType>(dequantize.getData().getType().getElementType()))
-      return gpu_kernels::kNoFP4Reason.str();
     return "no GPU kernel exists for this op; use the CPU pipeline";
   }
 };
@@ -247,5 +244,6 @@ void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
   populateBlockwiseQuantizePatterns(patterns, plan);
   populatePerTensorScalingPatterns(patterns, plan);
   populateElementwisePatterns(patterns, plan);
+  populateFP4Patterns(patterns, chip, plan);
   populateMXToGPUGemmPatterns(patterns, chip);
 }

@@ -42,6 +42,8 @@ enum class QuantizeKernel {
   /// One block per matrix (current per-tensor scaling): an amax kernel,
   /// then the cast (PerTensorScaling.cpp).
   perTensor,
+  /// An MXFP4 or NVFP4 quantize, rowwise or columnwise (Fp4Kernels.cpp).
+  fp4,
 };
 
 /// How one quantize op is computed.

@@ -1,0 +1,485 @@
+//===- Fp4Kernels.cpp - MXFP4 and NVFP4 quantize and dequantize -----------===//
+//
+// The kernels of mx ops on f4E2M1FN data. Device memory holds FP4 packed,
+// two elements to a byte with element 2i in the low nibble, and no memref op
+// addresses half bytes: a quantize result is an i8 buffer of half the
+// elements, written by the kernel and exposed as the f4 memref through
+// `memref.view`, and a dequantize reads the bytes behind its f4 operand's
+// aligned pointer. One thread quantizes one rowwise block (32 elements for
+// MXFP4, 16 for NVFP4; batch dimensions fold into rows): it loads the block,
+// takes its amax, and writes the block's packed bytes with one 16-byte
+// (8-byte) store and its scale. A columnwise block is quantized together
+// with the next column's, so that every byte a thread writes is whole. The
+// scale and factor come from the same Numerics.h builders as the CPU lowering,
+// and so does the E2M1 conversion on sm_90a, which has no FP4 instruction;
+// sm_100a converts with `cvt.rn.satfinite.e2m1x2.f32`, the same rounding
+// (nearest even) and saturation, with NaN inputs given the contract's code 0.
+// So the kernels agree with the CPU lowering bit for bit. A computed NVFP4
+// tensor scale needs the whole tensor's finite amax before any block: a first
+// kernel reduces it into a device word with an atomic max.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mx/Dialect/MX/Utils/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gpu_kernels;
+
+namespace {
+
+Value cI8(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 8);
+}
+
+Value isNaN(OpBuilder &b, Location loc, Value x) {
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+}
+
+/// The E2M1 codes of f32 `lo` and `hi` packed into one byte, `lo` in the low
+/// nibble, by the CPU lowering's integer conversion.
+Value packPairInSoftware(OpBuilder &b, Location loc, Value lo, Value hi) {
+  Type f4 = b.getType<Float4E2M1FNType>();
+  auto code = [&](Value x) {
+    return arith::ExtUIOp::create(b, loc, b.getI8Type(),
+                                  buildTruncToElementBits(b, loc, x, f4))
+        .getResult();
+  };
+  return arith::OrIOp::create(
+      b, loc, code(lo),
+      arith::ShLIOp::create(b, loc, code(hi), cI8(b, loc, 4)));
+}
+
+/// The same byte by the hardware `cvt.rn.satfinite.e2m1x2.f32` (sm_100a). It
+/// rounds to nearest even and saturates Inf to +-6 as the software does, but
+/// E2M1 has no NaN and the contract's code for one is 0, which the
+/// instruction does not promise: a NaN input's nibble is cleared.
+Value packPairInHardware(OpBuilder &b, Location loc, Value lo, Value hi) {
+  // The first operand lands in the high nibble.
+  Value pair = NVVM::ConvertF32x2ToF4x2Op::create(
+      b, loc, b.getI8Type(), hi, lo, /*relu=*/false,
+      b.getType<Float4E2M1FNType>());
+  pair = arith::SelectOp::create(
+      b, loc, isNaN(b, loc, lo),
+      arith::AndIOp::create(b, loc, pair, cI8(b, loc, 0xF0)), pair);
+  return arith::SelectOp::create(
+      b, loc, isNaN(b, loc, hi),
+      arith::AndIOp::create(b, loc, pair, cI8(b, loc, 0x0F)), pair);
+}
+
+/// Packs an even-length f32 vector, already multiplied by its block's factor,
+/// into E2M1 codes two to a byte (element 2i in the low nibble).
+Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
+  int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
+  SmallVector<Value> bytes;
+  for (int64_t i = 0; i < length; i += 2) {
+    Value lo = vector::ExtractOp::create(b, loc, scaled, i);
+    Value hi = vector::ExtractOp::create(b, loc, scaled, i + 1);
+    bytes.push_back(chip == Chip::sm_100a
+                        ? packPairInHardware(b, loc, lo, hi)
+                        : packPairInSoftware(b, loc, lo, hi));
+  }
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get({length / 2}, b.getI8Type()), bytes);
+}
+
+/// The stored scale of a block with f32 `amax` and the f32 factor that moves
+/// its elements into E2M1's range: NVFP4's E4M3 scale under `tensorScale`
+/// when given, else MXFP4's E8M0 power of two.
+std::pair<Value, Value> buildBlockScale(OpBuilder &b, Location loc, Value amax,
+                                        QuantizeOp op, Value tensorScale) {
+  if (tensorScale) {
+    Value scale = buildNVFP4BlockScale(b, loc, amax, tensorScale);
+    return {scale, buildNVFP4Factor(b, loc, tensorScale, scale)};
+  }
+  Value exponent = buildScaleExponent(b, loc, amax, op.getRounding(),
+                                      op.getData().getType().getElementType());
+  Type scaleType = op.getScales().getType().getElementType();
+  return {buildStoredScale(b, loc, exponent, scaleType),
+          buildInverseScaleValue(b, loc, exponent)};
+}
+
+/// Block `index` (row-major over the [rows, K / size] blocks) of a 2-D
+/// `input` as f32 values, with its row and block column.
+struct RowBlock {
+  Value values, row, column;
+};
+RowBlock loadRowBlock(OpBuilder &b, Location loc, Value input, Value index,
+                      int64_t size) {
+  auto type = cast<MemRefType>(input.getType());
+  Value blocksPerRow = cIndex(b, loc, type.getDimSize(1) / size);
+  Value row = arith::DivUIOp::create(b, loc, index, blocksPerRow);
+  Value column = arith::RemUIOp::create(b, loc, index, blocksPerRow);
+  Value col = arith::MulIOp::create(b, loc, column, cIndex(b, loc, size));
+  auto vectorType = VectorType::get({size}, type.getElementType());
+  return {extendToF32(b, loc, loadVector(b, loc, vectorType, input, ValueRange{row, col})),
+          row, column};
+}
+
+Value reduceMax(OpBuilder &b, Location loc, Value f32Vector) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
+                                     f32Vector);
+}
+
+/// The max |x| over the finite elements of `input` (NVFP4's tensor amax) as
+/// the bits of an f32 in a device `memref<1xi32>`. A one-thread kernel zeroes
+/// it; then each thread reduces one block, each warp combines its lanes by
+/// xor-shuffles, and one lane per warp folds the result in with an atomic
+/// unsigned max: finite magnitudes are non-negative floats, whose bit
+/// patterns order like their values. The kernels run in order on one stream.
+/// A thread reads the widest vector of up to 16 elements that tiles a row
+/// (FP4 rows have even length).
+Value buildFiniteAmax(OpBuilder &b, Location loc, Value input) {
+  auto inputType = cast<MemRefType>(input.getType());
+  int64_t blockSize = std::gcd(inputType.getDimSize(1), kNVFP4Block);
+  Value amaxBits =
+      allocDevice(b, loc, RankedTensorType::get({1}, b.getI32Type()));
+  buildLaunch(b, loc, 1, [&](OpBuilder &nb, Location l, Value thread) {
+    buildIf(nb, l, cmpLT(nb, l, thread, cIndex(nb, l, 1)),
+            [&](OpBuilder &ib, Location il) {
+      Value zero = arith::ConstantIntOp::create(ib, il, 0, 32);
+      memref::StoreOp::create(ib, il, zero, amaxBits,
+                              ValueRange{cIndex(ib, il, 0)});
+    });
+  });
+  int64_t blocks = inputType.getNumElements() / blockSize;
+  buildLaunch(b, loc, blocks, [&](OpBuilder &nb, Location l, Value thread) {
+    // Every lane takes part in the shuffles: those past the end re-read the
+    // last block, which leaves the max unchanged.
+    Value index =
+        arith::MinUIOp::create(nb, l, thread, cIndex(nb, l, blocks - 1));
+    Value magnitudes =
+        magnitude(nb, l, loadRowBlock(nb, l, input, index, blockSize).values);
+    auto type = cast<VectorType>(magnitudes.getType());
+    Value infinity = arith::ConstantOp::create(
+        nb, l, DenseElementsAttr::get(type, nb.getF32FloatAttr(INFINITY)));
+    Value zero = arith::ConstantOp::create(
+        nb, l, DenseElementsAttr::get(type, nb.getF32FloatAttr(0.0f)));
+    // NaN and Inf count as 0: `olt` is false for both.
+    Value finite = arith::SelectOp::create(
+        nb, l,
+        arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OLT, magnitudes,
+                              infinity),
+        magnitudes, zero);
+    Value amax = buildGroupMax(nb, l, reduceMax(nb, l, finite), 32);
+    Value firstLane = arith::CmpIOp::create(
+        nb, l, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(nb, l, thread, cIndex(nb, l, 32)),
+        cIndex(nb, l, 0));
+    buildIf(nb, l, firstLane, [&](OpBuilder &ib, Location il) {
+      Value bits = arith::BitcastOp::create(ib, il, ib.getI32Type(), amax);
+      memref::AtomicRMWOp::create(ib, il, arith::AtomicRMWKind::maxu, bits,
+                                  amaxBits, ValueRange{cIndex(ib, il, 0)});
+    });
+  });
+  return amaxBits;
+}
+
+/// Where NVFP4's tensor scale comes from in the block kernel: the given
+/// tensor's buffer, or the finite amax of buildFiniteAmax, from which each
+/// thread computes t and thread 0 stores it in the `computed` result.
+struct TensorScaleSource {
+  Value given, amaxBits, computed;
+
+  Value build(OpBuilder &b, Location loc, Value thread) const {
+    if (given)
+      return memref::LoadOp::create(b, loc, given, ValueRange{});
+    if (!amaxBits)
+      return Value();
+    Value bits = memref::LoadOp::create(b, loc, amaxBits,
+                                        ValueRange{cIndex(b, loc, 0)});
+    Value t = buildNVFP4TensorScale(
+        b, loc, arith::BitcastOp::create(b, loc, b.getF32Type(), bits));
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        thread, cIndex(b, loc, 0));
+    buildIf(b, loc, first, [&](OpBuilder &nb, Location l) {
+      memref::StoreOp::create(nb, l, t, computed, ValueRange{});
+    });
+    return t;
+  }
+};
+
+/// The buffers of an FP4 quantize kernel: the input and scales as 2-D
+/// memrefs, the packed data as bytes.
+struct FP4QuantizeBuffers {
+  Value input, bytes, scales;
+  TensorScaleSource tensorScale;
+};
+
+/// A rowwise quantize (checkFP4Quantize): one thread per block, which stores
+/// its packed bytes at once.
+void buildRowwiseKernel(OpBuilder &b, Location loc, QuantizeOp op, Chip chip,
+                        const FP4QuantizeBuffers &buffers) {
+  int64_t blockSize = op.getBlock().back();
+  int64_t blocks = op.getData().getType().getNumElements() / blockSize;
+  buildLaunch(b, loc, blocks, [&](OpBuilder &lb, Location l, Value thread) {
+    buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, blocks)),
+            [&](OpBuilder &nb, Location nl) {
+      RowBlock block = loadRowBlock(nb, nl, buffers.input, thread, blockSize);
+      Value amax = reduceMax(nb, nl, magnitude(nb, nl, block.values));
+      auto [scale, factor] = buildBlockScale(
+          nb, nl, amax, op, buffers.tensorScale.build(nb, nl, thread));
+      Value factors = vector::BroadcastOp::create(
+          nb, nl, block.values.getType(), factor);
+      Value scaled = arith::MulFOp::create(nb, nl, block.values, factors);
+      // Blocks are whole bytes, and row-major, so block `thread` starts at
+      // byte thread * size / 2, aligned to its own length.
+      Value offset = arith::MulIOp::create(nb, nl, thread,
+                                           cIndex(nb, nl, blockSize / 2));
+      vector::StoreOp::create(nb, nl, packFP4(nb, nl, scaled, chip),
+                              buffers.bytes, ValueRange{offset},
+                              /*nontemporal=*/false,
+                              llvm::MaybeAlign(blockSize / 2));
+      memref::StoreOp::create(nb, nl, scale, buffers.scales,
+                              ValueRange{block.row, block.column});
+    });
+  });
+}
+
+/// `size` rows from `firstRow` of columns `col` and `col + 1` of a 2-D
+/// `input`: each row's pair as f32, its row index and whether it exists (loads
+/// past the last row re-read it), and the pair's amax over the rows that
+/// exist.
+struct ColumnPairBlock {
+  SmallVector<Value> values, rows, valid;
+  Value amax;
+};
+ColumnPairBlock loadColumnPairBlock(OpBuilder &b, Location loc, Value input,
+                                    Value firstRow, Value col, int64_t size) {
+  auto type = cast<MemRefType>(input.getType());
+  Value lastRow = cIndex(b, loc, type.getDimSize(0) - 1);
+  auto pairType = VectorType::get({2}, type.getElementType());
+  ColumnPairBlock block;
+  for (int64_t i = 0; i < size; ++i) {
+    Value row = arith::AddIOp::create(b, loc, firstRow, cIndex(b, loc, i));
+    Value loadRow = arith::MinUIOp::create(b, loc, row, lastRow);
+    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, row,
+                                        lastRow);
+    Value values = extendToF32(
+        b, loc, loadVector(b, loc, pairType, input, ValueRange{loadRow, col}));
+    Value magnitudes = magnitude(b, loc, values);
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(magnitudes.getType()));
+    Value counted =
+        arith::SelectOp::create(b, loc, valid, magnitudes, zero);
+    block.amax = block.amax ? arith::MaximumFOp::create(b, loc, block.amax,
+                                                        counted)
+                                  .getResult()
+                            : counted;
+    block.values.push_back(values);
+    block.rows.push_back(row);
+    block.valid.push_back(valid);
+  }
+  return block;
+}
+
+/// A columnwise quantize of a 2-D tensor: one thread per block row and pair
+/// of adjacent columns, so that each of its bytes is whole (two columns of
+/// one row) and a warp's loads and byte stores are contiguous. A partial
+/// last block row takes its amax over the rows that exist.
+void buildColumnwiseKernel(OpBuilder &b, Location loc, QuantizeOp op,
+                           Chip chip, const FP4QuantizeBuffers &buffers) {
+  auto inputType = cast<MemRefType>(buffers.input.getType());
+  int64_t rows = inputType.getDimSize(0), pairs = inputType.getDimSize(1) / 2;
+  int64_t blockSize = op.getBlock()[0];
+  int64_t count = llvm::divideCeil(rows, blockSize) * pairs;
+  buildLaunch(b, loc, count, [&](OpBuilder &lb, Location l, Value thread) {
+    buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, count)),
+            [&](OpBuilder &nb, Location nl) {
+      Value pairsPerRow = cIndex(nb, nl, pairs);
+      Value blockRow = arith::DivUIOp::create(nb, nl, thread, pairsPerRow);
+      Value pair = arith::RemUIOp::create(nb, nl, thread, pairsPerRow);
+      Value col = arith::MulIOp::create(nb, nl, pair, cIndex(nb, nl, 2));
+      Value firstRow = arith::MulIOp::create(nb, nl, blockRow,
+                                             cIndex(nb, nl, blockSize));
+      ColumnPairBlock block = loadColumnPairBlock(nb, nl, buffers.input,
+                                                  firstRow, col, blockSize);
+      Value t = buffers.tensorScale.build(nb, nl, thread);
+      SmallVector<Value> factors;
+      for (int64_t c : {0, 1}) {
+        auto [scale, factor] = buildBlockScale(
+            nb, nl, vector::ExtractOp::create(nb, nl, block.amax, c), op, t);
+        factors.push_back(factor);
+        Value scaleCol = arith::AddIOp::create(nb, nl, col, cIndex(nb, nl, c));
+        memref::StoreOp::create(nb, nl, scale, buffers.scales,
+                                ValueRange{blockRow, scaleCol});
+      }
+      Value factorPair = vector::FromElementsOp::create(
+          nb, nl, cast<VectorType>(block.amax.getType()), factors);
+      for (int64_t i = 0; i < blockSize; ++i) {
+        Value scaled =
+            arith::MulFOp::create(nb, nl, block.values[i], factorPair);
+        Value byte = vector::ExtractOp::create(
+            nb, nl, packFP4(nb, nl, scaled, chip), 0);
+        buildIf(nb, nl, block.valid[i], [&](OpBuilder &sb, Location sl) {
+          Value rowStart =
+              arith::MulIOp::create(sb, sl, block.rows[i], pairsPerRow);
+          Value offset = arith::AddIOp::create(sb, sl, rowStart, pair);
+          memref::StoreOp::create(sb, sl, byte, buffers.bytes, offset);
+        });
+      }
+    });
+  });
+}
+
+/// `buffer` as a 2-D memref whose rows are its leading dimensions folded
+/// together (rowwise blocks never span them).
+Value collapseToMatrix(OpBuilder &b, Location loc, Value buffer) {
+  int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+  if (rank == 2)
+    return buffer;
+  SmallVector<ReassociationIndices> groups = {
+      llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)), {rank - 1}};
+  return memref::CollapseShapeOp::create(b, loc, buffer, groups);
+}
+
+/// An MXFP4 or NVFP4 quantize that checkFP4Quantize accepts: rowwise of any
+/// rank, or columnwise of a 2-D tensor. Its data is an i8 buffer of half the
+/// elements, which the result views as the f4E2M1FN memref.
+struct FP4QuantizeToGPU : OpRewritePattern<QuantizeOp> {
+  FP4QuantizeToGPU(MLIRContext *context, Chip chip,
+                   const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), chip(chip), plan(plan) {}
+
+  LogicalResult matchAndRewrite(QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    const QuantizePlan *planned = plan.lookup(op);
+    if (!planned || planned->kernel != QuantizeKernel::fp4)
+      return rewriter.notifyMatchFailure(op, "not planned as an FP4 quantize");
+    Location loc = op.getLoc();
+    RankedTensorType dataType = op.getData().getType();
+    FP4QuantizeBuffers buffers;
+    buffers.input =
+        collapseToMatrix(rewriter, loc, toBuffer(rewriter, loc, op.getInput()));
+    buffers.bytes = allocDevice(
+        rewriter, loc,
+        RankedTensorType::get({dataType.getNumElements() / 2},
+                              rewriter.getI8Type()));
+    Value scales = allocDevice(rewriter, loc, op.getScales().getType());
+    buffers.scales = collapseToMatrix(rewriter, loc, scales);
+    if (op.getTensorScale()) {
+      buffers.tensorScale.given = toBuffer(rewriter, loc, op.getTensorScale());
+    } else if (op.getComputedTensorScale()) {
+      buffers.tensorScale.amaxBits =
+          buildFiniteAmax(rewriter, loc, buffers.input);
+      buffers.tensorScale.computed =
+          allocDevice(rewriter, loc, op.getComputedTensorScale().getType());
+    }
+    if (op.getBlock().back() == 1)
+      buildColumnwiseKernel(rewriter, loc, op, chip, buffers);
+    else
+      buildRowwiseKernel(rewriter, loc, op, chip, buffers);
+
+    Value data = memref::ViewOp::create(
+        rewriter, loc,
+        MemRefType::get(dataType.getShape(), dataType.getElementType()),
+        buffers.bytes, cIndex(rewriter, loc, 0), ValueRange{});
+    SmallVector<Value> results = {toTensor(rewriter, loc, data),
+                                  toTensor(rewriter, loc, scales)};
+    if (buffers.tensorScale.computed)
+      results.push_back(toTensor(rewriter, loc, buffers.tensorScale.computed));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+private:
+  Chip chip;
+  const QuantizeFusionPlan &plan;
+};
+
+/// The byte at `offset` from device address `base` (an index).
+Value loadByte(OpBuilder &b, Location loc, Value base, Value offset) {
+  Value address = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, offset));
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
+  return LLVM::LoadOp::create(b, loc, b.getI8Type(), pointer);
+}
+
+/// An FP4 dequantize of any rank and block: one thread per packed byte, which
+/// decodes both of its elements (each with its own block's scale).
+struct FP4DequantizeToGPU : OpRewritePattern<DequantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DequantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    Type f4 = op.getData().getType().getElementType();
+    if (!isa<Float4E2M1FNType>(f4))
+      return rewriter.notifyMatchFailure(op, "not FP4 data");
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getResult().getType();
+    Value data = memref::ExtractAlignedPointerAsIndexOp::create(
+        rewriter, loc, toBuffer(rewriter, loc, op.getData()));
+    Value scales = toBuffer(rewriter, loc, op.getScales());
+    Value tensorScale = op.getTensorScale()
+                            ? toBuffer(rewriter, loc, op.getTensorScale())
+                            : Value();
+    Value result = allocDevice(rewriter, loc, resultType);
+    SmallVector<int64_t> byteShape(resultType.getShape());
+    byteShape.back() /= 2;
+    int64_t count = resultType.getNumElements() / 2;
+    buildLaunch(rewriter, loc, count,
+                [&](OpBuilder &b, Location l, Value thread) {
+      buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
+              [&](OpBuilder &nb, Location nl) {
+        Value byte = loadByte(nb, nl, data, thread);
+        Value t = tensorScale ? memref::LoadOp::create(nb, nl, tensorScale,
+                                                       ValueRange{})
+                              : Value();
+        SmallVector<Value> indices = delinearize(nb, nl, thread, byteShape);
+        Value pairStart = arith::MulIOp::create(nb, nl, indices.back(),
+                                                cIndex(nb, nl, 2));
+        for (int64_t nibble : {0, 1}) {
+          indices.back() = arith::AddIOp::create(nb, nl, pairStart,
+                                                 cIndex(nb, nl, nibble));
+          Value code = arith::TruncIOp::create(
+              nb, nl, nb.getIntegerType(4),
+              arith::ShRUIOp::create(nb, nl, byte, cI8(nb, nl, 4 * nibble)));
+          SmallVector<Value> blockIndices;
+          for (auto [index, size] : llvm::zip_equal(indices, op.getBlock()))
+            blockIndices.push_back(
+                arith::DivUIOp::create(nb, nl, index, cIndex(nb, nl, size)));
+          Value value = buildDequantized(
+              nb, nl, arith::BitcastOp::create(nb, nl, f4, code),
+              memref::LoadOp::create(nb, nl, scales, blockIndices), t,
+              resultType.getElementType());
+          memref::StoreOp::create(nb, nl, value, result, indices);
+        }
+      });
+    });
+    rewriter.replaceOp(op, toTensor(rewriter, loc, result));
+    return success();
+  }
+};
+
+} // namespace
+
+LogicalResult gpu_kernels::checkFP4Quantize(QuantizeOp op,
+                                            std::string &reason) {
+  RankedTensorType type = op.getInput().getType();
+  ArrayRef<int64_t> block = op.getBlock();
+  bool columnwise = block.back() == 1;
+  if (columnwise && type.getRank() != 2)
+    reason = "the FP4 GPU kernels cover columnwise blocks of 2-D tensors "
+             "only; batched columnwise FP4 quantize is not supported yet";
+  else if (!columnwise && type.getShape().back() % block.back())
+    reason = "the rowwise FP4 GPU kernel needs K to be a multiple of the "
+             "block (32 for MXFP4, 16 for NVFP4)";
+  return success(reason.empty());
+}
+
+void gpu_kernels::populateFP4Patterns(RewritePatternSet &patterns, Chip chip,
+                                      const QuantizeFusionPlan &plan) {
+  patterns.add<FP4QuantizeToGPU>(patterns.getContext(), chip, plan);
+  patterns.add<FP4DequantizeToGPU>(patterns.getContext());
+}
