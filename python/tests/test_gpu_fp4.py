@@ -25,6 +25,7 @@ MXFP4 = {
     "mxfp4_batched": ((2, 3, 64), ml_dtypes.bfloat16, (1, 1, 32), "ceil"),
     "mxfp4_columnwise_odd": ((70, 102), np.float32, COL, "ceil"),
     "mxfp4_columnwise_floor": ((256, 64), ml_dtypes.bfloat16, COL, "floor"),
+    "mxfp4_columnwise_batched": ((3, 64, 40), np.float32, (1, 32, 1), "ceil"),
 }
 # NVFP4 quantize: input shape and dtype, whether the tensor scale is given (else computed and returned),
 # whether the scales are swizzled, whether the blocks are columnwise ([16, 1]).

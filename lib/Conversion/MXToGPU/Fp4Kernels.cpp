@@ -344,7 +344,7 @@ Value collapseToMatrix(OpBuilder &b, Location loc, Value buffer) {
 }
 
 /// An MXFP4 or NVFP4 quantize that checkFP4Quantize accepts: rowwise of any
-/// rank, or columnwise of a 2-D tensor. Its data is an i8 buffer of half the
+/// rank, or columnwise of a 2-D tensor or of slices of whole blocks. Its data is an i8 buffer of half the
 /// elements, which the result views as the f4E2M1FN memref.
 struct FP4QuantizeToGPU : OpRewritePattern<QuantizeOp> {
   FP4QuantizeToGPU(MLIRContext *context, Chip chip,
@@ -469,9 +469,12 @@ LogicalResult gpu_kernels::checkFP4Quantize(QuantizeOp op,
   RankedTensorType type = op.getInput().getType();
   ArrayRef<int64_t> block = op.getBlock();
   bool columnwise = block.back() == 1;
-  if (columnwise && type.getRank() != 2)
-    reason = "the FP4 GPU kernels cover columnwise blocks of 2-D tensors "
-             "only; batched columnwise FP4 quantize is not supported yet";
+  // Batch slices fold into rows, which is exact when no block straddles two
+  // slices.
+  int64_t rows = type.getDimSize(type.getRank() - 2);
+  if (columnwise && type.getRank() > 2 && rows % block[block.size() - 2])
+    reason = "the columnwise FP4 GPU kernel needs the rows of each batch "
+             "slice to be a multiple of the block";
   else if (!columnwise && type.getShape().back() % block.back())
     reason = "the rowwise FP4 GPU kernel needs K to be a multiple of the "
              "block (32 for MXFP4, 16 for NVFP4)";

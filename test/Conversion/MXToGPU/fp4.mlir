@@ -123,10 +123,22 @@ func.func @nvfp4_batched(%x: tensor<2x3x32xbf16>, %t: tensor<f32>) -> (tensor<2x
 
 // -----
 
+// Slices of whole blocks fold into rows: one launch over [2 * 32, 4].
+// CHECK-LABEL: func @fp4_batched_columnwise
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x32x4xf32> into memref<64x4xf32>
+// CHECK: gpu.launch
 func.func @fp4_batched_columnwise(%x: tensor<2x32x4xf32>) -> (tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the FP4 GPU kernels cover columnwise blocks of 2-D tensors only; batched columnwise FP4 quantize is not supported yet}}
   %d, %s = mx.quantize %x block [1, 32, 1] : tensor<2x32x4xf32> -> tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>
   return %d, %s : tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>
+}
+
+// -----
+
+// A block straddling two slices has no kernel.
+func.func @fp4_batched_columnwise_partial(%x: tensor<2x40x4xf32>) -> (tensor<2x40x4xf4E2M1FN>, tensor<2x2x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the columnwise FP4 GPU kernel needs the rows of each batch slice to be a multiple of the block}}
+  %d, %s = mx.quantize %x block [1, 32, 1] : tensor<2x40x4xf32> -> tensor<2x40x4xf4E2M1FN>, tensor<2x2x4xf8E8M0FNU>
+  return %d, %s : tensor<2x40x4xf4E2M1FN>, tensor<2x2x4xf8E8M0FNU>
 }
 
 // -----
