@@ -291,7 +291,7 @@ void buildColumnwiseKernel(OpBuilder &b, Location loc, QuantizeOp op,
                            Chip chip, const FP4QuantizeBuffers &buffers) {
   auto inputType = cast<MemRefType>(buffers.input.getType());
   int64_t rows = inputType.getDimSize(0), pairs = inputType.getDimSize(1) / 2;
-  int64_t blockSize = op.getBlock()[0];
+  int64_t blockSize = op.getBlock().take_back(2).front();
   int64_t count = llvm::divideCeil(rows, blockSize) * pairs;
   buildLaunch(b, loc, count, [&](OpBuilder &lb, Location l, Value thread) {
     buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, count)),

@@ -126,7 +126,8 @@ func.func @nvfp4_batched(%x: tensor<2x3x32xbf16>, %t: tensor<f32>) -> (tensor<2x
 // Slices of whole blocks fold into rows: one launch over [2 * 32, 4].
 // CHECK-LABEL: func @fp4_batched_columnwise
 // CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x32x4xf32> into memref<64x4xf32>
-// CHECK: gpu.launch
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK:   arith.muli %{{.*}}, %c32 : index
 func.func @fp4_batched_columnwise(%x: tensor<2x32x4xf32>) -> (tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32, 1] : tensor<2x32x4xf32> -> tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>
   return %d, %s : tensor<2x32x4xf4E2M1FN>, tensor<2x1x4xf8E8M0FNU>
