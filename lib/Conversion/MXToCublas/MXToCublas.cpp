@@ -206,12 +206,13 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     RankedTensorType resultType = op.getResult().getType();
     Value out = allocDevice(rewriter, loc, resultType);
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
-    Value alpha =
-        op.getTensorScales().empty()
-            ? LLVM::ZeroOp::create(rewriter, loc, ptrType).getResult()
-            : getDevicePointer(rewriter, loc,
-                               buildTensorScaleProduct(rewriter, loc,
-                                                       op.getTensorScales()));
+    Value product = op.getTensorScales().empty()
+                        ? Value()
+                        : buildTensorScaleProduct(rewriter, loc,
+                                                  op.getTensorScales());
+    Value alpha = product ? getDevicePointer(rewriter, loc, product)
+                          : LLVM::ZeroOp::create(rewriter, loc, ptrType)
+                                .getResult();
 
     SmallVector<Value> buffers = {op.getLhs(), op.getLhsScales(), op.getRhs(),
                                   op.getRhsScales(), out};
@@ -246,6 +247,9 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
       }
       emitCall(rewriter, loc, *callee, op, *modes, pointers, alpha);
     }
+    // cuMemFree waits for the calls that read alpha.
+    if (product)
+      gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(), product);
     rewriter.replaceOp(op, toTensor(rewriter, loc, out));
     return success();
   }

@@ -107,6 +107,7 @@ func.func @k_outer_and_gemm_ready(%a: tensor<256x64xf8E4M3FN>, %as: tensor<2x64x
 // CHECK:   memref.store %[[P]], %[[ALPHA]][] : memref<f32>
 // CHECK: %[[ALPHA_I:.*]] = memref.extract_aligned_pointer_as_index %[[ALPHA]]
 // CHECK: llvm.call @mxrtScaledMatmul(%c128_i64, %c256_i64, %c512_i64, %{{.*}}, %c6_i32, %c0_i32, %{{.*}}, %c4_i32, %{{.*}}, %c6_i32, %c0_i32, %{{.*}}, %c4_i32, %{{.*}}, %{{.*}}, %c2_i32,
+// CHECK: gpu.dealloc %[[ALPHA]] : memref<f32>
 func.func @nvfp4(%a: tensor<128x512xf4E2M1FN>, %as: tensor<1x8x32x4x4xf8E4M3FN>, %b: tensor<256x512xf4E2M1FN>, %bs: tensor<2x8x32x4x4xf8E4M3FN>, %ta: tensor<f32>, %tb: tensor<f32>) -> tensor<128x256xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 16] rhs_block [1, 16] tensor_scales(%ta, %tb : tensor<f32>, tensor<f32>)
       : tensor<128x512xf4E2M1FN>, tensor<1x8x32x4x4xf8E4M3FN>, tensor<256x512xf4E2M1FN>, tensor<2x8x32x4x4xf8E4M3FN> -> tensor<128x256xbf16>
