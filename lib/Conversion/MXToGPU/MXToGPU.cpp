@@ -193,6 +193,9 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
 
   void runOnOperation() override {
     swizzleGemmScales(getOperation(), chip);
+    // The plan refers to ops by address: fold (unswizzle(swizzle(x)) -> x)
+    // and erase dead ops first, so that the driver below erases none of them.
+    (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
     QuantizeFusionPlan plan(getOperation());
     RewritePatternSet patterns(&getContext());
     populateMXToGPUConversionPatterns(patterns, chip, plan);

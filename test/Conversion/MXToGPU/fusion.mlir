@@ -120,3 +120,19 @@ func.func @blockwise_pair(%x: tensor<256x256xbf16>) -> (tensor<256x2xf32>, tenso
   %wd, %ws = mx.quantize %x block [128, 128] : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<2x2xf32>
   return %s, %ws : tensor<256x2xf32>, tensor<2x2xf32>
 }
+
+// -----
+
+// unswizzle(swizzle(s)) folds to s before the fusion plan is made, so the
+// quantize writes linear scales and no dangling swizzle is planned; a swizzle
+// nobody reads is erased.
+// CHECK-LABEL: func @unswizzle_of_fused_swizzle
+// CHECK-COUNT-1: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func @unswizzle_of_fused_swizzle(%x: tensor<500x192xbf16>) -> tensor<500x6xf8E8M0FNU> {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<500x192xbf16> -> tensor<500x192xf8E4M3FN>, tensor<500x6xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<500x6xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+  %u = mx.unswizzle %t : tensor<4x2x32x4x4xf8E8M0FNU> -> tensor<500x6xf8E8M0FNU>
+  %dead = mx.swizzle %u : tensor<500x6xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+  return %u : tensor<500x6xf8E8M0FNU>
+}

@@ -57,7 +57,9 @@ struct QuantizePlan {
 
 /// The kernel of every quantize op under a root and the swizzles those kernels
 /// write. Built before the patterns run and read by them; it refers to ops by
-/// address, which is sound because the patterns create no mx ops.
+/// address, which is sound because the patterns create no mx ops and the pass
+/// folds and erases dead ops before building it (so the pattern driver has
+/// none left to fold or erase).
 class QuantizeFusionPlan {
 public:
   /// Plans every quantize op under `root`. A rowwise quantize is fused with
