@@ -93,15 +93,12 @@ Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
   return amax;
 }
 
-struct Blockwise2DQuantizeToGPU : OpRewritePattern<QuantizeOp> {
+struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
   Blockwise2DQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : OpRewritePattern(context), plan(plan) {}
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::blockwise2D) {}
 
-  LogicalResult matchAndRewrite(QuantizeOp op,
-                                PatternRewriter &rewriter) const override {
-    const QuantizePlan *planned = plan.lookup(op);
-    if (!planned || planned->kernel != QuantizeKernel::blockwise2D)
-      return rewriter.notifyMatchFailure(op, "not planned as 2-D blockwise");
+  LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
+                               PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType inputType = op.getInput().getType();
     RankedTensorType scalesType = op.getScales().getType();
@@ -146,8 +143,6 @@ struct Blockwise2DQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     return success();
   }
 
-private:
-  const QuantizeFusionPlan &plan;
 };
 
 } // namespace

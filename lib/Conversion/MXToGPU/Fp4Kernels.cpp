@@ -344,18 +344,17 @@ Value collapseToMatrix(OpBuilder &b, Location loc, Value buffer) {
 }
 
 /// An MXFP4 or NVFP4 quantize that checkFP4Quantize accepts: rowwise of any
-/// rank, or columnwise of a 2-D tensor or of slices of whole blocks. Its data is an i8 buffer of half the
-/// elements, which the result views as the f4E2M1FN memref.
-struct FP4QuantizeToGPU : OpRewritePattern<QuantizeOp> {
+/// rank, or columnwise of a 2-D tensor or of slices of whole blocks. Its data
+/// is an i8 buffer of half the elements, which the result views as the
+/// f4E2M1FN memref.
+struct FP4QuantizeToGPU : PlannedQuantizePattern {
   FP4QuantizeToGPU(MLIRContext *context, Chip chip,
                    const QuantizeFusionPlan &plan)
-      : OpRewritePattern(context), chip(chip), plan(plan) {}
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::fp4),
+        chip(chip) {}
 
-  LogicalResult matchAndRewrite(QuantizeOp op,
-                                PatternRewriter &rewriter) const override {
-    const QuantizePlan *planned = plan.lookup(op);
-    if (!planned || planned->kernel != QuantizeKernel::fp4)
-      return rewriter.notifyMatchFailure(op, "not planned as an FP4 quantize");
+  LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
+                               PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType dataType = op.getData().getType();
     FP4QuantizeBuffers buffers;
@@ -394,7 +393,6 @@ struct FP4QuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
 private:
   Chip chip;
-  const QuantizeFusionPlan &plan;
 };
 
 /// The byte at `offset` from device address `base` (an index).

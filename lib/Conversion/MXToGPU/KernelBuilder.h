@@ -215,6 +215,30 @@ void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
 /// mx.quantize_delayed), or an empty string.
 std::string getPerTensorUnsupportedReason(mlir::Operation *op);
 
+/// A pattern for the quantize ops that the fusion plan gives one kernel: it
+/// matches exactly those and hands their plan to `rewritePlanned`.
+struct PlannedQuantizePattern : mlir::OpRewritePattern<QuantizeOp> {
+  PlannedQuantizePattern(mlir::MLIRContext *context,
+                         const QuantizeFusionPlan &plan, QuantizeKernel kernel)
+      : OpRewritePattern(context), plan(plan), kernel(kernel) {}
+
+  mlir::LogicalResult
+  matchAndRewrite(QuantizeOp op, mlir::PatternRewriter &rewriter) const final {
+    const QuantizePlan *planned = plan.lookup(op);
+    if (!planned || planned->kernel != kernel)
+      return rewriter.notifyMatchFailure(op, "planned for another kernel");
+    return rewritePlanned(op, *planned, rewriter);
+  }
+
+  virtual mlir::LogicalResult
+  rewritePlanned(QuantizeOp op, const QuantizePlan &planned,
+                 mlir::PatternRewriter &rewriter) const = 0;
+
+private:
+  const QuantizeFusionPlan &plan;
+  QuantizeKernel kernel;
+};
+
 /// Whether the FP4 quantize kernel (Fp4Kernels.cpp) covers `op`, whose data
 /// is f4E2M1FN; if not, `reason` says why.
 mlir::LogicalResult checkFP4Quantize(QuantizeOp op, std::string &reason);

@@ -95,17 +95,14 @@ void storeRowwiseScale(OpBuilder &b, Location loc, Value scales, Value scale,
           });
 }
 
-struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
+struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
   RowwiseQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : OpRewritePattern(context), plan(plan) {}
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::rowwise) {}
 
-  LogicalResult matchAndRewrite(QuantizeOp op,
-                                PatternRewriter &rewriter) const override {
-    const QuantizePlan *planned = plan.lookup(op);
-    if (!planned || planned->kernel != QuantizeKernel::rowwise)
-      return rewriter.notifyMatchFailure(op, "not planned as rowwise alone");
+  LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &planned,
+                               PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    SwizzleOp swizzle = planned->swizzle;
+    SwizzleOp swizzle = planned.swizzle;
     RankedTensorType inputType = op.getInput().getType();
     RankedTensorType scalesType =
         swizzle ? swizzle.getResult().getType() : op.getScales().getType();
@@ -184,8 +181,6 @@ struct RowwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     return success();
   }
 
-private:
-  const QuantizeFusionPlan &plan;
 };
 
 struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {

@@ -176,15 +176,12 @@ struct AmaxToGPU : OpRewritePattern<AmaxOp> {
 };
 
 /// Current scaling: the amax of every matrix, then the cast.
-struct PerTensorQuantizeToGPU : OpRewritePattern<QuantizeOp> {
+struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
   PerTensorQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : OpRewritePattern(context), plan(plan) {}
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::perTensor) {}
 
-  LogicalResult matchAndRewrite(QuantizeOp op,
-                                PatternRewriter &rewriter) const override {
-    const QuantizePlan *planned = plan.lookup(op);
-    if (!planned || planned->kernel != QuantizeKernel::perTensor)
-      return rewriter.notifyMatchFailure(op, "not planned as per-tensor");
+  LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
+                               PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType inputType = op.getInput().getType();
     RankedTensorType scalesType = op.getScales().getType();
@@ -228,8 +225,6 @@ struct PerTensorQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     return success();
   }
 
-private:
-  const QuantizeFusionPlan &plan;
 };
 
 /// Kernel: `history` into `newHistory` with [0, index] zeroed, the start of
