@@ -1,4 +1,4 @@
-//===- CublasLt.cpp - mxrtScaledMatmul on cuBLASLt -------------------------===//
+//===- CublasLt.cpp - mxrtScaledMatmul on cuBLASLt ------------------------===//
 //
 // Scaled FP8/FP4 matmul out[M,N] = alpha deq(A)[M,K] . deq(B)[N,K]^T through
 // cuBLASLt. cuBLASLt is column-major, so the problem is handed over
@@ -6,11 +6,12 @@
 // column-major, which is our row-major out[M, N]; the scale pointers and
 // modes swap along with the operands. A K-contiguous operand [rows, K] is a
 // column-major K x rows matrix (our B: op T, our A: op N, the "TN" form FP8
-// wants before SM100); a K-outer one [K, rows] is rows x K (op N / op T). Descriptors, layouts and the heuristic's algorithm are cached per
-// problem; one cuBLASLt handle and one arena (32 MiB workspace + scratch for
-// re-laid-out scales) exist per device. Calls are serialized by a mutex and,
-// across streams, by an event recorded after each matmul, because they share
-// the arena. A request the GPU cannot run fails with MXRT_ERROR_NOT_SUPPORTED.
+// wants before SM100); a K-outer one [K, rows] is rows x K (op N / op T).
+// Descriptors, layouts and the heuristic's algorithm are cached per problem;
+// one cuBLASLt handle and one arena (32 MiB workspace + scratch for re-laid-out
+// scales) exist per device. Calls are serialized by a mutex and, across
+// streams, by an event recorded after each matmul, because they share the
+// arena. A request the GPU cannot run fails with MXRT_ERROR_NOT_SUPPORTED.
 //
 // Scale layouts. For each operand X[rows, K] the "outer" dimension is rows,
 // the "inner" one K, and KB = ceil(K / 128). cuBLASLt's layouts (cublasLt.h
@@ -68,16 +69,15 @@ struct Problem {
 const char *typeName(int32_t type) {
   static const char *names[] = {"F8E4M3", "F8E5M2", "BF16",  "F16",
                                 "F32",    "E8M0",   "F4E2M1"};
-  return type >= 0 && type <= MXRT_TYPE_F4E2M1 ? names[type]
-                                               : "<invalid type>";
+  return type >= 0 && type <= MXRT_TYPE_F4E2M1 ? names[type] : "<invalid type>";
 }
 
 const char *modeName(int32_t mode) {
-  static const char *names[] = {"TENSOR_F32",     "VEC32_UE8M0",
-                                "VEC128_F32",     "BLK128X128_F32",
-                                "VEC16_UE4M3",    "VEC128_F32_KB_ROWS"};
+  static const char *names[] = {"TENSOR_F32",  "VEC32_UE8M0",
+                                "VEC128_F32",  "BLK128X128_F32",
+                                "VEC16_UE4M3", "VEC128_F32_KB_ROWS"};
   return mode >= 0 && mode <= MXRT_SCALE_VEC128_F32_KB_ROWS ? names[mode]
-                                                             : "<invalid mode>";
+                                                            : "<invalid mode>";
 }
 
 cudaDataType_t cudaType(int32_t type) {
@@ -185,25 +185,30 @@ int32_t validate(const Problem &p) {
                           "VEC16_UE4M3, or each of VEC128_F32 / "
                           "VEC128_F32_KB_ROWS / BLK128X128_F32",
                           modeName(p.aMode), modeName(p.bMode)));
-  bool fp4Mode = p.aMode == MXRT_SCALE_VEC32_UE8M0 ||
-                 p.aMode == MXRT_SCALE_VEC16_UE4M3;
+  bool fp4Mode =
+      p.aMode == MXRT_SCALE_VEC32_UE8M0 || p.aMode == MXRT_SCALE_VEC16_UE4M3;
   if (fp4 && !fp4Mode)
     return invalid(format("F4E2M1 operands take VEC32_UE8M0 or VEC16_UE4M3 "
-                          "scales, got %s", modeName(p.aMode)));
+                          "scales, got %s",
+                          modeName(p.aMode)));
   if (!fp4 && p.aMode == MXRT_SCALE_VEC16_UE4M3)
     return invalid(format("VEC16_UE4M3 scales take F4E2M1 operands, got %s",
                           typeName(p.aType)));
   // Each scale block must be whole.
-  int64_t kMultiple = bothBlock128                           ? 128
-                      : p.aMode == MXRT_SCALE_VEC32_UE8M0    ? 32
-                      : p.aMode == MXRT_SCALE_VEC16_UE4M3    ? 16
-                                                             : 1;
+  int64_t kMultiple = bothBlock128                        ? 128
+                      : p.aMode == MXRT_SCALE_VEC32_UE8M0 ? 32
+                      : p.aMode == MXRT_SCALE_VEC16_UE4M3 ? 16
+                                                          : 1;
   if (p.k % kMultiple)
     return invalid(format("k=%ld must be a multiple of %ld for %s scales",
                           long(p.k), long(kMultiple), modeName(p.aMode)));
   // Stored rows must be 16-byte aligned.
-  struct { const char *name; int32_t type, layout; int64_t rows; } operands[] = {
-      {"A", p.aType, p.aLayout, p.m}, {"B", p.bType, p.bLayout, p.n}};
+  struct {
+    const char *name;
+    int32_t type, layout;
+    int64_t rows;
+  } operands[] = {{"A", p.aType, p.aLayout, p.m},
+                  {"B", p.bType, p.bLayout, p.n}};
   for (const auto &op : operands) {
     int64_t row = storedRow(op.layout, op.rows, p.k);
     if (row * elementBits(op.type) % 128)
@@ -366,9 +371,9 @@ int32_t createPlan(const Problem &p, Plan &plan) {
   cublasLtPointerMode_t pointerMode =
       p.alpha ? CUBLASLT_POINTER_MODE_DEVICE : CUBLASLT_POINTER_MODE_HOST;
   int32_t status;
-  if ((status = checkLt(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F,
-                                                 CUDA_R_32F),
-                        "cublasLtMatmulDescCreate")) ||
+  if ((status = checkLt(
+           cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+           "cublasLtMatmulDescCreate")) ||
       (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, transA,
                         "cublasLtMatmulDescSetAttribute(TRANSA)")) ||
       (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, transB,
@@ -377,15 +382,15 @@ int32_t createPlan(const Problem &p, Plan &plan) {
                         "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)")) ||
       (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, ltBMode,
                         "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)")) ||
-      (status = setDesc(plan.desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
-                        pointerMode,
-                        "cublasLtMatmulDescSetAttribute(POINTER_MODE)")) ||
+      (status =
+           setDesc(plan.desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, pointerMode,
+                   "cublasLtMatmulDescSetAttribute(POINTER_MODE)")) ||
       (status = createOperandLayout(&plan.ltA, p.bType, p.bLayout, p.n, p.k,
                                     "cublasLtMatrixLayoutCreate(A)")) ||
       (status = createOperandLayout(&plan.ltB, p.aType, p.aLayout, p.m, p.k,
                                     "cublasLtMatrixLayoutCreate(B)")) ||
-      (status = checkLt(cublasLtMatrixLayoutCreate(&plan.ltD, cudaType(p.outType),
-                                                   p.n, p.m, p.n),
+      (status = checkLt(cublasLtMatrixLayoutCreate(
+                            &plan.ltD, cudaType(p.outType), p.n, p.m, p.n),
                         "cublasLtMatrixLayoutCreate(D)")))
     return status;
   if ((status = plan.ltAScales.init(p.bMode, p.n, p.k, kWorkspaceBytes)))
@@ -537,9 +542,10 @@ int32_t scaledMatmul(const Problem &p, CUstream stream, int ordinal) {
   bool aligned256 = true;
   for (const void *ptr : {p.a, p.b, static_cast<const void *>(p.out)})
     aligned256 &= reinterpret_cast<uintptr_t>(ptr) % 256 == 0;
-  PlanKey key{ordinal, p.m,       p.n,       p.k,       p.aType,
-              p.aLayout, p.aMode,   p.bType,   p.bLayout, p.bMode,
-              p.outType, aligned256, p.alpha != nullptr};
+  PlanKey key{ordinal,           p.m,       p.n,       p.k,
+              p.aType,           p.aLayout, p.aMode,   p.bType,
+              p.bLayout,         p.bMode,   p.outType, aligned256,
+              p.alpha != nullptr};
   auto it = plans->find(key);
   std::unique_ptr<Plan> fresh;
   if (it == plans->end()) {
@@ -586,9 +592,9 @@ extern "C" MXRT_API int32_t mxrtScaledMatmul(
     int32_t aLayout, const void *aScales, int32_t aScaleMode, const void *b,
     int32_t bType, int32_t bLayout, const void *bScales, int32_t bScaleMode,
     const float *alpha, void *out, int32_t outType, void *stream) {
-  Problem p{m,     n,       k,          a,     aScales, b,
-            bScales, alpha, out,        aType, aLayout, aScaleMode,
-            bType, bLayout, bScaleMode, outType};
+  Problem p{m,       n,       k,          a,      aScales, b,
+            bScales, alpha,   out,        aType,  aLayout, aScaleMode,
+            bType,   bLayout, bScaleMode, outType};
   if (int32_t status = validate(p))
     return status;
   static std::mutex mutex;

@@ -123,10 +123,9 @@ MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
  * Calls on one device are serialized by the runtime (they share a
  * workspace); across streams they are ordered through an event. */
 MXRT_API int32_t mxrtScaledMatmul(int64_t m, int64_t n, int64_t k,
-                                  const void *a, int32_t aType,
-                                  int32_t aLayout, const void *aScales,
-                                  int32_t aScaleMode, const void *b,
-                                  int32_t bType, int32_t bLayout,
+                                  const void *a, int32_t aType, int32_t aLayout,
+                                  const void *aScales, int32_t aScaleMode,
+                                  const void *b, int32_t bType, int32_t bLayout,
                                   const void *bScales, int32_t bScaleMode,
                                   const float *alpha, void *out,
                                   int32_t outType, void *stream);

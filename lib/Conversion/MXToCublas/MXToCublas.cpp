@@ -64,8 +64,7 @@ FailureOr<mxrtScaleMode> getScaleMode(RankedTensorType operand,
     bool kOuter = layout == OperandLayout::k_outer;
     if (alongK && blockK == 128) {
       // cuBLASLt's own [KB, rows]: GEMM-ready, or linear K-outer scales.
-      if (scales.getRank() == rank + 1 ||
-          (scales.getRank() == rank && kOuter))
+      if (scales.getRank() == rank + 1 || (scales.getRank() == rank && kOuter))
         return MXRT_SCALE_VEC128_F32_KB_ROWS;
       if (scales.getRank() == rank)
         return MXRT_SCALE_VEC128_F32;
@@ -104,13 +103,12 @@ getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
     if (failed(checkCublasScaleMode(chip, mode, reason)))
       return failure();
   for (OperandLayout layout : {op.getLhsLayout(), op.getRhsLayout()})
-    if (failed(checkCublasOperandLayout(chip, getRuntimeLayout(layout),
-                                        reason)))
+    if (failed(
+            checkCublasOperandLayout(chip, getRuntimeLayout(layout), reason)))
       return failure();
-  bool blockScaled = *lhs == MXRT_SCALE_VEC32_UE8M0 ||
-                     *lhs == MXRT_SCALE_VEC16_UE4M3 ||
-                     *rhs == MXRT_SCALE_VEC32_UE8M0 ||
-                     *rhs == MXRT_SCALE_VEC16_UE4M3;
+  bool blockScaled =
+      *lhs == MXRT_SCALE_VEC32_UE8M0 || *lhs == MXRT_SCALE_VEC16_UE4M3 ||
+      *rhs == MXRT_SCALE_VEC32_UE8M0 || *rhs == MXRT_SCALE_VEC16_UE4M3;
   if (blockScaled && *lhs != *rhs) {
     reason = "cuBLASLt takes MX (E8M0) or NVFP4 (E4M3) scales on both "
              "operands, not one of each";
@@ -124,9 +122,9 @@ getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
 LLVM::LLVMFunctionType getScaledMatmulFnType(MLIRContext *context) {
   auto ptr = LLVM::LLVMPointerType::get(context);
   auto i32 = IntegerType::get(context, 32), i64 = IntegerType::get(context, 64);
-  return LLVM::LLVMFunctionType::get(
-      i32, {i64, i64, i64, ptr, i32, i32, ptr, i32, ptr, i32, i32, ptr, i32,
-            ptr, ptr, i32, ptr});
+  return LLVM::LLVMFunctionType::get(i32, {i64, i64, i64, ptr, i32, i32, ptr,
+                                           i32, ptr, i32, i32, ptr, i32, ptr,
+                                           ptr, i32, ptr});
 }
 
 /// The scale modes of `op`'s cuBLASLt call, or why it can have none: no
@@ -206,19 +204,18 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     RankedTensorType resultType = op.getResult().getType();
     Value out = allocDevice(rewriter, loc, resultType);
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
-    Value product = op.getTensorScales().empty()
-                        ? Value()
-                        : buildTensorScaleProduct(rewriter, loc,
-                                                  op.getTensorScales());
-    Value alpha = product ? getDevicePointer(rewriter, loc, product)
-                          : LLVM::ZeroOp::create(rewriter, loc, ptrType)
-                                .getResult();
+    Value product =
+        op.getTensorScales().empty()
+            ? Value()
+            : buildTensorScaleProduct(rewriter, loc, op.getTensorScales());
+    Value alpha =
+        product ? getDevicePointer(rewriter, loc, product)
+                : LLVM::ZeroOp::create(rewriter, loc, ptrType).getResult();
 
     SmallVector<Value> buffers = {op.getLhs(), op.getLhsScales(), op.getRhs(),
                                   op.getRhsScales(), out};
-    SmallVector<Value> bases = llvm::map_to_vector(buffers, [&](Value v) {
-      return getDevicePointer(rewriter, loc, v);
-    });
+    SmallVector<Value> bases = llvm::map_to_vector(
+        buffers, [&](Value v) { return getDevicePointer(rewriter, loc, v); });
     int64_t batchRank = resultType.getRank() - 2;
     int64_t slices = 1;
     for (int64_t size : resultType.getShape().drop_back(2))
@@ -272,14 +269,14 @@ private:
     };
     MatmulOperandShape lhs = op.getLhsShape(), rhs = op.getRhsShape();
     SmallVector<Value> args = {
-        i64(lhs.rows), i64(rhs.rows), i64(lhs.k),
-        pointers[0], code(op.getLhs()),
-        i32(getRuntimeLayout(op.getLhsLayout())), pointers[1],
-        i32(modes.first), pointers[2], code(op.getRhs()),
+        i64(lhs.rows), i64(rhs.rows), i64(lhs.k), pointers[0],
+        code(op.getLhs()), i32(getRuntimeLayout(op.getLhsLayout())),
+        pointers[1], i32(modes.first), pointers[2], code(op.getRhs()),
         i32(getRuntimeLayout(op.getRhsLayout())), pointers[3],
         i32(modes.second), alpha, pointers[4], code(op.getResult()),
         // The legacy default stream: ordered with the caller's copies.
-        LLVM::ZeroOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()))};
+        LLVM::ZeroOp::create(b, loc,
+                             LLVM::LLVMPointerType::get(b.getContext()))};
     // The status is also kept by the runtime (mxrtGetLastError), which is
     // where a caller of compiled code reads it.
     LLVM::CallOp::create(b, loc, callee, args);

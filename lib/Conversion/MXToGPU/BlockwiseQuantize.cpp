@@ -142,7 +142,6 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
              toUnfoldedTensor(rewriter, loc, scales, scalesType)});
     return success();
   }
-
 };
 
 } // namespace

@@ -128,25 +128,29 @@ struct SwizzleToGPU : OpRewritePattern<SwizzleOp> {
     Value input = toBuffer(rewriter, loc, op.getInput());
     Value result = allocDevice(rewriter, loc, resultType);
     int64_t count = resultType.getNumElements();
-    buildLaunch(rewriter, loc, count, [&](OpBuilder &b, Location l, Value thread) {
-      buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
-              [&](OpBuilder &nb, Location nl) {
-        SmallVector<Value> indices =
-            delinearize(nb, nl, thread, resultType.getShape());
-        auto [r, c] = getCompactPosition(nb, nl, indices, op.getLayout());
-        Value valid = andI(nb, nl, cmpLT(nb, nl, r, cIndex(nb, nl, rows)),
-                           cmpLT(nb, nl, c, cIndex(nb, nl, cols)));
-        Value scale = memref::LoadOp::create(
-            nb, nl, input,
-            getCompactIndices(ArrayRef<Value>(indices).take_front(batch),
-                              minIndex(nb, nl, r, rows - 1),
-                              minIndex(nb, nl, c, cols - 1), unscaled));
-        Value stored = arith::SelectOp::create(
-            nb, nl, valid, scale,
-            buildZeroBits(nb, nl, inputType.getElementType()));
-        memref::StoreOp::create(nb, nl, stored, result, indices);
-      });
-    });
+    buildLaunch(
+        rewriter, loc, count, [&](OpBuilder &b, Location l, Value thread) {
+          buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
+                  [&](OpBuilder &nb, Location nl) {
+                    SmallVector<Value> indices =
+                        delinearize(nb, nl, thread, resultType.getShape());
+                    auto [r, c] =
+                        getCompactPosition(nb, nl, indices, op.getLayout());
+                    Value valid =
+                        andI(nb, nl, cmpLT(nb, nl, r, cIndex(nb, nl, rows)),
+                             cmpLT(nb, nl, c, cIndex(nb, nl, cols)));
+                    Value scale = memref::LoadOp::create(
+                        nb, nl, input,
+                        getCompactIndices(
+                            ArrayRef<Value>(indices).take_front(batch),
+                            minIndex(nb, nl, r, rows - 1),
+                            minIndex(nb, nl, c, cols - 1), unscaled));
+                    Value stored = arith::SelectOp::create(
+                        nb, nl, valid, scale,
+                        buildZeroBits(nb, nl, inputType.getElementType()));
+                    memref::StoreOp::create(nb, nl, stored, result, indices);
+                  });
+        });
     rewriter.replaceOp(op, toTensor(rewriter, loc, result));
     return success();
   }
@@ -176,8 +180,8 @@ struct UnswizzleToGPU : OpRewritePattern<UnswizzleOp> {
         Value scale = memref::LoadOp::create(
             nb, nl, input,
             getSwizzledIndices(nb, nl,
-                               ArrayRef<Value>(indices).take_front(batch), r,
-                               c, op.getLayout()));
+                               ArrayRef<Value>(indices).take_front(batch), r, c,
+                               op.getLayout()));
         memref::StoreOp::create(nb, nl, scale, result, indices);
       });
     });

@@ -85,9 +85,8 @@ Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
   for (int64_t i = 0; i < length; i += 2) {
     Value lo = vector::ExtractOp::create(b, loc, scaled, i);
     Value hi = vector::ExtractOp::create(b, loc, scaled, i + 1);
-    bytes.push_back(chip == Chip::sm_100a
-                        ? packPairInHardware(b, loc, lo, hi)
-                        : packPairInSoftware(b, loc, lo, hi));
+    bytes.push_back(chip == Chip::sm_100a ? packPairInHardware(b, loc, lo, hi)
+                                          : packPairInSoftware(b, loc, lo, hi));
   }
   return vector::FromElementsOp::create(
       b, loc, VectorType::get({length / 2}, b.getI8Type()), bytes);
@@ -122,8 +121,10 @@ RowBlock loadRowBlock(OpBuilder &b, Location loc, Value input, Value index,
   Value column = arith::RemUIOp::create(b, loc, index, blocksPerRow);
   Value col = arith::MulIOp::create(b, loc, column, cIndex(b, loc, size));
   auto vectorType = VectorType::get({size}, type.getElementType());
-  return {extendToF32(b, loc, loadVector(b, loc, vectorType, input, ValueRange{row, col})),
-          row, column};
+  return {
+      extendToF32(b, loc,
+                  loadVector(b, loc, vectorType, input, ValueRange{row, col})),
+      row, column};
 }
 
 Value reduceMax(OpBuilder &b, Location loc, Value f32Vector) {
@@ -147,10 +148,10 @@ Value buildFiniteAmax(OpBuilder &b, Location loc, Value input) {
   buildLaunch(b, loc, 1, [&](OpBuilder &nb, Location l, Value thread) {
     buildIf(nb, l, cmpLT(nb, l, thread, cIndex(nb, l, 1)),
             [&](OpBuilder &ib, Location il) {
-      Value zero = arith::ConstantIntOp::create(ib, il, 0, 32);
-      memref::StoreOp::create(ib, il, zero, amaxBits,
-                              ValueRange{cIndex(ib, il, 0)});
-    });
+              Value zero = arith::ConstantIntOp::create(ib, il, 0, 32);
+              memref::StoreOp::create(ib, il, zero, amaxBits,
+                                      ValueRange{cIndex(ib, il, 0)});
+            });
   });
   int64_t blocks = inputType.getNumElements() / blockSize;
   buildLaunch(b, loc, blocks, [&](OpBuilder &nb, Location l, Value thread) {
@@ -196,8 +197,8 @@ struct TensorScaleSource {
       return memref::LoadOp::create(b, loc, given, ValueRange{});
     if (!amaxBits)
       return Value();
-    Value bits = memref::LoadOp::create(b, loc, amaxBits,
-                                        ValueRange{cIndex(b, loc, 0)});
+    Value bits =
+        memref::LoadOp::create(b, loc, amaxBits, ValueRange{cIndex(b, loc, 0)});
     Value t = buildNVFP4TensorScale(
         b, loc, arith::BitcastOp::create(b, loc, b.getF32Type(), bits));
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
@@ -225,24 +226,26 @@ void buildRowwiseKernel(OpBuilder &b, Location loc, QuantizeOp op, Chip chip,
   buildLaunch(b, loc, blocks, [&](OpBuilder &lb, Location l, Value thread) {
     buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, blocks)),
             [&](OpBuilder &nb, Location nl) {
-      RowBlock block = loadRowBlock(nb, nl, buffers.input, thread, blockSize);
-      Value amax = reduceMax(nb, nl, magnitude(nb, nl, block.values));
-      auto [scale, factor] = buildBlockScale(
-          nb, nl, amax, op, buffers.tensorScale.build(nb, nl, thread));
-      Value factors = vector::BroadcastOp::create(
-          nb, nl, block.values.getType(), factor);
-      Value scaled = arith::MulFOp::create(nb, nl, block.values, factors);
-      // Blocks are whole bytes, and row-major, so block `thread` starts at
-      // byte thread * size / 2, aligned to its own length.
-      Value offset = arith::MulIOp::create(nb, nl, thread,
-                                           cIndex(nb, nl, blockSize / 2));
-      vector::StoreOp::create(nb, nl, packFP4(nb, nl, scaled, chip),
-                              buffers.bytes, ValueRange{offset},
-                              /*nontemporal=*/false,
-                              llvm::MaybeAlign(blockSize / 2));
-      memref::StoreOp::create(nb, nl, scale, buffers.scales,
-                              ValueRange{block.row, block.column});
-    });
+              RowBlock block =
+                  loadRowBlock(nb, nl, buffers.input, thread, blockSize);
+              Value amax = reduceMax(nb, nl, magnitude(nb, nl, block.values));
+              auto [scale, factor] = buildBlockScale(
+                  nb, nl, amax, op, buffers.tensorScale.build(nb, nl, thread));
+              Value factors = vector::BroadcastOp::create(
+                  nb, nl, block.values.getType(), factor);
+              Value scaled =
+                  arith::MulFOp::create(nb, nl, block.values, factors);
+              // Blocks are whole bytes, and row-major, so block `thread` starts
+              // at byte thread * size / 2, aligned to its own length.
+              Value offset = arith::MulIOp::create(
+                  nb, nl, thread, cIndex(nb, nl, blockSize / 2));
+              vector::StoreOp::create(nb, nl, packFP4(nb, nl, scaled, chip),
+                                      buffers.bytes, ValueRange{offset},
+                                      /*nontemporal=*/false,
+                                      llvm::MaybeAlign(blockSize / 2));
+              memref::StoreOp::create(nb, nl, scale, buffers.scales,
+                                      ValueRange{block.row, block.column});
+            });
   });
 }
 
@@ -263,19 +266,18 @@ ColumnPairBlock loadColumnPairBlock(OpBuilder &b, Location loc, Value input,
   for (int64_t i = 0; i < size; ++i) {
     Value row = arith::AddIOp::create(b, loc, firstRow, cIndex(b, loc, i));
     Value loadRow = arith::MinUIOp::create(b, loc, row, lastRow);
-    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, row,
-                                        lastRow);
+    Value valid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, row, lastRow);
     Value values = extendToF32(
         b, loc, loadVector(b, loc, pairType, input, ValueRange{loadRow, col}));
     Value magnitudes = magnitude(b, loc, values);
-    Value zero = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(magnitudes.getType()));
-    Value counted =
-        arith::SelectOp::create(b, loc, valid, magnitudes, zero);
-    block.amax = block.amax ? arith::MaximumFOp::create(b, loc, block.amax,
-                                                        counted)
-                                  .getResult()
-                            : counted;
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(magnitudes.getType()));
+    Value counted = arith::SelectOp::create(b, loc, valid, magnitudes, zero);
+    block.amax =
+        block.amax
+            ? arith::MaximumFOp::create(b, loc, block.amax, counted).getResult()
+            : counted;
     block.values.push_back(values);
     block.rows.push_back(row);
     block.valid.push_back(valid);
@@ -287,48 +289,51 @@ ColumnPairBlock loadColumnPairBlock(OpBuilder &b, Location loc, Value input,
 /// of adjacent columns, so that each of its bytes is whole (two columns of
 /// one row) and a warp's loads and byte stores are contiguous. A partial
 /// last block row takes its amax over the rows that exist.
-void buildColumnwiseKernel(OpBuilder &b, Location loc, QuantizeOp op,
-                           Chip chip, const FP4QuantizeBuffers &buffers) {
+void buildColumnwiseKernel(OpBuilder &b, Location loc, QuantizeOp op, Chip chip,
+                           const FP4QuantizeBuffers &buffers) {
   auto inputType = cast<MemRefType>(buffers.input.getType());
   int64_t rows = inputType.getDimSize(0), pairs = inputType.getDimSize(1) / 2;
   int64_t blockSize = op.getBlock().take_back(2).front();
   int64_t count = llvm::divideCeil(rows, blockSize) * pairs;
   buildLaunch(b, loc, count, [&](OpBuilder &lb, Location l, Value thread) {
-    buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, count)),
-            [&](OpBuilder &nb, Location nl) {
-      Value pairsPerRow = cIndex(nb, nl, pairs);
-      Value blockRow = arith::DivUIOp::create(nb, nl, thread, pairsPerRow);
-      Value pair = arith::RemUIOp::create(nb, nl, thread, pairsPerRow);
-      Value col = arith::MulIOp::create(nb, nl, pair, cIndex(nb, nl, 2));
-      Value firstRow = arith::MulIOp::create(nb, nl, blockRow,
-                                             cIndex(nb, nl, blockSize));
-      ColumnPairBlock block = loadColumnPairBlock(nb, nl, buffers.input,
-                                                  firstRow, col, blockSize);
-      Value t = buffers.tensorScale.build(nb, nl, thread);
-      SmallVector<Value> factors;
-      for (int64_t c : {0, 1}) {
-        auto [scale, factor] = buildBlockScale(
-            nb, nl, vector::ExtractOp::create(nb, nl, block.amax, c), op, t);
-        factors.push_back(factor);
-        Value scaleCol = arith::AddIOp::create(nb, nl, col, cIndex(nb, nl, c));
-        memref::StoreOp::create(nb, nl, scale, buffers.scales,
-                                ValueRange{blockRow, scaleCol});
-      }
-      Value factorPair = vector::FromElementsOp::create(
-          nb, nl, cast<VectorType>(block.amax.getType()), factors);
-      for (int64_t i = 0; i < blockSize; ++i) {
-        Value scaled =
-            arith::MulFOp::create(nb, nl, block.values[i], factorPair);
-        Value byte = vector::ExtractOp::create(
-            nb, nl, packFP4(nb, nl, scaled, chip), 0);
-        buildIf(nb, nl, block.valid[i], [&](OpBuilder &sb, Location sl) {
-          Value rowStart =
-              arith::MulIOp::create(sb, sl, block.rows[i], pairsPerRow);
-          Value offset = arith::AddIOp::create(sb, sl, rowStart, pair);
-          memref::StoreOp::create(sb, sl, byte, buffers.bytes, offset);
+    buildIf(
+        lb, l, cmpLT(lb, l, thread, cIndex(lb, l, count)),
+        [&](OpBuilder &nb, Location nl) {
+          Value pairsPerRow = cIndex(nb, nl, pairs);
+          Value blockRow = arith::DivUIOp::create(nb, nl, thread, pairsPerRow);
+          Value pair = arith::RemUIOp::create(nb, nl, thread, pairsPerRow);
+          Value col = arith::MulIOp::create(nb, nl, pair, cIndex(nb, nl, 2));
+          Value firstRow = arith::MulIOp::create(nb, nl, blockRow,
+                                                 cIndex(nb, nl, blockSize));
+          ColumnPairBlock block = loadColumnPairBlock(nb, nl, buffers.input,
+                                                      firstRow, col, blockSize);
+          Value t = buffers.tensorScale.build(nb, nl, thread);
+          SmallVector<Value> factors;
+          for (int64_t c : {0, 1}) {
+            auto [scale, factor] = buildBlockScale(
+                nb, nl, vector::ExtractOp::create(nb, nl, block.amax, c), op,
+                t);
+            factors.push_back(factor);
+            Value scaleCol =
+                arith::AddIOp::create(nb, nl, col, cIndex(nb, nl, c));
+            memref::StoreOp::create(nb, nl, scale, buffers.scales,
+                                    ValueRange{blockRow, scaleCol});
+          }
+          Value factorPair = vector::FromElementsOp::create(
+              nb, nl, cast<VectorType>(block.amax.getType()), factors);
+          for (int64_t i = 0; i < blockSize; ++i) {
+            Value scaled =
+                arith::MulFOp::create(nb, nl, block.values[i], factorPair);
+            Value byte = vector::ExtractOp::create(
+                nb, nl, packFP4(nb, nl, scaled, chip), 0);
+            buildIf(nb, nl, block.valid[i], [&](OpBuilder &sb, Location sl) {
+              Value rowStart =
+                  arith::MulIOp::create(sb, sl, block.rows[i], pairsPerRow);
+              Value offset = arith::AddIOp::create(sb, sl, rowStart, pair);
+              memref::StoreOp::create(sb, sl, byte, buffers.bytes, offset);
+            });
+          }
         });
-      }
-    });
   });
 }
 
@@ -350,8 +355,8 @@ Value collapseToMatrix(OpBuilder &b, Location loc, Value buffer) {
 struct FP4QuantizeToGPU : PlannedQuantizePattern {
   FP4QuantizeToGPU(MLIRContext *context, Chip chip,
                    const QuantizeFusionPlan &plan)
-      : PlannedQuantizePattern(context, plan, QuantizeKernel::fp4),
-        chip(chip) {}
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::fp4), chip(chip) {
+  }
 
   LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
                                PatternRewriter &rewriter) const override {
@@ -360,10 +365,10 @@ struct FP4QuantizeToGPU : PlannedQuantizePattern {
     FP4QuantizeBuffers buffers;
     buffers.input =
         collapseToMatrix(rewriter, loc, toBuffer(rewriter, loc, op.getInput()));
-    buffers.bytes = allocDevice(
-        rewriter, loc,
-        RankedTensorType::get({dataType.getNumElements() / 2},
-                              rewriter.getI8Type()));
+    buffers.bytes =
+        allocDevice(rewriter, loc,
+                    RankedTensorType::get({dataType.getNumElements() / 2},
+                                          rewriter.getI8Type()));
     Value scales = allocDevice(rewriter, loc, op.getScales().getType());
     buffers.scales = collapseToMatrix(rewriter, loc, scales);
     if (op.getTensorScale()) {
@@ -426,35 +431,39 @@ struct FP4DequantizeToGPU : OpRewritePattern<DequantizeOp> {
     SmallVector<int64_t> byteShape(resultType.getShape());
     byteShape.back() /= 2;
     int64_t count = resultType.getNumElements() / 2;
-    buildLaunch(rewriter, loc, count,
-                [&](OpBuilder &b, Location l, Value thread) {
-      buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
-              [&](OpBuilder &nb, Location nl) {
-        Value byte = loadByte(nb, nl, data, thread);
-        Value t = tensorScale ? memref::LoadOp::create(nb, nl, tensorScale,
-                                                       ValueRange{})
-                              : Value();
-        SmallVector<Value> indices = delinearize(nb, nl, thread, byteShape);
-        Value pairStart = arith::MulIOp::create(nb, nl, indices.back(),
-                                                cIndex(nb, nl, 2));
-        for (int64_t nibble : {0, 1}) {
-          indices.back() = arith::AddIOp::create(nb, nl, pairStart,
-                                                 cIndex(nb, nl, nibble));
-          Value code = arith::TruncIOp::create(
-              nb, nl, nb.getIntegerType(4),
-              arith::ShRUIOp::create(nb, nl, byte, cI8(nb, nl, 4 * nibble)));
-          SmallVector<Value> blockIndices;
-          for (auto [index, size] : llvm::zip_equal(indices, op.getBlock()))
-            blockIndices.push_back(
-                arith::DivUIOp::create(nb, nl, index, cIndex(nb, nl, size)));
-          Value value = buildDequantized(
-              nb, nl, arith::BitcastOp::create(nb, nl, f4, code),
-              memref::LoadOp::create(nb, nl, scales, blockIndices), t,
-              resultType.getElementType());
-          memref::StoreOp::create(nb, nl, value, result, indices);
-        }
-      });
-    });
+    buildLaunch(
+        rewriter, loc, count, [&](OpBuilder &b, Location l, Value thread) {
+          buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
+                  [&](OpBuilder &nb, Location nl) {
+                    Value byte = loadByte(nb, nl, data, thread);
+                    Value t = tensorScale
+                                  ? memref::LoadOp::create(nb, nl, tensorScale,
+                                                           ValueRange{})
+                                  : Value();
+                    SmallVector<Value> indices =
+                        delinearize(nb, nl, thread, byteShape);
+                    Value pairStart = arith::MulIOp::create(
+                        nb, nl, indices.back(), cIndex(nb, nl, 2));
+                    for (int64_t nibble : {0, 1}) {
+                      indices.back() = arith::AddIOp::create(
+                          nb, nl, pairStart, cIndex(nb, nl, nibble));
+                      Value code = arith::TruncIOp::create(
+                          nb, nl, nb.getIntegerType(4),
+                          arith::ShRUIOp::create(nb, nl, byte,
+                                                 cI8(nb, nl, 4 * nibble)));
+                      SmallVector<Value> blockIndices;
+                      for (auto [index, size] :
+                           llvm::zip_equal(indices, op.getBlock()))
+                        blockIndices.push_back(arith::DivUIOp::create(
+                            nb, nl, index, cIndex(nb, nl, size)));
+                      Value value = buildDequantized(
+                          nb, nl, arith::BitcastOp::create(nb, nl, f4, code),
+                          memref::LoadOp::create(nb, nl, scales, blockIndices),
+                          t, resultType.getElementType());
+                      memref::StoreOp::create(nb, nl, value, result, indices);
+                    }
+                  });
+        });
     rewriter.replaceOp(op, toTensor(rewriter, loc, result));
     return success();
   }

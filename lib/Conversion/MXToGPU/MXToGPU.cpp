@@ -180,7 +180,6 @@ struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
         toUnfoldedTensor(rewriter, loc, scales, scalesType));
     return success();
   }
-
 };
 
 struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {

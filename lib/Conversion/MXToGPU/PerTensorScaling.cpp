@@ -224,7 +224,6 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
              toUnfoldedTensor(rewriter, loc, scales, scalesType)});
     return success();
   }
-
 };
 
 /// Kernel: `history` into `newHistory` with [0, index] zeroed, the start of

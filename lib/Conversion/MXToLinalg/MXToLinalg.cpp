@@ -86,9 +86,8 @@ Value buildBlockMax(OpBuilder &b, Location loc, Value input,
   // A block longer than its dimension is one partial block: pad to the
   // dimension, not to the block.
   SmallVector<int64_t> extents = llvm::map_to_vector(
-      llvm::zip_equal(block, type.getShape()), [](auto pair) {
-        return std::min(std::get<0>(pair), std::get<1>(pair));
-      });
+      llvm::zip_equal(block, type.getShape()),
+      [](auto pair) { return std::min(std::get<0>(pair), std::get<1>(pair)); });
   SmallVector<int64_t> scalesShape = getScalesShape(type.getShape(), extents);
   SmallVector<int64_t> paddedShape, blockedShape, blockDims;
   SmallVector<ReassociationIndices> reassociation;
@@ -120,8 +119,8 @@ Value buildBlockMax(OpBuilder &b, Location loc, Value input,
         }
         value = math::AbsFOp::create(nb, nloc, value);
         if (kind == BlockMax::finiteMagnitude) {
-          Value infinity = arith::ConstantOp::create(
-              nb, nloc, nb.getF32FloatAttr(INFINITY));
+          Value infinity =
+              arith::ConstantOp::create(nb, nloc, nb.getF32FloatAttr(INFINITY));
           Value finite = arith::CmpFOp::create(
               nb, nloc, arith::CmpFPredicate::OLT, value, infinity);
           value = arith::SelectOp::create(
@@ -171,15 +170,15 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
     // NVFP4's tensor scale, given or from the amax of the finite elements.
     Value tensorScale;
     if (isNVFP4Scale(scaleType))
-      tensorScale =
-          adaptor.getTensorScale()
-              ? tensor::ExtractOp::create(rewriter, loc,
-                                          adaptor.getTensorScale(), ValueRange{})
-                    .getResult()
-              : buildNVFP4TensorScale(
-                    rewriter, loc,
-                    buildTensorMax(rewriter, loc, adaptor.getInput(),
-                                   BlockMax::finiteMagnitude));
+      tensorScale = adaptor.getTensorScale()
+                        ? tensor::ExtractOp::create(rewriter, loc,
+                                                    adaptor.getTensorScale(),
+                                                    ValueRange{})
+                              .getResult()
+                        : buildNVFP4TensorScale(
+                              rewriter, loc,
+                              buildTensorMax(rewriter, loc, adaptor.getInput(),
+                                             BlockMax::finiteMagnitude));
 
     // Per block: the stored scale and the f32 factor applied to elements (the
     // inverse power of two, the exact scale itself for `exact`, NVFP4's
@@ -256,9 +255,8 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
         ValueRange{adaptor.getData(), adaptor.getScales()},
         ValueRange{createEmpty(rewriter, loc, resultType.getShape(),
                                resultType.getElementType())},
-        SmallVector<AffineMap>{identity,
-                               getBlockMap(op.getContext(), op.getBlock()),
-                               identity},
+        SmallVector<AffineMap>{
+            identity, getBlockMap(op.getContext(), op.getBlock()), identity},
         parallelIterators(rank),
         [&](OpBuilder &b, Location nloc, ValueRange args) {
           linalg::YieldOp::create(b, nloc,
@@ -305,13 +303,14 @@ Value transposeTiles(OpBuilder &b, Location loc, Value source) {
 /// Reassociation between `[..., R', C']` (`batch` leading dimensions) and its
 /// grouped view: `[..., R'/128, 4, 32, C'/4, 4]` for tiles, `[..., C, R'/4, 4]`
 /// (from `[..., C, R']`) for blockwise.
-SmallVector<ReassociationIndices> getGroupingReassociation(int64_t batch,
-                                                           SwizzleLayout layout) {
+SmallVector<ReassociationIndices>
+getGroupingReassociation(int64_t batch, SwizzleLayout layout) {
   SmallVector<ReassociationIndices> reassociation;
   for (int64_t dim = 0; dim < batch; ++dim)
     reassociation.push_back({dim});
   if (layout == SwizzleLayout::tiles)
-    reassociation.append({{batch, batch + 1, batch + 2}, {batch + 3, batch + 4}});
+    reassociation.append(
+        {{batch, batch + 1, batch + 2}, {batch + 3, batch + 4}});
   else
     reassociation.append({{batch}, {batch + 1, batch + 2}});
   return reassociation;
@@ -336,8 +335,8 @@ SmallVector<int64_t> getPaddedShape(RankedTensorType swizzled,
   if (layout == SwizzleLayout::tiles) {
     SmallVector<int64_t> result(shape.drop_back(5));
     int64_t batch = result.size();
-    result.append({shape[batch] * kSwizzleTileRows,
-                   shape[batch + 1] * kSwizzleTileCols});
+    result.append(
+        {shape[batch] * kSwizzleTileRows, shape[batch + 1] * kSwizzleTileCols});
     return result;
   }
   SmallVector<int64_t> result(shape.drop_back(2));
@@ -560,8 +559,8 @@ struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
     Value data =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{dataType}, ValueRange{adaptor.getInput()},
-            ValueRange{createEmpty(rewriter, loc, dataType.getShape(),
-                                   elementType)},
+            ValueRange{
+                createEmpty(rewriter, loc, dataType.getShape(), elementType)},
             SmallVector<AffineMap>(2, identity), parallelIterators(rank),
             [&](OpBuilder &b, Location nloc, ValueRange args) {
               Value scaled = arith::MulFOp::create(
@@ -579,18 +578,17 @@ struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
         tensor::SplatOp::create(rewriter, loc, op.getScaleInv().getType(),
                                 buildDelayedScaleInverse(rewriter, loc, scale));
 
-    Value amax = buildTensorMax(rewriter, loc, adaptor.getInput(),
-                                BlockMax::magnitude);
-    Value history = tensor::InsertOp::create(
-        rewriter, loc, amax, adaptor.getHistory(),
-        ValueRange{index(0), index(op.getIndex())});
+    Value amax =
+        buildTensorMax(rewriter, loc, adaptor.getInput(), BlockMax::magnitude);
+    Value history =
+        tensor::InsertOp::create(rewriter, loc, amax, adaptor.getHistory(),
+                                 ValueRange{index(0), index(op.getIndex())});
     rewriter.replaceOp(op, {data, scaleInv, history});
     return success();
   }
 };
 
-struct UpdateAmaxHistoryOpLowering
-    : OpConversionPattern<UpdateAmaxHistoryOp> {
+struct UpdateAmaxHistoryOpLowering : OpConversionPattern<UpdateAmaxHistoryOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
@@ -604,15 +602,14 @@ struct UpdateAmaxHistoryOpLowering
 
     // The amax each scale is computed from: a column max (maximumf keeps a
     // NaN, which leaves the scale unchanged) or row 0.
-    Value amax =
-        op.getAlgorithm() == AmaxAlgorithm::most_recent
-            ? extractRows(rewriter, loc, history, 0, 1, scalesType)
-            : tensor::CollapseShapeOp::create(
-                  rewriter, loc, scalesType,
-                  buildBlockMax(rewriter, loc, history, {rows, 1},
-                                BlockMax::valueIgnoringNaN),
-                  ArrayRef<ReassociationIndices>{{0, 1}})
-                  .getResult();
+    Value amax = op.getAlgorithm() == AmaxAlgorithm::most_recent
+                     ? extractRows(rewriter, loc, history, 0, 1, scalesType)
+                     : tensor::CollapseShapeOp::create(
+                           rewriter, loc, scalesType,
+                           buildBlockMax(rewriter, loc, history, {rows, 1},
+                                         BlockMax::valueIgnoringNaN),
+                           ArrayRef<ReassociationIndices>{{0, 1}})
+                           .getResult();
 
     Type elementType = op.getElement();
     auto margin = static_cast<int64_t>(op.getMargin());
@@ -621,13 +618,14 @@ struct UpdateAmaxHistoryOpLowering
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{scalesType},
             ValueRange{amax, adaptor.getScales()},
-            ValueRange{createEmpty(rewriter, loc, {count}, rewriter.getF32Type())},
+            ValueRange{
+                createEmpty(rewriter, loc, {count}, rewriter.getF32Type())},
             SmallVector<AffineMap>(3, identity), parallelIterators(1),
             [&](OpBuilder &b, Location nloc, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, nloc,
-                  buildDelayedScale(b, nloc, args[0], args[1], elementType,
-                                    margin));
+              linalg::YieldOp::create(b, nloc,
+                                      buildDelayedScale(b, nloc, args[0],
+                                                        args[1], elementType,
+                                                        margin));
             })
             .getResult(0);
 
@@ -653,9 +651,8 @@ struct UpdateAmaxHistoryOpLowering
     int64_t rows = type.getDimSize(0), count = type.getDimSize(1);
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     Value result =
-        linalg::FillOp::create(b, loc, zero,
-                               createEmpty(b, loc, type.getShape(),
-                                           b.getF32Type()))
+        linalg::FillOp::create(
+            b, loc, zero, createEmpty(b, loc, type.getShape(), b.getF32Type()))
             .getResult(0);
     if (rows == 1)
       return result;

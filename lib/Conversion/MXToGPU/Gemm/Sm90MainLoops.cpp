@@ -134,11 +134,13 @@ BlockScales GemmKernelBuilder::loadBlockScales(const ConsumerThread &thread,
   // Compact scales are [row blocks, KB]; GEMM-ready ones [KB, pitch].
   auto scaleAt = [&](Value scales, Value index, const OperandPlan &operand) {
     Value clamped = arith::MinUIOp::create(b, index, i32(operand.rows - 1));
-    Value block = arith::DivUIOp::create(b, clamped, i32(operand.scaleBlockRows));
+    Value block =
+        arith::DivUIOp::create(b, clamped, i32(operand.scaleBlockRows));
     Value offset =
         operand.scaleRowPitch
             ? arith::AddIOp::create(
-                  b, arith::MulIOp::create(b, kBlock, i32(operand.scaleRowPitch)),
+                  b,
+                  arith::MulIOp::create(b, kBlock, i32(operand.scaleRowPitch)),
                   block)
             : arith::AddIOp::create(
                   b, arith::MulIOp::create(b, block, i32(plan.kBlocks())),

@@ -95,8 +95,8 @@ static std::string formatShape(ArrayRef<int64_t> shape) {
 /// int64 with room to spare.
 static LogicalResult verifyStaticShapes(Operation *op) {
   constexpr int64_t kMaxElements = int64_t(1) << 48;
-  for (Type type : llvm::concat<Type>(op->getOperandTypes(),
-                                      op->getResultTypes())) {
+  for (Type type :
+       llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes())) {
     auto tensor = cast<RankedTensorType>(type);
     if (!tensor.hasStaticShape())
       return op->emitOpError("requires static shapes, got ") << type;
@@ -119,8 +119,7 @@ static LogicalResult verifyDataRank(Operation *op, StringRef name,
                                     RankedTensorType type) {
   if (type.getRank() < 2)
     return op->emitOpError("expected ")
-           << name << " of rank >= 2 ([batch..., rows, columns]), got "
-           << type;
+           << name << " of rank >= 2 ([batch..., rows, columns]), got " << type;
   return success();
 }
 
@@ -172,8 +171,8 @@ static LogicalResult verifyFormat(Operation *op, StringRef name,
   int64_t extent = nvfp4 ? kNVFP4Block : kMXBlock;
   int64_t rank = block.size();
   auto isOne = [](int64_t size) { return size == 1; };
-  bool alongLast = block.back() == extent &&
-                   llvm::all_of(block.drop_back(), isOne);
+  bool alongLast =
+      block.back() == extent && llvm::all_of(block.drop_back(), isOne);
   bool alongSecondLast = rank >= 2 && block[rank - 2] == extent &&
                          block.back() == 1 &&
                          llvm::all_of(block.drop_back(2), isOne);
@@ -290,8 +289,7 @@ static LogicalResult verifySwizzlePair(Operation *op, int64_t unscaledDim,
   if (compact.getElementType() != swizzled.getElementType())
     return op->emitOpError("swizzled and compact scales must have one "
                            "element type, got ")
-           << swizzled.getElementType() << " and "
-           << compact.getElementType();
+           << swizzled.getElementType() << " and " << compact.getElementType();
   if (layout == SwizzleLayout::blockwise && !compact.getElementType().isF32())
     return op->emitOpError("layout blockwise is for the f32 scales of FP8 "
                            "blockwise quantization, got ")
@@ -302,9 +300,8 @@ static LogicalResult verifySwizzlePair(Operation *op, int64_t unscaledDim,
     return op->emitOpError("expected ")
            << stringifySwizzleLayout(layout) << " shape "
            << formatShape(expected) << " for "
-           << formatShape(compact.getShape())
-           << " scales with unscaled_dim " << unscaledDim << ", got "
-           << formatShape(swizzled.getShape());
+           << formatShape(compact.getShape()) << " scales with unscaled_dim "
+           << unscaledDim << ", got " << formatShape(swizzled.getShape());
   return success();
 }
 
@@ -357,9 +354,9 @@ static LogicalResult verifyMatmulOperand(Operation *op, StringRef name,
   bool tiles = scales.getRank() == rank + 3;
   if (!tiles && scales.getRank() != rank + 1)
     return op->emitOpError("expected ")
-           << name << " scales of rank " << rank << " (linear), "
-           << rank + 3 << " (tiles) or " << rank + 1
-           << " (blockwise GEMM-ready), got " << scales;
+           << name << " scales of rank " << rank << " (linear), " << rank + 3
+           << " (tiles) or " << rank + 1 << " (blockwise GEMM-ready), got "
+           << scales;
   SwizzleLayout swizzleLayout =
       tiles ? SwizzleLayout::tiles : SwizzleLayout::blockwise;
   if (llvm::any_of(block.drop_back(2), [](int64_t s) { return s != 1; }) ||
@@ -466,8 +463,8 @@ LogicalResult QuantizeDelayedOp::verify() {
     return emitOpError("expected scale_inv of shape ")
            << formatShape(ones) << " (one scale for the whole tensor), got "
            << formatShape(getScaleInv().getType().getShape());
-  if (failed(verifyHistory(*this, getHistory().getType(),
-                           getScales().getType())))
+  if (failed(
+          verifyHistory(*this, getHistory().getType(), getScales().getType())))
     return failure();
   if (getNewHistory().getType() != getHistory().getType())
     return emitOpError("new_history must have the history's type ")
@@ -482,8 +479,8 @@ LogicalResult QuantizeDelayedOp::verify() {
 
 LogicalResult UpdateAmaxHistoryOp::verify() {
   if (failed(verifyStaticShapes(*this)) ||
-      failed(verifyHistory(*this, getHistory().getType(),
-                           getScales().getType())))
+      failed(
+          verifyHistory(*this, getHistory().getType(), getScales().getType())))
     return failure();
   if (getNewHistory().getType() != getHistory().getType() ||
       getNewScales().getType() != getScales().getType())

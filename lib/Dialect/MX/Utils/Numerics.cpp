@@ -34,10 +34,10 @@ struct ElementFormat {
 
 ElementFormat getElementFormat(Type elementType) {
   if (isa<Float8E4M3FNType>(elementType))
-    return {8, 3, 4, 7, 0x7E, 0x43E00000, 0x7F, true};  // 448
+    return {8, 3, 4, 7, 0x7E, 0x43E00000, 0x7F, true}; // 448
   if (isa<Float4E2M1FNType>(elementType))
-    return {4, 1, 2, 1, 0x7, 0x40C00000, 0x0, false};   // 6, no NaN
-  return {8, 2, 5, 15, 0x7B, 0x47600000, 0x7F, true};   // 57344
+    return {4, 1, 2, 1, 0x7, 0x40C00000, 0x0, false}; // 6, no NaN
+  return {8, 2, 5, 15, 0x7B, 0x47600000, 0x7F, true}; // 57344
 }
 
 /// Small helper to keep the bit manipulation readable.
@@ -273,8 +273,7 @@ Value mx::buildZeroBits(OpBuilder &b, Location loc, Type type) {
 /// The bits of a float of any width, as the integer of that width.
 static Value bitcastToInteger(OpBuilder &b, Location loc, Value value) {
   return arith::BitcastOp::create(
-      b, loc, b.getIntegerType(value.getType().getIntOrFloatBitWidth()),
-      value);
+      b, loc, b.getIntegerType(value.getType().getIntOrFloatBitWidth()), value);
 }
 
 Value mx::buildScaleToF32(OpBuilder &b, Location loc, Value scale) {
@@ -290,8 +289,8 @@ Value mx::buildScaleToF32(OpBuilder &b, Location loc, Value scale) {
 
 Value mx::buildDequantized(OpBuilder &b, Location loc, Value element,
                            Value scale, Value tensorScale, Type resultType) {
-  Value value = buildExtFromElementBits(b, loc, bitcastToInteger(b, loc, element),
-                                        element.getType());
+  Value value = buildExtFromElementBits(
+      b, loc, bitcastToInteger(b, loc, element), element.getType());
   Value product =
       arith::MulFOp::create(b, loc, value, buildScaleToF32(b, loc, scale));
   if (tensorScale)
@@ -318,9 +317,9 @@ Value mx::buildNVFP4TensorScale(OpBuilder &b, Location loc, Value finiteAmax) {
   BitBuilder bb{b, loc};
   Value scale = arith::DivFOp::create(b, loc, finiteAmax, bb.f32(kNVFP4Range));
   // Zero, or so small that 1/t overflows: t = 1 (docs/numerics.md).
-  Value normal = arith::CmpFOp::create(
-      b, loc, arith::CmpFPredicate::OGE, scale,
-      bb.f32(std::numeric_limits<float>::min()));
+  Value normal =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, scale,
+                            bb.f32(std::numeric_limits<float>::min()));
   return bb.select(normal, scale, bb.f32(1.0f));
 }
 
@@ -329,7 +328,8 @@ Value mx::buildNVFP4BlockScale(OpBuilder &b, Location loc, Value amax,
   BitBuilder bb{b, loc};
   Type e4m3 = b.getType<Float8E4M3FNType>();
   Value perElement = arith::DivFOp::create(
-      b, loc, amax, bb.f32(static_cast<float>(getMaxFinite(b.getType<Float4E2M1FNType>()))));
+      b, loc, amax,
+      bb.f32(static_cast<float>(getMaxFinite(b.getType<Float4E2M1FNType>()))));
   Value ratio = arith::DivFOp::create(b, loc, perElement, tensorScale);
   // minimumf/maximumf keep a NaN block's NaN, which encodes as 0x7F.
   Value clamped = arith::MinimumFOp::create(
