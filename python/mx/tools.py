@@ -127,6 +127,15 @@ def scaled_matmul_source(name: str, operand_types: Sequence[str], lhs_block: Seq
         "}"])
 
 
+def function_source(name: str, args: Sequence[str], body: Sequence[str],
+                    results: Sequence[tuple[str, str]]) -> str:
+    """`func.func @name(args) -> (result types)` with `body` lines, returning the `(value, type)`
+    pairs of `results`."""
+    types = ", ".join(t for _, t in results)
+    return "\n".join([f"func.func @{name}({', '.join(args)}) -> ({types}) {{", *body,
+                      f"  return {', '.join(v for v, _ in results)} : {types}", "}"])
+
+
 def dense_literal(array: np.ndarray) -> str:
     """An exact `dense<"0x...">` constant of `array` (little-endian raw bytes, any element type)."""
     raw = np.ascontiguousarray(array).tobytes()

@@ -68,6 +68,17 @@ def exact_matmul(a, a_scales, b, b_scales, a_block, b_block):
     return operand(a, a_scales, a_block) @ operand(b, b_scales, b_block).T
 
 
+def build_gpu_programs(directory, sources, chip=None, lowering=lambda name: {}):
+    """Compiles each `name: source` of `sources` ahead of time into DIRECTORY/name.so for `chip`;
+    `lowering(name)` gives extra options of tools.compile_gpu_library (`gemm`, or another `chip`)."""
+    from mx import tools
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, source in sources.items():
+        options = {"chip": chip, **lowering(name)}
+        tools.compile_gpu_library(source, directory / f"{name}.so", **options)
+
+
 def load_gpu_programs(tmp_path_factory, build, names):
     """The compiled GPU test programs `names`, loaded from $MX_GPU_ARTIFACTS (built elsewhere with the
     test module's `build`), or built here into a temporary directory first."""

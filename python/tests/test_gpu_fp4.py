@@ -11,7 +11,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, load_gpu_programs, random_input
+from conftest import assert_bits_equal, build_gpu_programs, load_gpu_programs, random_input
 
 from mx import reference, runtime, tools
 
@@ -51,11 +51,6 @@ def _type(shape, dtype):
     return tools.mlir_type(shape, dtype)
 
 
-def _function(name, args, body, results):
-    types = ", ".join(t for _, t in results)
-    return "\n".join([f"func.func @{name}({', '.join(args)}) -> ({types}) {{", *body,
-                      f"  return {', '.join(v for v, _ in results)} : {types}", "}"])
-
 
 def _swizzled_shape(scales_shape):
     return (-(-scales_shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4)
@@ -74,7 +69,7 @@ def mxfp4_source(name):
     data, scales = _type(shape, FP4), _type(reference.scales_shape(shape, block), ml_dtypes.float8_e8m0fnu)
     body = [f"  %d, %s = mx.quantize %x block {_block(block)} rounding {rounding} : {_type(shape, dtype)} -> "
             f"{data}, {scales}"]
-    return _function(name, [f"%x: {_type(shape, dtype)}"], body, [("%d", data), ("%s", scales)])
+    return tools.function_source(name, [f"%x: {_type(shape, dtype)}"], body, [("%d", data), ("%s", scales)])
 
 
 def nvfp4_source(name):
@@ -98,7 +93,7 @@ def nvfp4_source(name):
         results.append(("%s", scales))
     if not given:
         results.append(("%t", "tensor<f32>"))
-    return _function(name, args, body, results)
+    return tools.function_source(name, args, body, results)
 
 
 def dequantize_source(name):
@@ -109,7 +104,7 @@ def dequantize_source(name):
     given = " tensor_scale(%t : tensor<f32>)" if nvfp4 else ""
     body = [f"  %y = mx.dequantize %d, %s block {_block(block)}{given} : {data}, {scales} -> "
             f"{_type(shape, out)}"]
-    return _function(name, args, body, [("%y", _type(shape, out))])
+    return tools.function_source(name, args, body, [("%y", _type(shape, out))])
 
 
 def sources():
@@ -118,11 +113,7 @@ def sources():
 
 
 def build(directory, chip=None):
-    from pathlib import Path
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, source in sources().items():
-        tools.compile_gpu_library(source, directory / f"{name}.so", chip)
+    build_gpu_programs(directory, sources(), chip)
 
 
 pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
@@ -144,7 +135,7 @@ def run(libraries, name, inputs, expected):
         runtime.load_library().mxrtMemset8(poison.ptr, 0xA5, poison.nbytes)
         poison.close()
     buffers = [runtime.DeviceBuffer.from_numpy(np.asarray(a)) for a in inputs]
-    results = runtime.call_mlir_function(libraries[name], name, buffers,
+    results = runtime.call_mlirtools.function_source(libraries[name], name, buffers,
                                          result_ranks=[np.ndim(a) for a in expected])
     try:
         for index, (result, want) in enumerate(zip(results, expected)):

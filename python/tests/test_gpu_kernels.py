@@ -9,12 +9,12 @@ shows up as a mismatch rather than as a lucky zero.
 """
 
 import sys
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, exact_matmul, load_gpu_programs, matmul_operands, random_input
+from conftest import (assert_bits_equal, build_gpu_programs, exact_matmul, load_gpu_programs, matmul_operands,
+                      random_input)
 
 from mx import reference, runtime, tools
 
@@ -134,13 +134,13 @@ def quantize_source(name):
             results += [(f"%t{index}", tiled)]
         else:
             results += [(f"%s{index}", scales_type)]
-    return _function(name, [f"%x: {_type(shape, dtype)}"], body, results)
+    return tools.function_source(name, [f"%x: {_type(shape, dtype)}"], body, results)
 
 
 def amax_source(name):
     shape, dtype = AMAX[name]
     body = [f"  %a = mx.amax %x : {_type(shape, dtype)} -> tensor<f32>"]
-    return _function(name, [f"%x: {_type(shape, dtype)}"], body, [("%a", "tensor<f32>")])
+    return tools.function_source(name, [f"%x: {_type(shape, dtype)}"], body, [("%a", "tensor<f32>")])
 
 
 def delayed_source(name):
@@ -149,7 +149,7 @@ def delayed_source(name):
     data, inverse = _type(shape, reference.ELEMENT_TYPES[elem]), _type((1,) * len(shape), F32)
     body = [f"  %d, %i, %h1 = mx.quantize_delayed %x, %s, %h index {index} : {x}, {s}, {h} -> "
             f"{data}, {inverse}, {h}"]
-    return _function(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body,
+    return tools.function_source(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body,
                      [("%d", data), ("%i", inverse), ("%h1", h)])
 
 
@@ -158,13 +158,8 @@ def update_source(name):
     h, s = _type((rows, columns), F32), _type((columns,), F32)
     body = [f"  %h1, %s1 = mx.update_amax_history %h, %s element {elem} algorithm {algorithm} "
             f"margin {margin} : {h}, {s} -> {h}, {s}"]
-    return _function(name, [f"%h: {h}", f"%s: {s}"], body, [("%h1", h), ("%s1", s)])
+    return tools.function_source(name, [f"%h: {h}", f"%s: {s}"], body, [("%h1", h), ("%s1", s)])
 
-
-def _function(name, args, body, results):
-    types = ", ".join(t for _, t in results)
-    return "\n".join([f"func.func @{name}({', '.join(args)}) -> ({types}) {{", *body,
-                      f"  return {', '.join(v for v, _ in results)} : {types}", "}"])
 
 
 def dequantize_source(name):
@@ -173,7 +168,7 @@ def dequantize_source(name):
     scales_type = _type(reference.scales_shape(shape, block), reference.SCALE_TYPES[scale_type])
     body = [f"  %y = mx.dequantize %d, %s block [{block[0]}, {block[1]}] : {data_type}, {scales_type} -> "
             f"{_type(shape, out)}"]
-    return _function(name, [f"%d: {data_type}", f"%s: {scales_type}"], body, [("%y", _type(shape, out))])
+    return tools.function_source(name, [f"%d: {data_type}", f"%s: {scales_type}"], body, [("%y", _type(shape, out))])
 
 
 def swizzle_source(name):
@@ -183,7 +178,7 @@ def swizzle_source(name):
     tiled = _type(_swizzled_shape(shape, dim), ml_dtypes.float8_e8m0fnu)
     body = [f"  %t = mx.swizzle %s unscaled_dim {dim} : {linear} -> {tiled}",
             f"  %u = mx.unswizzle %w unscaled_dim {dim} : {tiled} -> {linear}"]
-    return _function(name, [f"%s: {linear}", f"%w: {tiled}"], body, [("%t", tiled), ("%u", linear)])
+    return tools.function_source(name, [f"%s: {linear}", f"%w: {tiled}"], body, [("%t", tiled), ("%u", linear)])
 
 
 def quantized_operands(rng, name):
@@ -198,7 +193,7 @@ def matmul_source(name):
     types = ", ".join(_type(x.shape, x.dtype) for x in operands)
     body = [f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [{a_block[0]}, {a_block[1]}] "
             f"rhs_block [{b_block[0]}, {b_block[1]}] : {types} -> {_type((m, n), out)}"]
-    return _function(name, args, body, [("%c", _type((m, n), out))])
+    return tools.function_source(name, args, body, [("%c", _type((m, n), out))])
 
 
 def sources():
@@ -209,15 +204,11 @@ def sources():
 
 
 def build(directory, chip=None):
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, source in sources().items():
-        if name in MATMUL:
-            mx_scales = MATMUL[name][6]
-            tools.compile_gpu_library(source, directory / f"{name}.so",
-                                      MX_CUBLAS_CHIP if mx_scales else chip, gemm="cublas")
-        else:
-            tools.compile_gpu_library(source, directory / f"{name}.so", chip)
+    def lowering(name):
+        if name not in MATMUL:
+            return {}
+        return {"gemm": "cublas", **({"chip": MX_CUBLAS_CHIP} if MATMUL[name][6] else {})}
+    build_gpu_programs(directory, sources(), chip, lowering)
 
 
 pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
@@ -235,7 +226,7 @@ def run(libraries, name, inputs, expected):
         runtime.load_library().mxrtMemset8(poison.ptr, 0xA5, array.nbytes)
         poison.close()
     buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(a)) for a in inputs]
-    results = runtime.call_mlir_function(libraries[name], name, buffers,
+    results = runtime.call_mlirtools.function_source(libraries[name], name, buffers,
                                          result_ranks=[a.ndim for a in expected])
     try:
         for index, (result, want) in enumerate(zip(results, expected)):
@@ -353,9 +344,9 @@ def test_scaled_matmul_cublas(rng, libraries, name):
     try:
         if swizzled and runtime.compute_capability() < (10, 0):
             with pytest.raises(runtime.MXRuntimeError, match="not supported"):
-                runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
+                runtime.call_mlirtools.function_source(libraries[name], name, buffers, result_ranks=[2])
             return
-        result, = runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
+        result, = runtime.call_mlirtools.function_source(libraries[name], name, buffers, result_ranks=[2])
         got = result.to_numpy(out)
         result.free()
     finally:
@@ -374,7 +365,7 @@ def test_dlpack_input(rng, libraries):
     shape, _, elem, scale_type, rounding, _ = QUANTIZE[name]
     x = random_input(rng, shape, np.float32).astype(BF16)
     device_x = torch.from_numpy(x.view(np.uint16)).cuda().view(torch.bfloat16)
-    data, tiles = runtime.call_mlir_function(libraries[name], name, [runtime.MemRef.from_dlpack(device_x)],
+    data, tiles = runtime.call_mlirtools.function_source(libraries[name], name, [runtime.MemRef.from_dlpack(device_x)],
                                              result_ranks=[2, 5])
     ref_data, ref_scales = reference.quantize(x, ROW, elem, scale_type, rounding)
     try:

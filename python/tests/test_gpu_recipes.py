@@ -9,12 +9,11 @@ builds them for sm_90a, and the GPU machine loads them from $MX_GPU_ARTIFACTS.
 """
 
 import sys
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, load_gpu_programs, random_input
+from conftest import assert_bits_equal, build_gpu_programs, load_gpu_programs, random_input
 
 from mx import reference, runtime, tools
 
@@ -38,11 +37,6 @@ MATMUL = {
 }
 
 
-def _function(name, args, body, results):
-    types = ", ".join(t for _, t in results)
-    return "\n".join([f"func.func @{name}({', '.join(args)}) -> ({types}) {{", *body,
-                      f"  return {', '.join(v for v, _ in results)} : {types}", "}"])
-
 
 def swizzle_source(name):
     # Separate inputs: unswizzle(swizzle(s)) would fold to s itself.
@@ -51,7 +45,7 @@ def swizzle_source(name):
     swizzled = tools.mlir_type(tools.swizzled_shape(shape, dim, layout), dtype)
     body = [f"  %t = mx.swizzle %s unscaled_dim {dim} layout {layout} : {compact} -> {swizzled}",
             f"  %u = mx.unswizzle %w unscaled_dim {dim} layout {layout} : {swizzled} -> {compact}"]
-    return _function(name, [f"%s: {compact}", f"%w: {swizzled}"], body, [("%t", swizzled), ("%u", compact)])
+    return tools.function_source(name, [f"%s: {compact}", f"%w: {swizzled}"], body, [("%t", swizzled), ("%u", compact)])
 
 
 def matmul_operands(rng, name):
@@ -79,7 +73,7 @@ def matmul_source(name):
     blocks = f"lhs_block [{', '.join(map(str, a_block))}] rhs_block [{', '.join(map(str, b_block))}]"
     body = [f"  %c = mx.scaled_matmul %a, %as, %b, %bs {blocks} : {', '.join(types)} -> {out}"]
     args = [f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), types)]
-    return _function(name, args, body, [("%c", out)])
+    return tools.function_source(name, args, body, [("%c", out)])
 
 
 def sources():
@@ -87,11 +81,8 @@ def sources():
 
 
 def build(directory, chip=None):
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, source in sources().items():
-        gemm = MATMUL[name][1] if name in MATMUL else "auto"
-        tools.compile_gpu_library(source, directory / f"{name}.so", chip, gemm=gemm)
+    build_gpu_programs(directory, sources(), chip,
+                       lambda name: {"gemm": MATMUL[name][1]} if name in MATMUL else {})
 
 
 pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
@@ -105,7 +96,7 @@ def libraries(tmp_path_factory):
 def call(libraries, name, inputs, result_ranks):
     buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(a)) for a in inputs]
     try:
-        return runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=result_ranks)
+        return runtime.call_mlirtools.function_source(libraries[name], name, buffers, result_ranks=result_ranks)
     finally:
         for buffer in buffers:
             buffer.close()
