@@ -88,3 +88,28 @@ def load_gpu_programs(tmp_path_factory, build, names):
         directory = tmp_path_factory.mktemp("gpu")
         build(directory)
     return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in names}
+
+
+def run_gpu_program(libraries, name, inputs, expected):
+    """Calls compiled program `name` on host arrays and checks every result against `expected`, bit for
+    bit. The results land in memory just filled with 0xA5 (blocks of their sizes, which the allocator
+    hands back), so an element a kernel forgets to write is a mismatch, not a lucky zero."""
+    import ml_dtypes
+    from mx import runtime
+    expected = [np.asarray(a) for a in expected]
+    for array in expected:
+        nbytes = array.size // 2 if array.dtype == ml_dtypes.float4_e2m1fn else array.nbytes  # packed
+        poison = runtime.DeviceBuffer(nbytes)
+        runtime.load_library().mxrtMemset8(poison.ptr, 0xA5, nbytes)
+        poison.close()
+    buffers = [runtime.DeviceBuffer.from_numpy(np.require(a, requirements="C")) for a in inputs]
+    results = runtime.call_mlir_function(libraries[name], name, buffers,
+                                         result_ranks=[a.ndim for a in expected])
+    try:
+        for index, (result, want) in enumerate(zip(results, expected)):
+            assert_bits_equal(result.to_numpy(want.dtype), want, f"{name} result {index}")
+    finally:
+        for result in results:
+            result.free()
+        for buffer in buffers:
+            buffer.close()

@@ -11,7 +11,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, build_gpu_programs, load_gpu_programs, random_input
+from conftest import assert_bits_equal, build_gpu_programs, load_gpu_programs, random_input, run_gpu_program
 
 from mx import reference, runtime, tools
 
@@ -124,28 +124,7 @@ def libraries(tmp_path_factory):
     return load_gpu_programs(tmp_path_factory, build, sources())
 
 
-def _nbytes(array):
-    return array.size // 2 if array.dtype == FP4 else array.nbytes
 
-
-def run(libraries, name, inputs, expected):
-    """Calls `name` on host arrays and checks every result against `expected`, bit for bit."""
-    for array in expected:  # poisoned blocks of the results' sizes for the allocator to reuse
-        poison = runtime.DeviceBuffer(_nbytes(array))
-        runtime.load_library().mxrtMemset8(poison.ptr, 0xA5, poison.nbytes)
-        poison.close()
-    buffers = [runtime.DeviceBuffer.from_numpy(np.asarray(a)) for a in inputs]
-    results = runtime.call_mlirtools.function_source(libraries[name], name, buffers,
-                                         result_ranks=[np.ndim(a) for a in expected])
-    try:
-        for index, (result, want) in enumerate(zip(results, expected)):
-            want = np.asarray(want)
-            assert_bits_equal(result.to_numpy(want.dtype), want, f"{name} result {index}")
-    finally:
-        for result in results:
-            result.free()
-        for buffer in buffers:
-            buffer.close()
 
 
 def _input(rng, shape, dtype, nan_block):
@@ -165,7 +144,7 @@ def _input(rng, shape, dtype, nan_block):
 def test_mxfp4_quantize(rng, libraries, name, repeat):
     shape, dtype, block, rounding = MXFP4[name]
     x = _input(rng, shape, dtype, nan_block=repeat == 1)
-    run(libraries, name, [x], reference.quantize(x, block, "f4E2M1FN", "f8E8M0FNU", rounding))
+    run_gpu_program(libraries, name, [x], reference.quantize(x, block, "f4E2M1FN", "f8E8M0FNU", rounding))
 
 
 @pytest.mark.parametrize("repeat", range(2))
@@ -182,7 +161,7 @@ def test_nvfp4_quantize(rng, libraries, name, repeat):
     expected = [data, reference.swizzle(scales) if swizzled else scales]
     if not given:
         expected.append(np.array(computed, np.float32))
-    run(libraries, name, [x] + ([np.array(t, np.float32)] if given else []), expected)
+    run_gpu_program(libraries, name, [x] + ([np.array(t, np.float32)] if given else []), expected)
 
 
 def test_nvfp4_computed_scale_of_zeros(libraries):
@@ -191,7 +170,7 @@ def test_nvfp4_computed_scale_of_zeros(libraries):
     x = np.zeros(shape, dtype)
     data, scales, t = reference.quantize_nvfp4(x)
     assert t == 1
-    run(libraries, "nvfp4_computed_bf16", [x], [data, scales, np.array(t, np.float32)])
+    run_gpu_program(libraries, "nvfp4_computed_bf16", [x], [data, scales, np.array(t, np.float32)])
 
 
 @pytest.mark.parametrize("name", list(DEQUANTIZE))
@@ -205,10 +184,10 @@ def test_fp4_dequantize(rng, libraries, name):
         scales = scales.view(ml_dtypes.float8_e4m3fn)
         t = np.float32(2.0 ** rng.integers(-20, 20) * rng.uniform(1, 2))
         expected = reference.dequantize_nvfp4(data, scales, t, out)
-        run(libraries, name, [data, scales, np.array(t, np.float32)], [expected])
+        run_gpu_program(libraries, name, [data, scales, np.array(t, np.float32)], [expected])
     else:
         scales = scales.view(ml_dtypes.float8_e8m0fnu)
-        run(libraries, name, [data, scales], [reference.dequantize(data, scales, block, out)])
+        run_gpu_program(libraries, name, [data, scales], [reference.dequantize(data, scales, block, out)])
 
 
 def test_fp4_device_buffer_round_trip(rng):

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import (assert_bits_equal, build_gpu_programs, exact_matmul, load_gpu_programs, matmul_operands,
-                      random_input)
+                      random_input, run_gpu_program)
 
 from mx import reference, runtime, tools
 
@@ -219,23 +219,6 @@ def libraries(tmp_path_factory):
     return load_gpu_programs(tmp_path_factory, build, sources())
 
 
-def run(libraries, name, inputs, expected):
-    """Calls `name` on host arrays and checks every result against `expected`, bit for bit."""
-    for array in expected:  # poisoned blocks of the results' sizes for the allocator to reuse
-        poison = runtime.DeviceBuffer(array.nbytes)
-        runtime.load_library().mxrtMemset8(poison.ptr, 0xA5, array.nbytes)
-        poison.close()
-    buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(a)) for a in inputs]
-    results = runtime.call_mlirtools.function_source(libraries[name], name, buffers,
-                                         result_ranks=[a.ndim for a in expected])
-    try:
-        for index, (result, want) in enumerate(zip(results, expected)):
-            assert_bits_equal(result.to_numpy(want.dtype), want, f"{name} result {index}")
-    finally:
-        for result in results:
-            result.free()
-        for buffer in buffers:
-            buffer.close()
 
 
 def _test_input(rng, shape, dtype, specials):
@@ -262,7 +245,7 @@ def test_quantize_kernel(rng, libraries, name, specials):
         block = _full_block(shape, block)
         data, scales = reference.quantize(x, block, elem, scale_type, rounding)
         expected += [data, reference.swizzle(scales, _unscaled_dim(shape, block)) if swizzled else scales]
-    run(libraries, name, [x], expected)
+    run_gpu_program(libraries, name, [x], expected)
 
 
 @pytest.mark.parametrize("specials", ["all", "finite"])
@@ -270,7 +253,7 @@ def test_quantize_kernel(rng, libraries, name, specials):
 def test_amax_kernel(rng, libraries, name, specials):
     shape, dtype = AMAX[name]
     x = _test_input(rng, shape, dtype, specials)
-    run(libraries, name, [x], [np.array(reference.amax(x))])
+    run_gpu_program(libraries, name, [x], [np.array(reference.amax(x))])
 
 
 @pytest.mark.parametrize("scale", ["random", "nan"])
@@ -288,7 +271,8 @@ def test_quantize_delayed_kernel(rng, libraries, name, specials, scale):
         scales.view(np.uint32)[index] = 0xFFC00042
     history = np.abs(rng.standard_normal((rows, columns))).astype(np.float32)
     history[0, index] = 123.0  # overwritten
-    run(libraries, name, [x, scales, history], list(reference.quantize_delayed(x, scales, history, index, elem)))
+    run_gpu_program(libraries, name, [x, scales, history],
+                    list(reference.quantize_delayed(x, scales, history, index, elem)))
 
 
 @pytest.mark.parametrize("name", list(UPDATE))
@@ -305,7 +289,7 @@ def test_update_amax_history_kernel(rng, libraries, name):
     history[rows - 1, 6] = np.nan
     scales = (rng.random(columns) + 0.5).astype(np.float32)
     expected = reference.update_amax_history(history, scales, algorithm, margin, elem=elem)
-    run(libraries, name, [history, scales], list(expected))
+    run_gpu_program(libraries, name, [history, scales], list(expected))
 
 
 @pytest.mark.parametrize("name", list(DEQUANTIZE))
@@ -321,7 +305,7 @@ def test_dequantize_kernel(rng, libraries, name):
         scales = rng.integers(0, 256, size=scales_shape, dtype=np.uint8)
         scales.flat[:3] = [0, 254, 255]
         scales = scales.view(ml_dtypes.float8_e8m0fnu)
-    run(libraries, name, [data, scales], [reference.dequantize(data, scales, block, out)])
+    run_gpu_program(libraries, name, [data, scales], [reference.dequantize(data, scales, block, out)])
 
 
 @pytest.mark.parametrize("name", list(SWIZZLE))
@@ -330,7 +314,7 @@ def test_swizzle_kernels(rng, libraries, name):
     scales = rng.integers(0, 256, size=shape, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
     other = rng.integers(0, 256, size=shape, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
     tiles = reference.swizzle(other, dim)
-    run(libraries, name, [scales, tiles], [reference.swizzle(scales, dim), other])
+    run_gpu_program(libraries, name, [scales, tiles], [reference.swizzle(scales, dim), other])
 
 
 @pytest.mark.parametrize("name", list(MATMUL))
@@ -344,9 +328,9 @@ def test_scaled_matmul_cublas(rng, libraries, name):
     try:
         if swizzled and runtime.compute_capability() < (10, 0):
             with pytest.raises(runtime.MXRuntimeError, match="not supported"):
-                runtime.call_mlirtools.function_source(libraries[name], name, buffers, result_ranks=[2])
+                runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
             return
-        result, = runtime.call_mlirtools.function_source(libraries[name], name, buffers, result_ranks=[2])
+        result, = runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
         got = result.to_numpy(out)
         result.free()
     finally:
@@ -365,7 +349,7 @@ def test_dlpack_input(rng, libraries):
     shape, _, elem, scale_type, rounding, _ = QUANTIZE[name]
     x = random_input(rng, shape, np.float32).astype(BF16)
     device_x = torch.from_numpy(x.view(np.uint16)).cuda().view(torch.bfloat16)
-    data, tiles = runtime.call_mlirtools.function_source(libraries[name], name, [runtime.MemRef.from_dlpack(device_x)],
+    data, tiles = runtime.call_mlir_function(libraries[name], name, [runtime.MemRef.from_dlpack(device_x)],
                                              result_ranks=[2, 5])
     ref_data, ref_scales = reference.quantize(x, ROW, elem, scale_type, rounding)
     try:

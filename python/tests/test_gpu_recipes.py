@@ -96,7 +96,7 @@ def libraries(tmp_path_factory):
 def call(libraries, name, inputs, result_ranks):
     buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(a)) for a in inputs]
     try:
-        return runtime.call_mlirtools.function_source(libraries[name], name, buffers, result_ranks=result_ranks)
+        return runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=result_ranks)
     finally:
         for buffer in buffers:
             buffer.close()
