@@ -21,7 +21,6 @@ from pathlib import Path
 
 SHAPES = [(8192, 8192), (16384, 16384)]
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
 
 
 VARIANTS = {"rowwise": [(1, 32)], "rowwise+columnwise": [(1, 32), (32, 1)]}

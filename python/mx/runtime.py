@@ -1,7 +1,7 @@
 """ctypes binding to libmx_runtime: device buffers, cuBLASLt scaled matmul, TMA maps, MLIR calls.
 
-The library is found through the environment variable MX_RUNTIME_LIB or in
-build/lib and build/lib/Runtime of this repository, and is loaded with
+The library is found as mx.toolchain says ($MX_RUNTIME_LIB, else the build
+tree's lib/ or lib/Runtime), and is loaded with
 RTLD_GLOBAL so that compiled MLIR libraries loaded afterwards (load_compiled)
 resolve their mgpu* calls against it. Every mxrt* status is checked: a failure
 raises MXRuntimeError (a RuntimeError) carrying mxrtGetLastError()'s text,
@@ -17,13 +17,12 @@ import ctypes
 import enum
 import math
 import os
-from pathlib import Path
 from typing import Sequence
 
 import ml_dtypes
 import numpy as np
 
-from mx import reference
+from mx import dlpack, reference, toolchain
 
 __all__ = [
     "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
@@ -91,7 +90,6 @@ class MXRuntimeError(RuntimeError):
         self.status = Status(status) if status in Status._value2member_map_ else status
 
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 _lib: ctypes.CDLL | None = None
 
 _i32, _i64, _u64, _ptr = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p
@@ -111,18 +109,11 @@ _SIGNATURES = {
 }
 
 
-def _library_candidates() -> list[Path]:
-    override = os.environ.get("MX_RUNTIME_LIB")
-    if override:
-        return [Path(override)]
-    return [_REPO_ROOT / "build" / sub / "libmx_runtime.so" for sub in ("lib", "lib/Runtime")]
-
-
 def load_library() -> ctypes.CDLL:
     """Loads libmx_runtime once; raises OSError if it (or libcuda) is missing."""
     global _lib
     if _lib is None:
-        candidates = _library_candidates()
+        candidates = toolchain.runtime_library_candidates()
         path = next((p for p in candidates if p.is_file()), None)
         if path is None:
             raise OSError("libmx_runtime.so not found (set MX_RUNTIME_LIB or build it); "
@@ -346,28 +337,6 @@ def _descriptor_type(rank: int) -> type[ctypes.Structure]:
     return _DESCRIPTORS[rank]
 
 
-_KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-
-
 class MemRef:
     """A ranked memref: data pointer, shape, strides (elements; row-major by default)."""
 
@@ -385,17 +354,11 @@ class MemRef:
 
         The returned MemRef keeps the producer's tensor alive; strides are taken as given.
         """
-        capsule = tensor.__dlpack__()
-        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-        get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-        managed = _DLManagedTensor.from_address(get_pointer(capsule, b"dltensor"))
-        dl = managed.dl_tensor
-        if dl.device.device_type not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
-            raise ValueError(f"DLPack tensor is on device type {dl.device.device_type}, not CUDA")
-        shape = [dl.shape[i] for i in range(dl.ndim)]
-        strides = [dl.strides[i] for i in range(dl.ndim)] if dl.strides else None
-        memref = cls(dl.data + dl.byte_offset, shape, strides)
-        memref.owner = (tensor, capsule)  # the capsule owns the DLManagedTensor
+        view = dlpack.Imported(tensor)
+        if view.device_type not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
+            raise ValueError(f"DLPack tensor is on device type {view.device_type}, not CUDA")
+        memref = cls(view.data, view.shape, view.strides)
+        memref.owner = view
         return memref
 
     @classmethod

@@ -22,10 +22,8 @@ import numpy as np
 
 from . import reference
 from .ptx import extract_ptx  # noqa: F401  (re-exported: part of the tools API)
+from .toolchain import LLVM_LIB, find_tool, runtime_library_dir
 
-_REPO = Path(__file__).resolve().parents[2]
-_LLVM_BIN = Path("/usr/lib/llvm-22/bin")
-_LLVM_LIB = Path("/usr/lib/llvm-22/lib")
 
 # numpy dtype <-> MLIR element type.
 _MLIR_TYPES = {
@@ -52,21 +50,6 @@ class ToolError(RuntimeError):
     """A tool exited non-zero; the message holds its command line and stderr."""
 
 
-def find_tool(name: str) -> Path:
-    """Locates `mx-opt` or an LLVM tool: $MX_OPT / $MLIR_RUNNER, the build tree, LLVM 22, then PATH."""
-    env = os.environ.get(name.upper().replace("-", "_"))
-    candidates = [Path(env)] if env else []
-    candidates += [_REPO / "build" / "bin" / name, _LLVM_BIN / name]
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which(name)
-    if found:
-        return Path(found)
-    raise FileNotFoundError(f"cannot find {name}; build the project (utils/setup.sh) or set "
-                            f"${name.upper().replace('-', '_')}")
-
-
 def _run(command: Sequence[str | Path], stdin: str) -> str:
     result = subprocess.run([str(c) for c in command], input=stdin, capture_output=True, text=True)
     if result.returncode != 0:
@@ -83,9 +66,30 @@ def run_cpu(source: str, entry: str = "main") -> str:
     """Lowers MLIR text with `--mx-lower-to-cpu` and runs `entry` (no arguments, no results) with
     mlir-runner; returns what the program printed."""
     lowered = run_mx_opt(source, "--mx-lower-to-cpu")
-    libs = ",".join(str(_LLVM_LIB / lib) for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+    libs = ",".join(str(LLVM_LIB / lib) for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
     return _run([find_tool("mlir-runner"), "-e", entry, "-entry-point-result=void",
                  f"-shared-libs={libs}"], lowered)
+
+
+def _link_library(lowered: str, output: Path, link_args: Sequence[str | Path]) -> Path:
+    """LLVM-dialect MLIR text -> `mlir-translate` -> `llc -O2` -> a shared library at `output`."""
+    llvm_ir = _run([find_tool("mlir-translate"), "--mlir-to-llvmir"], lowered)
+    obj = output.with_suffix(".o")
+    try:
+        _run([find_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", "-o", obj], llvm_ir)
+        _run([shutil.which("c++") or "c++", "-shared", "-o", output, obj, *link_args], "")
+    finally:
+        obj.unlink(missing_ok=True)
+    return output
+
+
+def compile_cpu_library(source: str, output: str | os.PathLike) -> Path:
+    """`mx-opt --mx-lower-to-cpu` compiled to a host shared library (no CUDA needed). Every public
+    function is callable as `_mlir_ciface_<name>` with memref descriptors of host memory; the
+    library links LLVM's C runner utils (memref copies)."""
+    lowered = run_mx_opt(source, "--mx-lower-to-cpu")
+    return _link_library(lowered, Path(output), [f"-L{LLVM_LIB}", "-lmlir_c_runner_utils",
+                                                 f"-Wl,-rpath,{LLVM_LIB}"])
 
 
 def compile_gpu_library(source: str, output: str | os.PathLike, chip: str | None = None,
@@ -96,17 +100,14 @@ def compile_gpu_library(source: str, output: str | os.PathLike, chip: str | None
     the loader path). Every public function is callable as `_mlir_ciface_<name>` (mx.runtime).
     `chip` (mx-opt's default when None) and `gemm` (`auto`, `kernel` or `cublas`) are the pipeline's
     options of those names; `options` is appended to them."""
-    output = Path(output)
-    runtime_dir = Path(runtime_dir) if runtime_dir else _REPO / "build" / "lib"
+    runtime_dir = runtime_dir or runtime_library_dir()
+    if runtime_dir is None:
+        raise FileNotFoundError("cannot find libmx_runtime.so to link against; build the project or "
+                                "set $MX_RUNTIME_LIB or $MX_BUILD_DIR")
     pipeline = f"format=bin gemm={gemm}" + (f" chip={chip}" if chip else "") + f" {options}"
     lowered = run_mx_opt(source, f"--mx-lower-to-nvvm={pipeline.rstrip()}")
-    llvm_ir = _run([find_tool("mlir-translate"), "--mlir-to-llvmir"], lowered)
-    obj = output.with_suffix(".o")
-    _run([find_tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic", "-o", obj], llvm_ir)
-    _run([shutil.which("c++") or "c++", "-shared", "-o", output, obj, f"-L{runtime_dir}",
-          "-lmx_runtime", "-Wl,-rpath,$ORIGIN"], "")
-    obj.unlink()
-    return output
+    return _link_library(lowered, Path(output), [f"-L{runtime_dir}", "-lmx_runtime",
+                                                 "-Wl,-rpath,$ORIGIN"])
 
 
 def mlir_type(shape: Sequence[int], dtype) -> str:

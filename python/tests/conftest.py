@@ -1,15 +1,12 @@
 """Shared test helpers: fresh random inputs with the spec's special values, bit-exact comparison.
 
-Also puts python/ on sys.path so that `import mx` works from a plain checkout.
+The tests import the installed `mx` package (utils/setup.sh installs python/ editable into .venv).
 """
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 SPECIALS = np.array([0.0, -0.0, 1e-40, -3e-42, 1e-44, 448.0, -448.0, 464.0, 57344.0, 61440.0, 1e30, np.inf,

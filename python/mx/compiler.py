@@ -1,0 +1,423 @@
+"""mx.compiler: compile an mx program once, call it many times on numpy arrays and DLPack tensors.
+
+`compile(program, target)` lowers MLIR text (or an `mx.builder.Function`) with `mx-opt` for the CPU
+(`--mx-lower-to-cpu`, a host shared library) or an NVIDIA chip (`--mx-lower-to-nvvm`, a library that
+calls libmx_runtime) and returns a `Kernel`. Libraries are cached on disk under $MX_CACHE_DIR
+(default ~/.cache/mx), keyed by a hash of the source, the target, the pipeline options and the
+toolchain's identity (mx.toolchain), like Triton's cache. Where there is no mx-opt (a GPU machine
+without MLIR), a compile is served from the cache alone: the newest library built elsewhere for the
+same source, target and options; copy the cache directory there.
+
+A Kernel reads its signature from the compiled library (the `_mx_signatures` string that the
+pipelines embed) and checks every argument against it before the call. On the CPU it takes numpy
+arrays (or any CPU DLPack tensor) and returns numpy arrays that own the memory the compiled code
+allocated. On a GPU it takes torch tensors, any CUDA DLPack tensor, or numpy arrays (uploaded), runs
+on the caller's current stream (torch's, when torch tensors are given; the legacy default stream
+otherwise) without synchronizing, and returns torch tensors that own the device memory (freed
+stream-ordered through their DLPack deleter). FP4 (`f4E2M1FN`) crosses the GPU boundary packed two
+elements to a byte, element 2i in the low nibble: a torch argument is a `uint8` or
+`float4_e2m1fn_x2` tensor whose last dimension is half the logical one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import ml_dtypes
+import numpy as np
+
+from . import dlpack, tools, toolchain
+
+TARGETS = ("cpu", "sm_90a", "sm_100a")
+GEMM_LOWERINGS = ("auto", "kernel", "cublas")
+_CACHE_FORMAT = 1
+_COMPILE_TOOLS = ("mx-opt", "mlir-translate", "llc")
+
+NUMPY_DTYPES = {
+    "f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f64": np.dtype(np.float64), "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2), "f8E8M0FNU": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "f4E2M1FN": np.dtype(ml_dtypes.float4_e2m1fn), "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+}
+_SCALAR_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32,
+                  "i64": ctypes.c_int64, "index": ctypes.c_int64}
+_TORCH_DTYPES = {  # MLIR element type -> torch dtype names that carry it (the first is returned).
+    "f32": ("float32",), "f16": ("float16",), "bf16": ("bfloat16",), "f64": ("float64",),
+    "i8": ("int8",), "i16": ("int16",), "i32": ("int32",), "i64": ("int64",),
+    "f8E4M3FN": ("float8_e4m3fn", "uint8"), "f8E5M2": ("float8_e5m2", "uint8"),
+    "f8E8M0FNU": ("float8_e8m0fnu", "uint8"), "f4E2M1FN": ("float4_e2m1fn_x2", "uint8"),
+}
+
+
+class CompileError(tools.ToolError):
+    """The program does not compile (the message holds mx-opt's diagnostics), or no library for it
+    can be had on this machine."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One argument or result: kind ("tensor", "scalar" or "other"), shape (-1 dynamic), dtype."""
+    kind: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __str__(self) -> str:
+        if self.kind != "tensor":
+            return self.dtype
+        dims = "".join(("?" if d < 0 else str(d)) + "x" for d in self.shape)
+        return f"tensor<{dims}{self.dtype}>"
+
+    def matches(self, shape: Sequence[int]) -> bool:
+        return len(shape) == len(self.shape) and all(e < 0 or e == d for e, d in zip(self.shape, shape))
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    args: tuple[TensorSpec, ...]
+    results: tuple[TensorSpec, ...]
+
+    def __str__(self) -> str:
+        return (f"@{self.name}({', '.join(map(str, self.args))}) -> "
+                f"({', '.join(map(str, self.results))})")
+
+
+def _parse_signatures(text: str) -> dict[str, Signature]:
+    def specs(entries):
+        return tuple(TensorSpec(e["kind"], tuple(e["shape"]), e["dtype"]) for e in entries)
+    table = json.loads(text)
+    return {f["name"]: Signature(f["name"], specs(f["args"]), specs(f["results"]))
+            for f in table["functions"]}
+
+
+def cache_dir() -> Path:
+    """$MX_CACHE_DIR, else $XDG_CACHE_HOME/mx, else ~/.cache/mx."""
+    override = os.environ.get("MX_CACHE_DIR")
+    if override:
+        return Path(override)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mx"
+
+
+def _digest(**fields) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _build(source: str, target: str, gemm: str, output: Path) -> None:
+    if target == "cpu":
+        tools.compile_cpu_library(source, output)
+    else:
+        tools.compile_gpu_library(source, output, chip=target, gemm=gemm)
+
+
+def _cached_library(source: str, target: str, gemm: str, root: Path) -> Path:
+    """The library of (source, target, gemm): from the cache, else built and stored there."""
+    program_key = _digest(format=_CACHE_FORMAT, source=source, target=target, gemm=gemm)
+    index = root / "index" / program_key
+    try:
+        toolchain_key = toolchain.toolchain_id(*_COMPILE_TOOLS)
+    except FileNotFoundError as missing:
+        if index.is_file() and (root / index.read_text().strip() / "kernel.so").is_file():
+            return root / index.read_text().strip() / "kernel.so"
+        raise CompileError(f"{missing}; and the cache {root} holds no library of this program for "
+                           f"{target}: compile it where mx-opt is, with the same $MX_CACHE_DIR, and "
+                           "copy that directory here") from None
+    entry = Path("lib") / _digest(program=program_key, toolchain=toolchain_key)
+    library = root / entry / "kernel.so"
+    if not library.is_file():
+        (root / "lib").mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=root / "lib", prefix=".build-"))
+        try:
+            (staging / "source.mlir").write_text(source)
+            _build(source, target, gemm, staging / "kernel.so")
+            (staging / "meta.json").write_text(json.dumps(
+                {"target": target, "gemm": gemm, "toolchain": toolchain_key}))
+            try:
+                staging.rename(root / entry)
+            except OSError:  # Another process stored the same library first.
+                pass
+        except tools.ToolError as error:
+            raise CompileError(str(error)) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    fresh_index = index.with_name(f".{index.name}.{os.getpid()}")
+    fresh_index.write_text(str(entry))
+    fresh_index.replace(index)
+    return library
+
+
+def compile(program, target: str = "cpu", *, entry: str | None = None, gemm: str = "auto",
+            cache: str | os.PathLike | None = None) -> Kernel:
+    """Compiles `program` (MLIR text, or an mx.builder.Function) for `target` ("cpu", "sm_90a",
+    "sm_100a") and returns its public function `entry` (the only one when None) as a Kernel.
+    `gemm` picks the GPU lowering of mx.scaled_matmul (mx-lower-to-nvvm's option); `cache`
+    overrides cache_dir(). Loading the library (and, on a GPU target, the GPU) waits for the first
+    call or signature access, so that GPU programs can be compiled on a machine without a GPU."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    if gemm not in GEMM_LOWERINGS:
+        raise ValueError(f"unknown gemm lowering {gemm!r}; expected one of {', '.join(GEMM_LOWERINGS)}")
+    source = program if isinstance(program, str) else program.to_mlir()
+    root = Path(cache) if cache is not None else cache_dir()
+    return Kernel(_cached_library(source, target, gemm, root), target, entry)
+
+
+_loaded: dict[Path, tuple[ctypes.CDLL, dict[str, Signature]]] = {}
+
+
+def _load(path: Path, target: str) -> tuple[ctypes.CDLL, dict[str, Signature]]:
+    if path not in _loaded:
+        if target == "cpu":
+            library = ctypes.CDLL(os.fspath(path))
+        else:
+            from . import runtime
+            library = runtime.load_compiled(path)
+        try:
+            text = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(library, "_mx_signatures")))
+        except ValueError:
+            raise CompileError(f"{path} has no _mx_signatures: it was not built by mx's pipelines, "
+                               "or it has no public function") from None
+        _loaded[path] = (library, _parse_signatures(text.decode()))
+    return _loaded[path]
+
+
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [ctypes.c_void_p]
+# What memref.get_global leaves as the allocated pointer of a constant: memory nobody may free.
+_GLOBAL_SENTINEL = 0xDEADBEEF
+
+
+def _descriptor_type(rank: int) -> type[ctypes.Structure]:
+    from .runtime import _descriptor_type as descriptor_type
+    return descriptor_type(rank)
+
+
+class _HostAllocation:
+    """Owns a malloc'ed result of CPU code; numpy arrays over it keep it alive."""
+
+    def __init__(self, allocated: int, data: int, nbytes: int):
+        self.allocated = allocated
+        self.__array_interface__ = {"data": (data, False), "shape": (nbytes,), "typestr": "|u1",
+                                    "version": 3}
+
+    def __del__(self):
+        _libc.free(self.allocated)
+
+
+class Kernel:
+    """A compiled public function of an mx program: call it like a Python function."""
+
+    def __init__(self, path: Path, target: str, entry: str | None):
+        self.path, self.target, self._entry = path, target, entry
+        self._function = None
+
+    def _bind(self):
+        if self._function is None:
+            library, signatures = _load(self.path, self.target)
+            if self._entry is None:
+                if len(signatures) != 1:
+                    raise ValueError(f"the program has public functions {', '.join(sorted(signatures))}; "
+                                     "pass entry= to pick one")
+                self._entry = next(iter(signatures))
+            if self._entry not in signatures:
+                raise ValueError(f"the program has no public function @{self._entry}; it has "
+                                 f"{', '.join(sorted(signatures))}")
+            signature = signatures[self._entry]
+            unsupported = [r for r in signature.results if r.kind != "tensor"]
+            if unsupported:
+                raise CompileError(f"@{self._entry} returns {unsupported[0]}; a Kernel returns tensors only")
+            function = getattr(library, "_mlir_ciface_" + self._entry)
+            function.restype, function.argtypes = None, None
+            self._signature = signature
+            self._result_type = self._results_struct(signature)
+            self._function = function
+        return self._function
+
+    @staticmethod
+    def _results_struct(signature: Signature):
+        fields = [(f"r{i}", _descriptor_type(len(r.shape))) for i, r in enumerate(signature.results)]
+        return type("Results", (ctypes.Structure,), {"_fields_": fields}) if fields else None
+
+    @property
+    def signature(self) -> Signature:
+        self._bind()
+        return self._signature
+
+    def __repr__(self) -> str:
+        described = str(self._signature) if self._function else (self._entry or "?")
+        return f"<mx.Kernel {described} for {self.target} at {self.path}>"
+
+    def _mismatch(self, index: int, spec: TensorSpec, got: str) -> TypeError:
+        return TypeError(f"@{self._entry} argument {index} must be {spec}, got {got}")
+
+    def __call__(self, *args):
+        function = self._bind()
+        signature = self._signature
+        if len(args) != len(signature.args):
+            raise TypeError(f"{signature} takes {len(signature.args)} arguments, got {len(args)}")
+        call = _CpuCall(self, args) if self.target == "cpu" else _GpuCall(self, args)
+        results = self._result_type() if self._result_type else None
+        call.run(function, [ctypes.byref(results)] if results is not None else [])
+        values = [call.result(getattr(results, f"r{i}"), spec)
+                  for i, spec in enumerate(signature.results)]
+        return values[0] if len(values) == 1 else tuple(values)
+
+
+def _scalar(kernel: Kernel, index: int, spec: TensorSpec, value):
+    if spec.dtype not in _SCALAR_CTYPES or not isinstance(value, (int, float, np.number)):
+        raise kernel._mismatch(index, spec, repr(value))
+    return _SCALAR_CTYPES[spec.dtype](value)
+
+
+def _row_major(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[i + 1:]) for i in range(len(shape))]
+
+
+def _fill(shape: Sequence[int], data: int, allocated: int | None = None) -> ctypes.Structure:
+    descriptor = _descriptor_type(len(shape))()
+    descriptor.allocated = allocated or data
+    descriptor.aligned = data
+    descriptor.sizes[:] = shape
+    descriptor.strides[:] = _row_major(shape)
+    return descriptor
+
+
+class _CpuCall:
+    """One call of a CPU kernel: numpy arguments in, numpy results that own their memory out."""
+
+    def __init__(self, kernel: Kernel, args):
+        self.arrays, self.arguments = [], []
+        for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
+            if spec.kind == "scalar":
+                self.arguments.append(_scalar(kernel, index, spec, arg))
+                continue
+            if spec.kind != "tensor":
+                raise kernel._mismatch(index, spec, "an argument a Kernel cannot pass")
+            array = arg if isinstance(arg, np.ndarray) else _host_array(kernel, index, spec, arg)
+            if array.dtype != NUMPY_DTYPES.get(spec.dtype) or not spec.matches(array.shape):
+                raise kernel._mismatch(index, spec, f"an array of shape {array.shape} and dtype {array.dtype}")
+            array = np.ascontiguousarray(array)
+            self.arrays.append(array)
+            self.arguments.append(ctypes.byref(_fill(array.shape, array.ctypes.data)))
+
+    def run(self, function, results):
+        function(*results, *self.arguments)
+
+    def result(self, descriptor, spec: TensorSpec) -> np.ndarray:
+        shape, dtype = tuple(descriptor.sizes), NUMPY_DTYPES[spec.dtype]
+        nbytes = math.prod(shape) * dtype.itemsize
+        data = descriptor.aligned + descriptor.offset * dtype.itemsize
+        allocated = descriptor.allocated or 0
+        borrowed = allocated == _GLOBAL_SENTINEL or any(
+            a.ctypes.data <= data < a.ctypes.data + a.nbytes for a in self.arrays)
+        if borrowed:  # A constant or an argument: copy, never free.
+            raw = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(data)).copy()
+        else:
+            raw = np.asarray(_HostAllocation(allocated, data, nbytes))
+        return raw.view(dtype).reshape(shape)
+
+
+def _host_array(kernel: Kernel, index: int, spec: TensorSpec, arg) -> np.ndarray:
+    if not hasattr(arg, "__dlpack__"):
+        raise kernel._mismatch(index, spec, f"a {type(arg).__name__} (pass a numpy array or a CPU "
+                                            "DLPack tensor)")
+    try:
+        return np.from_dlpack(arg)
+    except (BufferError, RuntimeError, TypeError) as error:
+        raise kernel._mismatch(index, spec, f"a tensor numpy cannot read ({error})") from None
+
+
+def _torch():
+    import torch
+    return torch
+
+
+class _GpuCall:
+    """One call of a GPU kernel on the caller's stream; results become torch tensors."""
+
+    def __init__(self, kernel: Kernel, args):
+        from . import runtime
+        self.runtime, self.kernel = runtime, kernel
+        self.keep, self.arguments, self.pointers, self.stream = [], [], [], 0
+        for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
+            if spec.kind == "scalar":
+                self.arguments.append(_scalar(kernel, index, spec, arg))
+                continue
+            data, shape = self._device_argument(index, spec, arg)
+            descriptor = _fill(shape, data)
+            self.keep.append(descriptor)
+            self.pointers.append(data)
+            self.arguments.append(ctypes.byref(descriptor))
+
+    def _device_argument(self, index: int, spec: TensorSpec, arg) -> tuple[int, tuple[int, ...]]:
+        kernel = self.kernel
+        if isinstance(arg, np.ndarray):
+            if arg.dtype != NUMPY_DTYPES.get(spec.dtype) or not spec.matches(arg.shape):
+                raise kernel._mismatch(index, spec, f"an array of shape {arg.shape} and dtype {arg.dtype}")
+            buffer = self.runtime.DeviceBuffer.from_numpy(arg)
+            self.keep.append(buffer)
+            return buffer.ptr, arg.shape
+        if type(arg).__module__.startswith("torch"):
+            return self._torch_argument(index, spec, arg)
+        memref = self.runtime.MemRef.from_dlpack(arg)
+        if memref.strides != tuple(_row_major(memref.shape)) or not spec.matches(memref.shape):
+            raise kernel._mismatch(index, spec, f"a row-major-contiguous tensor of shape {memref.shape}")
+        self.keep.append(memref)
+        return memref.aligned, memref.shape
+
+    def _torch_argument(self, index: int, spec: TensorSpec, tensor):
+        torch = _torch()
+        names = _TORCH_DTYPES.get(spec.dtype, ())
+        shape = tuple(tensor.shape)
+        if spec.dtype == "f4E2M1FN" and shape:
+            shape = shape[:-1] + (2 * shape[-1],)
+        dtype_name = str(tensor.dtype).removeprefix("torch.")
+        if not tensor.is_cuda or dtype_name not in names or not spec.matches(shape):
+            raise self.kernel._mismatch(index, spec, f"a {dtype_name} tensor of shape {tuple(tensor.shape)}"
+                                                     f" on {tensor.device}")
+        if tensor.device.index != 0:
+            raise self.kernel._mismatch(index, spec, f"a tensor on {tensor.device} (mx runs on cuda:0)")
+        tensor = tensor.contiguous()
+        self.keep.append(tensor)
+        self.stream = torch.cuda.current_stream(tensor.device).cuda_stream
+        return tensor.data_ptr(), shape
+
+    def run(self, function, results):
+        library = self.runtime.load_library()
+        self.runtime._check(library.mxrtSetCallStream(self.stream, 1), "mxrtSetCallStream")
+        try:
+            self.runtime.last_error()  # Drop errors from before the call.
+            function(*results, *self.arguments)
+            message = self.runtime.last_error()
+        finally:
+            library.mxrtSetCallStream(None, 0)
+        if message:
+            raise self.runtime.MXRuntimeError(self.runtime.Status.CUDA, message)
+
+    def result(self, descriptor, spec: TensorSpec):
+        torch = _torch()
+        shape = tuple(descriptor.sizes)
+        packed = spec.dtype == "f4E2M1FN"
+        stored = shape[:-1] + (shape[-1] // 2,) if packed else shape
+        itemsize = 1 if packed else NUMPY_DTYPES[spec.dtype].itemsize
+        data = descriptor.aligned + (descriptor.offset * itemsize)
+        release = None
+        if descriptor.allocated not in self.pointers:  # A fresh allocation, not an argument.
+            library, allocated, stream = self.runtime.load_library(), descriptor.allocated, self.stream
+            release = lambda: library.mxrtFreeAsync(allocated, stream)  # noqa: E731
+        capsule = dlpack.export_capsule(data, stored, spec.dtype, (dlpack.KDL_CUDA, 0), release)
+        tensor = torch.utils.dlpack.from_dlpack(capsule)
+        if release is None:
+            tensor = tensor.clone()
+        wanted = getattr(torch, _TORCH_DTYPES[spec.dtype][0], None)
+        return tensor.view(wanted) if wanted is not None and wanted != tensor.dtype else tensor

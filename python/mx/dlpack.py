@@ -1,0 +1,101 @@
+"""mx.dlpack: DLPack in both directions, with ctypes only.
+
+Importing reads a producer's `DLManagedTensor` (torch, cupy, jax, ...) without a copy; exporting hands
+device memory that compiled code allocated to a consumer (torch) as a capsule whose deleter frees it,
+so the consumer's tensor owns the memory. Element types DLPack has no code for in the consumers we
+meet (FP8, E8M0, packed FP4) travel as uint8 and are viewed as their own dtype on the other side.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Sequence
+
+KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
+KDL_INT, KDL_UINT, KDL_FLOAT, KDL_BFLOAT = 0, 1, 2, 4
+
+# MLIR element type -> (DLPack code, bits) of the array that carries it.
+DL_TYPES = {
+    "f32": (KDL_FLOAT, 32), "f16": (KDL_FLOAT, 16), "bf16": (KDL_BFLOAT, 16), "f64": (KDL_FLOAT, 64),
+    "i8": (KDL_INT, 8), "i16": (KDL_INT, 16), "i32": (KDL_INT, 32), "i64": (KDL_INT, 64),
+    "f8E4M3FN": (KDL_UINT, 8), "f8E5M2": (KDL_UINT, 8), "f8E8M0FNU": (KDL_UINT, 8),
+    "f4E2M1FN": (KDL_UINT, 8),
+}
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
+
+
+_CAPSULE_NAME = b"dltensor"
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                                  ctypes.c_void_p]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+
+
+class Imported:
+    """A borrowed view of a producer's tensor: data address, shape, strides (None: row-major),
+    device type and id, DLPack dtype. Keeps the producer's tensor and capsule alive."""
+
+    def __init__(self, tensor):
+        self.capsule = tensor.__dlpack__()
+        managed = DLManagedTensor.from_address(_capsule_pointer(self.capsule, _CAPSULE_NAME))
+        dl = managed.dl_tensor
+        self.owner = tensor
+        self.data = (dl.data or 0) + dl.byte_offset
+        self.shape = tuple(dl.shape[i] for i in range(dl.ndim))
+        self.strides = tuple(dl.strides[i] for i in range(dl.ndim)) if dl.strides else None
+        self.device_type, self.device_id = dl.device.device_type, dl.device.device_id
+        self.dtype = (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
+
+
+# Exported tensors alive in a consumer, by the address of their DLManagedTensor: the struct, its
+# shape array and the release callback must outlive the capsule until the consumer calls the deleter.
+_exported: dict[int, tuple] = {}
+
+
+@_Deleter
+def _delete_exported(address):
+    entry = _exported.pop(address, None)
+    if entry is not None:
+        try:
+            entry[-1]()
+        except Exception:  # A consumer freeing at interpreter exit: the process releases the memory.
+            pass
+
+
+def export_capsule(data: int, shape: Sequence[int], mlir_dtype: str, device: tuple[int, int],
+                   release: Callable[[], None] | None) -> object:
+    """A "dltensor" capsule over `data` (row-major `shape`, element type `mlir_dtype` as DL_TYPES
+    carries it) that calls `release` when the consumer frees the tensor (None: borrowed memory)."""
+    managed = DLManagedTensor()
+    dims = (ctypes.c_int64 * len(shape))(*shape)
+    code, bits = DL_TYPES[mlir_dtype]
+    managed.dl_tensor.data = data
+    managed.dl_tensor.device = DLDevice(*device)
+    managed.dl_tensor.ndim = len(shape)
+    managed.dl_tensor.dtype = DLDataType(code, bits, 1)
+    managed.dl_tensor.shape = dims
+    managed.deleter = _delete_exported
+    address = ctypes.addressof(managed)
+    _exported[address] = (managed, dims, release or (lambda: None))
+    return _capsule_new(address, _CAPSULE_NAME, None)

@@ -1,0 +1,281 @@
+"""mx.ops: the mx ops as functions on numpy arrays and torch tensors, compiled once per shape.
+
+`quantize`, `dequantize`, `swizzle`, `unswizzle` and `scaled_matmul` have the contracts of their
+mx.reference namesakes. Each call checks its arguments (dtypes, ranks, block shapes, K against the
+blocks) before anything is compiled, builds the one-op program for its shapes with mx.builder,
+compiles it through mx.compiler (memoized here, cached on disk there) and runs it where the inputs
+live: numpy arrays and CPU torch tensors on the CPU pipeline (numpy results), CUDA torch tensors on
+the GPU's chip (torch results, on the current stream). `target=` overrides that choice (numpy inputs
+are then uploaded). The `*_kernel` functions return the compiled Kernel for given shapes without
+running it, which is how programs are compiled ahead of time for a machine without mx-opt.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import numpy as np
+
+from . import builder, compiler, reference
+
+_WIDE = ("f32", "bf16", "f16")
+_ELEMENTS = ("f8E4M3FN", "f8E5M2", "f4E2M1FN")
+_SCALES = ("f8E8M0FNU", "f32", "f8E4M3FN")
+_ROUNDINGS = ("ceil", "floor", "even", "exact")
+_NAMES = {str(dtype): name for name, dtype in compiler.NUMPY_DTYPES.items()}
+_TORCH_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float8_e4m3fn": "f8E4M3FN",
+                "float8_e5m2": "f8E5M2", "float8_e8m0fnu": "f8E8M0FNU", "float4_e2m1fn_x2": "f4E2M1FN"}
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def element_type(x) -> str:
+    """The MLIR element type of a numpy array or torch tensor (uint8 torch tensors are not typed:
+    view FP8 data as its torch float8 dtype first)."""
+    if _is_torch(x):
+        name = str(x.dtype).removeprefix("torch.")
+        if name not in _TORCH_NAMES:
+            raise TypeError(f"torch dtype {name} is not an mx element type")
+        return _TORCH_NAMES[name]
+    name = _NAMES.get(str(np.asarray(x).dtype))
+    if name is None:
+        raise TypeError(f"numpy dtype {np.asarray(x).dtype} is not an mx element type")
+    return name
+
+
+def logical_shape(x) -> tuple[int, ...]:
+    """The tensor's shape in elements (a packed torch FP4 tensor holds two per byte)."""
+    shape = tuple(x.shape)
+    if _is_torch(x) and element_type(x) == "f4E2M1FN":
+        shape = shape[:-1] + (2 * shape[-1],)
+    return shape
+
+
+def _target_of(values: Sequence, target: str | None) -> str:
+    if target is not None:
+        return target
+    devices = {str(v.device) for v in values if _is_torch(v) and v.is_cuda}
+    if not devices:
+        return "cpu"
+    if len(devices) > 1:
+        raise ValueError(f"inputs are on several devices: {', '.join(sorted(devices))}")
+    import torch
+    major, minor = torch.cuda.get_device_capability(next(iter(devices)))
+    chips = {9: "sm_90a", 10: "sm_100a"}
+    if major not in chips:
+        raise ValueError(f"no mx GPU target for compute capability {major}.{minor} (sm_90a, sm_100a)")
+    return chips[major]
+
+
+def _host(x):
+    """A CPU torch tensor as the numpy array the CPU pipeline takes (bf16 and FP8 through their bits,
+    packed FP4 unpacked to a byte an element); numpy passes through."""
+    if not _is_torch(x):
+        return np.asarray(x)
+    import torch
+    elem = element_type(x)
+    if elem == "f4E2M1FN":
+        return reference.unpack_fp4(x.detach().contiguous().view(torch.uint8).numpy())
+    dtype = compiler.NUMPY_DTYPES[elem]
+    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[dtype.itemsize]
+    return x.detach().contiguous().view(carrier).numpy().view(dtype)
+
+
+def _run(kernel_of, target, values, *args):
+    kernel = kernel_of(*args, target=target)
+    inputs = values if target != "cpu" else [_host(v) for v in values]
+    return kernel(*inputs)
+
+
+def _check(condition: bool, op: str, message: str) -> None:
+    if not condition:
+        raise ValueError(f"mx.{op}: {message}")
+
+
+def _check_block(op: str, shape: Sequence[int], block: Sequence[int]) -> tuple[int, ...]:
+    block = tuple(int(b) for b in block)
+    _check(len(shape) >= 2, op, f"input has rank {len(shape)}; mx ops take rank >= 2")
+    _check(len(block) == len(shape), op, f"block {block} has {len(block)} entries but the input "
+                                          f"{tuple(shape)} has rank {len(shape)}")
+    _check(all(b >= 1 for b in block), op, f"block {block} has an entry below 1")
+    return block
+
+
+def _transposed(block: Sequence[int]) -> tuple[int, ...]:
+    return (*block[:-2], block[-1], block[-2])
+
+
+def _unscaled_dim(op: str, block: Sequence[int]) -> int:
+    """The scale dimension a swizzle keeps whole: the one of the last two whose block extent is 1."""
+    rank = len(block)
+    _check(1 in block[-2:] and block[-2:] != (1, 1), op,
+           f"swizzled scales need a block of one row or one column, got {tuple(block)}")
+    return rank - 2 if block[-2] == 1 else rank - 1
+
+
+@functools.cache
+def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], elem: str = "f8E4M3FN",
+                    scale_type: str = "f8E8M0FNU", rounding: str | None = "ceil", swizzle: bool = False,
+                    columnwise: bool = False, *, target: str = "cpu") -> compiler.Kernel:
+    """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type)."""
+    _check(dtype in _WIDE, "quantize", f"input dtype {dtype} is not supported; expected one of "
+                                       f"{', '.join(_WIDE)}")
+    _check(elem in _ELEMENTS, "quantize", f"element type {elem} is not one of {', '.join(_ELEMENTS)}")
+    _check(scale_type in _SCALES, "quantize", f"scale type {scale_type} is not one of {', '.join(_SCALES)}")
+    _check(rounding is None or rounding in _ROUNDINGS, "quantize",
+           f"rounding {rounding} is not one of {', '.join(_ROUNDINGS)}")
+    block = _check_block("quantize", shape, block)
+    f = builder.Function("quantize")
+    x = f.arg(shape, dtype)
+    results = []
+    for blk in (block, _transposed(block)) if columnwise else (block,):
+        data, scales, *tensor_scale = f.quantize(x, blk, elem, scale_type,
+                                                 None if scale_type == "f8E4M3FN" else rounding)
+        if swizzle:
+            layout = "blockwise" if scale_type == "f32" else "tiles"
+            scales = f.swizzle(scales, _unscaled_dim("quantize", blk), layout)
+        results += [data, scales, *tensor_scale]
+    f.returns(*results)
+    return compiler.compile(f, target)
+
+
+def quantize(x, block: Sequence[int] = (1, 32), elem: str = "f8E4M3FN", scale_type: str = "f8E8M0FNU",
+             rounding: str = "ceil", *, swizzle: bool = False, columnwise: bool = False,
+             target: str | None = None):
+    """`mx.quantize` of x (float32, bfloat16 or float16; numpy or torch): (data, scales) as
+    reference.quantize returns them, plus the tensor scale NVFP4 computes (f8E4M3FN scales).
+    `swizzle` lays the scales out for the GEMM (128x4 tiles; GEMM-ready blockwise for f32 scales).
+    `columnwise` also quantizes with the block transposed in the last two dimensions, in the same
+    program (one fused kernel on the GPU), and appends that pair: (data, scales, col_data,
+    col_scales)."""
+    target = _target_of([x], target)
+    return _run(quantize_kernel, target, [x], logical_shape(x), element_type(x), tuple(block), elem,
+                scale_type, rounding, swizzle, columnwise)
+
+
+@functools.cache
+def dequantize_kernel(shape: tuple[int, ...], dtype: str, scales_shape: tuple[int, ...], scale_type: str,
+                      block: tuple[int, ...], out_dtype: str = "f32", *, target: str = "cpu") -> compiler.Kernel:
+    """The compiled dequantize of `dequantize` for one data shape."""
+    _check(dtype in _ELEMENTS, "dequantize", f"data dtype {dtype} is not one of {', '.join(_ELEMENTS)}")
+    _check(out_dtype in _WIDE, "dequantize", f"result dtype {out_dtype} is not one of {', '.join(_WIDE)}")
+    block = _check_block("dequantize", shape, block)
+    expected = reference.scales_shape(shape, block)
+    _check(tuple(scales_shape) == expected, "dequantize",
+           f"scales have shape {tuple(scales_shape)}; data {tuple(shape)} in blocks {block} needs {expected}")
+    f = builder.Function("dequantize")
+    data, scales = f.arg(shape, dtype), f.arg(scales_shape, scale_type)
+    f.returns(f.dequantize(data, scales, block, out_dtype))
+    return compiler.compile(f, target)
+
+
+def dequantize(data, scales, block: Sequence[int], out_dtype: str = "f32", *, target: str | None = None):
+    """`mx.dequantize`: float(data) * scale per block, as `out_dtype` ("f32", "bf16" or "f16")."""
+    target = _target_of([data, scales], target)
+    return _run(dequantize_kernel, target, [data, scales], logical_shape(data), element_type(data),
+                logical_shape(scales), element_type(scales), tuple(block), out_dtype)
+
+
+@functools.cache
+def swizzle_kernel(shape: tuple[int, ...], scale_type: str, unscaled_dim: int | None = None,
+                   layout: str = "tiles", inverse_of: tuple[int, ...] | None = None, *,
+                   target: str = "cpu") -> compiler.Kernel:
+    """The compiled swizzle (or, with `inverse_of` = the compact shape, unswizzle)."""
+    _check(scale_type in _SCALES, "swizzle", f"scale type {scale_type} is not one of {', '.join(_SCALES)}")
+    _check(layout in ("tiles", "blockwise"), "swizzle", f"layout {layout} is not tiles or blockwise")
+    f = builder.Function("swizzle")
+    scales = f.arg(shape, scale_type)
+    if inverse_of is None:
+        f.returns(f.swizzle(scales, unscaled_dim, layout))
+    else:
+        f.returns(f.unswizzle(scales, inverse_of, unscaled_dim, layout))
+    return compiler.compile(f, target)
+
+
+def swizzle(scales, unscaled_dim: int | None = None, layout: str = "tiles", *, target: str | None = None):
+    """`mx.swizzle` of compact scales (`unscaled_dim`: absolute, default the rank's row dimension)."""
+    target = _target_of([scales], target)
+    return _run(swizzle_kernel, target, [scales], logical_shape(scales), element_type(scales),
+                unscaled_dim, layout, None)
+
+
+def unswizzle(tiles, shape: Sequence[int], unscaled_dim: int | None = None, layout: str = "tiles", *,
+              target: str | None = None):
+    """`mx.unswizzle` back to the compact scales of `shape`."""
+    target = _target_of([tiles], target)
+    return _run(swizzle_kernel, target, [tiles], logical_shape(tiles), element_type(tiles), unscaled_dim,
+                layout, tuple(shape))
+
+
+def _gemm_rows_and_k(op: str, shape: Sequence[int], layout: str, name: str) -> tuple[int, int]:
+    _check(layout in ("k_contiguous", "k_outer"), op, f"{name} layout {layout} is not k_contiguous or k_outer")
+    _check(len(shape) >= 2, op, f"{name} has rank {len(shape)}; expected >= 2")
+    return (shape[-2], shape[-1]) if layout == "k_contiguous" else (shape[-1], shape[-2])
+
+
+@functools.cache
+def scaled_matmul_kernel(a_shape: tuple[int, ...], a_type: str, a_scales_shape: tuple[int, ...],
+                         a_scale_type: str, b_shape: tuple[int, ...], b_type: str,
+                         b_scales_shape: tuple[int, ...], b_scale_type: str, a_block: tuple[int, ...],
+                         b_block: tuple[int, ...], out_dtype: str = "f32",
+                         a_layout: str = "k_contiguous", b_layout: str = "k_contiguous", *,
+                         target: str = "cpu") -> compiler.Kernel:
+    """The compiled product of `scaled_matmul` for one set of operand shapes."""
+    op = "scaled_matmul"
+    for name, elem in (("lhs", a_type), ("rhs", b_type)):
+        _check(elem in _ELEMENTS, op, f"{name} dtype {elem} is not one of {', '.join(_ELEMENTS)}")
+    _check(out_dtype in _WIDE, op, f"result dtype {out_dtype} is not one of {', '.join(_WIDE)}")
+    _check(a_shape[:-2] == b_shape[:-2], op, f"batch dimensions differ: {a_shape} and {b_shape}")
+    _, k = _gemm_rows_and_k(op, a_shape, a_layout, "lhs")
+    _, k_rhs = _gemm_rows_and_k(op, b_shape, b_layout, "rhs")
+    _check(k == k_rhs, op, f"lhs {a_shape} ({a_layout}) has K = {k} but rhs {b_shape} ({b_layout}) has "
+                           f"K = {k_rhs}")
+    for name, block, layout, shape in (("lhs", a_block, a_layout, a_shape), ("rhs", b_block, b_layout, b_shape)):
+        _check_block(op, shape, block)
+        k_block = block[-1] if layout == "k_contiguous" else block[-2]
+        _check(k % k_block == 0, op, f"K = {k} is not a multiple of the {name} block's K extent {k_block}")
+    f = builder.Function("scaled_matmul")
+    a, a_scales = f.arg(a_shape, a_type), f.arg(a_scales_shape, a_scale_type)
+    b, b_scales = f.arg(b_shape, b_type), f.arg(b_scales_shape, b_scale_type)
+    f.returns(f.scaled_matmul(a, a_scales, b, b_scales, a_block, b_block, out_dtype, a_layout, b_layout))
+    return compiler.compile(f, target)
+
+
+def scaled_matmul(a, a_scales, b, b_scales, a_block: Sequence[int], b_block: Sequence[int],
+                  out_dtype: str = "f32", a_layout: str = "k_contiguous", b_layout: str = "k_contiguous",
+                  *, target: str | None = None):
+    """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k] (B as [..., N, K]
+    for k_contiguous, [..., K, N] for k_outer); scales compact, tiled or GEMM-ready."""
+    values = [a, a_scales, b, b_scales]
+    target = _target_of(values, target)
+    return _run(scaled_matmul_kernel, target, values, logical_shape(a), element_type(a),
+                logical_shape(a_scales), element_type(a_scales), logical_shape(b), element_type(b),
+                logical_shape(b_scales), element_type(b_scales), tuple(a_block), tuple(b_block), out_dtype,
+                a_layout, b_layout)
+
+
+@functools.cache
+def quantize_delayed_kernel(shape: tuple[int, ...], dtype: str, slots: int, history_length: int, index: int,
+                            elem: str = "f8E4M3FN", *, target: str = "cpu") -> compiler.Kernel:
+    """The compiled delayed-scaling cast of tensor `index` of `slots` (mx.quantize_delayed)."""
+    _check(dtype in _WIDE, "quantize_delayed", f"input dtype {dtype} is not one of {', '.join(_WIDE)}")
+    _check(0 <= index < slots, "quantize_delayed", f"index {index} is outside the {slots} scales")
+    f = builder.Function("quantize_delayed")
+    x, scales = f.arg(shape, dtype), f.arg((slots,), "f32")
+    history = f.arg((history_length, slots), "f32")
+    f.returns(*f.quantize_delayed(x, scales, history, index, elem))
+    return compiler.compile(f, target)
+
+
+@functools.cache
+def update_amax_history_kernel(slots: int, history_length: int, elem: str = "f8E4M3FN",
+                               algorithm: str = "max", margin: int = 0, *,
+                               target: str = "cpu") -> compiler.Kernel:
+    """The compiled amax-history update of `slots` tensors (mx.update_amax_history)."""
+    f = builder.Function("update_amax_history")
+    history, scales = f.arg((history_length, slots), "f32"), f.arg((slots,), "f32")
+    f.returns(*f.update_amax_history(history, scales, elem, algorithm, margin))
+    return compiler.compile(f, target)
