@@ -11,6 +11,9 @@
 // outlines the kernels, compiles them for the chosen chip and lowers the host
 // side to `mgpu*` calls. `mx.scaled_matmul` goes through a generated kernel
 // or cuBLASLt as the `gemm` option says (GemmLowering, Target.h).
+// Both pipelines first record the public functions' signatures in the
+// `_mx_signatures` global (mx-export-signatures), while their types are still
+// the source's tensors, so that every compiled library describes itself.
 // Every public function gets a C interface (`_mlir_ciface_*`) so the runtime
 // binding can call it.
 //
@@ -45,6 +48,7 @@ getFunctionBoundaryBufferizeOptions() {
 }
 
 void mx::buildMXToCPUPipeline(OpPassManager &pm) {
+  pm.addPass(createExportSignatures());
   pm.addPass(createConvertMXToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -67,6 +71,7 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
+  pm.addPass(createExportSignatures());
   // cuBLASLt calls replace the matmuls they take before the kernel lowering;
   // convert-mx-to-gpu generates kernels for the rest.
   if (options.gemm != GemmLowering::kernel)
