@@ -4,6 +4,8 @@
 // one-shot bufferization with identity-layout function boundaries (so that
 // compiled functions take plain row-major memrefs), ownership-based
 // deallocation, loops, and the standard conversions to the LLVM dialect.
+// Its results are malloc'd buffers that the caller frees: deallocation
+// clones each result the function does not own (an argument, a constant).
 // bf16 arithmetic is expanded to integer ops because LLVM's x86 backend has
 // no native bf16 conversions. The NVVM pipeline bufferizes the host code the
 // same way but without deallocation: its results live in device memory from
@@ -14,8 +16,8 @@
 // Both pipelines first record the public functions' signatures in the
 // `_mx_signatures` global (mx-export-signatures), while their types are still
 // the source's tensors, so that every compiled library describes itself.
-// Every public function gets a C interface (`_mlir_ciface_*`) so the runtime
-// binding can call it.
+// Every public function gets a C interface (`_mlir_ciface_*`) in both, so the
+// runtime binding can call it with memref descriptors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +58,11 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
   bufferization::buildBufferDeallocationPipeline(pm, {});
+  // Deallocation returns a clone of each result the caller would not own
+  // otherwise (an argument, a constant, a view of either); no later pass
+  // lowers clones but this one.
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   arith::ArithExpandOpsPassOptions expandOptions;
