@@ -4,6 +4,8 @@
 // one-shot bufferization with identity-layout function boundaries (so that
 // compiled functions take plain row-major memrefs), ownership-based
 // deallocation, loops, and the standard conversions to the LLVM dialect.
+// Its results are malloc'd buffers that the caller frees: deallocation
+// clones each result the function does not own (an argument, a constant).
 // bf16 arithmetic is expanded to integer ops because LLVM's x86 backend has
 // no native bf16 conversions. The NVVM pipeline bufferizes the host code the
 // same way but without deallocation: its results live in device memory from
@@ -11,8 +13,11 @@
 // outlines the kernels, compiles them for the chosen chip and lowers the host
 // side to `mgpu*` calls. `mx.scaled_matmul` goes through a generated kernel
 // or cuBLASLt as the `gemm` option says (GemmLowering, Target.h).
-// Every public function gets a C interface (`_mlir_ciface_*`) so the runtime
-// binding can call it.
+// Both pipelines first record the public functions' signatures in the
+// `_mx_signatures` global (mx-export-signatures), while their types are still
+// the source's tensors, so that every compiled library describes itself.
+// Every public function gets a C interface (`_mlir_ciface_*`) in both, so the
+// runtime binding can call it with memref descriptors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +50,7 @@ getFunctionBoundaryBufferizeOptions() {
 }
 
 void mx::buildMXToCPUPipeline(OpPassManager &pm) {
+  pm.addPass(createExportSignatures());
   pm.addPass(createConvertMXToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -52,6 +58,11 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
   bufferization::buildBufferDeallocationPipeline(pm, {});
+  // Deallocation returns a clone of each result the caller would not own
+  // otherwise (an argument, a constant, a view of either); no later pass
+  // lowers clones but this one.
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   arith::ArithExpandOpsPassOptions expandOptions;
@@ -67,6 +78,7 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
+  pm.addPass(createExportSignatures());
   // cuBLASLt calls replace the matmuls they take before the kernel lowering;
   // convert-mx-to-gpu generates kernels for the rest.
   if (options.gemm != GemmLowering::kernel)

@@ -8,6 +8,7 @@
 #ifndef MX_CONVERSION_PASSES_H
 #define MX_CONVERSION_PASSES_H
 
+#include "mx/Conversion/ExportSignatures.h"
 #include "mx/Conversion/MXToCublas/MXToCublas.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Conversion/MXToLinalg/MXToLinalg.h"

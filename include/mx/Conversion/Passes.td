@@ -172,4 +172,57 @@ def RejectHostCompute : Pass<"mx-reject-host-compute", "mlir::ModuleOp"> {
   }];
 }
 
+def ExportSignatures : Pass<"mx-export-signatures", "mlir::ModuleOp"> {
+  let summary = "Record the signatures of the public functions in a global";
+  let description = [{
+    Describes every public, defined `func.func` of the module (declarations
+    and private functions are skipped) in one JSON string and adds it to the
+    module as
+
+    ```mlir
+    llvm.mlir.global external constant @_mx_signatures("<json>\00")
+    ```
+
+    an `!llvm.array<N x i8>` NUL-terminated constant, so that a shared
+    library compiled from the module describes its own entry points (from
+    Python: `ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib,
+    "_mx_signatures")))`). Both `mx-lower-to-cpu` and `mx-lower-to-nvvm` run
+    it first, while the function types are still the tensors of the source.
+
+    The JSON is one line, compact (no spaces), with the keys in exactly this
+    order: `{"version":1,"functions":[F,...]}` with one F per function in
+    module order, F = `{"name":"quantize","args":[V,...],"results":[V,...]}`
+    and one V = `{"kind":...,"shape":[...],"dtype":...}` per argument or
+    result:
+
+    * `"tensor"` for a ranked tensor or ranked memref: `shape` its sizes
+      (-1 for a dynamic one, `[]` for rank 0), `dtype` its element type as
+      MLIR prints it (`f32`, `bf16`, `f8E4M3FN`, `f8E8M0FNU`, `f4E2M1FN`,
+      `i8`, `index`, ...).
+    * `"scalar"` for an integer, index or float: `shape` is `[]`, `dtype`
+      the type.
+    * `"other"` for anything else (unranked tensors and memrefs, vectors,
+      ...): `shape` is `[]`, `dtype` the whole printed type.
+
+    A module without a public function gets no global. A module that already
+    has a symbol `_mx_signatures` is an error, reported on that symbol.
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-export-signatures
+    func.func @quantize(%x: tensor<128x96xbf16>)
+        -> (tensor<128x96xf8E4M3FN>, tensor<128x3xf8E8M0FNU>)
+    // adds @_mx_signatures with this JSON (wrapped here, one line there):
+    // {"version":1,"functions":[{"name":"quantize","args":[{"kind":"tensor",
+    // "shape":[128,96],"dtype":"bf16"}
+    // ],"results":[{"kind":"tensor","shape":[128,96],"dtype":"f8E4M3FN"},
+    // {"kind":"tensor","shape":[128,3],"dtype":"f8E8M0FNU"}
+    // ]}
+    // ]}
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // MX_CONVERSION_PASSES_TD
