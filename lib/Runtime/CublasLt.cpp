@@ -12,6 +12,11 @@
 // scales) exist per device. Calls are serialized by a mutex and, across
 // streams, by an event recorded after each matmul, because they share the
 // arena. A request the GPU cannot run fails with MXRT_ERROR_NOT_SUPPORTED.
+// In call-stream mode (mxrtSetCallStream) a NULL stream means the calling
+// thread's call stream, and growing the arena is stream-ordered too (freed
+// and allocated on that stream from the device's default pool), so that a
+// call does not make the host wait for the device (except once, to free an
+// arena that a default-mode call made with cuMemAlloc).
 //
 // Scale layouts. For each operand X[rows, K] the "outer" dimension is rows,
 // the "inner" one K, and KB = ceil(K / 128). cuBLASLt's layouts (cublasLt.h
@@ -316,6 +321,7 @@ struct Device {
   cublasLtMatrixTransformDesc_t transpose = nullptr;
   CUdeviceptr arena = 0; // [workspace | our B's scales | our A's scales]
   size_t arenaBytes = 0;
+  bool arenaFromPool = false; // Allocated in call-stream mode.
   CUevent lastUse = nullptr; // Recorded after each matmul that used the arena.
   bool used = false;
 };
@@ -456,8 +462,54 @@ int32_t ensureArena(Device &dev, size_t bytes) {
     return cudaFailure(result,
                        format("cuMemAlloc(%zu-byte cuBLASLt arena)", bytes));
   dev.arenaBytes = bytes;
+  dev.arenaFromPool = false;
   // Zeroes every plan's beta slot, wherever it lies.
   return checkCu(cuMemsetD8(dev.arena, 0, bytes), "cuMemsetD8(arena)");
+}
+
+// ensureArena in call-stream mode: every step is enqueued on `stream`, the
+// host waits for nothing. The old arena is freed after the matmul that last
+// used it (one from cuMemAlloc, made before call-stream mode, is freed as
+// ensureArena does, once), and the new one is allocated from the device's
+// default pool and zeroed in stream order.
+int32_t ensureArenaOnStream(Device &dev, size_t bytes, CUstream stream,
+                            int ordinal) {
+  if (dev.arenaBytes >= bytes)
+    return MXRT_SUCCESS;
+  int32_t status;
+  if (dev.arena && !dev.arenaFromPool) {
+    if ((status =
+             checkCu(cuEventSynchronize(dev.lastUse), "cuEventSynchronize")))
+      return status;
+    cuMemFree(dev.arena);
+  } else if (dev.arena) {
+    if ((dev.used &&
+         (status = checkCu(cuStreamWaitEvent(stream, dev.lastUse, 0),
+                           "cuStreamWaitEvent"))) ||
+        (status = checkCu(cuMemFreeAsync(dev.arena, stream),
+                          "cuMemFreeAsync(cuBLASLt arena)")))
+      return status;
+  }
+  dev.arena = 0;
+  dev.arenaBytes = 0;
+  CUmemoryPool pool;
+  if ((status = getStreamOrderedPool(ordinal, &pool)))
+    return status;
+  if (CUresult result =
+          cuMemAllocFromPoolAsync(&dev.arena, bytes, pool, stream))
+    return cudaFailure(
+        result,
+        format("cuMemAllocFromPoolAsync(%zu-byte cuBLASLt arena)", bytes));
+  dev.arenaBytes = bytes;
+  dev.arenaFromPool = true;
+  // Zeroes every plan's beta slot, wherever it lies. The event orders a
+  // later call on another stream after the allocation and the zeroing, even
+  // if this call fails before its matmul.
+  if ((status = checkCu(cuMemsetD8Async(dev.arena, 0, bytes, stream),
+                        "cuMemsetD8Async(arena)")))
+    return status;
+  dev.used = true;
+  return checkCu(cuEventRecord(dev.lastUse, stream), "cuEventRecord");
 }
 
 // Where cuBLASLt reads one operand's scales: the caller's buffer, or the
@@ -532,7 +584,8 @@ using PlanKey =
     std::tuple<int, int64_t, int64_t, int64_t, int32_t, int32_t, int32_t,
                int32_t, int32_t, int32_t, int32_t, bool, bool>;
 
-int32_t scaledMatmul(const Problem &p, CUstream stream, int ordinal) {
+int32_t scaledMatmul(const Problem &p, CUstream stream, bool streamOrdered,
+                     int ordinal) {
   static auto *devices = new std::map<int, Device>();
   static auto *plans = new std::map<PlanKey, std::unique_ptr<Plan>>();
   Device &dev = (*devices)[ordinal];
@@ -554,7 +607,10 @@ int32_t scaledMatmul(const Problem &p, CUstream stream, int ordinal) {
       return status;
   }
   Plan &plan = fresh ? *fresh : *it->second;
-  if (int32_t status = ensureArena(dev, plan.arenaBytes()))
+  if (int32_t status =
+          streamOrdered
+              ? ensureArenaOnStream(dev, plan.arenaBytes(), stream, ordinal)
+              : ensureArena(dev, plan.arenaBytes()))
     return status;
 
   // The descriptor holds the scale pointers; set them before the heuristic
@@ -599,10 +655,16 @@ extern "C" MXRT_API int32_t mxrtScaledMatmul(
     return status;
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
+  // Compiled code passes NULL; in call-stream mode that is the caller's
+  // stream.
+  CUstream callStream = nullptr;
+  bool streamOrdered = getCallStream(&callStream);
+  CUstream target =
+      stream || !streamOrdered ? static_cast<CUstream>(stream) : callStream;
   int ordinal = 0;
   if (int32_t status = enterDevice(&ordinal))
     return status;
-  int32_t status = scaledMatmul(p, static_cast<CUstream>(stream), ordinal);
+  int32_t status = scaledMatmul(p, target, streamOrdered, ordinal);
   leaveDevice();
   return status;
 }

@@ -11,7 +11,10 @@
 // must outlive every static object. Compiled code cannot check a status, so
 // mgpu* failures are printed and kept as the sticky last error
 // (mxrtGetLastError) and the function returns what upstream returns (null
-// handle or nothing); mxrt* functions return a status.
+// handle or nothing); mxrt* functions return a status. In call-stream mode
+// (mxrtSetCallStream, per host thread) the mgpu* stream and memory entry
+// points run compiled code on the caller's stream with stream-ordered
+// allocation instead of a private stream that the host waits for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +54,18 @@ std::mutex errorMutex;
 std::string stickyError;  // First error since the last mxrtGetLastError().
 std::string lastPrinted;  // Suppresses the same message printed in a loop.
 thread_local int defaultDevice = 0; // Like upstream: per host thread.
+
+// mxrtSetCallStream's state, per host thread like the default device: a
+// caller on another thread (another torch stream) has its own.
+struct CallStream {
+  bool enabled = false;
+  CUstream stream = nullptr; // May be NULL: the legacy default stream.
+};
+thread_local CallStream callStream;
+
+bool isCallStream(CUstream stream) {
+  return callStream.enabled && stream == callStream.stream;
+}
 } // namespace
 
 static void recordError(const std::string &message) {
@@ -147,6 +162,46 @@ void leaveDevice() {
   cuCtxPopCurrent(&popped);
 }
 
+//===----------------------------------------------------------------------===//
+// Call-stream mode
+//===----------------------------------------------------------------------===//
+
+bool getCallStream(CUstream *stream) {
+  if (callStream.enabled)
+    *stream = callStream.stream;
+  return callStream.enabled;
+}
+
+int32_t getStreamOrderedPool(int ordinal, CUmemoryPool *pool) {
+  static std::mutex mutex;
+  static auto *pools = new std::vector<CUmemoryPool>();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (pools->size() <= static_cast<size_t>(ordinal))
+    pools->resize(ordinal + 1, nullptr);
+  CUmemoryPool &slot = (*pools)[ordinal];
+  if (!slot) {
+    // The default release threshold (0) hands freed memory back to the
+    // driver at every synchronization; keep it cached instead, as torch's
+    // caching allocator does, so that steady-state calls allocate nothing
+    // from the driver.
+    CUdevice device;
+    CUmemoryPool found;
+    cuuint64_t keepAll = UINT64_MAX;
+    int32_t status;
+    if ((status = checkCu(cuDeviceGet(&device, ordinal), "cuDeviceGet")) ||
+        (status = checkCu(cuDeviceGetDefaultMemPool(&found, device),
+                          "cuDeviceGetDefaultMemPool")) ||
+        (status =
+             checkCu(cuMemPoolSetAttribute(
+                         found, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepAll),
+                     "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")))
+      return status;
+    slot = found;
+  }
+  *pool = slot;
+  return MXRT_SUCCESS;
+}
+
 } // namespace mxrt
 
 using namespace mxrt;
@@ -175,6 +230,20 @@ void runOnDevice(Call &&call, Describe &&describe) {
   DeviceScope scope;
   if (scope)
     checkCuWith(call(), describe);
+}
+
+// Call-stream mode's mgpuMemAlloc: from the device's default pool, usable
+// in stream order on `stream` (the call stream) and by the caller's later
+// work on it.
+void *allocOnStream(uint64_t sizeBytes, CUstream stream) {
+  CUdeviceptr ptr = 0;
+  DeviceScope scope;
+  CUmemoryPool pool;
+  if (scope && !getStreamOrderedPool(scope.ordinal(), &pool))
+    checkCuWith(cuMemAllocFromPoolAsync(&ptr, sizeBytes, pool, stream), [&] {
+      return bytesText("cuMemAllocFromPoolAsync", sizeBytes);
+    });
+  return reinterpret_cast<void *>(ptr);
 }
 
 std::string kernelName(CUfunction function) {
@@ -360,6 +429,9 @@ MGPU_API void mgpuLaunchClusterKernel(CUfunction function, intptr_t clusterX,
 }
 
 MGPU_API CUstream mgpuStreamCreate() {
+  // Call-stream mode: compiled code runs on the caller's stream.
+  if (callStream.enabled)
+    return callStream.stream;
   CUstream stream = nullptr;
   runOnDevice([&] { return cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING); },
               [] { return "cuStreamCreate"; });
@@ -367,11 +439,19 @@ MGPU_API CUstream mgpuStreamCreate() {
 }
 
 MGPU_API void mgpuStreamDestroy(CUstream stream) {
+  if (isCallStream(stream))
+    return; // The caller's, not ours to destroy.
   runOnDevice([&] { return cuStreamDestroy(stream); },
               [] { return "cuStreamDestroy"; });
 }
 
 MGPU_API void mgpuStreamSynchronize(CUstream stream) {
+  // In call-stream mode the stream orders the caller's later work after this
+  // call's and the host does not wait; asynchronous faults of its kernels
+  // then surface at the caller's next synchronization (in the caller's error
+  // handling, not in mxrtGetLastError).
+  if (isCallStream(stream))
+    return;
   // Asynchronous faults of earlier kernels (illegal address, ...) surface here.
   runOnDevice([&] { return cuStreamSynchronize(stream); },
               [] { return "cuStreamSynchronize"; });
@@ -404,11 +484,13 @@ MGPU_API void mgpuEventRecord(CUevent event, CUstream stream) {
               [] { return "cuEventRecord"; });
 }
 
-MGPU_API void *mgpuMemAlloc(uint64_t sizeBytes, CUstream /*stream*/,
+MGPU_API void *mgpuMemAlloc(uint64_t sizeBytes, CUstream stream,
                             bool isHostShared) {
   CUdeviceptr ptr = 0;
   if (sizeBytes == 0)
     return nullptr;
+  if (callStream.enabled && !isHostShared)
+    return allocOnStream(sizeBytes, stream);
   runOnDevice(
       [&] {
         return isHostShared
@@ -422,8 +504,16 @@ MGPU_API void *mgpuMemAlloc(uint64_t sizeBytes, CUstream /*stream*/,
   return reinterpret_cast<void *>(ptr);
 }
 
-MGPU_API void mgpuMemFree(void *ptr, CUstream /*stream*/) {
-  if (ptr)
+MGPU_API void mgpuMemFree(void *ptr, CUstream stream) {
+  if (!ptr)
+    return;
+  // Call-stream mode: the temporaries compiled code frees came from
+  // allocOnStream; free them after the work enqueued before, without the
+  // device-wide wait of cuMemFree.
+  if (callStream.enabled)
+    runOnDevice([&] { return cuMemFreeAsync(devicePtr(ptr), stream); },
+                [] { return "cuMemFreeAsync"; });
+  else
     runOnDevice([&] { return cuMemFree(devicePtr(ptr)); },
                 [] { return "cuMemFree"; });
 }
@@ -525,6 +615,24 @@ MXRT_API int32_t mxrtMalloc(void **ptr, uint64_t bytes) {
 MXRT_API int32_t mxrtFree(void *ptr) {
   return onDevice(ptr != nullptr, [&](int) {
     return checkCu(cuMemFree(devicePtr(ptr)), "cuMemFree");
+  });
+}
+
+MXRT_API int32_t mxrtSetCallStream(void *stream, int32_t enabled) {
+  if (enabled != 0 && enabled != 1)
+    return fail(
+        MXRT_ERROR_INVALID_ARGUMENT,
+        format("mxrtSetCallStream: enabled must be 0 or 1, got %d", enabled));
+  callStream.enabled = enabled == 1;
+  callStream.stream = enabled ? static_cast<CUstream>(stream) : nullptr;
+  return MXRT_SUCCESS;
+}
+
+MXRT_API int32_t mxrtFreeAsync(void *ptr, void *stream) {
+  return onDevice(ptr != nullptr, [&](int) {
+    return checkCu(
+        cuMemFreeAsync(devicePtr(ptr), static_cast<CUstream>(stream)),
+        "cuMemFreeAsync");
   });
 }
 

@@ -38,6 +38,14 @@ int32_t checkCu(CUresult result, const char *call);
 int32_t enterDevice(int *ordinal);
 void leaveDevice();
 
+// Whether the calling thread is in call-stream mode (mxrtSetCallStream); if
+// so, `*stream` is its call stream (NULL: the legacy default stream).
+bool getCallStream(CUstream *stream);
+
+// The default memory pool of device `ordinal`, from which call-stream mode
+// allocates, set up on first use to keep the memory freed to it.
+int32_t getStreamOrderedPool(int ordinal, CUmemoryPool *pool);
+
 // The default device's primary context is current for the scope's lifetime.
 class DeviceScope {
 public:

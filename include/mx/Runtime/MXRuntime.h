@@ -10,7 +10,8 @@
  * compute capability) is printed to stderr and kept as the sticky last error
  * until mxrtGetLastError() reads it. The library also exports the mgpu*
  * entry points that MLIR's gpu-to-llvm lowering calls; those keep upstream's
- * signatures and are deliberately not declared here.
+ * signatures and are deliberately not declared here (mxrtSetCallStream says
+ * what call-stream mode changes in them).
  */
 #ifndef MX_RUNTIME_MXRUNTIME_H
 #define MX_RUNTIME_MXRUNTIME_H
@@ -102,13 +103,56 @@ MXRT_API int32_t mxrtMemset8(void *dst, uint8_t value, uint64_t bytes);
 MXRT_API int32_t mxrtSynchronize(void);
 MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
 
+/* Call-stream mode, per host thread (like mgpuSetDefaultDevice): while
+ * enabled (enabled = 1) on the calling thread, compiled GPU functions called
+ * from that thread run on `stream`, a CUstream of the default device's
+ * primary context (torch's streams are), or NULL for the legacy default
+ * stream (torch's default stream). enabled = 0 restores the default mode
+ * (`stream` is then ignored), in which each call creates its own stream,
+ * allocates with cuMemAlloc, frees temporaries with cuMemFree and waits for
+ * its work before returning. Only the flag and the stream are stored, so it
+ * is cheap to set around every call. In call-stream mode:
+ *  - The mgpu* entry points use the call stream: creating a stream returns
+ *    it, and destroying or synchronizing it does nothing, so a compiled
+ *    function returns as soon as its work is enqueued. Its results are ready
+ *    in stream order: work the caller enqueues later on the same stream may
+ *    use them; other streams must wait for it (an event). Asynchronous faults
+ *    of its kernels surface at the caller's next synchronization, reported
+ *    by the caller's CUDA calls rather than mxrtGetLastError().
+ *  - Device memory of compiled code (results and temporaries) is allocated
+ *    with cuMemAllocFromPoolAsync from the device's default memory pool, on
+ *    the call stream; the pool is set, once per device, to keep freed memory
+ *    cached (release threshold UINT64_MAX, as torch's caching allocator
+ *    does) rather than return it to the driver at each synchronization.
+ *    Temporaries are freed with cuMemFreeAsync on the call stream. Results
+ *    belong to the caller, who frees each with mxrtFreeAsync on the stream
+ *    it was produced on (or on another stream once that one has waited for
+ *    it); mxrtFree also works but does not wait for pending work: call it
+ *    only once the work using the result has completed.
+ *  - mxrtScaledMatmul given a NULL stream runs on the call stream, and its
+ *    internal workspace is allocated and freed on that stream too.
+ * Returns MXRT_ERROR_INVALID_ARGUMENT if enabled is neither 0 nor 1; never
+ * touches the device. */
+MXRT_API int32_t mxrtSetCallStream(void *stream, int32_t enabled);
+
+/* Frees device memory from the stream-ordered allocator (the results of a
+ * compiled function called in call-stream mode) with cuMemFreeAsync,
+ * ordered after the work enqueued before on `stream` (NULL: the legacy
+ * default stream); the memory may be reused by allocations ordered after
+ * the free. Returns at once, without waiting for the device. NULL ptr is a
+ * no-op. Runs on the current default device, which must be the one the
+ * memory was allocated on. Memory from cuMemAlloc (default-mode results,
+ * mxrtMalloc) is freed with mxrtFree. */
+MXRT_API int32_t mxrtFreeAsync(void *ptr, void *stream);
+
 /* out[m, n] = alpha * sum_k deq(A)[m, k] * deq(B)[n, k] with f32
  * accumulation, on cuBLASLt, enqueued on `stream` (NULL: legacy default
- * stream). A and B are stored as their layouts say (mxrtOperandLayout), out
- * is [m, n] row-major. aType/bType: F8E4M3 or F8E5M2 (not both E5M2) or
- * F4E2M1 (both); outType: BF16, F16 or F32. Both operands use TENSOR_F32,
- * both VEC32_UE8M0, both VEC16_UE4M3 (F4E2M1 only), or each one of
- * VEC128_F32 / VEC128_F32_KB_ROWS / BLK128X128_F32, with scales laid out as
+ * stream, or the calling thread's call stream in call-stream mode, see
+ * mxrtSetCallStream). A and B are stored as their layouts say
+ * (mxrtOperandLayout), out is [m, n] row-major. aType/bType: F8E4M3 or F8E5M2
+ * (not both E5M2) or F4E2M1 (both); outType: BF16, F16 or F32. Both operands
+ * use TENSOR_F32, both VEC32_UE8M0, both VEC16_UE4M3 (F4E2M1 only), or each one
+ * of VEC128_F32 / VEC128_F32_KB_ROWS / BLK128X128_F32, with scales laid out as
  * described at mxrtScaleMode. `alpha` is a device pointer to one f32 (NVFP4:
  * the product of the operands' tensor scales) or NULL for 1. k must be a
  * multiple of 16 (32 for VEC32 and for F4E2M1, 128 for the 128-block modes)
