@@ -5,7 +5,8 @@
 // compiled functions take plain row-major memrefs), ownership-based
 // deallocation, loops, and the standard conversions to the LLVM dialect.
 // Its results are malloc'd buffers that the caller frees: deallocation
-// clones each result the function does not own (an argument, a constant).
+// clones each result the function does not own (an argument, a constant);
+// its public functions never write their arguments (mx-readonly-arguments).
 // bf16 arithmetic is expanded to integer ops because LLVM's x86 backend has
 // no native bf16 conversions. The NVVM pipeline bufferizes the host code the
 // same way but without deallocation: its results live in device memory from
@@ -55,6 +56,7 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
 
+  pm.addPass(createReadOnlyArguments());
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
   bufferization::buildBufferDeallocationPipeline(pm, {});

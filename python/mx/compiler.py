@@ -296,7 +296,7 @@ class _CpuCall:
     """One call of a CPU kernel: numpy arguments in, numpy results that own their memory out."""
 
     def __init__(self, kernel: Kernel, args):
-        self.arrays, self.arguments = [], []
+        self.arrays, self.arguments, self.owned = [], [], set()
         for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
             if spec.kind == "scalar":
                 self.arguments.append(_scalar(kernel, index, spec, arg))
@@ -318,9 +318,10 @@ class _CpuCall:
         nbytes = math.prod(shape) * dtype.itemsize
         data = descriptor.aligned + descriptor.offset * dtype.itemsize
         allocated = descriptor.allocated or 0
-        borrowed = allocated == _GLOBAL_SENTINEL or any(
+        borrowed = allocated == _GLOBAL_SENTINEL or allocated in self.owned or any(
             a.ctypes.data <= data < a.ctypes.data + a.nbytes for a in self.arrays)
-        if borrowed:  # A constant or an argument: copy, never free.
+        self.owned.add(allocated)
+        if borrowed:  # A constant, an argument or another result's memory: copy, never free.
             raw = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(data)).copy()
         else:
             raw = np.asarray(_HostAllocation(allocated, data, nbytes))
@@ -412,7 +413,8 @@ class _GpuCall:
         itemsize = 1 if packed else NUMPY_DTYPES[spec.dtype].itemsize
         data = descriptor.aligned + (descriptor.offset * itemsize)
         release = None
-        if descriptor.allocated not in self.pointers:  # A fresh allocation, not an argument.
+        if descriptor.allocated not in self.pointers:  # A fresh allocation, not an argument's
+            self.pointers.append(descriptor.allocated)  # nor an earlier result's.
             library, allocated, stream = self.runtime.load_library(), descriptor.allocated, self.stream
             release = lambda: library.mxrtFreeAsync(allocated, stream)  # noqa: E731
         capsule = dlpack.export_capsule(data, stored, spec.dtype, (dlpack.KDL_CUDA, 0), release)

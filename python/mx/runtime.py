@@ -102,6 +102,8 @@ _SIGNATURES = {
     "mxrtMemcpyDtoD": (_i32, [_ptr, _ptr, _u64]),
     "mxrtMemset8": (_i32, [_ptr, ctypes.c_uint8, _u64]),
     "mxrtSynchronize": (_i32, []),
+    "mxrtSetCallStream": (_i32, [_ptr, _i32]),
+    "mxrtFreeAsync": (_i32, [_ptr, _ptr]),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
                          + [_ptr, _ptr, _i32, _ptr]),

@@ -124,3 +124,35 @@ def test_gpu_program_compiles_without_a_gpu(cache):
     """Compiling for a chip needs no GPU (loading does), so GPU programs are built here and shipped."""
     kernel = mx.compile(QUANTIZE.replace("f32", "bf16"), "sm_90a", cache=cache)
     assert kernel.path.is_file() and kernel.path.parent.parent.parent == cache
+
+
+def test_arguments_stay_unwritten_and_shared_results_are_copies(cache):
+    source = """
+    func.func @f(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+      %y = arith.addf %x, %x : tensor<4x8xf32>
+      return %y, %y : tensor<4x8xf32>, tensor<4x8xf32>
+    }"""
+    kernel = mx.compile(source, "cpu", cache=cache)
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    first, second = kernel(x)
+    np.testing.assert_array_equal(x, np.arange(32, dtype=np.float32).reshape(4, 8))
+    np.testing.assert_array_equal(first, 2 * x)
+    np.testing.assert_array_equal(second, 2 * x)
+    assert first.ctypes.data != second.ctypes.data
+    del first, second
+    gc.collect()
+
+
+def test_delayed_history_of_the_caller_is_kept(rng, cache, monkeypatch):
+    from mx import ops
+    monkeypatch.setenv("MX_CACHE_DIR", str(cache))
+    ops.quantize_delayed_kernel.cache_clear()
+    kernel = ops.quantize_delayed_kernel((32, 64), "f32", 3, 4, 1)
+    x, scales = random_input(rng, (32, 64), np.float32), np.array([1, 2, 4], np.float32)
+    history = rng.random((4, 3), dtype=np.float32)
+    kept = history.copy()
+    data, scale_inv, new_history = kernel(x, scales, history)
+    assert_bits_equal(history, kept, "the caller's history")
+    for got, expected, what in zip((data, scale_inv, new_history),
+                                   reference.quantize_delayed(x, scales, kept, 1), ("data", "scale_inv", "history")):
+        assert_bits_equal(got, expected, what)

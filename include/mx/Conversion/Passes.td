@@ -172,6 +172,33 @@ def RejectHostCompute : Pass<"mx-reject-host-compute", "mlir::ModuleOp"> {
   }];
 }
 
+def ReadOnlyArguments : Pass<"mx-readonly-arguments", "mlir::ModuleOp"> {
+  let summary = "Keep compiled public functions from writing their arguments";
+  let description = [{
+    Marks every ranked tensor argument of every public, defined `func.func` with
+    `bufferization.writable = false`, so that one-shot bufferization with
+    function boundaries copies an argument before an op writes into it
+    rather than reusing the caller's buffer. Tensors are values: a caller of
+    the compiled function (a numpy array passed by `mx.compile`'s Kernel)
+    must find its data unchanged, for example the history that
+    `mx.quantize_delayed` returns updated. `mx-lower-to-cpu` runs it before
+    bufferizing. An existing `bufferization.writable` attribute is
+    overwritten. Private functions keep the analysis' freedom: their callers
+    are in the module.
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-readonly-arguments
+    func.func @f(%x: tensor<4xf32>, %n: index) -> tensor<4xf32>
+    // becomes
+    func.func @f(%x: tensor<4xf32> {bufferization.writable = false},
+                 %n: index) -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
 def ExportSignatures : Pass<"mx-export-signatures", "mlir::ModuleOp"> {
   let summary = "Record the signatures of the public functions in a global";
   let description = [{

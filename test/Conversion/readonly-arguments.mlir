@@ -1,0 +1,23 @@
+// RUN: mx-opt %s --mx-readonly-arguments | FileCheck %s
+// RUN: mx-opt %s --mx-lower-to-cpu | FileCheck %s --check-prefix=CPU
+
+// Public tensor arguments become read-only; scalars, private functions and
+// declarations are left alone.
+// CHECK-LABEL: func.func @double
+// CHECK-SAME: (%{{.*}}: tensor<4xf32> {bufferization.writable = false}, %{{.*}}: index)
+// The in-place update of %x gets a fresh buffer (a malloc) in the CPU pipeline.
+// CPU-LABEL: llvm.func @double
+// CPU: llvm.call @malloc
+func.func @double(%x: tensor<4xf32>, %n: index) -> tensor<4xf32> {
+  %y = arith.addf %x, %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func private @helper
+// CHECK-SAME: (%{{.*}}: tensor<4xf32>) -> tensor<4xf32>
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// CHECK: func.func private @external(tensor<4xf32>)
+func.func private @external(tensor<4xf32>)
