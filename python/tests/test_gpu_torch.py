@@ -1,0 +1,215 @@
+"""mx from PyTorch on a GPU: compiled Kernels and the mx.ops functions on torch CUDA tensors (bit for bit
+against mx.reference, on the caller's stream, results owning their memory), and mx.torch.Linear for every
+recipe against a float64 product of the same quantized operands, plus a short training run against bf16.
+
+Needs torch with a CUDA device; skipped otherwise. A GPU machine has no mx-opt, so its kernels come from
+mx.compile's cache: `python python/tests/test_gpu_torch.py build DIR [CHIP]` compiles every program these
+tests use into the cache DIR on a machine with mx-opt; run the tests there with MX_CACHE_DIR=DIR.
+"""
+
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import mx
+from mx import ops, reference
+from conftest import assert_bits_equal, random_input
+
+QUANTIZE_SHAPE = (256, 512)
+OPS_SHAPES = {"quantize": (384, 256), "matmul": (256, 192, 512)}
+LINEAR = {"m": 256, "k": 512, "n": 384}  # tokens, in_features, out_features
+MLP = {"batch": 256, "width": 256, "hidden": 512, "steps": 300}
+TRAIN_RECIPES = ("mxfp8", "blockwise")
+QUANTIZE = """
+func.func @quantize(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
+  return %d, %s : tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
+}
+"""
+
+
+def programs(target):
+    """Compiles (or finds in the cache) every program the tests run; the same calls the tests make."""
+    from mx.linear import RECIPES, LinearPlan
+    mx.compile(QUANTIZE, target)
+    rows, cols = OPS_SHAPES["quantize"]
+    ops.quantize_kernel((rows, cols), "bf16", (1, 32), swizzle=True, columnwise=True, target=target)
+    ops.dequantize_kernel((rows, cols), "f8E4M3FN", (rows, cols // 32), "f8E8M0FNU", (1, 32), "bf16",
+                          target=target)
+    m, n, k = OPS_SHAPES["matmul"]
+    ops.scaled_matmul_kernel((m, k), "f8E4M3FN", (m, k // 32), "f8E8M0FNU", (n, k), "f8E4M3FN",
+                             (n, k // 32), "f8E8M0FNU", (1, 32), (1, 32), "f32", target=target)
+    for recipe in RECIPES:
+        LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", "f32", target)
+    for recipe in TRAIN_RECIPES:
+        for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
+            LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "f32", target)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] != "build":
+        sys.exit("usage: test_gpu_torch.py build CACHE_DIR [CHIP]")
+    os.environ["MX_CACHE_DIR"] = sys.argv[2]
+    programs(sys.argv[3] if len(sys.argv) > 3 else "sm_90a")
+    sys.exit(0)
+
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+TARGET = {9: "sm_90a", 10: "sm_100a"}.get(torch.cuda.get_device_capability()[0])
+
+
+def to_numpy(t, dtype):
+    """A CUDA tensor's bits as a numpy array of `dtype`."""
+    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[np.dtype(dtype).itemsize]
+    return t.contiguous().view(carrier).cpu().numpy().view(dtype)
+
+
+def from_numpy(a):
+    carrier = {1: np.uint8, 2: np.int16, 4: np.int32}[a.dtype.itemsize]
+    torch_dtype = {np.dtype(ml_dtypes.bfloat16): torch.bfloat16, np.dtype(np.float32): torch.float32,
+                   np.dtype(ml_dtypes.float8_e4m3fn): torch.float8_e4m3fn,
+                   np.dtype(ml_dtypes.float8_e8m0fnu): torch.float8_e8m0fnu}[a.dtype]
+    return torch.from_numpy(a.view(carrier).copy()).cuda().view(torch_dtype)
+
+
+def test_kernel_on_torch_tensors_on_a_side_stream(rng):
+    kernel = mx.compile(QUANTIZE, TARGET)
+    x_host = random_input(rng, QUANTIZE_SHAPE, ml_dtypes.bfloat16)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        x = from_numpy(x_host)
+        data, scales = kernel(x)
+        assert data.dtype == torch.float8_e4m3fn and scales.dtype == torch.float8_e8m0fnu
+        assert data.is_cuda and tuple(scales.shape) == (256, 16)
+    stream.synchronize()
+    ref_data, ref_scales = reference.quantize(x_host, (1, 32))
+    assert_bits_equal(to_numpy(data, ml_dtypes.float8_e4m3fn), ref_data, "data")
+    assert_bits_equal(to_numpy(scales, ml_dtypes.float8_e8m0fnu), ref_scales, "scales")
+
+
+def test_kernel_argument_errors():
+    kernel = mx.compile(QUANTIZE, TARGET)
+    with pytest.raises(TypeError, match="argument 0 must be tensor<256x512xbf16>, got a float32 tensor"):
+        kernel(torch.zeros(QUANTIZE_SHAPE, device="cuda"))
+    with pytest.raises(TypeError, match="got a bfloat16 tensor of shape .* on cpu"):
+        kernel(torch.zeros(QUANTIZE_SHAPE, dtype=torch.bfloat16))
+
+
+def test_results_are_freed_with_their_tensors():
+    kernel = mx.compile(QUANTIZE, TARGET)
+    x = torch.randn(QUANTIZE_SHAPE, device="cuda", dtype=torch.bfloat16)
+    kernel(x)
+    torch.cuda.synchronize()
+    free_before = torch.cuda.mem_get_info()[0]
+    for _ in range(2000):  # 270 MB of results in all, each dropped at once
+        kernel(x)
+    torch.cuda.synchronize()
+    assert free_before - torch.cuda.mem_get_info()[0] < 64 << 20
+
+
+def test_ops_on_torch_match_reference(rng):
+    rows, cols = OPS_SHAPES["quantize"]
+    x_host = random_input(rng, (rows, cols), ml_dtypes.bfloat16)
+    data, tiles, col_data, col_tiles = mx.quantize(from_numpy(x_host), (1, 32), swizzle=True, columnwise=True)
+    ref_data, ref_scales = reference.quantize(x_host, (1, 32))
+    ref_col, ref_col_scales = reference.quantize(x_host, (32, 1))
+    torch.cuda.synchronize()
+    assert_bits_equal(to_numpy(data, ml_dtypes.float8_e4m3fn), ref_data, "data")
+    assert_bits_equal(to_numpy(tiles, ml_dtypes.float8_e8m0fnu), reference.swizzle(ref_scales, 0), "tiles")
+    assert_bits_equal(to_numpy(col_data, ml_dtypes.float8_e4m3fn), ref_col, "columnwise data")
+    assert_bits_equal(to_numpy(col_tiles, ml_dtypes.float8_e8m0fnu), reference.swizzle(ref_col_scales, 1),
+                      "columnwise tiles")
+    y = mx.dequantize(from_numpy(ref_data), from_numpy(ref_scales), (1, 32), "bf16")
+    assert_bits_equal(to_numpy(y, ml_dtypes.bfloat16),
+                      reference.dequantize(ref_data, ref_scales, (1, 32), ml_dtypes.bfloat16), "dequantize")
+
+    m, n, k = OPS_SHAPES["matmul"]
+    a, a_scales = reference.quantize(random_input(rng, (m, k), np.float32, specials=False), (1, 32))
+    b, b_scales = reference.quantize(random_input(rng, (n, k), np.float32, specials=False), (1, 32))
+    c = mx.scaled_matmul(*map(from_numpy, (a, a_scales, b, b_scales)), (1, 32), (1, 32))
+    expected = reference.scaled_matmul(a, a_scales, b, b_scales, (1, 32), (1, 32))
+    assert reference.matmul_error(c.cpu().numpy(), expected) < 1e-5
+
+
+def _dequantized(x, block, recipe):
+    """float64 of x quantized the way the recipe quantizes it along its last dimension."""
+    x32 = x.float().cpu().numpy()
+    if recipe in ("per_tensor", "delayed"):  # delayed's first step has scale 1: one f32 product
+        block, scale_type, rounding = x32.shape, "f32", "exact" if recipe == "per_tensor" else None
+    else:
+        scale_type, rounding = ("f8E8M0FNU", "ceil") if recipe == "mxfp8" else ("f32", "ceil")
+    if recipe == "delayed":
+        data, _, _ = reference.quantize_delayed(x32, np.ones(3, np.float32), np.zeros((16, 3), np.float32), 0)
+        return data.astype(np.float64)
+    data, scales = reference.quantize(x32, block, "f8E4M3FN", scale_type, rounding)
+    return reference.dequantize(data, scales, block).astype(np.float64)
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+def test_linear_against_float64(recipe):
+    """Forward, dgrad and wgrad of one step against float64 products of the same quantized operands
+    (the spec's bf16 tolerance), and against torch.nn.Linear in float64 (the quantization error)."""
+    from mx.torch import Linear
+    m, k, n = LINEAR["m"], LINEAR["k"], LINEAR["n"]
+    torch.manual_seed(0)
+    layer = Linear(k, n, recipe=recipe, device="cuda")
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    y = layer(x)
+    y.backward(dy)
+    w = layer.weight.detach()
+    act, wgt = ((1, 32), (1, 32)) if recipe == "mxfp8" else ((1, 128), (128, 128))
+    xq, wq, gq = _dequantized(x.detach(), act, recipe), _dequantized(w, wgt, recipe), _dequantized(dy, act, recipe)
+    bias = layer.bias.detach().double().cpu().numpy()
+    checks = {
+        "fprop": (y, xq @ wq.T + bias),
+        "dgrad": (x.grad, gq @ _dequantized(w.T.contiguous(), wgt, recipe).T),
+        "wgrad": (layer.weight.grad, _dequantized(dy.T.contiguous(), act, recipe)
+                  @ _dequantized(x.detach().T.contiguous(), act, recipe).T),
+    }
+    for name, (got, expected) in checks.items():
+        error = reference.matmul_error(got.double().cpu().numpy(), expected)
+        # The spec's bf16 tolerance; for f32 results 1e-5 where the tensor cores accumulate in f32
+        # (MXFP8: exact dequantization, bf16 wgmma), else Hopper's FP8 accumulation (docs/numerics.md).
+        limit = 4e-3 if got.dtype == torch.bfloat16 else 1e-5 if recipe == "mxfp8" else 5e-4
+        assert error < limit, f"{recipe} {name}: relative error {error:.2e} >= {limit}"
+    exact = torch.nn.functional.linear(x.detach().double(), w.double(), layer.bias.detach().double())
+    assert reference.matmul_error(y.double().cpu().numpy(), exact.cpu().numpy()) < 0.1
+
+
+def _train(make_linear, seed):
+    torch.manual_seed(seed)
+    width, hidden = MLP["width"], MLP["hidden"]
+    model = torch.nn.Sequential(make_linear(width, hidden), torch.nn.GELU(), make_linear(hidden, width)).cuda()
+    teacher = torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.Tanh(),
+                                  torch.nn.Linear(hidden, width)).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    losses = []
+    for _ in range(MLP["steps"]):
+        x = torch.randn(MLP["batch"], width, device="cuda", generator=generator)
+        with torch.no_grad():
+            target = teacher(x)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.mse_loss(model(x.bfloat16()).float(), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses[:10])), float(np.mean(losses[-20:]))
+
+
+@pytest.mark.parametrize("recipe", TRAIN_RECIPES)
+def test_training_tracks_bf16(recipe):
+    """An MLP trained on mx Linears reaches the loss a bf16 MLP reaches on the same data."""
+    from mx.torch import Linear
+    start, bf16 = _train(lambda i, o: torch.nn.Linear(i, o), seed=1)
+    _, fp8 = _train(lambda i, o: Linear(i, o, recipe=recipe), seed=1)
+    print(f"{recipe}: initial loss {start:.4f}, final loss bf16 {bf16:.4f}, mx {fp8:.4f}")
+    assert fp8 < 0.5 * start, "the mx MLP did not learn"
+    assert abs(fp8 - bf16) <= 0.1 * bf16 + 1e-3, f"final loss {fp8:.4f} vs bf16 {bf16:.4f}"
