@@ -27,8 +27,9 @@ both reads are counted. The bandwidth yardstick is a device-to-device copy of th
 (half read, half written); "% of copy" is mx's TB/s over the copy's. Goals: >= 90% of the copy for the
 quantize rows, >= 80% for dequantize / swizzle / unswizzle, < 10 us for the history update.
 
-Times: CUPTI kernel (and memcpy / memset) device times through torch.profiler, summed per call and the
-median over the iterations (host launch overhead excluded for every implementation alike). The mx
+Times: CUPTI kernel (and memcpy / memset) device times through torch.profiler, one profiler session
+per call, summed per call, and the median over the calls (50; 100 for rows under 64 MiB), so host
+launch overhead is excluded for every implementation alike. The mx
 programs are called through mx.runtime (inputs passed by DLPack, results allocated by the program and
 freed after each call, outside the device time). Peers in the same run: the copy; the same computation
 written in torch ops and compiled with torch.compile (dynamic=False) where that is reasonable to write
@@ -45,13 +46,13 @@ whole). A mismatch is printed loudly, the row is not timed, and `run` exits with
 outputs are compared with mx's over the whole tensor and the result is a note (peers are not held to
 the contract). Under the table: the ptxas -arch=sm_90a -v line of every kernel (from the build step).
 
-The first run on a machine spends most of its time compiling peers: torch.compile of 19 programs, and
-Triton's autotuning of torchao's kernels, which compiles every configuration it tries. Its
-configurations with 512-row tiles take minutes each to compile (ptxas on fully unrolled code: 9 min
-for one on a 2-core build host), so the tuning is limited to ROW_TILE_SIZE <= 256 (the header says
-which; --torchao-all-configs restores all). Where one command has a time limit, split the rows with
---only (e.g. `--only mxfp8_` and then `--only fp8_,mxfp4,nvfp4`); every row prints a progress line as
-soon as it is measured. Triton's and Inductor's caches make a second run on the same machine faster.
+Most of a first run on a machine is spent compiling peers: torch.compile of 19 programs, and Triton's
+autotuning of torchao's kernels, which compiles every configuration it tries. torchao's configurations
+with 512-row tiles take minutes each to compile (ptxas on fully unrolled code: 9 min for one on a 2-core
+build host), so the tuning is limited to ROW_TILE_SIZE <= 256 (the header says so; --torchao-all-configs
+restores all). On an H100 all 25 rows took about 2 minutes, of which 1 minute of compiling. Where
+a command has a time limit, split the rows with --only (e.g. `--only mxfp8_`, then `--only
+fp8_,mxfp4,nvfp4`); each row prints a progress line as soon as it is measured.
 """
 
 from __future__ import annotations
@@ -379,7 +380,7 @@ class MXFP4(Case):
         super().__init__(shape)
         self.name = f"mxfp4_rowwise_{_dims(shape)}"
         self.title = "MXFP4 rowwise (E2M1 packed, E8M0 [1, 32])"
-        self.torch_reason = "not written (E2M1 rounding in torch ops)"
+        self.torch_reason = "not written: E2M1 rounding in torch ops"
 
     def scales_shape(self):
         return (*self.shape[:-1], self.k // 32)
@@ -422,7 +423,7 @@ class NVFP4(Case):
         self.amax_row = not given
         self.name = f"nvfp4_{'given' if given else 'computed'}_{_dims(shape)}"
         self.title = f"NVFP4 (E4M3 [1, 16]), tensor scale {'given' if given else 'computed (amax pass + cast)'}"
-        self.torch_reason = "not written (E2M1 rounding in torch ops)"
+        self.torch_reason = "not written: E2M1 rounding in torch ops"
 
     def scales_shape(self):
         return (*self.shape[:-1], self.k // 16)
@@ -765,13 +766,20 @@ def torch_blockwise(x, block_rows):
     return data.view(r, k), _pow2(b, 1).contiguous()
 
 
+def _div_f32(a, b):
+    """The correctly rounded f32 quotient of f32 tensors: divided in f64 and rounded once to f32 (exact
+    for division), since Triton's f32 division, which Inductor emits, is not correctly rounded."""
+    import torch
+    return (a.double() / b.double()).to(torch.float32)
+
+
 def torch_per_tensor(x):
     """Current scaling, `exact`: scale = amax / 448 (f32 division), data = sat(x / scale)."""
     import torch
     amax = x.float().abs().amax()
-    scale = amax / torch.full_like(amax, 448.0)
+    scale = _div_f32(amax, torch.full_like(amax, 448.0))
     scale = torch.where(scale == 0, torch.full_like(scale, 2.0 ** -127), scale)
-    data = (x.float() / scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    data = _div_f32(x.float(), scale).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
     return data, scale.reshape(1, 1)
 
 
@@ -782,7 +790,7 @@ def torch_delayed(x, scales, history, index):
     data = (x.float() * s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
     new_history = history.clone()
     new_history[0, index] = x.float().abs().amax()
-    return data, (torch.ones_like(s) / s).reshape(1, 1), new_history
+    return data, _div_f32(torch.ones_like(s), s).reshape(1, 1), new_history
 
 
 def torch_update_history(history, scales, fmax=448.0):
@@ -790,7 +798,7 @@ def torch_update_history(history, scales, fmax=448.0):
     infinite one clamped to the largest f32), then the rotation with row 0 zeroed."""
     import torch
     a = torch.where(history.isnan(), torch.zeros_like(history), history).amax(dim=0).clamp(min=0.0)
-    fresh = torch.full_like(a, fmax) / a
+    fresh = _div_f32(torch.full_like(a, fmax), a)
     fresh = torch.where(fresh.isinf(), torch.full_like(a, torch.finfo(torch.float32).max), fresh)
     new_scales = torch.where(torch.isfinite(a) & (a > 0), fresh, scales)
     new_history = torch.roll(history, -1, 0)
@@ -1022,26 +1030,21 @@ def peer_agreement(peer_outputs, mx_outputs, labels):
 
 def device_time_us(fn, iterations):
     """Median over `iterations` calls of the summed device time of every kernel / memcpy / memset one
-    call launches (CUPTI through torch.profiler). One profiler session covers all calls, each followed
-    by a device synchronization, and the device activities are split into calls by count (each call
-    launches the same work, and one call's activities end before the next call's begin); when they do
-    not split that way, one session per call. Returns (median us, device activities per call)."""
+    call launches (CUPTI through torch.profiler, one profiler session per call, so host work and the
+    gaps between calls are not counted). Returns (median us, device activities per call).
+
+    One session per call, not one for all calls: back to back (calls split from one session), the mx
+    programs at 16384^2, which allocate and free their outputs in every call, measured 13-15% slower
+    on an H100 while the copy did not move."""
+    import warnings
+
     import torch
     from torch.profiler import ProfilerActivity, profile
+    warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
     cuda = torch.autograd.DeviceType.CUDA
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(iterations):
-            fn()
-            torch.cuda.synchronize()
-    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == cuda)
-    if spans and len(spans) % iterations == 0:
-        per_call = len(spans) // iterations
-        calls = [spans[i * per_call:(i + 1) * per_call] for i in range(iterations)]
-        if all(max(end for _, end in a) <= b[0][0] for a, b in zip(calls, calls[1:])):
-            return statistics.median(sum(end - start for start, end in c) for c in calls), per_call
     per_iteration, counts = [], []
     for _ in range(iterations):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -1131,7 +1134,7 @@ class Programs:
 def iterations_for(case, requested):
     if requested:
         return requested
-    return 200 if case.nbytes() < 64 * MiB else 50
+    return 100 if case.nbytes() < 64 * MiB else 50
 
 
 def run_case(case, programs, tao, args, seed):
@@ -1192,7 +1195,7 @@ def run_case(case, programs, tao, args, seed):
         except Exception as exc:  # noqa: BLE001
             row.torchao_note = f"n/a ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
         torch.cuda.empty_cache()
-    row.notes.append(f"mx: {row.kernels:g} device activities per call; {iterations} iterations; "
+    row.notes.append(f"mx device activities per call: {row.kernels:g}; {iterations} iterations; "
                      f"{time.perf_counter() - started:.0f} s")
     return row
 
