@@ -220,6 +220,7 @@ class Kernel:
     def __init__(self, path: Path, target: str, entry: str | None):
         self.path, self.target, self._entry = path, target, entry
         self._function = None
+        self._gpu = None  # _GpuLayouts, made on the first GPU call
 
     def _bind(self):
         if self._function is None:
@@ -268,8 +269,7 @@ class Kernel:
         call = _CpuCall(self, args) if self.target == "cpu" else _GpuCall(self, args)
         results = self._result_type() if self._result_type else None
         call.run(function, [ctypes.byref(results)] if results is not None else [])
-        values = [call.result(getattr(results, f"r{i}"), spec)
-                  for i, spec in enumerate(signature.results)]
+        values = [call.result(getattr(results, f"r{i}"), spec, i) for i, spec in enumerate(signature.results)]
         return values[0] if len(values) == 1 else tuple(values)
 
 
@@ -283,10 +283,9 @@ def _row_major(shape: Sequence[int]) -> list[int]:
     return [math.prod(shape[i + 1:]) for i in range(len(shape))]
 
 
-def _fill(shape: Sequence[int], data: int, allocated: int | None = None) -> ctypes.Structure:
+def _fill(shape: Sequence[int], data: int) -> ctypes.Structure:
     descriptor = _descriptor_type(len(shape))()
-    descriptor.allocated = allocated or data
-    descriptor.aligned = data
+    descriptor.allocated = descriptor.aligned = data
     descriptor.sizes[:] = shape
     descriptor.strides[:] = _row_major(shape)
     return descriptor
@@ -313,7 +312,7 @@ class _CpuCall:
     def run(self, function, results):
         function(*results, *self.arguments)
 
-    def result(self, descriptor, spec: TensorSpec) -> np.ndarray:
+    def result(self, descriptor, spec: TensorSpec, index: int) -> np.ndarray:
         shape, dtype = tuple(descriptor.sizes), NUMPY_DTYPES[spec.dtype]
         nbytes = math.prod(shape) * dtype.itemsize
         data = descriptor.aligned + descriptor.offset * dtype.itemsize
@@ -338,88 +337,117 @@ def _host_array(kernel: Kernel, index: int, spec: TensorSpec, arg) -> np.ndarray
         raise kernel._mismatch(index, spec, f"a tensor numpy cannot read ({error})") from None
 
 
-def _torch():
-    import torch
-    return torch
+def _stored_shape(spec: TensorSpec) -> tuple[int, ...]:
+    """The shape of the memory holding a tensor: packed FP4 has half the innermost extent."""
+    if spec.dtype == "f4E2M1FN" and spec.shape:
+        return (*spec.shape[:-1], spec.shape[-1] // 2 if spec.shape[-1] >= 0 else -1)
+    return spec.shape
+
+
+class _GpuLayouts:
+    """What a GPU Kernel's calls reuse, so that a call costs little host time: per argument its
+    descriptor type, sizes, strides, stored shape and accepted torch dtypes; per result its stored
+    shape, DLPack type and torch dtype; the runtime and torch's current-stream query."""
+
+    def __init__(self, signature: Signature):
+        import torch
+        from . import runtime
+        if any(d < 0 for spec in (*signature.args, *signature.results) for d in spec.shape):
+            raise CompileError(f"{signature} has a dynamic dimension; GPU Kernels take static shapes")
+        self.torch, self.runtime, self.library = torch, runtime, runtime.load_library()
+        self.from_dlpack = getattr(torch._C, "_from_dlpack", torch.utils.dlpack.from_dlpack)
+        get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.current_stream = get_raw or (lambda index: torch.cuda.current_stream(index).cuda_stream)
+        self.arguments = []
+        for spec in signature.args:
+            rank = len(spec.shape)
+            self.arguments.append((_descriptor_type(rank), (ctypes.c_int64 * rank)(*spec.shape),
+                                   (ctypes.c_int64 * rank)(*_row_major(spec.shape)), _stored_shape(spec),
+                                   {getattr(torch, name) for name in _TORCH_DTYPES.get(spec.dtype, ())
+                                    if hasattr(torch, name)}))
+        self.results = []
+        for spec in signature.results:
+            stored = _stored_shape(spec)
+            wanted = getattr(torch, _TORCH_DTYPES[spec.dtype][0], None)
+            self.results.append((len(stored), (ctypes.c_int64 * len(stored))(*stored), *dlpack.DL_TYPES[spec.dtype],
+                                 1 if spec.dtype == "f4E2M1FN" else NUMPY_DTYPES[spec.dtype].itemsize, wanted))
 
 
 class _GpuCall:
-    """One call of a GPU kernel on the caller's stream; results become torch tensors."""
+    """One call of a GPU kernel on the caller's stream; results become torch tensors that own them."""
 
     def __init__(self, kernel: Kernel, args):
-        from . import runtime
-        self.runtime, self.kernel = runtime, kernel
-        self.keep, self.arguments, self.pointers, self.stream = [], [], [], 0
+        if kernel._gpu is None:
+            kernel._gpu = _GpuLayouts(kernel._signature)
+        layouts = self.layouts = kernel._gpu
+        self.kernel = kernel
+        self.keep, self.arguments, self.pointers, self.stream = [], [], [], None
+        tensor_type = layouts.torch.Tensor
         for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
             if spec.kind == "scalar":
                 self.arguments.append(_scalar(kernel, index, spec, arg))
                 continue
-            data, shape = self._device_argument(index, spec, arg)
-            descriptor = _fill(shape, data)
+            descriptor_type, sizes, strides, stored, dtypes = layouts.arguments[index]
+            if isinstance(arg, tensor_type) and arg.shape == stored and arg.dtype in dtypes and arg.is_cuda \
+                    and arg.device.index == 0:  # The common case, checked in one expression.
+                if not arg.is_contiguous():
+                    arg = arg.contiguous()
+                self.keep.append(arg)
+                if self.stream is None:
+                    self.stream = layouts.current_stream(0)
+                data = arg.data_ptr()
+            else:
+                data = self._device_argument(index, spec, arg)
+            descriptor = descriptor_type(data, data, 0, sizes, strides)
             self.keep.append(descriptor)
             self.pointers.append(data)
             self.arguments.append(ctypes.byref(descriptor))
+        if self.stream is None:  # No torch argument: the legacy default stream, torch's default.
+            self.stream = 0
 
-    def _device_argument(self, index: int, spec: TensorSpec, arg) -> tuple[int, tuple[int, ...]]:
-        kernel = self.kernel
+    def _device_argument(self, index: int, spec: TensorSpec, arg) -> int:
+        """Any other argument: a numpy array (uploaded), a DLPack tensor, or a mismatch to report."""
+        kernel, runtime = self.kernel, self.layouts.runtime
+        if isinstance(arg, self.layouts.torch.Tensor):
+            dtype_name = str(arg.dtype).removeprefix("torch.")
+            where = f"on {arg.device} (mx runs on cuda:0)" if arg.is_cuda else f"on {arg.device}"
+            raise kernel._mismatch(index, spec, f"a {dtype_name} tensor of shape {tuple(arg.shape)} {where}")
         if isinstance(arg, np.ndarray):
             if arg.dtype != NUMPY_DTYPES.get(spec.dtype) or not spec.matches(arg.shape):
                 raise kernel._mismatch(index, spec, f"an array of shape {arg.shape} and dtype {arg.dtype}")
-            buffer = self.runtime.DeviceBuffer.from_numpy(arg)
+            buffer = runtime.DeviceBuffer.from_numpy(arg)
             self.keep.append(buffer)
-            return buffer.ptr, arg.shape
-        if type(arg).__module__.startswith("torch"):
-            return self._torch_argument(index, spec, arg)
-        memref = self.runtime.MemRef.from_dlpack(arg)
+            return buffer.ptr
+        memref = runtime.MemRef.from_dlpack(arg)
         if memref.strides != tuple(_row_major(memref.shape)) or not spec.matches(memref.shape):
             raise kernel._mismatch(index, spec, f"a row-major-contiguous tensor of shape {memref.shape}")
         self.keep.append(memref)
-        return memref.aligned, memref.shape
-
-    def _torch_argument(self, index: int, spec: TensorSpec, tensor):
-        torch = _torch()
-        names = _TORCH_DTYPES.get(spec.dtype, ())
-        shape = tuple(tensor.shape)
-        if spec.dtype == "f4E2M1FN" and shape:
-            shape = shape[:-1] + (2 * shape[-1],)
-        dtype_name = str(tensor.dtype).removeprefix("torch.")
-        if not tensor.is_cuda or dtype_name not in names or not spec.matches(shape):
-            raise self.kernel._mismatch(index, spec, f"a {dtype_name} tensor of shape {tuple(tensor.shape)}"
-                                                     f" on {tensor.device}")
-        if tensor.device.index != 0:
-            raise self.kernel._mismatch(index, spec, f"a tensor on {tensor.device} (mx runs on cuda:0)")
-        tensor = tensor.contiguous()
-        self.keep.append(tensor)
-        self.stream = torch.cuda.current_stream(tensor.device).cuda_stream
-        return tensor.data_ptr(), shape
+        return memref.aligned
 
     def run(self, function, results):
-        library = self.runtime.load_library()
-        self.runtime._check(library.mxrtSetCallStream(self.stream, 1), "mxrtSetCallStream")
+        runtime, library = self.layouts.runtime, self.layouts.library
+        runtime._check(library.mxrtSetCallStream(self.stream, 1), "mxrtSetCallStream")
         try:
-            self.runtime.last_error()  # Drop errors from before the call.
+            library.mxrtGetLastError()  # Drop errors from before the call.
             function(*results, *self.arguments)
-            message = self.runtime.last_error()
+            message = library.mxrtGetLastError()
         finally:
             library.mxrtSetCallStream(None, 0)
         if message:
-            raise self.runtime.MXRuntimeError(self.runtime.Status.CUDA, message)
+            raise runtime.MXRuntimeError(runtime.Status.CUDA, message.decode(errors="replace"))
 
-    def result(self, descriptor, spec: TensorSpec):
-        torch = _torch()
-        shape = tuple(descriptor.sizes)
-        packed = spec.dtype == "f4E2M1FN"
-        stored = shape[:-1] + (shape[-1] // 2,) if packed else shape
-        itemsize = 1 if packed else NUMPY_DTYPES[spec.dtype].itemsize
-        data = descriptor.aligned + (descriptor.offset * itemsize)
-        release = None
-        if descriptor.allocated not in self.pointers:  # A fresh allocation, not an argument's
-            self.pointers.append(descriptor.allocated)  # nor an earlier result's.
-            library, allocated, stream = self.runtime.load_library(), descriptor.allocated, self.stream
-            release = lambda: library.mxrtFreeAsync(allocated, stream)  # noqa: E731
-        capsule = dlpack.export_capsule(data, stored, spec.dtype, (dlpack.KDL_CUDA, 0), release)
-        tensor = torch.utils.dlpack.from_dlpack(capsule)
-        if release is None:
+    def result(self, descriptor, spec: TensorSpec, index: int):
+        layouts = self.layouts
+        rank, shape, code, bits, itemsize, wanted = layouts.results[index]
+        allocation = descriptor.allocated
+        owned = allocation not in self.pointers  # A fresh allocation, not an argument's
+        self.pointers.append(allocation)  # nor an earlier result's.
+        managed = layouts.library.mxrtExportDLPack(descriptor.aligned + descriptor.offset * itemsize,
+                                                   allocation if owned else None, rank, shape, code, bits, 0,
+                                                   self.stream)
+        if not managed:
+            raise MemoryError(f"mxrtExportDLPack: {layouts.runtime.last_error()}")
+        tensor = layouts.from_dlpack(dlpack.capsule(managed))
+        if not owned:
             tensor = tensor.clone()
-        wanted = getattr(torch, _TORCH_DTYPES[spec.dtype][0], None)
         return tensor.view(wanted) if wanted is not None and wanted != tensor.dtype else tensor

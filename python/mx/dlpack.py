@@ -1,16 +1,14 @@
 """mx.dlpack: DLPack in both directions, with ctypes only.
 
 Importing reads a producer's `DLManagedTensor` (torch, cupy, jax, ...) without a copy; exporting hands
-device memory that compiled code allocated to a consumer (torch) as a capsule whose deleter frees it,
-so the consumer's tensor owns the memory. Element types DLPack has no code for in the consumers we
+device memory that compiled code allocated to a consumer (torch) as a capsule whose deleter, in
+libmx_runtime, frees it, so the consumer's tensor owns the memory. Element types DLPack has no code for in the consumers we
 meet (FP8, E8M0, packed FP4) travel as uint8 and are viewed as their own dtype on the other side.
 """
 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable, Sequence
-
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
 KDL_INT, KDL_UINT, KDL_FLOAT, KDL_BFLOAT = 0, 1, 2, 4
 
@@ -37,11 +35,8 @@ class DLTensor(ctypes.Structure):
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
-_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
 class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
 
 
 _CAPSULE_NAME = b"dltensor"
@@ -68,34 +63,8 @@ class Imported:
         self.dtype = (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
 
 
-# Exported tensors alive in a consumer, by the address of their DLManagedTensor: the struct, its
-# shape array and the release callback must outlive the capsule until the consumer calls the deleter.
-_exported: dict[int, tuple] = {}
-
-
-@_Deleter
-def _delete_exported(address):
-    entry = _exported.pop(address, None)
-    if entry is not None:
-        try:
-            entry[-1]()
-        except Exception:  # A consumer freeing at interpreter exit: the process releases the memory.
-            pass
-
-
-def export_capsule(data: int, shape: Sequence[int], mlir_dtype: str, device: tuple[int, int],
-                   release: Callable[[], None] | None) -> object:
-    """A "dltensor" capsule over `data` (row-major `shape`, element type `mlir_dtype` as DL_TYPES
-    carries it) that calls `release` when the consumer frees the tensor (None: borrowed memory)."""
-    managed = DLManagedTensor()
-    dims = (ctypes.c_int64 * len(shape))(*shape)
-    code, bits = DL_TYPES[mlir_dtype]
-    managed.dl_tensor.data = data
-    managed.dl_tensor.device = DLDevice(*device)
-    managed.dl_tensor.ndim = len(shape)
-    managed.dl_tensor.dtype = DLDataType(code, bits, 1)
-    managed.dl_tensor.shape = dims
-    managed.deleter = _delete_exported
-    address = ctypes.addressof(managed)
-    _exported[address] = (managed, dims, release or (lambda: None))
-    return _capsule_new(address, _CAPSULE_NAME, None)
+def capsule(managed: int) -> object:
+    """A "dltensor" capsule holding the DLManagedTensor at address `managed` (libmx_runtime's
+    mxrtExportDLPack builds it for device memory that compiled code allocated; its deleter frees
+    that memory stream-ordered when the consumer frees the tensor)."""
+    return _capsule_new(managed, _CAPSULE_NAME, None)

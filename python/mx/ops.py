@@ -54,6 +54,17 @@ def logical_shape(x) -> tuple[int, ...]:
     return shape
 
 
+@functools.cache
+def _chip(device: str) -> str:
+    """The mx target of a CUDA device, from its compute capability (asked once per device)."""
+    import torch
+    major, minor = torch.cuda.get_device_capability(device)
+    chips = {9: "sm_90a", 10: "sm_100a"}
+    if major not in chips:
+        raise ValueError(f"no mx GPU target for compute capability {major}.{minor} (sm_90a, sm_100a)")
+    return chips[major]
+
+
 def _target_of(values: Sequence, target: str | None) -> str:
     if target is not None:
         return target
@@ -62,12 +73,7 @@ def _target_of(values: Sequence, target: str | None) -> str:
         return "cpu"
     if len(devices) > 1:
         raise ValueError(f"inputs are on several devices: {', '.join(sorted(devices))}")
-    import torch
-    major, minor = torch.cuda.get_device_capability(next(iter(devices)))
-    chips = {9: "sm_90a", 10: "sm_100a"}
-    if major not in chips:
-        raise ValueError(f"no mx GPU target for compute capability {major}.{minor} (sm_90a, sm_100a)")
-    return chips[major]
+    return _chip(next(iter(devices)))
 
 
 def _host(x):

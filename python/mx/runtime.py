@@ -104,6 +104,8 @@ _SIGNATURES = {
     "mxrtSynchronize": (_i32, []),
     "mxrtSetCallStream": (_i32, [_ptr, _i32]),
     "mxrtFreeAsync": (_i32, [_ptr, _ptr]),
+    "mxrtExportDLPack": (_ptr, [_ptr, _ptr, _i32, ctypes.POINTER(_i64), ctypes.c_uint8, ctypes.c_uint8, _i32,
+                                _ptr]),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
                          + [_ptr, _ptr, _i32, _ptr]),

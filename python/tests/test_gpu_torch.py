@@ -173,13 +173,13 @@ def test_linear_against_float64(recipe):
                   @ _dequantized(x.detach().T.contiguous(), act, recipe).T),
     }
     for name, (got, expected) in checks.items():
-        error = reference.matmul_error(got.double().cpu().numpy(), expected)
+        error = reference.matmul_error(got.detach().double().cpu().numpy(), expected)
         # The spec's bf16 tolerance; for f32 results 1e-5 where the tensor cores accumulate in f32
         # (MXFP8: exact dequantization, bf16 wgmma), else Hopper's FP8 accumulation (docs/numerics.md).
         limit = 4e-3 if got.dtype == torch.bfloat16 else 1e-5 if recipe == "mxfp8" else 5e-4
         assert error < limit, f"{recipe} {name}: relative error {error:.2e} >= {limit}"
     exact = torch.nn.functional.linear(x.detach().double(), w.double(), layer.bias.detach().double())
-    assert reference.matmul_error(y.double().cpu().numpy(), exact.cpu().numpy()) < 0.1
+    assert reference.matmul_error(y.detach().double().cpu().numpy(), exact.cpu().numpy()) < 0.1
 
 
 def _train(make_linear, seed):

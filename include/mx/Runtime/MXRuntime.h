@@ -145,6 +145,18 @@ MXRT_API int32_t mxrtSetCallStream(void *stream, int32_t enabled);
  * mxrtMalloc) is freed with mxrtFree. */
 MXRT_API int32_t mxrtFreeAsync(void *ptr, void *stream);
 
+/* A DLPack DLManagedTensor (dlpack.h v0.8 layout; wrap it in a "dltensor"
+ * PyCapsule) viewing `data` as a row-major CUDA tensor of `ndim` (<= 16)
+ * dimensions `shape` (copied) and element type (DLPack `code`, `bits`) on
+ * device ordinal `device`. Its deleter, called by the consumer when it frees
+ * the tensor, frees `allocation` with mxrtFreeAsync on `stream` (NULL
+ * allocation: nothing is freed) and then the struct. This is how the Python
+ * binding hands call-stream results to torch. NULL (and the last error set)
+ * for a bad rank or no host memory. */
+MXRT_API void *mxrtExportDLPack(void *data, void *allocation, int32_t ndim,
+                                const int64_t *shape, uint8_t code,
+                                uint8_t bits, int32_t device, void *stream);
+
 /* out[m, n] = alpha * sum_k deq(A)[m, k] * deq(B)[n, k] with f32
  * accumulation, on cuBLASLt, enqueued on `stream` (NULL: legacy default
  * stream, or the calling thread's call stream in call-stream mode, see
