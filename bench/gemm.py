@@ -37,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 
+from torch_scales import pow2, pow2_ceil_bytes  # bench/ (the script's directory) is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192), (8192, 28672, 8192)]
@@ -123,21 +125,6 @@ def build(directory, gemm="auto"):
 # run: quantization and peers in torch
 
 
-def _pow2_ceil_bytes(amax, fmax=448.0):
-    """E8M0 byte (int32) of the `ceil` rule (spec section 3) for f32 amax."""
-    import torch
-    bits = (amax.float() / fmax).view(torch.int32)
-    exponent, mantissa = (bits >> 23) & 0xFF, bits & 0x7FFFFF
-    b = torch.where(exponent == 0, (bits > 0x400000).int(), exponent + (mantissa != 0).int())
-    return torch.where(amax.isinf(), 254, b.clamp(max=254))
-
-
-def _pow2(b, sign):
-    """Exact f32 2^(sign * (b - 127)) for b in 0..254, from bits (2^-127 is subnormal)."""
-    import torch
-    if sign > 0:
-        return torch.where(b == 0, 0x400000, b << 23).view(torch.float32)
-    return torch.where(b == 254, 0x400000, (254 - b) << 23).view(torch.float32)
 
 
 def quantize_mx(x):
@@ -145,8 +132,8 @@ def quantize_mx(x):
     import torch
     r, k = x.shape
     blocks = x.float().view(r, k // 32, 32)
-    b = _pow2_ceil_bytes(blocks.abs().amax(dim=-1))
-    data = (blocks * _pow2(b, -1)[..., None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(r, k)
+    b = pow2_ceil_bytes(blocks.abs().amax(dim=-1))
+    data = (blocks * pow2(b, -1)[..., None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(r, k)
     return data, b.to(torch.uint8)
 
 
@@ -170,9 +157,9 @@ def quantize_blockwise(x, rows_per_block):
     import torch
     r, k = x.shape
     blocks = x.float().view(r // rows_per_block, rows_per_block, k // 128, 128)
-    b = _pow2_ceil_bytes(blocks.abs().amax(dim=(1, 3)))
-    data = (blocks * _pow2(b, -1)[:, None, :, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-    return data.view(r, k), _pow2(b, 1).contiguous()
+    b = pow2_ceil_bytes(blocks.abs().amax(dim=(1, 3)))
+    data = (blocks * pow2(b, -1)[:, None, :, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    return data.view(r, k), pow2(b, 1).contiguous()
 
 
 def quantize_per_tensor(x):

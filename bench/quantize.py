@@ -70,6 +70,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from torch_scales import pow2, pow2_ceil_bytes  # bench/ (the script's directory) is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 CHIP = "sm_90a"
 PIPELINE = f"chip={CHIP} format=bin gemm=auto"
@@ -719,21 +721,6 @@ def build(directory):
 # torch programs of the same computations (compiled with torch.compile in `run`)
 
 
-def _pow2_ceil_bytes(amax, fmax=448.0):
-    """E8M0 byte (int32) of the `ceil` rule for f32 amax (docs/numerics.md)."""
-    import torch
-    bits = (amax.float() / fmax).view(torch.int32)
-    exponent, mantissa = (bits >> 23) & 0xFF, bits & 0x7FFFFF
-    b = torch.where(exponent == 0, (bits > 0x400000).int(), exponent + (mantissa != 0).int())
-    return torch.where(amax.isinf(), 254, b.clamp(max=254))
-
-
-def _pow2(b, sign):
-    """Exact f32 2^(sign * (b - 127)) for b in 0..254, from bits (2^-127 is subnormal)."""
-    import torch
-    if sign > 0:
-        return torch.where(b == 0, 0x400000, b << 23).view(torch.float32)
-    return torch.where(b == 254, 0x400000, (254 - b) << 23).view(torch.float32)
 
 
 def torch_mxfp8(x, dim):
@@ -745,8 +732,8 @@ def torch_mxfp8(x, dim):
         return data.t(), tiles
     m, k = x.shape
     blocks = x.float().reshape(m, k // 32, 32)
-    b = _pow2_ceil_bytes(blocks.abs().amax(dim=-1))
-    data = (blocks * _pow2(b, -1)[..., None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(m, k)
+    b = pow2_ceil_bytes(blocks.abs().amax(dim=-1))
+    data = (blocks * pow2(b, -1)[..., None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(m, k)
     return data, torch_swizzle(b.to(torch.uint8))
 
 
@@ -761,9 +748,9 @@ def torch_blockwise(x, block_rows):
     import torch
     r, k = x.shape
     blocks = x.float().view(r // block_rows, block_rows, k // 128, 128)
-    b = _pow2_ceil_bytes(blocks.abs().amax(dim=(1, 3)))
-    data = (blocks * _pow2(b, -1)[:, None, :, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-    return data.view(r, k), _pow2(b, 1).contiguous()
+    b = pow2_ceil_bytes(blocks.abs().amax(dim=(1, 3)))
+    data = (blocks * pow2(b, -1)[:, None, :, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    return data.view(r, k), pow2(b, 1).contiguous()
 
 
 def _div_f32(a, b):
@@ -992,8 +979,8 @@ def torch_mxfp8_linear(x):
     import torch
     m, k = x.shape
     blocks = x.float().reshape(m, k // 32, 32)
-    b = _pow2_ceil_bytes(blocks.abs().amax(dim=-1))
-    data = (blocks * _pow2(b, -1)[..., None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(m, k)
+    b = pow2_ceil_bytes(blocks.abs().amax(dim=-1))
+    data = (blocks * pow2(b, -1)[..., None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).view(m, k)
     return data.view(torch.uint8), b.to(torch.uint8).contiguous()
 
 
