@@ -34,9 +34,9 @@ struct ReadOnlyArgumentsPass
         continue;
       for (auto [index, type] : llvm::enumerate(func.getArgumentTypes()))
         if (isa<RankedTensorType>(type))
-          func.setArgAttr(index,
-                          bufferization::BufferizationDialect::kWritableAttrName,
-                          readOnly);
+          func.setArgAttr(
+              index, bufferization::BufferizationDialect::kWritableAttrName,
+              readOnly);
     }
   }
 };
