@@ -97,6 +97,11 @@ static std::string describeDevice(int ordinal) {
                 major, minor);
 }
 
+bool hasPendingError() {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  return !stickyError.empty();
+}
+
 int32_t fail(int32_t status, const std::string &what) {
   recordError(what + " [" + describeDevice(defaultDevice) + "]");
   return status;

@@ -27,6 +27,10 @@ std::string format(const char *fmt, ...);
 // error) and returns `status`.
 int32_t fail(int32_t status, const std::string &what);
 
+// Whether an error was recorded since the last mxrtGetLastError() (which
+// still returns it).
+bool hasPendingError();
+
 // Records "`call` failed with <status>" and returns MXRT_ERROR_CUDA.
 int32_t cudaFailure(CUresult result, const std::string &call);
 

@@ -239,6 +239,7 @@ class Kernel:
                 raise CompileError(f"@{self._entry} returns {unsupported[0]}; a Kernel returns tensors only")
             function = getattr(library, "_mlir_ciface_" + self._entry)
             function.restype, function.argtypes = None, None
+            self._function_address = ctypes.cast(function, ctypes.c_void_p).value
             self._signature = signature
             self._result_type = self._results_struct(signature)
             self._function = function
@@ -266,10 +267,13 @@ class Kernel:
         signature = self._signature
         if len(args) != len(signature.args):
             raise TypeError(f"{signature} takes {len(signature.args)} arguments, got {len(args)}")
-        call = _CpuCall(self, args) if self.target == "cpu" else _GpuCall(self, args)
         results = self._result_type() if self._result_type else None
-        call.run(function, [ctypes.byref(results)] if results is not None else [])
-        values = [call.result(getattr(results, f"r{i}"), spec, i) for i, spec in enumerate(signature.results)]
+        if self.target == "cpu":
+            call = _CpuCall(self, args)
+            call.run(function, [ctypes.byref(results)] if results is not None else [])
+            values = [call.result(getattr(results, f"r{i}"), spec) for i, spec in enumerate(signature.results)]
+        else:
+            values = _GpuCall(self, args).invoke(self._function_address, results)
         return values[0] if len(values) == 1 else tuple(values)
 
 
@@ -312,7 +316,7 @@ class _CpuCall:
     def run(self, function, results):
         function(*results, *self.arguments)
 
-    def result(self, descriptor, spec: TensorSpec, index: int) -> np.ndarray:
+    def result(self, descriptor, spec: TensorSpec) -> np.ndarray:
         shape, dtype = tuple(descriptor.sizes), NUMPY_DTYPES[spec.dtype]
         nbytes = math.prod(shape) * dtype.itemsize
         data = descriptor.aligned + descriptor.offset * dtype.itemsize
@@ -346,14 +350,16 @@ def _stored_shape(spec: TensorSpec) -> tuple[int, ...]:
 
 class _GpuLayouts:
     """What a GPU Kernel's calls reuse, so that a call costs little host time: per argument its
-    descriptor type, sizes, strides, stored shape and accepted torch dtypes; per result its stored
-    shape, DLPack type and torch dtype; the runtime and torch's current-stream query."""
+    descriptor type, sizes, strides, stored shape and accepted torch dtypes; per result the layout
+    mxrtInvoke exports it by and its torch dtype; the runtime and torch's current-stream query."""
 
     def __init__(self, signature: Signature):
         import torch
         from . import runtime
         if any(d < 0 for spec in (*signature.args, *signature.results) for d in spec.shape):
             raise CompileError(f"{signature} has a dynamic dimension; GPU Kernels take static shapes")
+        if any(spec.kind != "tensor" for spec in signature.args) or len(signature.args) > 16:
+            raise CompileError(f"{signature}: GPU Kernels take up to 16 tensor arguments (no scalars)")
         self.torch, self.runtime, self.library = torch, runtime, runtime.load_library()
         self.from_dlpack = getattr(torch._C, "_from_dlpack", torch.utils.dlpack.from_dlpack)
         get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -365,12 +371,18 @@ class _GpuLayouts:
                                    (ctypes.c_int64 * rank)(*_row_major(spec.shape)), _stored_shape(spec),
                                    {getattr(torch, name) for name in _TORCH_DTYPES.get(spec.dtype, ())
                                     if hasattr(torch, name)}))
-        self.results = []
-        for spec in signature.results:
+        results = signature.results
+        self.result_layouts = (runtime.ResultLayout * len(results))()
+        self.result_layouts_address = ctypes.addressof(self.result_layouts)
+        self.result_shapes, self.result_dtypes = [], []
+        for layout, spec in zip(self.result_layouts, results):
             stored = _stored_shape(spec)
-            wanted = getattr(torch, _TORCH_DTYPES[spec.dtype][0], None)
-            self.results.append((len(stored), (ctypes.c_int64 * len(stored))(*stored), *dlpack.DL_TYPES[spec.dtype],
-                                 1 if spec.dtype == "f4E2M1FN" else NUMPY_DTYPES[spec.dtype].itemsize, wanted))
+            shape = (ctypes.c_int64 * len(stored))(*stored)
+            self.result_shapes.append(shape)  # kept alive: the layouts point at them
+            layout.rank, layout.storedRank, layout.storedShape = len(spec.shape), len(stored), shape
+            layout.code, layout.bits = dlpack.DL_TYPES[spec.dtype]
+            layout.itemBytes = 1 if spec.dtype == "f4E2M1FN" else NUMPY_DTYPES[spec.dtype].itemsize
+            self.result_dtypes.append(getattr(torch, _TORCH_DTYPES[spec.dtype][0], None))
 
 
 class _GpuCall:
@@ -381,12 +393,9 @@ class _GpuCall:
             kernel._gpu = _GpuLayouts(kernel._signature)
         layouts = self.layouts = kernel._gpu
         self.kernel = kernel
-        self.keep, self.arguments, self.pointers, self.stream = [], [], [], None
+        self.keep, self.arguments, self.stream = [], [], None
         tensor_type = layouts.torch.Tensor
         for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
-            if spec.kind == "scalar":
-                self.arguments.append(_scalar(kernel, index, spec, arg))
-                continue
             descriptor_type, sizes, strides, stored, dtypes = layouts.arguments[index]
             if isinstance(arg, tensor_type) and arg.shape == stored and arg.dtype in dtypes and arg.is_cuda \
                     and arg.device.index == 0:  # The common case, checked in one expression.
@@ -400,8 +409,7 @@ class _GpuCall:
                 data = self._device_argument(index, spec, arg)
             descriptor = descriptor_type(data, data, 0, sizes, strides)
             self.keep.append(descriptor)
-            self.pointers.append(data)
-            self.arguments.append(ctypes.byref(descriptor))
+            self.arguments.append(ctypes.addressof(descriptor))
         if self.stream is None:  # No torch argument: the legacy default stream, torch's default.
             self.stream = 0
 
@@ -424,30 +432,23 @@ class _GpuCall:
         self.keep.append(memref)
         return memref.aligned
 
-    def run(self, function, results):
-        runtime, library = self.layouts.runtime, self.layouts.library
-        runtime._check(library.mxrtSetCallStream(self.stream, 1), "mxrtSetCallStream")
-        try:
-            library.mxrtGetLastError()  # Drop errors from before the call.
-            function(*results, *self.arguments)
-            message = library.mxrtGetLastError()
-        finally:
-            library.mxrtSetCallStream(None, 0)
-        if message:
-            raise runtime.MXRuntimeError(runtime.Status.CUDA, message.decode(errors="replace"))
-
-    def result(self, descriptor, spec: TensorSpec, index: int):
+    def invoke(self, function: int, results) -> list:
+        """Runs the function through mxrtInvoke (one foreign call) and returns its results as torch
+        tensors that own their memory (a copy where a result is an argument or another result)."""
         layouts = self.layouts
-        rank, shape, code, bits, itemsize, wanted = layouts.results[index]
-        allocation = descriptor.allocated
-        owned = allocation not in self.pointers  # A fresh allocation, not an argument's
-        self.pointers.append(allocation)  # nor an earlier result's.
-        managed = layouts.library.mxrtExportDLPack(descriptor.aligned + descriptor.offset * itemsize,
-                                                   allocation if owned else None, rank, shape, code, bits, 0,
-                                                   self.stream)
-        if not managed:
-            raise MemoryError(f"mxrtExportDLPack: {layouts.runtime.last_error()}")
-        tensor = layouts.from_dlpack(dlpack.capsule(managed))
-        if not owned:
-            tensor = tensor.clone()
-        return tensor.view(wanted) if wanted is not None and wanted != tensor.dtype else tensor
+        count = len(layouts.result_dtypes)
+        exported, owned = (ctypes.c_void_p * count)(), (ctypes.c_int32 * count)()
+        status = layouts.library.mxrtInvoke(
+            function, self.stream, len(self.arguments), (ctypes.c_void_p * len(self.arguments))(*self.arguments),
+            None if results is None else ctypes.addressof(results), count, layouts.result_layouts_address,
+            exported, owned)
+        if status:
+            runtime = layouts.runtime
+            raise runtime.MXRuntimeError(status, runtime.last_error() or f"mxrtInvoke failed ({status})")
+        tensors = []
+        for managed, is_owned, wanted in zip(exported, owned, layouts.result_dtypes):
+            tensor = layouts.from_dlpack(dlpack.capsule(managed))
+            if not is_owned:
+                tensor = tensor.clone()
+            tensors.append(tensor.view(wanted) if wanted is not None and wanted != tensor.dtype else tensor)
+        return tensors

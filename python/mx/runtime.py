@@ -82,6 +82,13 @@ NUMPY_DTYPES = {
 }
 
 
+class ResultLayout(ctypes.Structure):
+    """mxrtResultLayout: how mxrtInvoke exports one result to DLPack."""
+    _fields_ = [("rank", ctypes.c_int32), ("storedRank", ctypes.c_int32),
+                ("storedShape", ctypes.POINTER(ctypes.c_int64)), ("code", ctypes.c_uint8),
+                ("bits", ctypes.c_uint8), ("itemBytes", ctypes.c_int32)]
+
+
 class MXRuntimeError(RuntimeError):
     """An mxrt* call failed; `status` is the Status it returned (None for tensor_map)."""
 
@@ -104,6 +111,8 @@ _SIGNATURES = {
     "mxrtSynchronize": (_i32, []),
     "mxrtSetCallStream": (_i32, [_ptr, _i32]),
     "mxrtFreeAsync": (_i32, [_ptr, _ptr]),
+    "mxrtInvoke": (_i32, [_ptr, _ptr, _i32, ctypes.POINTER(_ptr), _ptr, _i32, ctypes.c_void_p,
+                          ctypes.POINTER(_ptr), ctypes.POINTER(_i32)]),
     "mxrtExportDLPack": (_ptr, [_ptr, _ptr, _i32, ctypes.POINTER(_i64), ctypes.c_uint8, ctypes.c_uint8, _i32,
                                 _ptr]),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),

@@ -157,6 +157,35 @@ MXRT_API void *mxrtExportDLPack(void *data, void *allocation, int32_t ndim,
                                 const int64_t *shape, uint8_t code,
                                 uint8_t bits, int32_t device, void *stream);
 
+/* How mxrtInvoke exports one result: the rank of its memref descriptor, the
+ * shape of the memory it views (packed FP4: half the innermost extent), its
+ * DLPack type and the bytes of one element (1 for packed FP4). */
+typedef struct mxrtResultLayout {
+  int32_t rank;
+  int32_t storedRank;
+  const int64_t *storedShape;
+  uint8_t code;
+  uint8_t bits;
+  int32_t itemBytes;
+} mxrtResultLayout;
+
+/* One call of a compiled function's C interface `function`
+ * (`_mlir_ciface_<name>`) in call-stream mode on `stream`:
+ * function(results, args[0], ..., args[numArgs - 1]) (no `results` pointer
+ * when numResults is 0), every argument a pointer (a memref descriptor; at
+ * most 16), then each of the numResults descriptors laid out one after the
+ * other in `results` is exported with mxrtExportDLPack into exported[i].
+ * owned[i] is 0 when that result's allocation is an argument's or an earlier
+ * result's: it is then exported without being freed (copy it). Errors
+ * earlier than the call are dropped; a failure of the call returns
+ * MXRT_ERROR_CUDA with its message left for mxrtGetLastError() and exports
+ * nothing. This is the Python binding's fast path (one foreign call). */
+MXRT_API int32_t mxrtInvoke(void *function, void *stream, int32_t numArgs,
+                            void *const *args, void *results,
+                            int32_t numResults,
+                            const mxrtResultLayout *layouts, void **exported,
+                            int32_t *owned);
+
 /* out[m, n] = alpha * sum_k deq(A)[m, k] * deq(B)[n, k] with f32
  * accumulation, on cuBLASLt, enqueued on `stream` (NULL: legacy default
  * stream, or the calling thread's call stream in call-stream mode, see
