@@ -213,3 +213,22 @@ def test_training_tracks_bf16(recipe):
     print(f"{recipe}: initial loss {start:.4f}, final loss bf16 {bf16:.4f}, mx {fp8:.4f}")
     assert fp8 < 0.5 * start, "the mx MLP did not learn"
     assert abs(fp8 - bf16) <= 0.1 * bf16 + 1e-3, f"final loss {fp8:.4f} vs bf16 {bf16:.4f}"
+
+
+def test_weight_is_quantized_once_per_value(monkeypatch):
+    """Micro-batches reuse the quantized weight; an optimizer step (an in-place update) requantizes it."""
+    from mx.linear import LinearPlan
+    from mx.torch import Linear
+    calls = []
+    original = LinearPlan.quantize
+    monkeypatch.setattr(LinearPlan, "quantize",
+                        lambda self, role, *a, **k: calls.append(role) or original(self, role, *a, **k))
+    layer = Linear(LINEAR["k"], LINEAR["n"], recipe="mxfp8", device="cuda")
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    for _ in range(3):
+        x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16)
+        layer(x).float().sum().backward()
+    assert calls.count("weight") == 1 and calls.count("input") == 3 and calls.count("grad") == 3
+    optimizer.step()
+    layer(x).float().sum().backward()
+    assert calls.count("weight") == 2
