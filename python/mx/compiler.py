@@ -193,8 +193,6 @@ def _load(path: Path, target: str) -> tuple[ctypes.CDLL, dict[str, Signature]]:
 
 _libc = ctypes.CDLL(None)
 _libc.free.argtypes = [ctypes.c_void_p]
-# What memref.get_global leaves as the allocated pointer of a constant: memory nobody may free.
-_GLOBAL_SENTINEL = 0xDEADBEEF
 
 
 def _descriptor_type(rank: int) -> type[ctypes.Structure]:
@@ -270,7 +268,7 @@ class Kernel:
         results = self._result_type() if self._result_type else None
         if self.target == "cpu":
             call = _CpuCall(self, args)
-            call.run(function, [ctypes.byref(results)] if results is not None else [])
+            function(*([ctypes.byref(results)] if results is not None else []), *call.arguments)
             values = [call.result(getattr(results, f"r{i}"), spec) for i, spec in enumerate(signature.results)]
         else:
             values = _GpuCall(self, args).invoke(self._function_address, results)
@@ -299,7 +297,7 @@ class _CpuCall:
     """One call of a CPU kernel: numpy arguments in, numpy results that own their memory out."""
 
     def __init__(self, kernel: Kernel, args):
-        self.arrays, self.arguments, self.owned = [], [], set()
+        self.arrays, self.arguments, self.owned = [], [], set()  # arrays: kept alive for the call
         for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
             if spec.kind == "scalar":
                 self.arguments.append(_scalar(kernel, index, spec, arg))
@@ -313,18 +311,16 @@ class _CpuCall:
             self.arrays.append(array)
             self.arguments.append(ctypes.byref(_fill(array.shape, array.ctypes.data)))
 
-    def run(self, function, results):
-        function(*results, *self.arguments)
-
     def result(self, descriptor, spec: TensorSpec) -> np.ndarray:
         shape, dtype = tuple(descriptor.sizes), NUMPY_DTYPES[spec.dtype]
         nbytes = math.prod(shape) * dtype.itemsize
         data = descriptor.aligned + descriptor.offset * dtype.itemsize
         allocated = descriptor.allocated or 0
-        borrowed = allocated == _GLOBAL_SENTINEL or allocated in self.owned or any(
-            a.ctypes.data <= data < a.ctypes.data + a.nbytes for a in self.arrays)
+        # The CPU pipeline returns a fresh malloc'ed buffer for every result (deallocation clones
+        # arguments and constants), but two results may be the same buffer: free it once.
+        shared = allocated in self.owned
         self.owned.add(allocated)
-        if borrowed:  # A constant, an argument or another result's memory: copy, never free.
+        if shared:
             raw = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(data)).copy()
         else:
             raw = np.asarray(_HostAllocation(allocated, data, nbytes))
