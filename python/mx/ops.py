@@ -32,14 +32,19 @@ def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
+@functools.cache
+def _torch_element_type(dtype) -> str:
+    name = str(dtype).removeprefix("torch.")
+    if name not in _TORCH_NAMES:
+        raise TypeError(f"torch dtype {name} is not an mx element type")
+    return _TORCH_NAMES[name]
+
+
 def element_type(x) -> str:
     """The MLIR element type of a numpy array or torch tensor (uint8 torch tensors are not typed:
     view FP8 data as its torch float8 dtype first)."""
     if _is_torch(x):
-        name = str(x.dtype).removeprefix("torch.")
-        if name not in _TORCH_NAMES:
-            raise TypeError(f"torch dtype {name} is not an mx element type")
-        return _TORCH_NAMES[name]
+        return _torch_element_type(x.dtype)
     name = _NAMES.get(str(np.asarray(x).dtype))
     if name is None:
         raise TypeError(f"numpy dtype {np.asarray(x).dtype} is not an mx element type")
