@@ -279,17 +279,27 @@ constexpr int64_t kGroupsPerTileRow = kSwizzleTileRows / kTileRowStride;
 
 /// One thread per tile row of `tilesType` ([..., R/128, C/4, 32, 4, 4]):
 /// `body` gets the tiled indices of the row's first element and that
-/// element's compact (row, column).
+/// element's compact (row, column). With `acrossTiles`, consecutive threads
+/// take the same row of consecutive tiles, so that their compact accesses
+/// are consecutive (and their tiled ones 16 of each 512 bytes), rather than
+/// consecutive rows of one tile: the side whose accesses are scattered had
+/// better be the reads, which caches absorb.
 void buildThreadPerTileRow(
     OpBuilder &rewriter, Location loc, RankedTensorType tilesType,
+    bool acrossTiles,
     function_ref<void(ImplicitLocOpBuilder &, ArrayRef<Value>, Value, Value)>
         body) {
-  ArrayRef<int64_t> tileRows = tilesType.getShape().drop_back(2);
+  SmallVector<int64_t> threads(tilesType.getShape().drop_back(2));
+  int64_t rank = threads.size();
+  if (acrossTiles)
+    std::swap(threads[rank - 1], threads[rank - 2]);
   buildThreadPerItem(
-      rewriter, loc, computeProduct(tileRows),
+      rewriter, loc, computeProduct(threads),
       [&](ImplicitLocOpBuilder &b, Value thread) {
         SmallVector<Value> indices =
-            delinearize(b, b.getLoc(), thread, tileRows);
+            delinearize(b, b.getLoc(), thread, threads);
+        if (acrossTiles)
+          std::swap(indices[rank - 1], indices[rank - 2]);
         Value zero = cIndex(b, b.getLoc(), 0);
         indices.append({zero, zero});
         auto [r, c] = getCompactPosition(b, b.getLoc(), indices,
@@ -337,7 +347,7 @@ void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
   int64_t rows = inputType.getDimSize(batch);
   VectorType groupType = getTileRowTypes(inputType.getElementType()).second;
   buildThreadPerTileRow(
-      rewriter, loc, tilesType,
+      rewriter, loc, tilesType, /*acrossTiles=*/false,
       [&](ImplicitLocOpBuilder &b, ArrayRef<Value> tiled, Value r, Value c) {
         Value zeros = vector::BroadcastOp::create(
             b, groupType,
@@ -423,7 +433,7 @@ void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
   int64_t rows = resultType.getDimSize(batch);
   auto [tileRowType, groupType] = getTileRowTypes(resultType.getElementType());
   buildThreadPerTileRow(
-      rewriter, loc, tilesType,
+      rewriter, loc, tilesType, /*acrossTiles=*/true,
       [&](ImplicitLocOpBuilder &b, ArrayRef<Value> tiled, Value r, Value c) {
         Value tileRow = loadVector(b, b.getLoc(), tileRowType, input, tiled);
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
