@@ -73,9 +73,20 @@ UPDATE = {  # history rows and columns, element type, algorithm, margin
     "update_most_recent": (7, 8, "f8E4M3FN", "most_recent", -2),
     "update_one_row": (1, 8, "f8E4M3FN", "max", 1),
 }
-DEQUANTIZE = {  # data shape, element type, block, scale type, output dtype
-    "dequantize_bf16": ((70, 96), "f8E4M3FN", (1, 32), "f8E8M0FNU", ml_dtypes.bfloat16),
-    "dequantize_f32_blockwise": ((200, 260), "f8E5M2", (128, 128), "f32", np.float32),
+# Dequantize programs: data shape, element type, block (every dimension), scale type, output dtype. Rows
+# of whole 16-element chunks with blocks of width 1 or a multiple of 16 take the vector kernel, the rest
+# (here K = 260 and 100) the scalar one.
+DEQUANTIZE = {
+    "dequantize_bf16": ((70, 96), "f8E4M3FN", (1, 32), "f8E8M0FNU", BF16),
+    "dequantize_f32_blockwise": ((200, 260), "f8E5M2", (128, 128), "f32", F32),
+    "dequantize_f16_e5m2": ((64, 160), "f8E5M2", (1, 32), "f8E8M0FNU", F16),
+    "dequantize_partial_block": ((33, 80), "f8E4M3FN", (1, 32), "f8E8M0FNU", BF16),
+    "dequantize_columnwise_f32": ((70, 96), "f8E4M3FN", (32, 1), "f8E8M0FNU", F32),
+    "dequantize_columnwise_f32_scales": ((96, 48), "f8E5M2", (32, 1), "f32", BF16),
+    "dequantize_blockwise_1d_f16": ((64, 256), "f8E4M3FN", (1, 128), "f32", F16),
+    "dequantize_batched": ((2, 3, 40, 64), "f8E4M3FN", (1, 1, 1, 32), "f8E8M0FNU", BF16),
+    "dequantize_batched_columnwise": ((2, 40, 32), "f8E5M2", (1, 32, 1), "f8E8M0FNU", F16),
+    "dequantize_odd": ((33, 100), "f8E4M3FN", (1, 32), "f8E8M0FNU", F16),
 }
 # cuBLASLt calls through mxrt. cuBLASLt runs MX only from SM100, and mx-opt rejects it for sm_90a, so
 # the MX program is compiled for sm_100a: it holds no kernel, so it loads on any GPU, and before SM100
@@ -87,9 +98,14 @@ MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype
     "matmul_per_tensor": (64, 32, 128, (64, 128), (32, 128), "f32", False, np.float32),
     "matmul_mx": (256, 128, 512, (1, 32), (1, 32), "f8E8M0FNU", True, ml_dtypes.bfloat16),
 }
-SWIZZLE = {  # linear scales shape, unscaled dim
-    "swizzle_rows": ((500, 6), 0),
-    "swizzle_columns": ((3, 130), 1),
+# Swizzle programs: linear scales shape, unscaled dim, scale dtype. Scales tiled along their
+# second-to-last dimension with C a multiple of 4 take the vector kernels, the rest the scalar ones.
+SWIZZLE = {
+    "swizzle_rows": ((500, 6), 0, ml_dtypes.float8_e8m0fnu),
+    "swizzle_columns": ((3, 130), 1, ml_dtypes.float8_e8m0fnu),
+    "swizzle_rows_vector": ((300, 8), 0, ml_dtypes.float8_e8m0fnu),
+    "swizzle_batched_vector": ((2, 200, 12), 1, ml_dtypes.float8_e8m0fnu),
+    "swizzle_f32_vector": ((130, 8), 0, F32),
 }
 
 
@@ -166,16 +182,16 @@ def dequantize_source(name):
     shape, elem, block, scale_type, out = DEQUANTIZE[name]
     data_type = _type(shape, reference.ELEMENT_TYPES[elem])
     scales_type = _type(reference.scales_shape(shape, block), reference.SCALE_TYPES[scale_type])
-    body = [f"  %y = mx.dequantize %d, %s block [{block[0]}, {block[1]}] : {data_type}, {scales_type} -> "
+    body = [f"  %y = mx.dequantize %d, %s block [{', '.join(map(str, block))}] : {data_type}, {scales_type} -> "
             f"{_type(shape, out)}"]
     return tools.function_source(name, [f"%d: {data_type}", f"%s: {scales_type}"], body, [("%y", _type(shape, out))])
 
 
 def swizzle_source(name):
     # Separate inputs: unswizzle(swizzle(s)) would fold to s itself.
-    shape, dim = SWIZZLE[name]
-    linear = _type(shape, ml_dtypes.float8_e8m0fnu)
-    tiled = _type(_swizzled_shape(shape, dim), ml_dtypes.float8_e8m0fnu)
+    shape, dim, dtype = SWIZZLE[name]
+    linear = _type(shape, dtype)
+    tiled = _type(_swizzled_shape(shape, dim), dtype)
     body = [f"  %t = mx.swizzle %s unscaled_dim {dim} : {linear} -> {tiled}",
             f"  %u = mx.unswizzle %w unscaled_dim {dim} : {tiled} -> {linear}"]
     return tools.function_source(name, [f"%s: {linear}", f"%w: {tiled}"], body, [("%t", tiled), ("%u", linear)])
@@ -310,9 +326,10 @@ def test_dequantize_kernel(rng, libraries, name):
 
 @pytest.mark.parametrize("name", list(SWIZZLE))
 def test_swizzle_kernels(rng, libraries, name):
-    shape, dim = SWIZZLE[name]
-    scales = rng.integers(0, 256, size=shape, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    other = rng.integers(0, 256, size=shape, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    shape, dim, dtype = SWIZZLE[name]
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    scales = rng.integers(0, np.iinfo(bits).max, size=shape, dtype=bits, endpoint=True).view(dtype)
+    other = rng.integers(0, np.iinfo(bits).max, size=shape, dtype=bits, endpoint=True).view(dtype)
     tiles = reference.swizzle(other, dim)
     run_gpu_program(libraries, name, [scales, tiles], [reference.swizzle(scales, dim), other])
 

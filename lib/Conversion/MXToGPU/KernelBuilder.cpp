@@ -177,13 +177,18 @@ Value gpu_kernels::loadVector(OpBuilder &b, Location loc, VectorType type,
                                 getVectorAlignment(type));
 }
 
+void gpu_kernels::storeVector(OpBuilder &b, Location loc, Value value,
+                              Value buffer, ValueRange indices) {
+  vector::StoreOp::create(
+      b, loc, value, buffer, indices,
+      /*nontemporal=*/false,
+      getVectorAlignment(cast<VectorType>(value.getType())));
+}
+
 void gpu_kernels::storeVectorIf(OpBuilder &b, Location loc, Value condition,
                                 Value value, Value buffer, ValueRange indices) {
   buildIf(b, loc, condition, [&](OpBuilder &nb, Location nloc) {
-    vector::StoreOp::create(
-        nb, nloc, value, buffer, indices,
-        /*nontemporal=*/false,
-        getVectorAlignment(cast<VectorType>(value.getType())));
+    storeVector(nb, nloc, value, buffer, indices);
   });
 }
 

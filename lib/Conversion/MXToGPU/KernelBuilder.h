@@ -122,6 +122,11 @@ mlir::Value loadVector(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::VectorType type, mlir::Value buffer,
                        mlir::ValueRange indices);
 
+/// Stores the vector `value` at `indices` of a buffer, aligned to its size
+/// (up to 16 bytes) as loadVector.
+void storeVector(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                 mlir::Value buffer, mlir::ValueRange indices);
+
 /// Stores the vector `value` at `indices` of a buffer where `condition`
 /// holds, aligned to its size (up to 16 bytes) as loadVector.
 void storeVectorIf(mlir::OpBuilder &b, mlir::Location loc,

@@ -37,7 +37,7 @@ func.func @mxfp4(%x: tensor<64x96xbf16>) -> (tensor<64x96xf4E2M1FN>, tensor<64x3
 // CHECK:   vector.store %{{.*}} {alignment = 8 : i64} : memref<4096xi8>, vector<8xi8>
 // CHECK:   memref.store %{{.*}} : memref<128x4xf8E4M3FN>
 // CHECK: gpu.launch
-// CHECK:   memref.store %{{.*}} : memref<1x1x32x4x4xf8E4M3FN>
+// CHECK:   vector.store %{{.*}} : memref<1x1x32x4x4xf8E4M3FN>, vector<16xf8E4M3FN>
 func.func @nvfp4_given(%x: tensor<128x64xf32>, %t: tensor<f32>) -> (tensor<128x64xf4E2M1FN>, tensor<1x1x32x4x4xf8E4M3FN>) {
   %d, %s = mx.quantize %x block [1, 16] tensor_scale(%t : tensor<f32>) : tensor<128x64xf32> -> tensor<128x64xf4E2M1FN>, tensor<128x4xf8E4M3FN>
   %w = mx.swizzle %s : tensor<128x4xf8E4M3FN> -> tensor<1x1x32x4x4xf8E4M3FN>

@@ -37,8 +37,8 @@ func.func @pair_both_fused(%x: tensor<96x256xbf16>) -> (tensor<96x256xf8E4M3FN>,
 // CHECK: memref.store %{{.*}}, %[[SCALES]][%{{.*}}, %{{.*}}] : memref<256x16xf8E8M0FNU>
 // CHECK: %[[TILES:.*]] = gpu.alloc () : memref<2x4x32x4x4xf8E8M0FNU>
 // CHECK: gpu.launch
-// CHECK: memref.load %[[SCALES]]
-// CHECK: memref.store %{{.*}}, %[[TILES]]
+// CHECK: vector.load %[[SCALES]]
+// CHECK: vector.store %{{.*}}, %[[TILES]]
 // CHECK-NOT: gpu.launch
 func.func @second_user(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<256x16xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>

@@ -75,7 +75,7 @@ func.func @mx(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %
 // of 8); one B chunk's SFB columns (4 per stage).
 // CHECK-LABEL: func.func @mx_linear_scales
 // CHECK: gpu.launch blocks
-// CHECK: memref.store %{{.*}} : memref<1x2x32x4x4xf8E8M0FNU>
+// CHECK: vector.store %{{.*}} : memref<1x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
 // CHECK: gpu.launch_func  @mx_gemm_mx_block_scaled_200x100x256::@kernel
 // CHECK: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=200x100x256 tile=128x256x128
 // CHECK-SAME: sfa=256,268,280,292 sfb=260,272,284,296"

@@ -49,7 +49,7 @@ func.func @mx_exact(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0F
 // before the GEMM copies 128x4 chunks of them; E5M2 operands convert as such.
 // CHECK-LABEL: func.func @mx_linear_scales
 // CHECK: gpu.launch blocks
-// CHECK: memref.store %{{.*}} : memref<1x2x32x4x4xf8E8M0FNU>
+// CHECK: vector.store %{{.*}} : memref<1x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
 // CHECK: gpu.launch_func  @mx_gemm_mx_exact_100x72x256::@kernel
 // CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
 // CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>

@@ -306,3 +306,73 @@ func.func @update_amax_history(%h: tensor<1024x3xf32>, %s: tensor<3xf32>) -> (te
   return %h2, %s2 : tensor<1024x3xf32>, tensor<3xf32>
 }
 
+
+// -----
+
+// Dequantize with rows of whole 16-element chunks: one thread per chunk, a
+// 16-byte load, the hardware FP8 -> f16x2 conversion, the block's scale
+// loaded once, one f32 multiply, one rounding, one 16-element store.
+// CHECK-LABEL: func @dequantize_vector
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<64x128xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK-COUNT-8: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK:   arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+// CHECK:   memref.load %{{.*}} : memref<64x4xf8E8M0FNU>
+// CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK:   arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x128xbf16>, vector<16xbf16>
+// CHECK-NOT: memref.store
+func.func @dequantize_vector(%d: tensor<64x128xf8E4M3FN>, %s: tensor<64x4xf8E8M0FNU>) -> tensor<64x128xbf16> {
+  %x = mx.dequantize %d, %s block [1, 32] : tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<64x128xbf16>
+  return %x : tensor<64x128xbf16>
+}
+
+// -----
+
+// [32, 1] blocks: the 16 elements have 16 consecutive scales, one vector load.
+// CHECK-LABEL: func @dequantize_columnwise
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<2x70x96xf8E5M2>, vector<16xf8E5M2>
+// CHECK:   nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E5M2) -> vector<2xf16>
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<2x3x96xf32>, vector<16xf32>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<2x70x96xf32>, vector<16xf32>
+func.func @dequantize_columnwise(%d: tensor<2x70x96xf8E5M2>, %s: tensor<2x3x96xf32>) -> tensor<2x70x96xf32> {
+  %x = mx.dequantize %d, %s block [1, 32, 1] : tensor<2x70x96xf8E5M2>, tensor<2x3x96xf32> -> tensor<2x70x96xf32>
+  return %x : tensor<2x70x96xf32>
+}
+
+// -----
+
+// Rows that are not whole chunks: one thread per element.
+// CHECK-LABEL: func @dequantize_scalar
+// CHECK-NOT: nvvm.convert
+// CHECK:   memref.load %{{.*}} : memref<33x100xf8E4M3FN>
+// CHECK:   memref.store %{{.*}} : memref<33x100xf16>
+func.func @dequantize_scalar(%d: tensor<33x100xf8E4M3FN>, %s: tensor<33x4xf8E8M0FNU>) -> tensor<33x100xf16> {
+  %x = mx.dequantize %d, %s block [1, 32] : tensor<33x100xf8E4M3FN>, tensor<33x4xf8E8M0FNU> -> tensor<33x100xf16>
+  return %x : tensor<33x100xf16>
+}
+
+// -----
+
+// Whole 4-column groups: one thread per 16-element tile row (3 x 2 x 32
+// threads), four 4-element loads of compact rows 32 apart, one store.
+// CHECK-LABEL: func @swizzle_vector
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 4 : i64} : memref<300x8xf8E8M0FNU>, vector<4xf8E8M0FNU>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
+// CHECK-NOT: memref.store
+func.func @swizzle_vector(%s: tensor<300x8xf8E8M0FNU>) -> tensor<3x2x32x4x4xf8E8M0FNU> {
+  %t = mx.swizzle %s : tensor<300x8xf8E8M0FNU> -> tensor<3x2x32x4x4xf8E8M0FNU>
+  return %t : tensor<3x2x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// The reverse: one load of a tile row, four stores, skipped past the rows.
+// CHECK-LABEL: func @unswizzle_vector
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<2x2x1x32x4x4xf32>, vector<16xf32>
+// CHECK-COUNT-4: vector.store %{{.*}} {alignment = 16 : i64} : memref<2x200x4xf32>, vector<4xf32>
+func.func @unswizzle_vector(%t: tensor<2x2x1x32x4x4xf32>) -> tensor<2x200x4xf32> {
+  %s = mx.unswizzle %t unscaled_dim 1 : tensor<2x2x1x32x4x4xf32> -> tensor<2x200x4xf32>
+  return %s : tensor<2x200x4xf32>
+}
