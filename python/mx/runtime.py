@@ -109,12 +109,8 @@ _SIGNATURES = {
     "mxrtMemcpyDtoD": (_i32, [_ptr, _ptr, _u64]),
     "mxrtMemset8": (_i32, [_ptr, ctypes.c_uint8, _u64]),
     "mxrtSynchronize": (_i32, []),
-    "mxrtSetCallStream": (_i32, [_ptr, _i32]),
-    "mxrtFreeAsync": (_i32, [_ptr, _ptr]),
     "mxrtInvoke": (_i32, [_ptr, _ptr, _i32, ctypes.POINTER(_ptr), _ptr, _i32, ctypes.c_void_p,
                           ctypes.POINTER(_ptr), ctypes.POINTER(_i32)]),
-    "mxrtExportDLPack": (_ptr, [_ptr, _ptr, _i32, ctypes.POINTER(_i64), ctypes.c_uint8, ctypes.c_uint8, _i32,
-                                _ptr]),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
                          + [_ptr, _ptr, _i32, _ptr]),
