@@ -36,6 +36,8 @@ class Operand:
 
 
 def _required_multiple(recipe: str) -> int:
+    """What M, K and N must be multiples of: each is the K of one GEMM, which takes whole scale blocks
+    along K (32, 128), and at least 16 FP8 bytes per row (the generated kernels' TMA rows)."""
     return {"mxfp8": 32, "blockwise": 128}.get(recipe, 16)
 
 
