@@ -7,8 +7,11 @@
 // per row (16 lanes cover 64 contiguous columns, so every load instruction is
 // coalesced), reduces the 4 column amaxes in registers and with one shuffle
 // across the halves, and writes 4 FP8 bytes per row for the columnwise data.
-// For the rowwise part, the 8 lanes that cover one 32-column block combine
-// each row's amax with three xor-shuffles. Swizzles consuming either scales
+// For the rowwise part, the 8 lanes that cover one 32-column block
+// reduce-scatter their 16 row amaxes (14 shuffles), each computes and stores
+// the scales of 2 rows, and one shuffle per row brings the factors back:
+// computing every scale in all 8 lanes made the kernel issue-bound on the
+// H200. Swizzles consuming either scales
 // are fused as in the rowwise kernel: columnwise scales are tiled with K as
 // the unscaled dimension, and the kernel's grid also covers the zero padding
 // of the tiles. Column blocks never span batch slices (the rows of a slice
@@ -26,6 +29,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mx;
@@ -99,7 +104,7 @@ Value inSlice(OpBuilder &b, Location loc, Value slice, int64_t extent,
 
 /// What one lane owns: its strip's place and its 16 rows of 4 values.
 struct Strip {
-  Value slice, sliceValid, rowBlock, firstHalf, strip, col, colValid;
+  Value lane, slice, sliceValid, rowBlock, firstHalf, strip, col, colValid;
   /// Per row: the row in the slice, in the folded data, whether it exists,
   /// and the values (f32).
   SmallVector<Value> rowInSlice, row, rowValid, values;
@@ -118,6 +123,7 @@ Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
   };
   Strip s;
   Value warp = div(thread, 2 * kHalfWarp), lane = rem(thread, 2 * kHalfWarp);
+  s.lane = lane;
   Value half = div(lane, kHalfWarp);
   int64_t warpsPerRowBlock = grid.gridStrips / kHalfWarp;
   Value gridRowBlock = div(warp, warpsPerRowBlock);
@@ -236,7 +242,78 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   storeColumnScales(b, l, s, grid, out, scales);
 }
 
-/// Rowwise: the 8 lanes of a 32-column block combine each row's amax.
+/// Rows of the strip whose rowwise scale each lane of a row block computes.
+constexpr int64_t kRowsPerScaleLane = kRowsPerLane / kLanesPerRowBlock;
+
+/// Reduce-scatters the strip's row amaxes over the 8 lanes of a row block:
+/// each xor step sends half of the rows still held to the partner lane and
+/// keeps the other half, so that lane g ends with the block amaxes of rows
+/// kRowsPerScaleLane * g + q. That is 14 shuffles instead of 48, and each
+/// row's scale is then computed once per block rather than once per lane.
+SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
+                                    SmallVector<Value> amaxes,
+                                    Value laneInBlock) {
+  for (int64_t mask = kLanesPerRowBlock / 2; mask >= 1; mask /= 2) {
+    Value upper = arith::CmpIOp::create(
+        b, l, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, l, laneInBlock, cIndex(b, l, mask)),
+        cIndex(b, l, 0));
+    int64_t half = amaxes.size() / 2;
+    SmallVector<Value> kept;
+    for (int64_t p = 0; p < half; ++p) {
+      Value lo = amaxes[p], hi = amaxes[p + half];
+      Value send = arith::SelectOp::create(b, l, upper, lo, hi);
+      Value keep = arith::SelectOp::create(b, l, upper, hi, lo);
+      Value received = gpu::ShuffleOp::create(b, l, send, int32_t(mask),
+                                              kWarpSize, gpu::ShuffleMode::XOR)
+                           .getShuffleResult();
+      kept.push_back(arith::MaximumFOp::create(b, l, keep, received));
+    }
+    amaxes = std::move(kept);
+  }
+  return amaxes;
+}
+
+/// Stores the rowwise scale of the strip row `local` (in the slice), linear
+/// or at its tiled address, where rows and blocks of the tiles' padding get
+/// zero bits.
+void storeRowScale(OpBuilder &b, Location l, const Strip &s,
+                   const StripGrid &grid, const StripOutput &out, Value local,
+                   Value block, Value stored) {
+  Type scaleType = stored.getType();
+  Value rowValid =
+      andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
+  Value valid =
+      andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
+  if (!out.swizzle) {
+    buildIf(b, l, valid, [&](OpBuilder &nb, Location nl) {
+      memref::StoreOp::create(
+          nb, nl, stored, out.scales,
+          ValueRange{inSlice(nb, nl, s.slice, grid.rows, local), block});
+    });
+    return;
+  }
+  int64_t paddedRows = llvm::alignTo(grid.rows, kSwizzleTileRows);
+  Value inTiles = andI(
+      b, l, s.sliceValid,
+      andI(b, l, cmpLT(b, l, local, cIndex(b, l, paddedRows)),
+           cmpLT(
+               b, l, block,
+               cIndex(b, l, llvm::alignTo(grid.colBlocks, kSwizzleTileCols)))));
+  Value zeroOrScale = arith::SelectOp::create(b, l, valid, stored,
+                                              buildZeroBits(b, l, scaleType));
+  buildIf(b, l, inTiles, [&](OpBuilder &nb, Location nl) {
+    memref::StoreOp::create(
+        nb, nl, zeroOrScale, out.scales,
+        swizzledIndices(nb, nl, inSlice(nb, nl, s.slice, paddedRows, local),
+                        block));
+  });
+}
+
+/// Rowwise: the 8 lanes of a 32-column block reduce-scatter the rows'
+/// amaxes, each computes and stores the scales of its rows, and the factors
+/// come back by one shuffle per row. A NaN block travels as a NaN factor
+/// (no other amax gives one), which is then the row's NaN mask.
 void quantizeRows(OpBuilder &b, Location l, const Strip &s,
                   const StripGrid &grid, const StripOutput &out) {
   QuantizeOp op = out.op;
@@ -246,50 +323,49 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
       b, l, b.getZeroAttr(s.values.front().getType()));
   Value block =
       arith::DivUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
-  Value firstLane = isZeroIndex(
-      b, l,
-      arith::RemUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock)));
-  Value blockValid = cmpLT(b, l, block, cIndex(b, l, grid.colBlocks));
-  int64_t paddedRows = llvm::alignTo(grid.rows, kSwizzleTileRows);
-  Value blockInTiles = andI(
-      b, l, s.sliceValid,
-      cmpLT(b, l, block,
-            cIndex(b, l, llvm::alignTo(grid.colBlocks, kSwizzleTileCols))));
+  Value laneInBlock =
+      arith::RemUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
+  SmallVector<Value> amaxes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     Value m = arith::SelectOp::create(b, l, s.colValid,
                                       magnitude(b, l, s.values[i]), zero);
-    Value amax = buildGroupMax(
-        b, l,
-        vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m),
-        kLanesPerRowBlock);
+    amaxes.push_back(
+        vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m));
+  }
+  amaxes = scatterRowAmaxes(b, l, amaxes, laneInBlock);
+  Value firstOwnedRow = arith::AddIOp::create(
+      b, l, s.rowInSlice.front(),
+      arith::MulIOp::create(b, l, laneInBlock,
+                            cIndex(b, l, kRowsPerScaleLane)));
+  Value nan = arith::ConstantOp::create(
+      b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+  SmallVector<Value> factors;
+  for (auto [q, amax] : llvm::enumerate(amaxes)) {
     BlockScale scale =
         buildBlockScale(b, l, amax, op.getRounding(), elementType, scaleType);
-    storeVectorIf(
-        b, l, andI(b, l, s.rowValid[i], s.colValid),
-        quantizeVector(b, l, s.values[i], scale, op.getRounding(), elementType),
-        out.data, {s.row[i], s.col});
-    Value valid = andI(b, l, s.rowValid[i], blockValid);
-    if (!out.swizzle) {
-      buildIf(b, l, andI(b, l, firstLane, valid),
-              [&](OpBuilder &nb, Location nl) {
-                memref::StoreOp::create(nb, nl, scale.stored, out.scales,
-                                        ValueRange{s.row[i], block});
-              });
-      continue;
-    }
-    Value inTiles =
-        andI(b, l, blockInTiles,
-             cmpLT(b, l, s.rowInSlice[i], cIndex(b, l, paddedRows)));
-    Value stored = arith::SelectOp::create(b, l, valid, scale.stored,
-                                           buildZeroBits(b, l, scaleType));
-    buildIf(
-        b, l, andI(b, l, firstLane, inTiles), [&](OpBuilder &nb, Location nl) {
-          memref::StoreOp::create(
-              nb, nl, stored, out.scales,
-              swizzledIndices(
-                  nb, nl, inSlice(nb, nl, s.slice, paddedRows, s.rowInSlice[i]),
-                  block));
-        });
+    storeRowScale(b, l, s, grid, out,
+                  arith::AddIOp::create(b, l, firstOwnedRow, cIndex(b, l, q)),
+                  block, scale.stored);
+    factors.push_back(
+        arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor));
+  }
+  Value blockLane0 = arith::IndexCastOp::create(
+      b, l, b.getI32Type(), arith::SubIOp::create(b, l, s.lane, laneInBlock));
+  for (int64_t i = 0; i < kRowsPerLane; ++i) {
+    Value source = arith::AddIOp::create(
+        b, l, blockLane0,
+        arith::ConstantIntOp::create(b, l, i / kRowsPerScaleLane, 32));
+    Value factor = gpu::ShuffleOp::create(
+                       b, l, factors[i % kRowsPerScaleLane], source,
+                       arith::ConstantIntOp::create(b, l, kWarpSize, 32),
+                       gpu::ShuffleMode::IDX)
+                       .getShuffleResult();
+    Value isNaN =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, factor, factor);
+    storeVectorIf(b, l, andI(b, l, s.rowValid[i], s.colValid),
+                  quantizeVector(b, l, s.values[i], {Value(), factor, isNaN},
+                                 op.getRounding(), elementType),
+                  out.data, {s.row[i], s.col});
   }
 }
 
