@@ -8,6 +8,8 @@
 // low part, so every tie, its neighbours and every exponent), and, in the
 // disabled test, on all 2^32 patterns (about a minute:
 // `mx-unittests --gtest_also_run_disabled_tests --gtest_filter='E2M1*'`).
+// NVFP4's E4M3 block scale is fused with its decoding the same way
+// (buildNVFP4Scale), checked on every f32 in its range [2^-6, 448].
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,14 +55,12 @@ uint32_t integerCode(uint32_t bits) {
   return magnitude > 0x7F800000 ? 0 : code & 0xF;
 }
 
-/// buildE2M1Codes and packCodesInSoftware for one element. The products are
-/// exact, so whether they fuse with the sums changes nothing.
+/// buildE2M1Codes and packCodesInSoftware for one element.
 uint32_t magicCode(uint32_t bits) {
   const float magic = 12582912.0f; // 1.5 * 2^23
   float m = fromBits(bits & 0x7FFFFFFF);
-  volatile float twice = m * 2.0f, half = m * 0.5f;
-  float t = std::fmin(std::fmin(twice + magic, m + (magic + 2.0f)),
-                      half + (magic + 4.0f));
+  float t = std::fmin(std::fmin(std::fma(m, 2.0f, magic), m + (magic + 2.0f)),
+                      std::fma(m, 0.5f, magic + 4.0f));
   t = std::fmin(std::fmax(t, magic), magic + 7.0f);
   uint32_t sign = static_cast<int32_t>(bits) <= -0x800000 ? 8 : 0;
   return (toBits(t) + sign - toBits(magic)) & 0xF;
@@ -83,6 +83,31 @@ TEST(E2M1Rounding, Specials) {
   EXPECT_EQ(magicCode(toBits(-0.0f)), 8u);
   EXPECT_EQ(magicCode(0xFFC00000), 0u);
   EXPECT_EQ(magicCode(toBits(-INFINITY)), 15u);
+}
+
+/// buildTruncToElementBits for f8E4M3FN on a positive normal f32 (the
+/// clamped NVFP4 ratio), and buildExtFromElementBits of that code.
+std::pair<uint32_t, float> integerE4M3(uint32_t magnitude) {
+  uint32_t keptLsb = (magnitude >> 20) & 1;
+  uint32_t code =
+      ((magnitude + keptLsb + ((1u << 19) - 1)) >> 20) - (120u << 3);
+  uint32_t exponent = (code >> 3) & 0xF, mantissa = code & 7;
+  return {code, fromBits(((exponent + 120) << 23) | (mantissa << 20))};
+}
+
+/// buildNVFP4Scale's rounding: the rounded f32 is the value.
+std::pair<uint32_t, float> fusedE4M3(uint32_t bits) {
+  uint32_t rounded = (bits + (((bits >> 20) & 1) + 0x7FFFF)) & 0xFFF00000;
+  return {(rounded >> 20) - ((127 - 7) << 3), fromBits(rounded)};
+}
+
+TEST(E2M1Rounding, NVFP4ScaleEveryClampedRatio) {
+  for (uint32_t bits = toBits(0x1p-6f); bits <= toBits(448.0f); ++bits) {
+    auto [code, value] = integerE4M3(bits);
+    auto [fusedCode, fusedValue] = fusedE4M3(bits);
+    ASSERT_EQ(code, fusedCode) << std::hex << bits;
+    ASSERT_EQ(toBits(value), toBits(fusedValue)) << std::hex << bits;
+  }
 }
 
 TEST(E2M1Rounding, DISABLED_AllPatterns) {

@@ -66,8 +66,8 @@ constexpr uint32_t kIntegerMagicBits = 0x4B400000;
 /// third of the instructions: on |x| the code is rint(g(|x|)) with
 /// g(m) = min(2m, m + 2, m / 2 + 4), which maps the E2M1 grid
 /// {0, 0.5, 1, 1.5, 2, 3, 4, 6} to 0..7 piecewise linearly, so ties go to
-/// the even code; each piece is rounded once, exactly, by the magic add (2m
-/// and m / 2 are exact), and rint is monotone, so the min may follow it. The
+/// the even code; each piece is rounded once, exactly, by the magic add, and
+/// rint is monotone, so the min may follow it. The
 /// clamp to 7 saturates Inf; maxnumf turns a NaN into code 0 first, and the
 /// sign (-0 included) is dropped for NaN, whose bits as a signed integer
 /// exceed those of -Inf. unittests/Conversion/E2M1RoundingTest.cpp compares the
@@ -82,9 +82,12 @@ Value buildE2M1Codes(OpBuilder &b, Location loc, Value x) {
   Value m = arith::BitcastOp::create(
       b, loc, x.getType(),
       arith::AndIOp::create(b, loc, bits, i32(0x7FFFFFFF)));
-  auto piece = [&](float slope, float offset) {
-    Value scaled = arith::MulFOp::create(b, loc, m, f32(slope));
-    return arith::AddFOp::create(b, loc, scaled, f32(kIntegerMagic + offset));
+  // One fma a piece, which rounds once as the exact product allows anyway.
+  auto piece = [&](float slope, float offset) -> Value {
+    if (slope == 1)
+      return arith::AddFOp::create(b, loc, m, f32(kIntegerMagic + offset));
+    return LLVM::FMAOp::create(b, loc, m, f32(slope),
+                               f32(kIntegerMagic + offset));
   };
   Value t = arith::MinNumFOp::create(
       b, loc, arith::MinNumFOp::create(b, loc, piece(2, 0), piece(1, 2)),
@@ -166,15 +169,55 @@ Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
       b, loc, VectorType::get({length / 2}, b.getI8Type()), bytes);
 }
 
+/// NVFP4's E4M3 block scale of a block with f32 `amax` under `tensorScale`,
+/// and its factor 1 / t / s: buildNVFP4BlockScale and buildNVFP4Factor,
+/// with the E4M3 rounding and its decoding fused. The clamped ratio is NaN
+/// or in [2^-6, 448], E4M3's normal range, where rounding to 3 mantissa bits
+/// is the f32 rounding trick of buildTruncToElementBits, and the rounded f32
+/// is then the scale's value, which needs no decoding; a NaN ratio stays
+/// the divisor (any NaN makes the factor NaN) and gets the NaN byte 0x7F.
+std::pair<Value, Value> buildNVFP4Scale(OpBuilder &b, Location loc, Value amax,
+                                        Value tensorScale) {
+  auto f32 = [&](float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)).getResult();
+  };
+  auto i32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
+  };
+  Value ratio = arith::DivFOp::create(
+      b, loc, arith::DivFOp::create(b, loc, amax, f32(6)), tensorScale);
+  Value clamped = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, ratio, f32(0x1p-6f)), f32(448));
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), clamped);
+  Value keptLsb = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, i32(20)), i32(1));
+  Value rounded = arith::AndIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, bits, arith::AddIOp::create(b, loc, keptLsb, i32(0x7FFFF))),
+      i32(0xFFF00000));
+  Value code = arith::SubIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, rounded, i32(20)),
+      i32((127 - 7) << 3));
+  Value nan = isNaN(b, loc, clamped);
+  code = arith::SelectOp::create(b, loc, nan, i32(0x7F), code);
+  Value scale = arith::BitcastOp::create(
+      b, loc, b.getType<Float8E4M3FNType>(),
+      arith::TruncIOp::create(b, loc, b.getI8Type(), code));
+  Value value = arith::SelectOp::create(
+      b, loc, nan, clamped,
+      arith::BitcastOp::create(b, loc, b.getF32Type(), rounded));
+  Value inverse = arith::DivFOp::create(b, loc, f32(1), tensorScale);
+  return {scale, arith::DivFOp::create(b, loc, inverse, value)};
+}
+
 /// The stored scale of a block with f32 `amax` and the f32 factor that moves
 /// its elements into E2M1's range: NVFP4's E4M3 scale under `tensorScale`
 /// when given, else MXFP4's E8M0 power of two.
 std::pair<Value, Value> buildBlockScale(OpBuilder &b, Location loc, Value amax,
                                         QuantizeOp op, Value tensorScale) {
-  if (tensorScale) {
-    Value scale = buildNVFP4BlockScale(b, loc, amax, tensorScale);
-    return {scale, buildNVFP4Factor(b, loc, tensorScale, scale)};
-  }
+  if (tensorScale)
+    return buildNVFP4Scale(b, loc, amax, tensorScale);
   Value exponent = buildScaleExponent(b, loc, amax, op.getRounding(),
                                       op.getData().getType().getElementType());
   Type scaleType = op.getScales().getType().getElementType();
