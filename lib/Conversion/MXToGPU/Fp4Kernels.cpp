@@ -10,13 +10,15 @@
 // takes its amax, and writes the block's packed bytes with one 16-byte
 // (8-byte) store and its scale. A columnwise block is quantized together
 // with the next column's, so that every byte a thread writes is whole. The
-// scale and factor come from the same Numerics.h builders as the CPU lowering,
-// and so does the E2M1 conversion on sm_90a, which has no FP4 instruction;
-// sm_100a converts with `cvt.rn.satfinite.e2m1x2.f32`, the same rounding
-// (nearest even) and saturation, with NaN inputs given the contract's code 0.
-// So the kernels agree with the CPU lowering bit for bit. A computed NVFP4
+// scale and factor come from the same Numerics.h builders as the CPU lowering.
+// sm_90a has no FP4 instruction: it rounds to E2M1 with float min/max on
+// magic sums (buildE2M1Codes), which gives the bits of the CPU lowering's
+// integer conversion for every f32 in a third of its instructions; sm_100a
+// converts with `cvt.rn.satfinite.e2m1x2.f32`, the same rounding (nearest
+// even) and saturation, with NaN inputs given the contract's code 0. So the
+// kernels agree with the CPU lowering bit for bit. A computed NVFP4
 // tensor scale needs the whole tensor's finite amax before any block: a first
-// kernel reduces it into a device word with an atomic max.
+// kernel reduces it into a device word, one atomic max per CTA.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,21 +48,95 @@ Value isNaN(OpBuilder &b, Location loc, Value x) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
 }
 
-/// The E2M1 codes of f32 `lo` and `hi` packed into one byte, `lo` in the low
-/// nibble, by the CPU lowering's integer conversion.
-Value packPairInSoftware(OpBuilder &b, Location loc, Value lo, Value hi) {
-  Type f4 = b.getType<Float4E2M1FNType>();
-  auto code = [&](Value x) {
-    return arith::ExtUIOp::create(b, loc, b.getI8Type(),
-                                  buildTruncToElementBits(b, loc, x, f4))
-        .getResult();
-  };
-  return arith::OrIOp::create(
-      b, loc, code(lo),
-      arith::ShLIOp::create(b, loc, code(hi), cI8(b, loc, 4)));
+/// A splat of `value` shaped like the vector `like`.
+Value splat(OpBuilder &b, Location loc, Value like, Attribute value) {
+  auto type =
+      cast<VectorType>(like.getType()).clone(cast<TypedAttr>(value).getType());
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
 }
 
-/// The same byte by the hardware `cvt.rn.satfinite.e2m1x2.f32` (sm_100a). It
+/// 1.5 * 2^23, whose f32 neighbours are 1 apart: adding it to a small
+/// non-negative value rounds that value to an integer, to nearest even, and
+/// the integer is the sum's bits minus the constant's.
+constexpr float kIntegerMagic = 12582912.0f;
+constexpr uint32_t kIntegerMagicBits = 0x4B400000;
+
+/// Per element of an f32 vector `x`, its E2M1 code plus kIntegerMagicBits
+/// (mod 2^32), as i32. This is the rounding of buildTruncToElementBits in a
+/// third of the instructions: on |x| the code is rint(g(|x|)) with
+/// g(m) = min(2m, m + 2, m / 2 + 4), which maps the E2M1 grid
+/// {0, 0.5, 1, 1.5, 2, 3, 4, 6} to 0..7 piecewise linearly, so ties go to
+/// the even code; each piece is rounded once, exactly, by the magic add, and
+/// rint is monotone, so the min may follow it. The
+/// clamp to 7 saturates Inf; maxnumf turns a NaN into code 0 first, and the
+/// sign (-0 included) is dropped for NaN, whose bits as a signed integer
+/// exceed those of -Inf. unittests/Conversion/E2M1RoundingTest.cpp compares the
+/// two conversions on all 2^32 f32 patterns.
+Value buildE2M1Codes(OpBuilder &b, Location loc, Value x) {
+  auto f32 = [&](float v) { return splat(b, loc, x, b.getF32FloatAttr(v)); };
+  auto i32 = [&](int64_t v) {
+    return splat(b, loc, x, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  };
+  Type bitsType = cast<VectorType>(x.getType()).clone(b.getI32Type());
+  Value bits = arith::BitcastOp::create(b, loc, bitsType, x);
+  Value m = arith::BitcastOp::create(
+      b, loc, x.getType(),
+      arith::AndIOp::create(b, loc, bits, i32(0x7FFFFFFF)));
+  // One fma a piece, which rounds once as the exact product allows anyway.
+  auto piece = [&](float slope, float offset) -> Value {
+    if (slope == 1)
+      return arith::AddFOp::create(b, loc, m, f32(kIntegerMagic + offset));
+    return LLVM::FMAOp::create(b, loc, m, f32(slope),
+                               f32(kIntegerMagic + offset));
+  };
+  Value t = arith::MinNumFOp::create(
+      b, loc, arith::MinNumFOp::create(b, loc, piece(2, 0), piece(1, 2)),
+      piece(0.5f, 4));
+  t = arith::MinNumFOp::create(
+      b, loc, arith::MaxNumFOp::create(b, loc, t, f32(kIntegerMagic)),
+      f32(kIntegerMagic + 7));
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                         bits, i32(int32_t(0xFF800000u)));
+  Value sign = arith::SelectOp::create(b, loc, negative, i32(8), i32(0));
+  return arith::AddIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, bitsType, t), sign);
+}
+
+/// Packs an i32 vector of E2M1 codes from buildE2M1Codes into bytes, element
+/// 2i in the low nibble, in words of up to eight codes: a word is the sum of
+/// its shifted codes, and the magic's bits come off once per word.
+Value packCodesInSoftware(OpBuilder &b, Location loc, Value codes) {
+  int64_t length = cast<VectorType>(codes.getType()).getNumElements();
+  int64_t group = std::min<int64_t>(length, 8);
+  Type wordType = b.getIntegerType(4 * group);
+  SmallVector<Value> words;
+  for (int64_t first = 0; first < length; first += group) {
+    Value word;
+    uint32_t magic = 0;
+    for (int64_t i = 0; i < group; ++i) {
+      Value code = vector::ExtractOp::create(b, loc, codes, first + i);
+      if (i)
+        code = arith::ShLIOp::create(
+            b, loc, code, arith::ConstantIntOp::create(b, loc, 4 * i, 32));
+      word =
+          word ? arith::AddIOp::create(b, loc, word, code).getResult() : code;
+      magic += kIntegerMagicBits << (4 * i);
+    }
+    word = arith::SubIOp::create(
+        b, loc, word,
+        arith::ConstantIntOp::create(b, loc, static_cast<int32_t>(magic), 32));
+    words.push_back(arith::TruncIOp::create(b, loc, wordType, word));
+  }
+  Value packed = vector::FromElementsOp::create(
+      b, loc, VectorType::get({length / group}, wordType), words);
+  auto bytesType = VectorType::get({length / 2}, b.getI8Type());
+  if (packed.getType() == bytesType)
+    return packed;
+  return vector::BitCastOp::create(b, loc, bytesType, packed);
+}
+
+/// The E2M1 codes of f32 `lo` and `hi` packed into one byte, `lo` in the low
+/// nibble, by the hardware `cvt.rn.satfinite.e2m1x2.f32` (sm_100a). It
 /// rounds to nearest even and saturates Inf to +-6 as the software does, but
 /// E2M1 has no NaN and the contract's code for one is 0, which the
 /// instruction does not promise: a NaN input's nibble is cleared.
@@ -80,16 +156,59 @@ Value packPairInHardware(OpBuilder &b, Location loc, Value lo, Value hi) {
 /// Packs an even-length f32 vector, already multiplied by its block's factor,
 /// into E2M1 codes two to a byte (element 2i in the low nibble).
 Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
+  if (chip != Chip::sm_100a)
+    return packCodesInSoftware(b, loc, buildE2M1Codes(b, loc, scaled));
   int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
   SmallVector<Value> bytes;
   for (int64_t i = 0; i < length; i += 2) {
     Value lo = vector::ExtractOp::create(b, loc, scaled, i);
     Value hi = vector::ExtractOp::create(b, loc, scaled, i + 1);
-    bytes.push_back(chip == Chip::sm_100a ? packPairInHardware(b, loc, lo, hi)
-                                          : packPairInSoftware(b, loc, lo, hi));
+    bytes.push_back(packPairInHardware(b, loc, lo, hi));
   }
   return vector::FromElementsOp::create(
       b, loc, VectorType::get({length / 2}, b.getI8Type()), bytes);
+}
+
+/// NVFP4's E4M3 block scale of a block with f32 `amax` under `tensorScale`,
+/// and its factor 1 / t / s: buildNVFP4BlockScale and buildNVFP4Factor,
+/// with the E4M3 rounding and its decoding fused. The clamped ratio is NaN
+/// or in [2^-6, 448], E4M3's normal range, where rounding to 3 mantissa bits
+/// is the f32 rounding trick of buildTruncToElementBits, and the rounded f32
+/// is then the scale's value, which needs no decoding; a NaN ratio stays
+/// the divisor (any NaN makes the factor NaN) and gets the NaN byte 0x7F.
+std::pair<Value, Value> buildNVFP4Scale(OpBuilder &b, Location loc, Value amax,
+                                        Value tensorScale) {
+  auto f32 = [&](float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)).getResult();
+  };
+  auto i32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
+  };
+  Value ratio = arith::DivFOp::create(
+      b, loc, arith::DivFOp::create(b, loc, amax, f32(6)), tensorScale);
+  Value clamped = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, ratio, f32(0x1p-6f)), f32(448));
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), clamped);
+  Value keptLsb = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, i32(20)), i32(1));
+  Value rounded = arith::AndIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, bits, arith::AddIOp::create(b, loc, keptLsb, i32(0x7FFFF))),
+      i32(0xFFF00000));
+  Value code = arith::SubIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, rounded, i32(20)),
+      i32((127 - 7) << 3));
+  Value nan = isNaN(b, loc, clamped);
+  code = arith::SelectOp::create(b, loc, nan, i32(0x7F), code);
+  Value scale = arith::BitcastOp::create(
+      b, loc, b.getType<Float8E4M3FNType>(),
+      arith::TruncIOp::create(b, loc, b.getI8Type(), code));
+  Value value = arith::SelectOp::create(
+      b, loc, nan, clamped,
+      arith::BitcastOp::create(b, loc, b.getF32Type(), rounded));
+  Value inverse = arith::DivFOp::create(b, loc, f32(1), tensorScale);
+  return {scale, arith::DivFOp::create(b, loc, inverse, value)};
 }
 
 /// The stored scale of a block with f32 `amax` and the f32 factor that moves
@@ -97,10 +216,8 @@ Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
 /// when given, else MXFP4's E8M0 power of two.
 std::pair<Value, Value> buildBlockScale(OpBuilder &b, Location loc, Value amax,
                                         QuantizeOp op, Value tensorScale) {
-  if (tensorScale) {
-    Value scale = buildNVFP4BlockScale(b, loc, amax, tensorScale);
-    return {scale, buildNVFP4Factor(b, loc, tensorScale, scale)};
-  }
+  if (tensorScale)
+    return buildNVFP4Scale(b, loc, amax, tensorScale);
   Value exponent = buildScaleExponent(b, loc, amax, op.getRounding(),
                                       op.getData().getType().getElementType());
   Type scaleType = op.getScales().getType().getElementType();
@@ -132,14 +249,35 @@ Value reduceMax(OpBuilder &b, Location loc, Value f32Vector) {
                                      f32Vector);
 }
 
+/// Vectors that a thread of the finite-amax kernel reduces: enough that the
+/// CTAs' atomics on the one word do not queue up (one per 2048 vectors).
+constexpr int64_t kAmaxVectorsPerThread = 8;
+
+/// The max over the finite elements of an f32 vector, NaN and Inf counting
+/// as 0 (`olt` is false for both).
+Value buildFiniteMax(OpBuilder &b, Location loc, Value values) {
+  Value magnitudes = magnitude(b, loc, values);
+  auto type = cast<VectorType>(magnitudes.getType());
+  Value infinity = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(INFINITY)));
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
+  Value finite = arith::SelectOp::create(
+      b, loc,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, magnitudes,
+                            infinity),
+      magnitudes, zero);
+  return reduceMax(b, loc, finite);
+}
+
 /// The max |x| over the finite elements of `input` (NVFP4's tensor amax) as
 /// the bits of an f32 in a device `memref<1xi32>`. A one-thread kernel zeroes
-/// it; then each thread reduces one block, each warp combines its lanes by
-/// xor-shuffles, and one lane per warp folds the result in with an atomic
-/// unsigned max: finite magnitudes are non-negative floats, whose bit
-/// patterns order like their values. The kernels run in order on one stream.
-/// A thread reads the widest vector of up to 16 elements that tiles a row
-/// (FP4 rows have even length).
+/// it; then each thread reduces kAmaxVectorsPerThread vectors, a warp's
+/// loads contiguous, each CTA combines its threads, and its first thread
+/// folds the result in with an atomic unsigned max: finite magnitudes are
+/// non-negative floats, whose bit patterns order like their values. The
+/// kernels run in order on one stream. A vector is the widest of up to 16
+/// elements that tiles a row (FP4 rows have even length).
 Value buildFiniteAmax(OpBuilder &b, Location loc, Value input) {
   auto inputType = cast<MemRefType>(input.getType());
   int64_t blockSize = std::gcd(inputType.getDimSize(1), kNVFP4Block);
@@ -154,35 +292,40 @@ Value buildFiniteAmax(OpBuilder &b, Location loc, Value input) {
             });
   });
   int64_t blocks = inputType.getNumElements() / blockSize;
-  buildLaunch(b, loc, blocks, [&](OpBuilder &nb, Location l, Value thread) {
-    // Every lane takes part in the shuffles: those past the end re-read the
-    // last block, which leaves the max unchanged.
-    Value index =
-        arith::MinUIOp::create(nb, l, thread, cIndex(nb, l, blocks - 1));
-    Value magnitudes =
-        magnitude(nb, l, loadRowBlock(nb, l, input, index, blockSize).values);
-    auto type = cast<VectorType>(magnitudes.getType());
-    Value infinity = arith::ConstantOp::create(
-        nb, l, DenseElementsAttr::get(type, nb.getF32FloatAttr(INFINITY)));
-    Value zero = arith::ConstantOp::create(
-        nb, l, DenseElementsAttr::get(type, nb.getF32FloatAttr(0.0f)));
-    // NaN and Inf count as 0: `olt` is false for both.
-    Value finite = arith::SelectOp::create(
-        nb, l,
-        arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OLT, magnitudes,
-                              infinity),
-        magnitudes, zero);
-    Value amax = buildGroupMax(nb, l, reduceMax(nb, l, finite), 32);
-    Value firstLane = arith::CmpIOp::create(
-        nb, l, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(nb, l, thread, cIndex(nb, l, 32)),
-        cIndex(nb, l, 0));
-    buildIf(nb, l, firstLane, [&](OpBuilder &ib, Location il) {
-      Value bits = arith::BitcastOp::create(ib, il, ib.getI32Type(), amax);
-      memref::AtomicRMWOp::create(ib, il, arith::AtomicRMWKind::maxu, bits,
-                                  amaxBits, ValueRange{cIndex(ib, il, 0)});
-    });
-  });
+  int64_t perCTA = kThreadsPerBlock * kAmaxVectorsPerThread;
+  buildBlockLaunch(
+      b, loc, llvm::divideCeil(blocks, perCTA),
+      {getCTAMaxBufferType(b.getContext())},
+      [&](OpBuilder &nb, Location l, const KernelIds &ids) {
+        Value first = arith::AddIOp::create(
+            nb, l,
+            arith::MulIOp::create(nb, l, ids.block, cIndex(nb, l, perCTA)),
+            ids.thread);
+        Value amax;
+        for (int64_t k = 0; k < kAmaxVectorsPerThread; ++k) {
+          // Every thread takes part in the CTA's max: those past the end
+          // re-read the last vector, which leaves the max unchanged.
+          Value index = arith::MinUIOp::create(
+              nb, l,
+              arith::AddIOp::create(nb, l, first,
+                                    cIndex(nb, l, k * kThreadsPerBlock)),
+              cIndex(nb, l, blocks - 1));
+          Value vectorMax = buildFiniteMax(
+              nb, l, loadRowBlock(nb, l, input, index, blockSize).values);
+          amax = amax ? arith::MaximumFOp::create(nb, l, amax, vectorMax)
+                            .getResult()
+                      : vectorMax;
+        }
+        amax = buildCTAMax(nb, l, amax, ids.thread, ids.workgroup.front());
+        buildIf(nb, l, isZeroIndex(nb, l, ids.thread),
+                [&](OpBuilder &ib, Location il) {
+                  Value bits =
+                      arith::BitcastOp::create(ib, il, ib.getI32Type(), amax);
+                  memref::AtomicRMWOp::create(
+                      ib, il, arith::AtomicRMWKind::maxu, bits, amaxBits,
+                      ValueRange{cIndex(ib, il, 0)});
+                });
+      });
   return amaxBits;
 }
 
