@@ -32,26 +32,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import ml_dtypes
 import numpy as np
 
 from . import dlpack, tools, toolchain
+from .runtime import _descriptor_type
 
 TARGETS = ("cpu", "sm_90a", "sm_100a")
 GEMM_LOWERINGS = ("auto", "kernel", "cublas")
 _CACHE_FORMAT = 1
 _COMPILE_TOOLS = ("mx-opt", "mlir-translate", "llc")
 
-NUMPY_DTYPES = {
-    "f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f64": np.dtype(np.float64), "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
-    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2), "f8E8M0FNU": np.dtype(ml_dtypes.float8_e8m0fnu),
-    "f4E2M1FN": np.dtype(ml_dtypes.float4_e2m1fn), "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16), "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
-}
+NUMPY_DTYPES = tools.NUMPY_DTYPES
 _SCALAR_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32,
                   "i64": ctypes.c_int64, "index": ctypes.c_int64}
-_TORCH_DTYPES = {  # MLIR element type -> torch dtype names that carry it (the first is returned).
+TORCH_DTYPES = {  # MLIR element type -> torch dtype names that carry it (the first is returned).
     "f32": ("float32",), "f16": ("float16",), "bf16": ("bfloat16",), "f64": ("float64",),
     "i8": ("int8",), "i16": ("int16",), "i32": ("int32",), "i64": ("int64",),
     "f8E4M3FN": ("float8_e4m3fn", "uint8"), "f8E5M2": ("float8_e5m2", "uint8"),
@@ -126,8 +120,9 @@ def _cached_library(source: str, target: str, gemm: str, root: Path) -> Path:
     try:
         toolchain_key = toolchain.toolchain_id(*_COMPILE_TOOLS)
     except FileNotFoundError as missing:
-        if index.is_file() and (root / index.read_text().strip() / "kernel.so").is_file():
-            return root / index.read_text().strip() / "kernel.so"
+        cached = root / index.read_text().strip() / "kernel.so" if index.is_file() else None
+        if cached and cached.is_file():
+            return cached
         raise CompileError(f"{missing}; and the cache {root} holds no library of this program for "
                            f"{target}: compile it where mx-opt is, with the same $MX_CACHE_DIR, and "
                            "copy that directory here") from None
@@ -193,11 +188,6 @@ def _load(path: Path, target: str) -> tuple[ctypes.CDLL, dict[str, Signature]]:
 
 _libc = ctypes.CDLL(None)
 _libc.free.argtypes = [ctypes.c_void_p]
-
-
-def _descriptor_type(rank: int) -> type[ctypes.Structure]:
-    from .runtime import _descriptor_type as descriptor_type
-    return descriptor_type(rank)
 
 
 class _HostAllocation:
@@ -365,7 +355,7 @@ class _GpuLayouts:
             rank = len(spec.shape)
             self.arguments.append((_descriptor_type(rank), (ctypes.c_int64 * rank)(*spec.shape),
                                    (ctypes.c_int64 * rank)(*_row_major(spec.shape)), _stored_shape(spec),
-                                   {getattr(torch, name) for name in _TORCH_DTYPES.get(spec.dtype, ())
+                                   {getattr(torch, name) for name in TORCH_DTYPES.get(spec.dtype, ())
                                     if hasattr(torch, name)}))
         results = signature.results
         self.result_layouts = (runtime.ResultLayout * len(results))()
@@ -378,7 +368,7 @@ class _GpuLayouts:
             layout.rank, layout.storedRank, layout.storedShape = len(spec.shape), len(stored), shape
             layout.code, layout.bits = dlpack.DL_TYPES[spec.dtype]
             layout.itemBytes = 1 if spec.dtype == "f4E2M1FN" else NUMPY_DTYPES[spec.dtype].itemsize
-            self.result_dtypes.append(getattr(torch, _TORCH_DTYPES[spec.dtype][0], None))
+            self.result_dtypes.append(getattr(torch, TORCH_DTYPES[spec.dtype][0], None))
 
 
 class _GpuCall:

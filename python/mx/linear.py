@@ -56,8 +56,7 @@ class LinearPlan:
             raise ValueError(f"mx.torch.Linear(recipe={recipe!r}) needs the token count, in_features and "
                              f"out_features to be multiples of {multiple} (each is the K of one GEMM); "
                              f"got {', '.join(f'{k_}={v}' for k_, v in bad.items())}")
-        self.m, self.k, self.n, self.recipe, self.target = m, k, n, recipe, target
-        self.dtype, self.weight_dtype, self.history_length = dtype, weight_dtype, history_length
+        self.recipe, self.target, self.history_length = recipe, target, history_length
         self.kernels = {}
         for role, (rows, cols, wide) in {"input": (m, k, dtype), "weight": (n, k, weight_dtype),
                                          "grad": (m, n, dtype)}.items():

@@ -19,13 +19,12 @@ import numpy as np
 
 from . import builder, compiler, reference
 
-_WIDE = ("f32", "bf16", "f16")
+WIDE_TYPES = ("f32", "bf16", "f16")  # what quantize reads and dequantize / matmul write
 _ELEMENTS = ("f8E4M3FN", "f8E5M2", "f4E2M1FN")
 _SCALES = ("f8E8M0FNU", "f32", "f8E4M3FN")
 _ROUNDINGS = ("ceil", "floor", "even", "exact")
 _NAMES = {str(dtype): name for name, dtype in compiler.NUMPY_DTYPES.items()}
-_TORCH_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float8_e4m3fn": "f8E4M3FN",
-                "float8_e5m2": "f8E5M2", "float8_e8m0fnu": "f8E8M0FNU", "float4_e2m1fn_x2": "f4E2M1FN"}
+_TORCH_NAMES = {names[0]: name for name, names in compiler.TORCH_DTYPES.items()}  # torch -> MLIR
 
 
 def _is_torch(x) -> bool:
@@ -132,8 +131,8 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
                     scale_type: str = "f8E8M0FNU", rounding: str | None = "ceil", swizzle: bool = False,
                     columnwise: bool = False, *, target: str = "cpu") -> compiler.Kernel:
     """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type)."""
-    _check(dtype in _WIDE, "quantize", f"input dtype {dtype} is not supported; expected one of "
-                                       f"{', '.join(_WIDE)}")
+    _check(dtype in WIDE_TYPES, "quantize",
+           f"input dtype {dtype} is not supported; expected one of {', '.join(WIDE_TYPES)}")
     _check(elem in _ELEMENTS, "quantize", f"element type {elem} is not one of {', '.join(_ELEMENTS)}")
     _check(scale_type in _SCALES, "quantize", f"scale type {scale_type} is not one of {', '.join(_SCALES)}")
     _check(rounding is None or rounding in _ROUNDINGS, "quantize",
@@ -172,7 +171,7 @@ def dequantize_kernel(shape: tuple[int, ...], dtype: str, scales_shape: tuple[in
                       block: tuple[int, ...], out_dtype: str = "f32", *, target: str = "cpu") -> compiler.Kernel:
     """The compiled dequantize of `dequantize` for one data shape."""
     _check(dtype in _ELEMENTS, "dequantize", f"data dtype {dtype} is not one of {', '.join(_ELEMENTS)}")
-    _check(out_dtype in _WIDE, "dequantize", f"result dtype {out_dtype} is not one of {', '.join(_WIDE)}")
+    _check(out_dtype in WIDE_TYPES, "dequantize", f"result dtype {out_dtype} is not one of {', '.join(WIDE_TYPES)}")
     block = _check_block("dequantize", shape, block)
     expected = reference.scales_shape(shape, block)
     _check(tuple(scales_shape) == expected, "dequantize",
@@ -238,7 +237,7 @@ def scaled_matmul_kernel(a_shape: tuple[int, ...], a_type: str, a_scales_shape: 
     op = "scaled_matmul"
     for name, elem in (("lhs", a_type), ("rhs", b_type)):
         _check(elem in _ELEMENTS, op, f"{name} dtype {elem} is not one of {', '.join(_ELEMENTS)}")
-    _check(out_dtype in _WIDE, op, f"result dtype {out_dtype} is not one of {', '.join(_WIDE)}")
+    _check(out_dtype in WIDE_TYPES, op, f"result dtype {out_dtype} is not one of {', '.join(WIDE_TYPES)}")
     _check(a_shape[:-2] == b_shape[:-2], op, f"batch dimensions differ: {a_shape} and {b_shape}")
     _, k = _gemm_rows_and_k(op, a_shape, a_layout, "lhs")
     _, k_rhs = _gemm_rows_and_k(op, b_shape, b_layout, "rhs")
@@ -272,7 +271,7 @@ def scaled_matmul(a, a_scales, b, b_scales, a_block: Sequence[int], b_block: Seq
 def quantize_delayed_kernel(shape: tuple[int, ...], dtype: str, slots: int, history_length: int, index: int,
                             elem: str = "f8E4M3FN", *, target: str = "cpu") -> compiler.Kernel:
     """The compiled delayed-scaling cast of tensor `index` of `slots` (mx.quantize_delayed)."""
-    _check(dtype in _WIDE, "quantize_delayed", f"input dtype {dtype} is not one of {', '.join(_WIDE)}")
+    _check(dtype in WIDE_TYPES, "quantize_delayed", f"input dtype {dtype} is not one of {', '.join(WIDE_TYPES)}")
     _check(0 <= index < slots, "quantize_delayed", f"index {index} is outside the {slots} scales")
     f = builder.Function("quantize_delayed")
     x, scales = f.arg(shape, dtype), f.arg((slots,), "f32")

@@ -28,6 +28,7 @@ from .toolchain import LLVM_LIB, find_tool, runtime_library_dir
 # numpy dtype <-> MLIR element type.
 _MLIR_TYPES = {
     np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
     np.dtype(np.float16): "f16",
     np.dtype(ml_dtypes.bfloat16): "bf16",
     np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
@@ -37,8 +38,9 @@ _MLIR_TYPES = {
     np.dtype(np.int8): "i8",
     np.dtype(np.int16): "i16",
     np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
 }
-_NUMPY_TYPES = {name: dtype for dtype, name in _MLIR_TYPES.items()}
+NUMPY_DTYPES = {name: dtype for dtype, name in _MLIR_TYPES.items()}  # MLIR element type -> numpy
 
 
 def _bit_width(dtype) -> int:
@@ -217,7 +219,7 @@ def cpu_quantize(x: np.ndarray, block: Sequence[int], elem: str = "f8E4M3FN",
     """`mx.quantize` through the CPU pipeline; same contract as `reference.quantize`. NVFP4
     (`f8E4M3FN` scales) follows `reference.quantize_nvfp4`: with `tensor_scale` None the op computes
     it and it is returned third."""
-    data_dtype, scale_dtype = _NUMPY_TYPES[elem], _NUMPY_TYPES[scale_type]
+    data_dtype, scale_dtype = NUMPY_DTYPES[elem], NUMPY_DTYPES[scale_type]
     scales_shape = reference.scales_shape(x.shape, block)
     computed = scale_type == "f8E4M3FN" and tensor_scale is None
     clause, scalars = _tensor_scale_clause("t", tensor_scale)
@@ -316,7 +318,7 @@ def cpu_amax(x: np.ndarray) -> np.float32:
 def cpu_quantize_delayed(x: np.ndarray, scales: np.ndarray, history: np.ndarray, index: int,
                          elem: str = "f8E4M3FN") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`mx.quantize_delayed` through the CPU pipeline; same contract as `reference.quantize_delayed`."""
-    data_dtype, ones = _NUMPY_TYPES[elem], (1,) * x.ndim
+    data_dtype, ones = NUMPY_DTYPES[elem], (1,) * x.ndim
     f32 = np.dtype(np.float32)
     body = (f"  %d, %i, %h1 = mx.quantize_delayed %x, %s, %h index {index} : "
             f"{mlir_type(x.shape, x.dtype)}, {mlir_type(scales.shape, f32)}, {mlir_type(history.shape, f32)} -> "

@@ -27,9 +27,6 @@ import torch
 from . import ops
 from .linear import DELAYED_SLOTS, RECIPES, LinearPlan
 
-_TORCH_TO_MLIR = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
-
-
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2d, weight, bias, module):
@@ -75,15 +72,15 @@ class Linear(torch.nn.Linear):
     def _plan(self, x2d: torch.Tensor) -> LinearPlan:
         key = (x2d.shape[0], x2d.dtype, self.weight.dtype, x2d.device)
         if key not in self._plans:
-            if x2d.dtype not in _TORCH_TO_MLIR or self.weight.dtype not in _TORCH_TO_MLIR:
+            dtypes = [ops.element_type(t) if t.dtype.is_floating_point else None for t in (x2d, self.weight)]
+            if any(d not in ops.WIDE_TYPES for d in dtypes):
                 raise TypeError(f"mx.torch.Linear computes on float32, bfloat16 or float16; got input "
                                 f"{x2d.dtype} and weight {self.weight.dtype}")
             target = ops._target_of([x2d], None)
             if target == "cpu":
                 raise ValueError("mx.torch.Linear runs on a CUDA device; the input is on the CPU")
             self._plans[key] = LinearPlan(x2d.shape[0], self.in_features, self.out_features, self.recipe,
-                                          _TORCH_TO_MLIR[x2d.dtype], _TORCH_TO_MLIR[self.weight.dtype],
-                                          target, self.history_length)
+                                          *dtypes, target, self.history_length)
         return self._plans[key]
 
     def _delayed_state(self):
