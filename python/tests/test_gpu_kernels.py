@@ -100,10 +100,14 @@ MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype
 }
 # Swizzle programs: linear scales shape, unscaled dim, scale dtype. Scales tiled along their
 # second-to-last dimension with C a multiple of 4 take the vector kernels, the rest the scalar ones.
+# The vector kernels give a thread 4, 2 or 1 tiles (the most that divide C / 4 and fit 16 bytes)
+# and pair lanes on consecutive groups of tiles: [200, 48] has 3 groups of 4 (an odd count, so the
+# last pair is half empty), [300, 8] 1 group of 2, [2, 200, 12] 3 groups of 1, f32 1 of 1.
 SWIZZLE = {
     "swizzle_rows": ((500, 6), 0, ml_dtypes.float8_e8m0fnu),
     "swizzle_columns": ((3, 130), 1, ml_dtypes.float8_e8m0fnu),
     "swizzle_rows_vector": ((300, 8), 0, ml_dtypes.float8_e8m0fnu),
+    "swizzle_wide_vector": ((200, 48), 0, ml_dtypes.float8_e8m0fnu),
     "swizzle_batched_vector": ((2, 200, 12), 1, ml_dtypes.float8_e8m0fnu),
     "swizzle_f32_vector": ((130, 8), 0, F32),
 }

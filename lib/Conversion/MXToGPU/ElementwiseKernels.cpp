@@ -5,20 +5,24 @@
 // per thread, and a one-thread-per-element kernel for the shapes the vector
 // one cannot take.
 //
-// Dequantize: a thread converts 16 consecutive FP8 elements of a row (one
-// 16-byte load), two per hardware `cvt.rn.f16x2.{e4m3,e5m2}x2` (exact: every
-// E4M3 and E5M2 value is an f16), multiplies them in f32 by their block's
-// scale (one load when the block spans the 16, a vector of 16 scales for
-// [32, 1] blocks), rounds once to the output type and stores the 16 results
-// at once. That is the CPU lowering's arithmetic, so the two agree bit for
+// Dequantize: a thread converts chunks of 16 consecutive FP8 elements of a
+// row (one 16-byte load each, all loads first), two per hardware
+// `cvt.rn.f16x2.{e4m3,e5m2}x2` (exact: every E4M3 and E5M2 value is an f16),
+// multiplies them in f32 by their block's scale (one load when the block
+// spans the 16, a vector of 16 scales for [32, 1] blocks), rounds once to
+// the output type (two per `cvt.rn.{bf16x2,f16x2}.f32`) and stores the 16
+// results at once. That is the CPU lowering's arithmetic, so the two agree bit for
 // bit, NaN canonicalization included; the scalar kernel decodes with the
 // CPU lowering's integer builders instead, for rows that are not whole
 // 16-element chunks and blocks narrower than 16 but wider than 1.
 //
 // Swizzle: in the tiled layout a 128x4 tile is 32 rows of 16 elements, row
 // i holding compact rows i, i + 32, i + 64, i + 96 of the tile, 4 columns
-// each. A thread builds one such row from four 4-element loads and writes it
-// with one store, zeros in the padding rows; unswizzle does the reverse.
+// each. A thread builds row i of up to four consecutive tiles from four
+// loads of up to 16 bytes (one per compact row), a 4x4 transpose of 4-element
+// words in registers, and one store per tile, zeros in the padding rows;
+// unswizzle does the reverse. Lanes are laid out so that both the compact
+// and the tiled accesses of a warp fill whole 32-byte sectors.
 // Scales tiled along their second-to-last dimension with whole 4-column
 // groups take that path; the rest (the blockwise layout, tiles along the
 // last dimension, partial column groups) gather one element per thread,
@@ -64,6 +68,30 @@ void buildThreadPerItem(
                           body(b, thread);
                         });
               });
+}
+
+/// The concatenation of equally long 1-D vectors, by a tree of shuffles
+/// (which the NVVM pipeline lowers directly, unlike strided slices).
+Value concatenate(ImplicitLocOpBuilder &b, SmallVector<Value> parts) {
+  while (parts.size() > 1) {
+    SmallVector<Value> joined;
+    for (size_t i = 0; i < parts.size(); i += 2) {
+      int64_t length = cast<VectorType>(parts[i].getType()).getNumElements();
+      joined.push_back(vector::ShuffleOp::create(
+          b, parts[i], parts[i + 1],
+          llvm::to_vector(llvm::seq<int64_t>(0, 2 * length))));
+    }
+    parts = std::move(joined);
+  }
+  return parts.front();
+}
+
+/// Elements [start, start + length) of a 1-D vector.
+Value extractSlice(ImplicitLocOpBuilder &b, Value vector, int64_t start,
+                   int64_t length) {
+  return vector::ShuffleOp::create(
+      b, vector, vector,
+      llvm::to_vector(llvm::seq<int64_t>(start, start + length)));
 }
 
 /// Whether the vector dequantize covers `op` (FP8 data): rows of whole
@@ -129,48 +157,119 @@ Value loadScaleFactors(ImplicitLocOpBuilder &b, Value scales,
   return vector::FromElementsOp::create(b, factorsType, factors);
 }
 
+/// The contract's quiet NaN of `type` (a vector type), splatted.
+Value buildQuietNaN(ImplicitLocOpBuilder &b, VectorType type) {
+  auto elementType = cast<FloatType>(type.getElementType());
+  return arith::ConstantOp::create(
+      b, DenseElementsAttr::get(
+             type, b.getFloatAttr(elementType, APFloat::getQNaN(
+                                                   elementType.getFloatSemantics()))));
+}
+
+/// `product` (an even-length f32 vector) rounded to nearest even as 16-bit
+/// `resultType`, two elements per hardware `cvt.rn.{bf16x2,f16x2}.f32`
+/// (LLVM would round them one by one), and the contract's quiet NaN where
+/// the product is NaN: the hardware gives the canonical NaN 0x7FFF.
+Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product,
+                        Type resultType) {
+  int64_t length = cast<VectorType>(product.getType()).getNumElements();
+  auto pairType = VectorType::get({2}, resultType);
+  Value quietNaN = buildQuietNaN(b, pairType);
+  SmallVector<Value> pairs;
+  for (int64_t i = 0; i < length; i += 2) {
+    Value lo = vector::ExtractOp::create(b, product, i);
+    Value hi = vector::ExtractOp::create(b, product, i + 1);
+    Value pair =
+        resultType.isBF16()
+            ? NVVM::ConvertF32x2ToBF16x2Op::create(b, pairType, hi, lo,
+                                                   /*random_bits=*/Value(),
+                                                   NVVM::FPRoundingMode::RN)
+                  .getResult()
+            : NVVM::ConvertF32x2ToF16x2Op::create(b, pairType, hi, lo,
+                                                  /*random_bits=*/Value(),
+                                                  NVVM::FPRoundingMode::RN)
+                  .getResult();
+    Value isNaN = vector::FromElementsOp::create(
+        b, VectorType::get({2}, b.getI1Type()),
+        ValueRange{arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, lo, lo),
+                   arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, hi,
+                                         hi)});
+    pairs.push_back(arith::SelectOp::create(b, isNaN, quietNaN, pair));
+  }
+  return concatenate(b, pairs);
+}
+
 /// buildDequantized on vectors: one f32 multiply, one rounding to
 /// `resultType`, and the contract's quiet NaN where the product is NaN (the
 /// GPU's own NaN differs).
 Value buildDequantizedVector(ImplicitLocOpBuilder &b, Value values,
                              Value factors, Type resultType) {
   Value product = arith::MulFOp::create(b, values, factors);
-  auto type = cast<VectorType>(product.getType()).clone(resultType);
+  if (!resultType.isF32())
+    return buildRoundedPairs(b, product, resultType);
   Value isNaN =
       arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, product, product);
-  if (!resultType.isF32())
-    product = arith::TruncFOp::create(b, type, product);
-  Value quietNaN = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(
-             type, b.getFloatAttr(
-                       resultType,
-                       APFloat::getQNaN(
-                           cast<FloatType>(resultType).getFloatSemantics()))));
-  return arith::SelectOp::create(b, isNaN, quietNaN, product);
+  return arith::SelectOp::create(
+      b, isNaN, buildQuietNaN(b, cast<VectorType>(product.getType())),
+      product);
 }
 
-/// One thread per 16-element chunk of a row: a 16-byte load, the chunk's
-/// scale factors, one store of the 16 results.
+/// Chunks of kVectorElements that a thread of the vector dequantize
+/// converts. All of a thread's loads issue before its first conversion, so
+/// that enough bytes are in flight: with one chunk, a 16-byte load per
+/// thread, the kernel reached 74% of a copy's bandwidth on the H200.
+constexpr int64_t kDequantizeChunksPerThread = 2;
+
+/// A chunk of the vector dequantize, loaded: its first element's indices,
+/// its f32 values and their scale factors.
+struct LoadedChunk {
+  SmallVector<Value> indices;
+  Value values, factors;
+};
+
+/// kDequantizeChunksPerThread chunks per thread, a CTA's loads of one chunk
+/// contiguous; each chunk a 16-byte load, its scale factors and one store of
+/// its 16 results.
 void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
                            Value data, Value scales, Value result) {
   RankedTensorType resultType = op.getResult().getType();
   SmallVector<int64_t> chunks(resultType.getShape());
   chunks.back() /= kVectorElements;
+  int64_t numChunks = computeProduct(chunks);
+  int64_t perCTA = kThreadsPerBlock * kDequantizeChunksPerThread;
   auto dataType = VectorType::get({kVectorElements},
                                   op.getData().getType().getElementType());
-  buildThreadPerItem(
-      rewriter, loc, computeProduct(chunks),
-      [&](ImplicitLocOpBuilder &b, Value thread) {
-        SmallVector<Value> indices = delinearize(b, b.getLoc(), thread, chunks);
-        indices.back() = arith::MulIOp::create(
-            b, indices.back(), cIndex(b, b.getLoc(), kVectorElements));
-        Value values = buildDecodedF32(
-            b, loadVector(b, b.getLoc(), dataType, data, indices));
-        Value factors = loadScaleFactors(b, scales, indices, op.getBlock());
-        storeVector(b, b.getLoc(),
-                    buildDequantizedVector(b, values, factors,
-                                           resultType.getElementType()),
-                    result, indices);
+  buildBlockLaunch(
+      rewriter, loc, llvm::divideCeil(numChunks, perCTA), TypeRange(),
+      [&](OpBuilder &nb, Location l, const KernelIds &ids) {
+        ImplicitLocOpBuilder b(l, nb);
+        Value first = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, ids.block, cIndex(b, l, perCTA)),
+            ids.thread);
+        SmallVector<Value> chunkIds;
+        SmallVector<LoadedChunk> loaded;
+        for (int64_t k = 0; k < kDequantizeChunksPerThread; ++k) {
+          chunkIds.push_back(arith::AddIOp::create(
+              b, first, cIndex(b, l, k * kThreadsPerBlock)));
+          // Threads past the end load the last chunk and store nothing.
+          SmallVector<Value> indices = delinearize(
+              b, l, minIndex(b, l, chunkIds.back(), numChunks - 1), chunks);
+          indices.back() = arith::MulIOp::create(
+              b, indices.back(), cIndex(b, l, kVectorElements));
+          Value values =
+              buildDecodedF32(b, loadVector(b, l, dataType, data, indices));
+          Value factors = loadScaleFactors(b, scales, indices, op.getBlock());
+          loaded.push_back({std::move(indices), values, factors});
+        }
+        for (auto [chunkId, chunk] : llvm::zip_equal(chunkIds, loaded)) {
+          Value dequantized = buildDequantizedVector(
+              b, chunk.values, chunk.factors, resultType.getElementType());
+          if (numChunks % perCTA == 0)
+            storeVector(b, l, dequantized, result, chunk.indices);
+          else
+            storeVectorIf(b, l, cmpLT(b, l, chunkId, cIndex(b, l, numChunks)),
+                          dequantized, result, chunk.indices);
+        }
       });
 }
 
@@ -277,92 +376,158 @@ bool isVectorSwizzle(RankedTensorType compactType, int64_t unscaledDim,
 /// tile, k < kGroupsPerTileRow, 4 columns each.
 constexpr int64_t kTileRowStride = 32;
 constexpr int64_t kGroupsPerTileRow = kSwizzleTileRows / kTileRowStride;
+/// The widest access of a thread, and a sector: the memory system moves
+/// whole sectors, so accesses that fill them need half the transactions.
+constexpr int64_t kMaxAccessBytes = 16;
+constexpr int64_t kSectorBytes = 32;
 
-/// One thread per tile row of `tilesType` ([..., R/128, C/4, 32, 4, 4]):
-/// `body` gets the tiled indices of the row's first element and that
-/// element's compact (row, column). Consecutive threads take the same row of
-/// consecutive tiles, so their compact accesses are consecutive and their
-/// tiled ones 16 of each 512 bytes: faster both ways than consecutive rows of
-/// one tile, whose compact accesses are 4 bytes of rows 32 apart (H200,
-/// [8192, 256]: swizzle 3.5 -> 3.1 us, unswizzle 9.1 -> 2.0 us).
-void buildThreadPerTileRow(
-    OpBuilder &rewriter, Location loc, RankedTensorType tilesType,
-    function_ref<void(ImplicitLocOpBuilder &, ArrayRef<Value>, Value, Value)>
-        body) {
-  SmallVector<int64_t> threads(tilesType.getShape().drop_back(2));
-  int64_t rank = threads.size();
-  std::swap(threads[rank - 1], threads[rank - 2]);
-  buildThreadPerItem(rewriter, loc, computeProduct(threads),
-                     [&](ImplicitLocOpBuilder &b, Value thread) {
-                       SmallVector<Value> indices =
-                           delinearize(b, b.getLoc(), thread, threads);
-                       std::swap(indices[rank - 1], indices[rank - 2]);
-                       Value zero = cIndex(b, b.getLoc(), 0);
-                       indices.append({zero, zero});
-                       auto [r, c] = getCompactPosition(b, b.getLoc(), indices,
-                                                        SwizzleLayout::tiles);
-                       body(b, indices, r, c);
-                     });
-}
-
-/// The concatenation of equally long 1-D vectors, by a tree of shuffles
-/// (which the NVVM pipeline lowers directly, unlike strided slices).
-Value concatenate(ImplicitLocOpBuilder &b, SmallVector<Value> parts) {
-  while (parts.size() > 1) {
-    SmallVector<Value> joined;
-    for (size_t i = 0; i < parts.size(); i += 2) {
-      int64_t length = cast<VectorType>(parts[i].getType()).getNumElements();
-      joined.push_back(vector::ShuffleOp::create(
-          b, parts[i], parts[i + 1],
-          llvm::to_vector(llvm::seq<int64_t>(0, 2 * length))));
-    }
-    parts = std::move(joined);
+/// How the vector (un)swizzle spreads the tiles of compact scales
+/// `[..., R, C]` over threads. A thread moves row i of `tilesPerThread`
+/// consecutive tiles of one row of tiles (a group): four compact accesses of
+/// 4 * tilesPerThread elements (rows i + 32k, up to 16 bytes) and
+/// tilesPerThread tiled accesses of a tile row, transposed in registers. In
+/// a warp, `sharingLanes` consecutive lanes take consecutive groups, so that
+/// together they fill the sectors of a compact row, and the tiled accesses
+/// of a warp cover whole tiles. On the H200 at [8192, 256], one tile per
+/// thread with a warp across 32 tiles took 3.2 us (swizzle, 16-byte stores
+/// 512 bytes apart) and 2.0 us (unswizzle).
+struct TileGroups {
+  TileGroups(RankedTensorType compactType) {
+    int64_t batch = compactType.getRank() - 2;
+    int64_t elementBytes =
+        llvm::divideCeil(compactType.getElementTypeBitWidth(), 8);
+    int64_t tiles = compactType.getDimSize(batch + 1) / kSwizzleTileCols;
+    tilesPerThread = std::max<int64_t>(
+        1, kMaxAccessBytes / (kSwizzleTileCols * elementBytes));
+    while (tiles % tilesPerThread != 0)
+      tilesPerThread /= 2;
+    groups = tiles / tilesPerThread;
+    int64_t groupBytes = kSwizzleTileCols * tilesPerThread * elementBytes;
+    sharingLanes = std::max<int64_t>(1, kSectorBytes / groupBytes);
+    rowType = VectorType::get({kSwizzleTileCols * tilesPerThread},
+                              compactType.getElementType());
+    tileRowType = VectorType::get({kGroupsPerTileRow * kSwizzleTileCols},
+                                  compactType.getElementType());
   }
-  return parts.front();
+
+  int64_t tilesPerThread, groups, sharingLanes;
+  /// A thread's part of one compact row, and a tile row.
+  VectorType rowType, tileRowType;
+};
+
+/// A thread of the vector (un)swizzle: the batch indices, row tile and first
+/// tile column of its group, its tile row i, its first compact (row, column),
+/// and whether its group exists (threads past the last group of a row of
+/// tiles address the last one and must not store).
+struct TileGroupThread {
+  SmallVector<Value> batch;
+  Value rowTile, firstTile, tileRow, row, column, valid;
+
+  /// The tiled indices of tile row `tileRow` of the group's tile `t`.
+  SmallVector<Value> getTiledIndices(ImplicitLocOpBuilder &b, int64_t t) const {
+    SmallVector<Value> indices(batch);
+    Value zero = cIndex(b, b.getLoc(), 0);
+    indices.append({rowTile,
+                    arith::AddIOp::create(b, firstTile, cIndex(b, b.getLoc(), t)),
+                    tileRow, zero, zero});
+    return indices;
+  }
+
+  /// Compact row `row + 32k` and its indices at the group's first column.
+  std::pair<Value, SmallVector<Value>>
+  getCompactRow(ImplicitLocOpBuilder &b, int64_t k, int64_t rows) const {
+    Value compactRow =
+        arith::AddIOp::create(b, row, cIndex(b, b.getLoc(), k * kTileRowStride));
+    SmallVector<Value> indices(batch);
+    indices.append({minIndex(b, b.getLoc(), compactRow, rows - 1), column});
+    return {compactRow, indices};
+  }
+};
+
+/// Launches one thread per (group, tile row) of TileGroups over the tiles
+/// `tilesType` ([..., R/128, C/4, 32, 4, 4]) and builds `body` for each.
+void buildThreadPerTileGroupRow(
+    OpBuilder &rewriter, Location loc, RankedTensorType tilesType,
+    const TileGroups &groups,
+    function_ref<void(ImplicitLocOpBuilder &, const TileGroupThread &)> body) {
+  int64_t lanes = groups.sharingLanes;
+  // [..., R/128, group blocks, tile row high, tile row low, group low].
+  SmallVector<int64_t> threads(tilesType.getShape().drop_back(4));
+  threads.append({llvm::divideCeil(groups.groups, lanes), lanes,
+                  kTileRowStride / lanes, lanes});
+  int64_t rank = threads.size();
+  buildThreadPerItem(
+      rewriter, loc, computeProduct(threads),
+      [&](ImplicitLocOpBuilder &b, Value thread) {
+        Location l = b.getLoc();
+        SmallVector<Value> ids = delinearize(b, l, thread, threads);
+        auto fma = [&](Value x, int64_t scale, Value y) {
+          return arith::AddIOp::create(
+              b, arith::MulIOp::create(b, x, cIndex(b, l, scale)), y);
+        };
+        TileGroupThread t;
+        t.batch.assign(ids.begin(), ids.begin() + rank - 5);
+        t.rowTile = ids[rank - 5];
+        Value group = fma(ids[rank - 4], lanes, ids[rank - 1]);
+        t.valid = cmpLT(b, l, group, cIndex(b, l, groups.groups));
+        group = minIndex(b, l, group, groups.groups - 1);
+        t.firstTile = arith::MulIOp::create(
+            b, group, cIndex(b, l, groups.tilesPerThread));
+        t.tileRow = fma(ids[rank - 3], kTileRowStride / lanes, ids[rank - 2]);
+        t.row = fma(t.rowTile, kSwizzleTileRows, t.tileRow);
+        t.column = arith::MulIOp::create(b, t.firstTile,
+                                         cIndex(b, l, kSwizzleTileCols));
+        body(b, t);
+      });
 }
 
-/// Elements [start, start + length) of a 1-D vector.
-Value extractSlice(ImplicitLocOpBuilder &b, Value vector, int64_t start,
-                   int64_t length) {
-  return vector::ShuffleOp::create(
-      b, vector, vector,
-      llvm::to_vector(llvm::seq<int64_t>(start, start + length)));
+/// The concatenation of the `part`-th kSwizzleTileCols elements of each of
+/// `vectors`: the 4 x 4 transposes between compact rows and tile rows.
+Value gatherColumns(ImplicitLocOpBuilder &b, ArrayRef<Value> vectors,
+                    int64_t part) {
+  SmallVector<Value> columns;
+  for (Value vector : vectors)
+    columns.push_back(extractSlice(b, vector, part * kSwizzleTileCols,
+                                   kSwizzleTileCols));
+  return concatenate(b, columns);
 }
 
-/// The types of a tile row and of its groups of 4 elements of one row.
-std::pair<VectorType, VectorType> getTileRowTypes(Type elementType) {
-  return {VectorType::get({kGroupsPerTileRow * kSwizzleTileCols}, elementType),
-          VectorType::get({kSwizzleTileCols}, elementType)};
+/// Stores `value` where `condition` holds; a null condition always holds.
+void storeVectorWhere(ImplicitLocOpBuilder &b, Value condition, Value value,
+                      Value buffer, ValueRange indices) {
+  if (condition)
+    storeVectorIf(b, b.getLoc(), condition, value, buffer, indices);
+  else
+    storeVector(b, b.getLoc(), value, buffer, indices);
 }
 
-/// One thread per tile row (isVectorSwizzle): four loads of 4 compact
-/// elements, zeros for the rows past the matrix, one store.
+/// One thread per group row (isVectorSwizzle): four compact loads (zeros for
+/// the rows past the matrix), one store per tile of the group.
 void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
                         Value result, RankedTensorType inputType,
                         RankedTensorType tilesType) {
-  int64_t batch = inputType.getRank() - 2;
-  int64_t rows = inputType.getDimSize(batch);
-  VectorType groupType = getTileRowTypes(inputType.getElementType()).second;
-  buildThreadPerTileRow(
-      rewriter, loc, tilesType,
-      [&](ImplicitLocOpBuilder &b, ArrayRef<Value> tiled, Value r, Value c) {
+  int64_t rows = inputType.getDimSize(inputType.getRank() - 2);
+  TileGroups groups(inputType);
+  buildThreadPerTileGroupRow(
+      rewriter, loc, tilesType, groups,
+      [&](ImplicitLocOpBuilder &b, const TileGroupThread &thread) {
+        Location l = b.getLoc();
         Value zeros = vector::BroadcastOp::create(
-            b, groupType,
-            buildZeroBits(b, b.getLoc(), groupType.getElementType()));
-        SmallVector<Value> groups;
+            b, groups.rowType,
+            buildZeroBits(b, l, groups.rowType.getElementType()));
+        SmallVector<Value> compactRows;
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
-          Value row = arith::AddIOp::create(
-              b, r, cIndex(b, b.getLoc(), k * kTileRowStride));
           // Padding rows read the last row (always there) and store zeros.
-          SmallVector<Value> indices(tiled.take_front(batch));
-          indices.append({minIndex(b, b.getLoc(), row, rows - 1), c});
-          Value group = loadVector(b, b.getLoc(), groupType, input, indices);
-          group = arith::SelectOp::create(
-              b, cmpLT(b, b.getLoc(), row, cIndex(b, b.getLoc(), rows)), group,
-              zeros);
-          groups.push_back(group);
+          auto [row, indices] = thread.getCompactRow(b, k, rows);
+          compactRows.push_back(arith::SelectOp::create(
+              b, cmpLT(b, l, row, cIndex(b, l, rows)),
+              loadVector(b, l, groups.rowType, input, indices), zeros));
         }
-        storeVector(b, b.getLoc(), concatenate(b, groups), result, tiled);
+        Value valid = groups.groups % groups.sharingLanes ? thread.valid
+                                                          : Value();
+        for (int64_t t = 0; t < groups.tilesPerThread; ++t)
+          storeVectorWhere(b, valid, gatherColumns(b, compactRows, t), result,
+                           thread.getTiledIndices(b, t));
       });
 }
 
@@ -420,28 +585,28 @@ private:
   const QuantizeFusionPlan &plan;
 };
 
-/// One thread per tile row (isVectorSwizzle): one load, four stores of 4
-/// compact elements, none for the padding rows.
+/// One thread per group row (isVectorSwizzle): one load per tile of the
+/// group, four compact stores, none for the padding rows.
 void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
                           Value result, RankedTensorType tilesType,
                           RankedTensorType resultType) {
-  int64_t batch = resultType.getRank() - 2;
-  int64_t rows = resultType.getDimSize(batch);
-  auto [tileRowType, groupType] = getTileRowTypes(resultType.getElementType());
-  buildThreadPerTileRow(
-      rewriter, loc, tilesType,
-      [&](ImplicitLocOpBuilder &b, ArrayRef<Value> tiled, Value r, Value c) {
-        Value tileRow = loadVector(b, b.getLoc(), tileRowType, input, tiled);
+  int64_t rows = resultType.getDimSize(resultType.getRank() - 2);
+  TileGroups groups(resultType);
+  buildThreadPerTileGroupRow(
+      rewriter, loc, tilesType, groups,
+      [&](ImplicitLocOpBuilder &b, const TileGroupThread &thread) {
+        Location l = b.getLoc();
+        SmallVector<Value> tileRows;
+        for (int64_t t = 0; t < groups.tilesPerThread; ++t)
+          tileRows.push_back(loadVector(b, l, groups.tileRowType, input,
+                                        thread.getTiledIndices(b, t)));
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
-          Value row = arith::AddIOp::create(
-              b, r, cIndex(b, b.getLoc(), k * kTileRowStride));
-          Value group =
-              extractSlice(b, tileRow, k * kSwizzleTileCols, kSwizzleTileCols);
-          SmallVector<Value> indices(tiled.take_front(batch));
-          indices.append({row, c});
-          storeVectorIf(b, b.getLoc(),
-                        cmpLT(b, b.getLoc(), row, cIndex(b, b.getLoc(), rows)),
-                        group, result, indices);
+          auto [row, indices] = thread.getCompactRow(b, k, rows);
+          Value valid = cmpLT(b, l, row, cIndex(b, l, rows));
+          if (groups.groups % groups.sharingLanes)
+            valid = andI(b, l, valid, thread.valid);
+          storeVectorIf(b, l, valid, gatherColumns(b, tileRows, k), result,
+                        indices);
         }
       });
 }

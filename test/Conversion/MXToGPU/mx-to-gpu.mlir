@@ -309,17 +309,21 @@ func.func @update_amax_history(%h: tensor<1024x3xf32>, %s: tensor<3xf32>) -> (te
 
 // -----
 
-// Dequantize with rows of whole 16-element chunks: one thread per chunk, a
-// 16-byte load, the hardware FP8 -> f16x2 conversion, the block's scale
-// loaded once, one f32 multiply, one rounding, one 16-element store.
+// Dequantize with rows of whole 16-element chunks: two chunks per thread
+// (512 chunks, one CTA), both loaded first; each a 16-byte load, the
+// hardware FP8 -> f16x2 conversion, the block's scale loaded once, one f32
+// multiply, the rounding two elements at a time, one 16-element store.
 // CHECK-LABEL: func @dequantize_vector
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
 // CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<64x128xf8E4M3FN>, vector<16xf8E4M3FN>
 // CHECK-COUNT-8: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
 // CHECK:   arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
 // CHECK:   memref.load %{{.*}} : memref<64x4xf8E8M0FNU>
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<64x128xf8E4M3FN>, vector<16xf8E4M3FN>
 // CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK:   arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK-COUNT-8: nvvm.convert.f32x2.to.bf16x2 %{{.*}}, %{{.*}} {rnd = #nvvm.fp_rnd_mode<rn>} : vector<2xbf16>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x128xbf16>, vector<16xbf16>
+// CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x128xbf16>, vector<16xbf16>
 // CHECK-NOT: memref.store
 func.func @dequantize_vector(%d: tensor<64x128xf8E4M3FN>, %s: tensor<64x4xf8E8M0FNU>) -> tensor<64x128xbf16> {
@@ -354,12 +358,18 @@ func.func @dequantize_scalar(%d: tensor<33x100xf8E4M3FN>, %s: tensor<33x4xf8E8M0
 
 // -----
 
-// Whole 4-column groups: one thread per 16-element tile row (3 x 2 x 32
-// threads), four 4-element loads of compact rows 32 apart, one store.
+// Whole 4-column groups: a thread takes one row of both tiles of a row of
+// tiles (two 4-column groups), four 8-element loads of compact rows 32
+// apart, and one store per tile; four lanes share a compact row's 32-byte
+// sector, the three lanes past the only group store nothing (3 x 128 threads).
 // CHECK-LABEL: func @swizzle_vector
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
-// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 4 : i64} : memref<300x8xf8E8M0FNU>, vector<4xf8E8M0FNU>
-// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK: arith.cmpi ult, %{{.*}}, %c384 : index
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 8 : i64} : memref<300x8xf8E8M0FNU>, vector<8xf8E8M0FNU>
+// CHECK: scf.if
+// CHECK-NEXT: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c0, %{{.*}}, %c0, %c0] {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
+// CHECK: scf.if
+// CHECK-NEXT: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c1, %{{.*}}, %c0, %c0] {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
 // CHECK-NOT: memref.store
 func.func @swizzle_vector(%s: tensor<300x8xf8E8M0FNU>) -> tensor<3x2x32x4x4xf8E8M0FNU> {
   %t = mx.swizzle %s : tensor<300x8xf8E8M0FNU> -> tensor<3x2x32x4x4xf8E8M0FNU>

@@ -2,7 +2,9 @@
 // for Hopper (sm_90a, by hand, with no spill) and Blackwell (sm_100a:
 // format=bin makes mx-opt run ptxas and fail on any error), and move their
 // data with 16-byte accesses: the dequantize decodes with the hardware
-// `cvt.rn.f16x2.e4m3x2`, the swizzle reads 4-byte groups of compact rows.
+// `cvt.rn.f16x2.e4m3x2` and rounds with `cvt.rn.bf16x2.f32`; the swizzle
+// reads 8-byte parts of compact rows (two tiles a thread: C = 8) and
+// transposes them in registers, with no byte moves.
 // REQUIRES: ptxas
 // RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_100a format=bin" -o /dev/null
 // RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_90a format=isa" | %python -m mx.ptx --split %t.e
@@ -16,13 +18,18 @@
 
 // DEQUANTIZE: ld.global.v4.b32
 // DEQUANTIZE: cvt.rn.f16x2.e4m3x2
+// DEQUANTIZE: cvt.rn.bf16x2.f32
 // DEQUANTIZE: st.global.v4.b32
 
-// SWIZZLE: ld.global.b32
+// SWIZZLE-COUNT-4: ld.global.v2.b32
+// SWIZZLE-NOT: prmt
 // SWIZZLE: st.global.v4.b32
+// SWIZZLE-NOT: prmt
 
 // UNSWIZZLE: ld.global.v4.b32
-// UNSWIZZLE: st.global.b32
+// UNSWIZZLE-NOT: prmt
+// UNSWIZZLE: st.global.v2.b32
+// UNSWIZZLE-NOT: prmt
 
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
