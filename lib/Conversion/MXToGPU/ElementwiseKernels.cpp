@@ -5,12 +5,12 @@
 // per thread, and a one-thread-per-element kernel for the shapes the vector
 // one cannot take.
 //
-// Dequantize: a thread converts chunks of 16 consecutive FP8 elements of a
-// row (one 16-byte load each, all loads first), two per hardware
-// `cvt.rn.f16x2.{e4m3,e5m2}x2` (exact: every E4M3 and E5M2 value is an f16),
-// multiplies them in f32 by their block's scale (one load when the block
-// spans the 16, a vector of 16 scales for [32, 1] blocks), rounds once to
-// the output type (two per `cvt.rn.{bf16x2,f16x2}.f32`) and stores the 16
+// Dequantize: a thread converts chunks of consecutive FP8 elements of a row
+// (as many as one 16-byte store of results holds; all loads first), two per
+// hardware `cvt.rn.f16x2.{e4m3,e5m2}x2` (exact: every E4M3 and E5M2 value is
+// an f16), multiplies them in f32 by their block's scale (one load when the
+// block spans the chunk, a vector of scales for [32, 1] blocks), rounds once
+// to the output type (two per `cvt.rn.{bf16x2,f16x2}.f32`) and stores the
 // results at once. That is the CPU lowering's arithmetic, so the two agree bit for
 // bit, NaN canonicalization included; the scalar kernel decodes with the
 // CPU lowering's integer builders instead, for rows that are not whole
@@ -50,9 +50,10 @@ Value minIndex(OpBuilder &b, Location loc, Value x, int64_t bound) {
   return arith::MinUIOp::create(b, loc, x, cIndex(b, loc, bound));
 }
 
-/// Elements a thread of the vector kernels moves: one 16-byte load of FP8
-/// data, and one 128x4 tile row of scales.
-constexpr int64_t kVectorElements = kElementsPerLane;
+/// The widest access of a thread, and a sector: the memory system moves
+/// whole sectors, so accesses that fill them need half the transactions.
+constexpr int64_t kMaxAccessBytes = 16;
+constexpr int64_t kSectorBytes = 32;
 
 /// Runs `body` in one thread for each of `count` items, with the item's index.
 void buildThreadPerItem(
@@ -94,14 +95,24 @@ Value extractSlice(ImplicitLocOpBuilder &b, Value vector, int64_t start,
       llvm::to_vector(llvm::seq<int64_t>(start, start + length)));
 }
 
+/// Elements of a chunk of the vector dequantize of `op`: one 16-byte store
+/// of results (8 bf16 or f16, 4 f32), so that a warp's stores fill whole
+/// sectors. With 16 elements (two 16-byte stores 32 bytes apart, each
+/// filling half of 32 sectors) L2 throughput bound the kernel on the H200:
+/// 73% of a copy's bandwidth, ncu showing L2 91% busy and DRAM 54%.
+int64_t getDequantizeChunk(DequantizeOp op) {
+  return kMaxAccessBytes * 8 /
+         op.getResult().getType().getElementTypeBitWidth();
+}
+
 /// Whether the vector dequantize covers `op` (FP8 data): rows of whole
-/// 16-element chunks, each inside one block along the row (block width a
-/// multiple of 16) or with a scale per element (width 1).
+/// chunks, each inside one block along the row (block width a multiple of
+/// the chunk) or with a scale per element (width 1).
 bool isVectorDequantize(DequantizeOp op) {
   int64_t cols = op.getData().getType().getShape().back();
   int64_t width = op.getBlock().back();
-  return cols % kVectorElements == 0 &&
-         (width == 1 || width % kVectorElements == 0);
+  int64_t chunk = getDequantizeChunk(op);
+  return cols % chunk == 0 && (width == 1 || width % chunk == 0);
 }
 
 /// The f32 values of an FP8 vector, two elements per hardware
@@ -127,12 +138,13 @@ Value buildDecodedF32(ImplicitLocOpBuilder &b, Value elements) {
   return arith::ExtFOp::create(b, type.clone(b.getF32Type()), f16);
 }
 
-/// The f32 scale of each element of the chunk of kVectorElements elements at
-/// data `indices` (along the last dimension): one scale for the whole chunk
-/// when its block spans it, else (block width 1) a vector load of the row of
+/// The f32 scale of each element of the chunk of `length` elements at data
+/// `indices` (along the last dimension): one scale for the whole chunk when
+/// its block spans it, else (block width 1) a vector load of the row of
 /// scales that lies over the chunk.
 Value loadScaleFactors(ImplicitLocOpBuilder &b, Value scales,
-                       ArrayRef<Value> indices, ArrayRef<int64_t> block) {
+                       ArrayRef<Value> indices, ArrayRef<int64_t> block,
+                       int64_t length) {
   SmallVector<Value> scaleIndices;
   for (auto [index, size] : llvm::zip_equal(indices, block))
     scaleIndices.push_back(
@@ -140,7 +152,7 @@ Value loadScaleFactors(ImplicitLocOpBuilder &b, Value scales,
             ? index
             : arith::DivUIOp::create(b, index, cIndex(b, b.getLoc(), size))
                   .getResult());
-  auto factorsType = VectorType::get({kVectorElements}, b.getF32Type());
+  auto factorsType = VectorType::get({length}, b.getF32Type());
   if (block.back() != 1) {
     Value scale = memref::LoadOp::create(b, scales, scaleIndices);
     return vector::BroadcastOp::create(b, factorsType,
@@ -148,10 +160,10 @@ Value loadScaleFactors(ImplicitLocOpBuilder &b, Value scales,
   }
   Type scaleType = cast<MemRefType>(scales.getType()).getElementType();
   Value loaded =
-      loadVector(b, b.getLoc(), VectorType::get({kVectorElements}, scaleType),
+      loadVector(b, b.getLoc(), VectorType::get({length}, scaleType),
                  scales, scaleIndices);
   SmallVector<Value> factors;
-  for (int64_t i = 0; i < kVectorElements; ++i)
+  for (int64_t i = 0; i < length; ++i)
     factors.push_back(buildScaleToF32(b, b.getLoc(),
                                       vector::ExtractOp::create(b, loaded, i)));
   return vector::FromElementsOp::create(b, factorsType, factors);
@@ -214,10 +226,8 @@ Value buildDequantizedVector(ImplicitLocOpBuilder &b, Value values,
       product);
 }
 
-/// Chunks of kVectorElements that a thread of the vector dequantize
-/// converts. All of a thread's loads issue before its first conversion, so
-/// that enough bytes are in flight: with one chunk, a 16-byte load per
-/// thread, the kernel reached 74% of a copy's bandwidth on the H200.
+/// Chunks that a thread of the vector dequantize converts, loaded before
+/// the first is converted, so that enough bytes are in flight.
 constexpr int64_t kDequantizeChunksPerThread = 2;
 
 /// A chunk of the vector dequantize, loaded: its first element's indices,
@@ -227,17 +237,18 @@ struct LoadedChunk {
   Value values, factors;
 };
 
-/// kDequantizeChunksPerThread chunks per thread, a CTA's loads of one chunk
-/// contiguous; each chunk a 16-byte load, its scale factors and one store of
-/// its 16 results.
+/// kDequantizeChunksPerThread chunks per thread, a CTA's accesses to one
+/// chunk contiguous; each chunk one load, its scale factors and one 16-byte
+/// store of its results.
 void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
                            Value data, Value scales, Value result) {
   RankedTensorType resultType = op.getResult().getType();
   SmallVector<int64_t> chunks(resultType.getShape());
-  chunks.back() /= kVectorElements;
+  int64_t chunk = getDequantizeChunk(op);
+  chunks.back() /= chunk;
   int64_t numChunks = computeProduct(chunks);
   int64_t perCTA = kThreadsPerBlock * kDequantizeChunksPerThread;
-  auto dataType = VectorType::get({kVectorElements},
+  auto dataType = VectorType::get({chunk},
                                   op.getData().getType().getElementType());
   buildBlockLaunch(
       rewriter, loc, llvm::divideCeil(numChunks, perCTA), TypeRange(),
@@ -255,10 +266,11 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
           SmallVector<Value> indices = delinearize(
               b, l, minIndex(b, l, chunkIds.back(), numChunks - 1), chunks);
           indices.back() = arith::MulIOp::create(
-              b, indices.back(), cIndex(b, l, kVectorElements));
+              b, indices.back(), cIndex(b, l, chunk));
           Value values =
               buildDecodedF32(b, loadVector(b, l, dataType, data, indices));
-          Value factors = loadScaleFactors(b, scales, indices, op.getBlock());
+          Value factors =
+              loadScaleFactors(b, scales, indices, op.getBlock(), chunk);
           loaded.push_back({std::move(indices), values, factors});
         }
         for (auto [chunkId, chunk] : llvm::zip_equal(chunkIds, loaded)) {
@@ -376,11 +388,6 @@ bool isVectorSwizzle(RankedTensorType compactType, int64_t unscaledDim,
 /// tile, k < kGroupsPerTileRow, 4 columns each.
 constexpr int64_t kTileRowStride = 32;
 constexpr int64_t kGroupsPerTileRow = kSwizzleTileRows / kTileRowStride;
-/// The widest access of a thread, and a sector: the memory system moves
-/// whole sectors, so accesses that fill them need half the transactions.
-constexpr int64_t kMaxAccessBytes = 16;
-constexpr int64_t kSectorBytes = 32;
-
 /// How the vector (un)swizzle spreads the tiles of compact scales
 /// `[..., R, C]` over threads. A thread moves row i of `tilesPerThread`
 /// consecutive tiles of one row of tiles (a group): four compact accesses of
