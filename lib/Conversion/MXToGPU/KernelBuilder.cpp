@@ -295,41 +295,70 @@ Value gpu_kernels::applyScaleFactors(OpBuilder &b, Location loc, Value values,
   return arith::MulFOp::create(b, loc, values, factors);
 }
 
+/// The bytes of NaN elements in each packed word of `length` FP8 elements:
+/// per word, 0xFF in the bytes whose `nanMask` bit is set. A mask that is
+/// one bit broadcast (a row's block) folds to one select per word, and the
+/// masks of a strip's columns are the same for all its rows.
+static SmallVector<Value> buildNaNByteMasks(OpBuilder &b, Location loc,
+                                            Value nanMask, int64_t length,
+                                            IntegerType wordType) {
+  int64_t bytesPerWord = wordType.getWidth() / 8;
+  auto word = [&](uint64_t v) {
+    return arith::ConstantIntOp::create(b, loc, wordType, v).getResult();
+  };
+  SmallVector<Value> masks;
+  for (int64_t first = 0; first < length; first += bytesPerWord) {
+    Value mask = word(0);
+    for (int64_t j = 0; j < bytesPerWord; ++j) {
+      Value isNaN = vector::ExtractOp::create(b, loc, nanMask, first + j);
+      mask = arith::OrIOp::create(
+          b, loc, mask,
+          arith::SelectOp::create(b, loc, isNaN, word(0xFFull << (8 * j)),
+                                  word(0)));
+    }
+    masks.push_back(mask);
+  }
+  return masks;
+}
+
 Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
                                      Type elementType, Value nanMask) {
   int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
-  auto i16 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, v, 16).getResult();
-  };
   SmallVector<Value> pairs;
   for (int64_t i = 0; i < length; i += 2) {
     Value lo = vector::ExtractOp::create(b, loc, scaled, i);
     Value hi = vector::ExtractOp::create(b, loc, scaled, i + 1);
     // The first operand lands in the high byte, i.e. at the higher address.
-    Value pair = NVVM::ConvertF32x2ToF8x2Op::create(
+    pairs.push_back(NVVM::ConvertF32x2ToF8x2Op::create(
         b, loc, b.getI16Type(), hi, lo, NVVM::FPRoundingMode::RN,
-        NVVM::SaturationMode::SATFINITE, /*relu=*/false, elementType);
-    // NaN blocks get the byte 0x7F whatever the hardware makes of a NaN.
-    Value loNaN = vector::ExtractOp::create(b, loc, nanMask, i);
-    Value hiNaN = vector::ExtractOp::create(b, loc, nanMask, i + 1);
-    pair = arith::SelectOp::create(
-        b, loc, loNaN,
-        arith::OrIOp::create(b, loc,
-                             arith::AndIOp::create(b, loc, pair, i16(0xFF00)),
-                             i16(0x7F)),
-        pair);
-    pair = arith::SelectOp::create(
-        b, loc, hiNaN,
-        arith::OrIOp::create(b, loc,
-                             arith::AndIOp::create(b, loc, pair, i16(0xFF)),
-                             i16(0x7F00)),
-        pair);
-    pairs.push_back(pair);
+        NVVM::SaturationMode::SATFINITE, /*relu=*/false, elementType));
   }
-  Value packed = vector::FromElementsOp::create(
-      b, loc, VectorType::get({length / 2}, b.getI16Type()), pairs);
+  // NaN blocks get the byte 0x7F whatever the hardware makes of a NaN: one
+  // bitwise select per word of 4 bytes (`lop3`), not two selects per pair.
+  auto wordType = b.getIntegerType(length % 4 == 0 ? 32 : 16);
+  auto wordsType =
+      VectorType::get({length * 8 / wordType.getWidth()}, wordType);
+  Value words = vector::BitCastOp::create(
+      b, loc, wordsType,
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({length / 2}, b.getI16Type()), pairs));
+  Value nanBytes =
+      arith::ConstantIntOp::create(b, loc, wordType, 0x7F7F7F7F7F7F7F7Full);
+  SmallVector<Value> fixed;
+  for (auto [w, mask] : llvm::enumerate(
+           buildNaNByteMasks(b, loc, nanMask, length, wordType))) {
+    Value word = vector::ExtractOp::create(b, loc, words, w);
+    Value kept = arith::AndIOp::create(
+        b, loc, word,
+        arith::XOrIOp::create(
+            b, loc, mask,
+            arith::ConstantIntOp::create(b, loc, wordType, -1)));
+    fixed.push_back(arith::OrIOp::create(
+        b, loc, kept, arith::AndIOp::create(b, loc, mask, nanBytes)));
+  }
   Value bytes = vector::BitCastOp::create(
-      b, loc, VectorType::get({length}, b.getI8Type()), packed);
+      b, loc, VectorType::get({length}, b.getI8Type()),
+      vector::FromElementsOp::create(b, loc, wordsType, fixed));
   return arith::BitcastOp::create(
       b, loc, VectorType::get({length}, elementType), bytes);
 }

@@ -309,22 +309,23 @@ func.func @update_amax_history(%h: tensor<1024x3xf32>, %s: tensor<3xf32>) -> (te
 
 // -----
 
-// Dequantize with rows of whole 16-element chunks: two chunks per thread
-// (512 chunks, one CTA), both loaded first; each a 16-byte load, the
-// hardware FP8 -> f16x2 conversion, the block's scale loaded once, one f32
-// multiply, the rounding two elements at a time, one 16-element store.
+// Dequantize with rows of whole chunks: a chunk is what one 16-byte store
+// of results holds (8 bf16), two chunks per thread (1024 chunks, two CTAs),
+// both loaded first; each an 8-byte load, the hardware FP8 -> f16x2
+// conversion, the block's scale loaded once, one f32 multiply, the rounding
+// two elements at a time, one 16-byte store.
 // CHECK-LABEL: func @dequantize_vector
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
-// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<64x128xf8E4M3FN>, vector<16xf8E4M3FN>
-// CHECK-COUNT-8: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
-// CHECK:   arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK:   vector.load %{{.*}} {alignment = 8 : i64} : memref<64x128xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK-COUNT-4: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CHECK:   arith.extf %{{.*}} : vector<8xf16> to vector<8xf32>
 // CHECK:   memref.load %{{.*}} : memref<64x4xf8E8M0FNU>
-// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<64x128xf8E4M3FN>, vector<16xf8E4M3FN>
-// CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK-COUNT-8: nvvm.convert.f32x2.to.bf16x2 %{{.*}}, %{{.*}} {rnd = #nvvm.fp_rnd_mode<rn>} : vector<2xbf16>
-// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x128xbf16>, vector<16xbf16>
-// CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x128xbf16>, vector<16xbf16>
+// CHECK:   vector.load %{{.*}} {alignment = 8 : i64} : memref<64x128xf8E4M3FN>, vector<8xf8E4M3FN>
+// CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-COUNT-4: nvvm.convert.f32x2.to.bf16x2 %{{.*}}, %{{.*}} {rnd = #nvvm.fp_rnd_mode<rn>} : vector<2xbf16>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x128xbf16>, vector<8xbf16>
+// CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<64x128xbf16>, vector<8xbf16>
 // CHECK-NOT: memref.store
 func.func @dequantize_vector(%d: tensor<64x128xf8E4M3FN>, %s: tensor<64x4xf8E8M0FNU>) -> tensor<64x128xbf16> {
   %x = mx.dequantize %d, %s block [1, 32] : tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU> -> tensor<64x128xbf16>
@@ -333,12 +334,13 @@ func.func @dequantize_vector(%d: tensor<64x128xf8E4M3FN>, %s: tensor<64x4xf8E8M0
 
 // -----
 
-// [32, 1] blocks: the 16 elements have 16 consecutive scales, one vector load.
+// [32, 1] blocks: the 4 elements of an f32 chunk have 4 consecutive scales,
+// one vector load.
 // CHECK-LABEL: func @dequantize_columnwise
-// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<2x70x96xf8E5M2>, vector<16xf8E5M2>
+// CHECK:   vector.load %{{.*}} {alignment = 4 : i64} : memref<2x70x96xf8E5M2>, vector<4xf8E5M2>
 // CHECK:   nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E5M2) -> vector<2xf16>
-// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<2x3x96xf32>, vector<16xf32>
-// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<2x70x96xf32>, vector<16xf32>
+// CHECK:   vector.load %{{.*}} {alignment = 16 : i64} : memref<2x3x96xf32>, vector<4xf32>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<2x70x96xf32>, vector<4xf32>
 func.func @dequantize_columnwise(%d: tensor<2x70x96xf8E5M2>, %s: tensor<2x3x96xf32>) -> tensor<2x70x96xf32> {
   %x = mx.dequantize %d, %s block [1, 32, 1] : tensor<2x70x96xf8E5M2>, tensor<2x3x96xf32> -> tensor<2x70x96xf32>
   return %x : tensor<2x70x96xf32>

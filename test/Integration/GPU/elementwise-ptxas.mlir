@@ -1,7 +1,8 @@
 // The vector dequantize, swizzle and unswizzle kernels assemble with ptxas
 // for Hopper (sm_90a, by hand, with no spill) and Blackwell (sm_100a:
 // format=bin makes mx-opt run ptxas and fail on any error), and move their
-// data with 16-byte accesses: the dequantize decodes with the hardware
+// data with 16-byte accesses (the dequantize reads 8 FP8 bytes per 16-byte
+// store of bf16 results): the dequantize decodes with the hardware
 // `cvt.rn.f16x2.e4m3x2` and rounds with `cvt.rn.bf16x2.f32`; the swizzle
 // reads 8-byte parts of compact rows (two tiles a thread: C = 8) and
 // transposes them in registers, with no byte moves.
@@ -16,7 +17,7 @@
 // RUN: %ptxas -arch=sm_90a -v %t.e.2.ptx -o %t.2.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: %ptxas -arch=sm_90a -v %t.e.3.ptx -o %t.3.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// DEQUANTIZE: ld.global.v4.b32
+// DEQUANTIZE: ld.global.v4.b16
 // DEQUANTIZE: cvt.rn.f16x2.e4m3x2
 // DEQUANTIZE: cvt.rn.bf16x2.f32
 // DEQUANTIZE: st.global.v4.b32
