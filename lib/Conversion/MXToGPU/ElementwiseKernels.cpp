@@ -55,19 +55,23 @@ Value minIndex(OpBuilder &b, Location loc, Value x, int64_t bound) {
 constexpr int64_t kMaxAccessBytes = 16;
 constexpr int64_t kSectorBytes = 32;
 
-/// Runs `body` in one thread for each of `count` items, with the item's index.
+/// Runs `body` in one thread for each of `count` items, with the item's index
+/// (a grid of whole CTAs needs no bounds check).
 void buildThreadPerItem(
     OpBuilder &rewriter, Location loc, int64_t count,
     function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
   buildLaunch(rewriter, loc, count,
               [&](OpBuilder &launchBuilder, Location l, Value thread) {
+                auto buildBody = [&](OpBuilder &nb, Location nl) {
+                  ImplicitLocOpBuilder b(nl, nb);
+                  body(b, thread);
+                };
+                if (count % kThreadsPerBlock == 0)
+                  return buildBody(launchBuilder, l);
                 buildIf(launchBuilder, l,
                         cmpLT(launchBuilder, l, thread,
                               cIndex(launchBuilder, l, count)),
-                        [&](OpBuilder &nb, Location nl) {
-                          ImplicitLocOpBuilder b(nl, nb);
-                          body(b, thread);
-                        });
+                        buildBody);
               });
 }
 
@@ -526,9 +530,13 @@ void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
           // Padding rows read the last row (always there) and store zeros.
           auto [row, indices] = thread.getCompactRow(b, k, rows);
-          compactRows.push_back(arith::SelectOp::create(
-              b, cmpLT(b, l, row, cIndex(b, l, rows)),
-              loadVector(b, l, groups.rowType, input, indices), zeros));
+          Value loaded = loadVector(b, l, groups.rowType, input, indices);
+          compactRows.push_back(
+              rows % kSwizzleTileRows
+                  ? arith::SelectOp::create(
+                        b, cmpLT(b, l, row, cIndex(b, l, rows)), loaded, zeros)
+                        .getResult()
+                  : loaded);
         }
         Value valid = groups.groups % groups.sharingLanes ? thread.valid
                                                           : Value();
@@ -609,11 +617,14 @@ void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
                                         thread.getTiledIndices(b, t)));
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
           auto [row, indices] = thread.getCompactRow(b, k, rows);
-          Value valid = cmpLT(b, l, row, cIndex(b, l, rows));
-          if (groups.groups % groups.sharingLanes)
-            valid = andI(b, l, valid, thread.valid);
-          storeVectorIf(b, l, valid, gatherColumns(b, tileRows, k), result,
-                        indices);
+          Value valid = groups.groups % groups.sharingLanes ? thread.valid
+                                                            : Value();
+          if (rows % kSwizzleTileRows) {
+            Value rowValid = cmpLT(b, l, row, cIndex(b, l, rows));
+            valid = valid ? andI(b, l, valid, rowValid) : rowValid;
+          }
+          storeVectorWhere(b, valid, gatherColumns(b, tileRows, k), result,
+                           indices);
         }
       });
 }
