@@ -101,8 +101,8 @@ MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype
 # Swizzle programs: linear scales shape, unscaled dim, scale dtype. Scales tiled along their
 # second-to-last dimension with C a multiple of 4 take the vector kernels, the rest the scalar ones.
 # The vector kernels give a thread 4, 2 or 1 tiles (the most that divide C / 4 and fit 16 bytes)
-# and pair lanes on consecutive groups of tiles: [200, 48] has 3 groups of 4 (an odd count, so the
-# last pair is half empty), [300, 8] 1 group of 2, [2, 200, 12] 3 groups of 1, f32 1 of 1.
+# and put lanes on consecutive groups of tiles: [200, 48] has 3 groups of 4 over 4 lanes (the last
+# lane idle), [300, 8] 1 group of 2, [2, 200, 12] 3 groups of 1 over 4 lanes, f32 1 of 1.
 SWIZZLE = {
     "swizzle_rows": ((500, 6), 0, ml_dtypes.float8_e8m0fnu),
     "swizzle_columns": ((3, 130), 1, ml_dtypes.float8_e8m0fnu),

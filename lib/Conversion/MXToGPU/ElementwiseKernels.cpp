@@ -22,7 +22,7 @@
 // loads of up to 16 bytes (one per compact row), a 4x4 transpose of 4-element
 // words in registers, and one store per tile, zeros in the padding rows;
 // unswizzle does the reverse. Lanes are laid out so that both the compact
-// and the tiled accesses of a warp fill whole 32-byte sectors.
+// and the tiled accesses of a warp are runs of 64 bytes or more.
 // Scales tiled along their second-to-last dimension with whole 4-column
 // groups take that path; the rest (the blockwise layout, tiles along the
 // last dimension, partial column groups) gather one element per thread,
@@ -50,10 +50,8 @@ Value minIndex(OpBuilder &b, Location loc, Value x, int64_t bound) {
   return arith::MinUIOp::create(b, loc, x, cIndex(b, loc, bound));
 }
 
-/// The widest access of a thread, and a sector: the memory system moves
-/// whole sectors, so accesses that fill them need half the transactions.
+/// The widest access of a thread.
 constexpr int64_t kMaxAccessBytes = 16;
-constexpr int64_t kSectorBytes = 32;
 
 /// Runs `body` in one thread for each of `count` items, with the item's index
 /// (a grid of whole CTAs needs no bounds check).
@@ -392,16 +390,21 @@ bool isVectorSwizzle(RankedTensorType compactType, int64_t unscaledDim,
 /// tile, k < kGroupsPerTileRow, 4 columns each.
 constexpr int64_t kTileRowStride = 32;
 constexpr int64_t kGroupsPerTileRow = kSwizzleTileRows / kTileRowStride;
+/// Contiguous bytes of a compact row that the lanes of a warp access
+/// together. Measured on the H200 at [8192, 256] (swizzle, unswizzle): 32
+/// bytes (whole sectors, 16 rows a warp) 1.8, 1.8 us; 64 bytes (8 rows) 1.7,
+/// 1.7 us; 128 bytes (4 rows, 8 tiles apart on the tiled side) 1.9, 1.8 us.
+/// One tile per thread with a warp across 32 tiles took 3.2 and 2.0 us.
+constexpr int64_t kCompactRunBytes = 64;
+
 /// How the vector (un)swizzle spreads the tiles of compact scales
 /// `[..., R, C]` over threads. A thread moves row i of `tilesPerThread`
 /// consecutive tiles of one row of tiles (a group): four compact accesses of
 /// 4 * tilesPerThread elements (rows i + 32k, up to 16 bytes) and
 /// tilesPerThread tiled accesses of a tile row, transposed in registers. In
 /// a warp, `sharingLanes` consecutive lanes take consecutive groups, so that
-/// together they fill the sectors of a compact row, and the tiled accesses
-/// of a warp cover whole tiles. On the H200 at [8192, 256], one tile per
-/// thread with a warp across 32 tiles took 3.2 us (swizzle, 16-byte stores
-/// 512 bytes apart) and 2.0 us (unswizzle).
+/// together they cover kCompactRunBytes of a compact row, and the rest of
+/// the warp takes the next tile rows, whose tiled accesses are contiguous.
 struct TileGroups {
   TileGroups(RankedTensorType compactType) {
     int64_t batch = compactType.getRank() - 2;
@@ -414,7 +417,10 @@ struct TileGroups {
       tilesPerThread /= 2;
     groups = tiles / tilesPerThread;
     int64_t groupBytes = kSwizzleTileCols * tilesPerThread * elementBytes;
-    sharingLanes = std::max<int64_t>(1, kSectorBytes / groupBytes);
+    // Lanes beyond the groups of a row of tiles would idle.
+    sharingLanes = std::min<int64_t>(
+        std::max<int64_t>(1, kCompactRunBytes / groupBytes),
+        llvm::PowerOf2Ceil(groups));
     rowType = VectorType::get({kSwizzleTileCols * tilesPerThread},
                               compactType.getElementType());
     tileRowType = VectorType::get({kGroupsPerTileRow * kSwizzleTileCols},

@@ -362,16 +362,15 @@ func.func @dequantize_scalar(%d: tensor<33x100xf8E4M3FN>, %s: tensor<33x4xf8E8M0
 
 // Whole 4-column groups: a thread takes one row of both tiles of a row of
 // tiles (two 4-column groups), four 8-element loads of compact rows 32
-// apart, and one store per tile; four lanes share a compact row's 32-byte
-// sector, the three lanes past the only group store nothing (3 x 128 threads).
+// apart, and one store per tile (3 x 32 threads, one CTA).
 // CHECK-LABEL: func @swizzle_vector
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
-// CHECK: arith.cmpi ult, %{{.*}}, %c384 : index
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK: arith.cmpi ult, %{{.*}}, %c96 : index
 // CHECK-COUNT-4: vector.load %{{.*}} {alignment = 8 : i64} : memref<300x8xf8E8M0FNU>, vector<8xf8E8M0FNU>
-// CHECK: scf.if
-// CHECK-NEXT: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c0, %{{.*}}, %c0, %c0] {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
-// CHECK: scf.if
-// CHECK-NEXT: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c1, %{{.*}}, %c0, %c0] {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
+// CHECK-NOT: scf.if
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c0, %{{.*}}, %c0, %c0] {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
+// CHECK-NOT: scf.if
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %c1, %{{.*}}, %c0, %c0] {alignment = 16 : i64} : memref<3x2x32x4x4xf8E8M0FNU>, vector<16xf8E8M0FNU>
 // CHECK-NOT: memref.store
 func.func @swizzle_vector(%s: tensor<300x8xf8E8M0FNU>) -> tensor<3x2x32x4x4xf8E8M0FNU> {
   %t = mx.swizzle %s : tensor<300x8xf8E8M0FNU> -> tensor<3x2x32x4x4xf8E8M0FNU>
