@@ -11,8 +11,8 @@
 // an f16), multiplies them in f32 by their block's scale (one load when the
 // block spans the chunk, a vector of scales for [32, 1] blocks), rounds once
 // to the output type (two per `cvt.rn.{bf16x2,f16x2}.f32`) and stores the
-// results at once. That is the CPU lowering's arithmetic, so the two agree bit for
-// bit, NaN canonicalization included; the scalar kernel decodes with the
+// results at once. That is the CPU lowering's arithmetic, so the two agree bit
+// for bit, NaN canonicalization included; the scalar kernel decodes with the
 // CPU lowering's integer builders instead, for rows that are not whole
 // 16-element chunks and blocks narrower than 16 but wider than 1.
 //
@@ -161,9 +161,8 @@ Value loadScaleFactors(ImplicitLocOpBuilder &b, Value scales,
                                        buildScaleToF32(b, b.getLoc(), scale));
   }
   Type scaleType = cast<MemRefType>(scales.getType()).getElementType();
-  Value loaded =
-      loadVector(b, b.getLoc(), VectorType::get({length}, scaleType),
-                 scales, scaleIndices);
+  Value loaded = loadVector(b, b.getLoc(), VectorType::get({length}, scaleType),
+                            scales, scaleIndices);
   SmallVector<Value> factors;
   for (int64_t i = 0; i < length; ++i)
     factors.push_back(buildScaleToF32(b, b.getLoc(),
@@ -176,8 +175,9 @@ Value buildQuietNaN(ImplicitLocOpBuilder &b, VectorType type) {
   auto elementType = cast<FloatType>(type.getElementType());
   return arith::ConstantOp::create(
       b, DenseElementsAttr::get(
-             type, b.getFloatAttr(elementType, APFloat::getQNaN(
-                                                   elementType.getFloatSemantics()))));
+             type, b.getFloatAttr(
+                       elementType,
+                       APFloat::getQNaN(elementType.getFloatSemantics()))));
 }
 
 /// `product` (an even-length f32 vector) rounded to nearest even as 16-bit
@@ -205,9 +205,9 @@ Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product,
                   .getResult();
     Value isNaN = vector::FromElementsOp::create(
         b, VectorType::get({2}, b.getI1Type()),
-        ValueRange{arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, lo, lo),
-                   arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, hi,
-                                         hi)});
+        ValueRange{
+            arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, lo, lo),
+            arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, hi, hi)});
     pairs.push_back(arith::SelectOp::create(b, isNaN, quietNaN, pair));
   }
   return concatenate(b, pairs);
@@ -224,8 +224,7 @@ Value buildDequantizedVector(ImplicitLocOpBuilder &b, Value values,
   Value isNaN =
       arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, product, product);
   return arith::SelectOp::create(
-      b, isNaN, buildQuietNaN(b, cast<VectorType>(product.getType())),
-      product);
+      b, isNaN, buildQuietNaN(b, cast<VectorType>(product.getType())), product);
 }
 
 /// Chunks that a thread of the vector dequantize converts, loaded before
@@ -250,8 +249,8 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
   chunks.back() /= chunk;
   int64_t numChunks = computeProduct(chunks);
   int64_t perCTA = kThreadsPerBlock * kDequantizeChunksPerThread;
-  auto dataType = VectorType::get({chunk},
-                                  op.getData().getType().getElementType());
+  auto dataType =
+      VectorType::get({chunk}, op.getData().getType().getElementType());
   buildBlockLaunch(
       rewriter, loc, llvm::divideCeil(numChunks, perCTA), TypeRange(),
       [&](OpBuilder &nb, Location l, const KernelIds &ids) {
@@ -267,8 +266,8 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
           // Threads past the end load the last chunk and store nothing.
           SmallVector<Value> indices = delinearize(
               b, l, minIndex(b, l, chunkIds.back(), numChunks - 1), chunks);
-          indices.back() = arith::MulIOp::create(
-              b, indices.back(), cIndex(b, l, chunk));
+          indices.back() =
+              arith::MulIOp::create(b, indices.back(), cIndex(b, l, chunk));
           Value values =
               buildDecodedF32(b, loadVector(b, l, dataType, data, indices));
           Value factors =
@@ -418,9 +417,9 @@ struct TileGroups {
     groups = tiles / tilesPerThread;
     int64_t groupBytes = kSwizzleTileCols * tilesPerThread * elementBytes;
     // Lanes beyond the groups of a row of tiles would idle.
-    sharingLanes = std::min<int64_t>(
-        std::max<int64_t>(1, kCompactRunBytes / groupBytes),
-        llvm::PowerOf2Ceil(groups));
+    sharingLanes =
+        std::min<int64_t>(std::max<int64_t>(1, kCompactRunBytes / groupBytes),
+                          llvm::PowerOf2Ceil(groups));
     rowType = VectorType::get({kSwizzleTileCols * tilesPerThread},
                               compactType.getElementType());
     tileRowType = VectorType::get({kGroupsPerTileRow * kSwizzleTileCols},
@@ -444,17 +443,17 @@ struct TileGroupThread {
   SmallVector<Value> getTiledIndices(ImplicitLocOpBuilder &b, int64_t t) const {
     SmallVector<Value> indices(batch);
     Value zero = cIndex(b, b.getLoc(), 0);
-    indices.append({rowTile,
-                    arith::AddIOp::create(b, firstTile, cIndex(b, b.getLoc(), t)),
-                    tileRow, zero, zero});
+    indices.append(
+        {rowTile, arith::AddIOp::create(b, firstTile, cIndex(b, b.getLoc(), t)),
+         tileRow, zero, zero});
     return indices;
   }
 
   /// Compact row `row + 32k` and its indices at the group's first column.
   std::pair<Value, SmallVector<Value>>
   getCompactRow(ImplicitLocOpBuilder &b, int64_t k, int64_t rows) const {
-    Value compactRow =
-        arith::AddIOp::create(b, row, cIndex(b, b.getLoc(), k * kTileRowStride));
+    Value compactRow = arith::AddIOp::create(
+        b, row, cIndex(b, b.getLoc(), k * kTileRowStride));
     SmallVector<Value> indices(batch);
     indices.append({minIndex(b, b.getLoc(), compactRow, rows - 1), column});
     return {compactRow, indices};
@@ -504,8 +503,8 @@ Value gatherColumns(ImplicitLocOpBuilder &b, ArrayRef<Value> vectors,
                     int64_t part) {
   SmallVector<Value> columns;
   for (Value vector : vectors)
-    columns.push_back(extractSlice(b, vector, part * kSwizzleTileCols,
-                                   kSwizzleTileCols));
+    columns.push_back(
+        extractSlice(b, vector, part * kSwizzleTileCols, kSwizzleTileCols));
   return concatenate(b, columns);
 }
 
@@ -544,8 +543,8 @@ void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
                         .getResult()
                   : loaded);
         }
-        Value valid = groups.groups % groups.sharingLanes ? thread.valid
-                                                          : Value();
+        Value valid =
+            groups.groups % groups.sharingLanes ? thread.valid : Value();
         for (int64_t t = 0; t < groups.tilesPerThread; ++t)
           storeVectorWhere(b, valid, gatherColumns(b, compactRows, t), result,
                            thread.getTiledIndices(b, t));
@@ -623,8 +622,8 @@ void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
                                         thread.getTiledIndices(b, t)));
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
           auto [row, indices] = thread.getCompactRow(b, k, rows);
-          Value valid = groups.groups % groups.sharingLanes ? thread.valid
-                                                            : Value();
+          Value valid =
+              groups.groups % groups.sharingLanes ? thread.valid : Value();
           if (rows % kSwizzleTileRows) {
             Value rowValid = cmpLT(b, l, row, cIndex(b, l, rows));
             valid = valid ? andI(b, l, valid, rowValid) : rowValid;

@@ -345,14 +345,13 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
   Value nanBytes =
       arith::ConstantIntOp::create(b, loc, wordType, 0x7F7F7F7F7F7F7F7Full);
   SmallVector<Value> fixed;
-  for (auto [w, mask] : llvm::enumerate(
-           buildNaNByteMasks(b, loc, nanMask, length, wordType))) {
+  for (auto [w, mask] :
+       llvm::enumerate(buildNaNByteMasks(b, loc, nanMask, length, wordType))) {
     Value word = vector::ExtractOp::create(b, loc, words, w);
     Value kept = arith::AndIOp::create(
         b, loc, word,
         arith::XOrIOp::create(
-            b, loc, mask,
-            arith::ConstantIntOp::create(b, loc, wordType, -1)));
+            b, loc, mask, arith::ConstantIntOp::create(b, loc, wordType, -1)));
     fixed.push_back(arith::OrIOp::create(
         b, loc, kept, arith::AndIOp::create(b, loc, mask, nanBytes)));
   }
