@@ -274,14 +274,15 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
               loadScaleFactors(b, scales, indices, op.getBlock(), chunk);
           loaded.push_back({std::move(indices), values, factors});
         }
-        for (auto [chunkId, chunk] : llvm::zip_equal(chunkIds, loaded)) {
-          Value dequantized = buildDequantizedVector(
-              b, chunk.values, chunk.factors, resultType.getElementType());
+        for (auto [chunkId, loadedChunk] : llvm::zip_equal(chunkIds, loaded)) {
+          Value dequantized =
+              buildDequantizedVector(b, loadedChunk.values, loadedChunk.factors,
+                                     resultType.getElementType());
           if (numChunks % perCTA == 0)
-            storeVector(b, l, dequantized, result, chunk.indices);
+            storeVector(b, l, dequantized, result, loadedChunk.indices);
           else
             storeVectorIf(b, l, cmpLT(b, l, chunkId, cIndex(b, l, numChunks)),
-                          dequantized, result, chunk.indices);
+                          dequantized, result, loadedChunk.indices);
         }
       });
 }
