@@ -470,7 +470,7 @@ void buildThreadPerTileGroupRow(
   int64_t lanes = groups.sharingLanes;
   // [..., R/128, group blocks, tile row high, tile row low, group low].
   SmallVector<int64_t> threads(tilesType.getShape().drop_back(4));
-  threads.append({llvm::divideCeil(groups.groups, lanes), lanes,
+  threads.append({llvm::divideCeilSigned(groups.groups, lanes), lanes,
                   kTileRowStride / lanes, lanes});
   int64_t rank = threads.size();
   buildThreadPerItem(
