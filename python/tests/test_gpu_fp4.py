@@ -147,6 +147,18 @@ def test_mxfp4_quantize(rng, libraries, name, repeat):
     run_gpu_program(libraries, name, [x], reference.quantize(x, block, "f4E2M1FN", "f8E8M0FNU", rounding))
 
 
+@pytest.mark.parametrize("name", ["mxfp4_bf16", "mxfp4_batched"])
+def test_mxfp4_bf16_every_scale(rng, libraries, name):
+    """Rows of magnitude 2^-140 to 2^125, and elements down to 2^-16 of their row's, so that the bf16x2
+    arithmetic of the sm_90a kernel meets every scale with bf16 subnormals among its elements."""
+    shape, dtype, block, rounding = MXFP4[name]
+    x = rng.standard_normal(shape).astype(np.float32) * np.exp2(-rng.integers(0, 16, size=shape))
+    rows = x.reshape(-1, shape[-1])
+    rows *= np.exp2(np.linspace(-140, 125, rows.shape[0]).round())[:, None].astype(np.float32)
+    x = x.astype(dtype)
+    run_gpu_program(libraries, name, [x], reference.quantize(x, block, "f4E2M1FN", "f8E8M0FNU", rounding))
+
+
 @pytest.mark.parametrize("repeat", range(2))
 @pytest.mark.parametrize("name", list(NVFP4))
 def test_nvfp4_quantize(rng, libraries, name, repeat):
@@ -162,6 +174,19 @@ def test_nvfp4_quantize(rng, libraries, name, repeat):
     if not given:
         expected.append(np.array(computed, np.float32))
     run_gpu_program(libraries, name, [x] + ([np.array(t, np.float32)] if given else []), expected)
+
+
+@pytest.mark.parametrize("t", [2.0 ** -126, 2.0 ** -121, 2.0 ** -120, 3e38, np.finfo(np.float32).max])
+@pytest.mark.parametrize("name", ["nvfp4_given_f32", "nvfp4_given_swizzled"])
+def test_nvfp4_extreme_tensor_scale(rng, libraries, name, t):
+    """The smallest and largest tensor scales: below 2^-120 the sm_90a kernel takes its general path
+    (which also serves the 0, negative, Inf and NaN scales that mx.reference rejects), from there its
+    bf16x2 path, whose factors may then be subnormal."""
+    shape, dtype, given, swizzled, columnwise = NVFP4[name]
+    x = _input(rng, shape, dtype, nan_block=False)
+    data, scales, _ = reference.quantize_nvfp4(x, np.float32(t))
+    expected = [data, reference.swizzle(scales) if swizzled else scales]
+    run_gpu_program(libraries, name, [x, np.array(t, np.float32)], expected)
 
 
 def test_nvfp4_computed_scale_of_zeros(libraries):

@@ -5,18 +5,25 @@
 // addresses half bytes: a quantize result is an i8 buffer of half the
 // elements, written by the kernel and exposed as the f4 memref through
 // `memref.view`, and a dequantize reads the bytes behind its f4 operand's
-// aligned pointer. One thread quantizes one rowwise block (32 elements for
-// MXFP4, 16 for NVFP4; batch dimensions fold into rows): it loads the block,
-// takes its amax, and writes the block's packed bytes with one 16-byte
-// (8-byte) store and its scale. A columnwise block is quantized together
-// with the next column's, so that every byte a thread writes is whole. The
-// scale and factor come from the same Numerics.h builders as the CPU lowering.
-// sm_90a has no FP4 instruction: it rounds to E2M1 with float min/max on
-// magic sums (buildE2M1Codes), which gives the bits of the CPU lowering's
-// integer conversion for every f32 in a third of its instructions; sm_100a
-// converts with `cvt.rn.satfinite.e2m1x2.f32`, the same rounding (nearest
-// even) and saturation, with NaN inputs given the contract's code 0. So the
-// kernels agree with the CPU lowering bit for bit. A computed NVFP4
+// aligned pointer. One thread quantizes 32 elements of a row, one MXFP4
+// block or two NVFP4 blocks (one where the row does not split into such
+// groups; batch dimensions fold into rows): it loads them, takes each
+// block's amax, and writes their packed bytes with one store and their
+// scales. A columnwise block is quantized together with the next column's,
+// so that every byte a thread writes is whole. The scale and factor come
+// from the same Numerics.h builders as the CPU lowering. sm_90a has no FP4
+// instruction: it rounds to E2M1 with float min/max on magic sums
+// (buildE2M1Magnitudes), which gives the bits of the CPU lowering's integer
+// conversion in a third of its instructions. The rowwise kernel does that in
+// bf16x2 arithmetic, two elements an instruction (packBF16Codes): MXFP4's
+// bf16 blocks times their power-of-two factor, other blocks' f32 products
+// rounded to bf16 to odd first, which keeps their E2M1 rounding. The
+// columnwise kernel, and NVFP4 under a tensor scale so extreme that a
+// product of a block without NaN may be NaN, use f32 and test every element
+// for NaN (buildE2M1Codes). sm_100a converts with
+// `cvt.rn.satfinite.e2m1x2.f32`, the same rounding (nearest even) and
+// saturation, with NaN inputs given the contract's code 0. So the kernels
+// agree with the CPU lowering bit for bit. A computed NVFP4
 // tensor scale needs the whole tensor's finite amax before any block: a first
 // kernel reduces it into a device word, one atomic max per CTA.
 //
@@ -30,8 +37,10 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -55,84 +64,182 @@ Value splat(OpBuilder &b, Location loc, Value like, Attribute value) {
   return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
 }
 
-/// 1.5 * 2^23, whose f32 neighbours are 1 apart: adding it to a small
-/// non-negative value rounds that value to an integer, to nearest even, and
-/// the integer is the sum's bits minus the constant's.
-constexpr float kIntegerMagic = 12582912.0f;
-constexpr uint32_t kIntegerMagicBits = 0x4B400000;
+/// The magic of a float type with `p` stored mantissa bits, 1.5 * 2^p, whose
+/// neighbours are 1 apart: adding it to a small non-negative value rounds
+/// that value to an integer, to nearest even, and the integer is the sum's
+/// bits minus the magic's. For f32 and bf16 (p = 23, 7), with their bits.
+float getIntegerMagic(FloatType type) {
+  return std::ldexp(1.5f, type.getFPMantissaWidth() - 1);
+}
+constexpr uint32_t kF32MagicBits = 0x4B400000, kBF16MagicBits = 0x4340;
 
-/// Per element of an f32 vector `x`, its E2M1 code plus kIntegerMagicBits
-/// (mod 2^32), as i32. This is the rounding of buildTruncToElementBits in a
-/// third of the instructions: on |x| the code is rint(g(|x|)) with
-/// g(m) = min(2m, m + 2, m / 2 + 4), which maps the E2M1 grid
-/// {0, 0.5, 1, 1.5, 2, 3, 4, 6} to 0..7 piecewise linearly, so ties go to
-/// the even code; each piece is rounded once, exactly, by the magic add, and
-/// rint is monotone, so the min may follow it. The
-/// clamp to 7 saturates Inf; maxnumf turns a NaN into code 0 first, and the
-/// sign (-0 included) is dropped for NaN, whose bits as a signed integer
-/// exceed those of -Inf. unittests/Conversion/E2M1RoundingTest.cpp compares the
-/// two conversions on all 2^32 f32 patterns.
-Value buildE2M1Codes(OpBuilder &b, Location loc, Value x) {
-  auto f32 = [&](float v) { return splat(b, loc, x, b.getF32FloatAttr(v)); };
-  auto i32 = [&](int64_t v) {
-    return splat(b, loc, x, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+/// Per element of a float vector `m` of magnitudes (f32 or bf16), its E2M1
+/// code plus the magic of its type, as that type. This is the rounding of
+/// buildTruncToElementBits in a third of the instructions: the code is
+/// rint(g(m)) with g(m) = min(2m, m + 2, m / 2 + 4), which maps the E2M1
+/// grid {0, 0.5, 1, 1.5, 2, 3, 4, 6} to 0..7 piecewise linearly, so ties go
+/// to the even code; each piece is rounded once, exactly, by the magic add,
+/// and rint is monotone, so the min may follow it. The clamp to 7 saturates
+/// Inf; with `nanToZero`, maxnumf turns a NaN into code 0 first (else a NaN
+/// gives 7).
+Value buildE2M1Magnitudes(OpBuilder &b, Location loc, Value m, bool nanToZero) {
+  auto type = cast<FloatType>(getElementTypeOrSelf(m));
+  float magic = getIntegerMagic(type);
+  auto constant = [&](float v) {
+    return splat(b, loc, m, b.getFloatAttr(type, v));
   };
-  Type bitsType = cast<VectorType>(x.getType()).clone(b.getI32Type());
-  Value bits = arith::BitcastOp::create(b, loc, bitsType, x);
-  Value m = arith::BitcastOp::create(
-      b, loc, x.getType(),
-      arith::AndIOp::create(b, loc, bits, i32(0x7FFFFFFF)));
   // One fma a piece, which rounds once as the exact product allows anyway.
   auto piece = [&](float slope, float offset) -> Value {
     if (slope == 1)
-      return arith::AddFOp::create(b, loc, m, f32(kIntegerMagic + offset));
-    return LLVM::FMAOp::create(b, loc, m, f32(slope),
-                               f32(kIntegerMagic + offset));
+      return arith::AddFOp::create(b, loc, m, constant(magic + offset));
+    return LLVM::FMAOp::create(b, loc, m, constant(slope),
+                               constant(magic + offset));
   };
   Value t = arith::MinNumFOp::create(
       b, loc, arith::MinNumFOp::create(b, loc, piece(2, 0), piece(1, 2)),
       piece(0.5f, 4));
-  t = arith::MinNumFOp::create(
-      b, loc, arith::MaxNumFOp::create(b, loc, t, f32(kIntegerMagic)),
-      f32(kIntegerMagic + 7));
-  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                         bits, i32(int32_t(0xFF800000u)));
+  if (nanToZero)
+    t = arith::MaxNumFOp::create(b, loc, t, constant(magic));
+  return arith::MinNumFOp::create(b, loc, t, constant(magic + 7));
+}
+
+/// Per element of an f32 vector `x`, its E2M1 code plus kF32MagicBits
+/// (mod 2^32), as i32: buildE2M1Magnitudes of |x| with the sign added, which
+/// is dropped for NaN (code 0), whose bits as a signed integer exceed those
+/// of -Inf. unittests/Conversion/E2M1RoundingTest.cpp compares this with
+/// buildTruncToElementBits on all 2^32 f32 patterns.
+Value buildE2M1Codes(OpBuilder &b, Location loc, Value x) {
+  auto i32 = [&](int64_t v) {
+    return splat(b, loc, x, b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  };
+  Type bitsType = cast<VectorType>(x.getType()).clone(b.getI32Type());
+  Value t = buildE2M1Magnitudes(b, loc, magnitude(b, loc, x),
+                                /*nanToZero=*/true);
+  Value negative = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::sle,
+      arith::BitcastOp::create(b, loc, bitsType, x), i32(int32_t(0xFF800000u)));
   Value sign = arith::SelectOp::create(b, loc, negative, i32(8), i32(0));
   return arith::AddIOp::create(
       b, loc, arith::BitcastOp::create(b, loc, bitsType, t), sign);
 }
 
-/// Packs an i32 vector of E2M1 codes from buildE2M1Codes into bytes, element
-/// 2i in the low nibble, in words of up to eight codes: a word is the sum of
-/// its shifted codes, and the magic's bits come off once per word.
-Value packCodesInSoftware(OpBuilder &b, Location loc, Value codes) {
-  int64_t length = cast<VectorType>(codes.getType()).getNumElements();
-  int64_t group = std::min<int64_t>(length, 8);
-  Type wordType = b.getIntegerType(4 * group);
-  SmallVector<Value> words;
-  for (int64_t first = 0; first < length; first += group) {
-    Value word;
+/// Packs an i32 vector of words, each holding `codesPerWord` E2M1 codes (one,
+/// or two in the low bits of its halves) plus `magicWord`, into bytes,
+/// element 2i in the low nibble: a packed word of up to eight codes is the
+/// sum of up to 8 / codesPerWord words shifted by 4 bits each, and the magic
+/// comes off once per packed word. With one code a word, word i of a group
+/// holds element i; with two, a half is four nibbles, so word j of a group of
+/// four holds elements j and j + 4 (getNibblePairOrder).
+Value packCodesInSoftware(OpBuilder &b, Location loc, Value words,
+                          int64_t codesPerWord, uint32_t magicWord) {
+  int64_t count = cast<VectorType>(words.getType()).getNumElements();
+  int64_t group = std::min<int64_t>(count, 8 / codesPerWord);
+  Type packedType = b.getIntegerType(4 * codesPerWord * group);
+  SmallVector<Value> packedWords;
+  for (int64_t first = 0; first < count; first += group) {
+    Value packed;
     uint32_t magic = 0;
     for (int64_t i = 0; i < group; ++i) {
-      Value code = vector::ExtractOp::create(b, loc, codes, first + i);
+      Value word = vector::ExtractOp::create(b, loc, words, first + i);
       if (i)
-        code = arith::ShLIOp::create(
-            b, loc, code, arith::ConstantIntOp::create(b, loc, 4 * i, 32));
-      word =
-          word ? arith::AddIOp::create(b, loc, word, code).getResult() : code;
-      magic += kIntegerMagicBits << (4 * i);
+        word = arith::ShLIOp::create(
+            b, loc, word, arith::ConstantIntOp::create(b, loc, 4 * i, 32));
+      packed = packed ? arith::AddIOp::create(b, loc, packed, word).getResult()
+                      : word;
+      magic += magicWord << (4 * i);
     }
-    word = arith::SubIOp::create(
-        b, loc, word,
+    packed = arith::SubIOp::create(
+        b, loc, packed,
         arith::ConstantIntOp::create(b, loc, static_cast<int32_t>(magic), 32));
-    words.push_back(arith::TruncIOp::create(b, loc, wordType, word));
+    packedWords.push_back(arith::TruncIOp::create(b, loc, packedType, packed));
   }
   Value packed = vector::FromElementsOp::create(
-      b, loc, VectorType::get({length / group}, wordType), words);
-  auto bytesType = VectorType::get({length / 2}, b.getI8Type());
+      b, loc, VectorType::get({count / group}, packedType), packedWords);
+  auto bytesType = VectorType::get({count * codesPerWord / 2}, b.getI8Type());
   if (packed.getType() == bytesType)
     return packed;
   return vector::BitCastOp::create(b, loc, bytesType, packed);
+}
+
+/// The element order of a block of `length` (a multiple of 8) in which
+/// packBF16Codes pairs elements into bf16x2 words: elements j and j + 4 of
+/// each run of eight share a word, as packCodesInSoftware wants with two
+/// codes a word.
+SmallVector<int64_t> getNibblePairOrder(int64_t length) {
+  SmallVector<int64_t> order;
+  for (int64_t run = 0; run < length; run += 8)
+    for (int64_t j = 0; j < 4; ++j)
+      order.append({run + j, run + j + 4});
+  return order;
+}
+
+/// The packed E2M1 bytes of a block's scaled values as bf16, in
+/// getNibblePairOrder, in bf16x2 arithmetic (two elements an instruction):
+/// buildE2M1Magnitudes with bf16's magic, and each element's sign moved from
+/// bit 15 of its half to the code's bit 3. `signWords` are i32 words whose
+/// halves have the signs of the values' pairs (the values' own bits, or
+/// others that share their signs). The callers' values are NaN only in a
+/// block with a NaN `amax`, which is all code 0, so the elements need no NaN
+/// test of their own.
+Value packBF16Codes(OpBuilder &b, Location loc, Value scaled, Value signWords,
+                    Value amax) {
+  Value t = buildE2M1Magnitudes(b, loc, magnitude(b, loc, scaled),
+                                /*nanToZero=*/false);
+  auto wordsType = cast<VectorType>(signWords.getType());
+  auto wordConstant = [&](uint32_t v) {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(wordsType,
+                               b.getI32IntegerAttr(static_cast<int32_t>(v))));
+  };
+  Value signs = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, signWords, wordConstant(12)),
+      wordConstant(0x00080008));
+  Value words = arith::OrIOp::create(
+      b, loc, vector::BitCastOp::create(b, loc, wordsType, t), signs);
+  Value bytes = packCodesInSoftware(b, loc, words, /*codesPerWord=*/2,
+                                    kBF16MagicBits * 0x10001u);
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(bytes.getType()));
+  return arith::SelectOp::create(b, loc, isNaN(b, loc, amax), zero, bytes);
+}
+
+/// An f32 vector (of even length) rounded to bf16 to odd: truncated, with
+/// the last bit set where that dropped a nonzero bit. Rounding that once
+/// more to E2M1 gives the E2M1 rounding of the f32 values themselves: every
+/// E2M1 value and midpoint is a bf16 with an even last bit, truncation keeps
+/// each value on its side of them, and the odd bit marks a value strictly
+/// past one. NaN stays NaN and Inf Inf. The halves of two elements share a
+/// word, and their sticky bits are one `min.u16x2` with 1 (inline, since LLVM
+/// rewrites an unsigned min with 1 into a compare per element). Also returns
+/// the truncated halves as i32 words, which have the signs of the result.
+std::pair<Value, Value> roundToOddBF16(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<VectorType>(x.getType());
+  int64_t length = type.getNumElements();
+  auto halvesType = type.clone(b.getI16Type());
+  auto wordsType = VectorType::get({length / 2}, b.getI32Type());
+  Value bits = arith::BitcastOp::create(b, loc, type.clone(b.getI32Type()), x);
+  auto words = [&](Value halves) {
+    return vector::BitCastOp::create(
+        b, loc, wordsType, arith::TruncIOp::create(b, loc, halvesType, halves));
+  };
+  Value high = words(arith::ShRUIOp::create(
+      b, loc, bits, splat(b, loc, bits, b.getI32IntegerAttr(16))));
+  Value low = words(bits);
+  Value ones = arith::ConstantIntOp::create(b, loc, 0x00010001, 32);
+  SmallVector<Value> sticky;
+  for (int64_t i = 0; i < length / 2; ++i)
+    sticky.push_back(
+        NVVM::InlinePtxOp::create(
+            b, loc, b.getI32Type(),
+            ValueRange{vector::ExtractOp::create(b, loc, low, i), ones},
+            ValueRange{}, "min.u16x2 $0, $1, $2;", Value())
+            .getResult(0));
+  Value rounded = arith::OrIOp::create(
+      b, loc, high, vector::FromElementsOp::create(b, loc, wordsType, sticky));
+  return {
+      vector::BitCastOp::create(b, loc, type.clone(b.getBF16Type()), rounded),
+      high};
 }
 
 /// The E2M1 codes of f32 `lo` and `hi` packed into one byte, `lo` in the low
@@ -157,7 +264,8 @@ Value packPairInHardware(OpBuilder &b, Location loc, Value lo, Value hi) {
 /// into E2M1 codes two to a byte (element 2i in the low nibble).
 Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
   if (chip != Chip::sm_100a)
-    return packCodesInSoftware(b, loc, buildE2M1Codes(b, loc, scaled));
+    return packCodesInSoftware(b, loc, buildE2M1Codes(b, loc, scaled),
+                               /*codesPerWord=*/1, kF32MagicBits);
   int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
   SmallVector<Value> bytes;
   for (int64_t i = 0; i < length; i += 2) {
@@ -226,7 +334,7 @@ std::pair<Value, Value> buildBlockScale(OpBuilder &b, Location loc, Value amax,
 }
 
 /// Block `index` (row-major over the [rows, K / size] blocks) of a 2-D
-/// `input` as f32 values, with its row and block column.
+/// `input` as loaded, with its row and block column.
 struct RowBlock {
   Value values, row, column;
 };
@@ -238,15 +346,82 @@ RowBlock loadRowBlock(OpBuilder &b, Location loc, Value input, Value index,
   Value column = arith::RemUIOp::create(b, loc, index, blocksPerRow);
   Value col = arith::MulIOp::create(b, loc, column, cIndex(b, loc, size));
   auto vectorType = VectorType::get({size}, type.getElementType());
-  return {
-      extendToF32(b, loc,
-                  loadVector(b, loc, vectorType, input, ValueRange{row, col})),
-      row, column};
+  return {loadVector(b, loc, vectorType, input, ValueRange{row, col}), row,
+          column};
 }
 
-Value reduceMax(OpBuilder &b, Location loc, Value f32Vector) {
+Value reduceMax(OpBuilder &b, Location loc, Value floatVector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
-                                     f32Vector);
+                                     floatVector);
+}
+
+/// The f32 amax of a loaded block, NaN if it holds one: reduced in the
+/// loaded type (bf16 and f16 two elements an instruction), which is exact.
+Value buildBlockAmax(OpBuilder &b, Location loc, Value values) {
+  Value amax = reduceMax(b, loc, magnitude(b, loc, values));
+  if (amax.getType().isF32())
+    return amax;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), amax);
+}
+
+/// The packed E2M1 bytes of a loaded rowwise block (16 or 32 elements, whole
+/// runs of 8) with f32 `amax` and `factor`. On sm_90a they come from
+/// packBF16Codes: a bf16 block times MXFP4's power-of-two factor is exact in
+/// bf16 as in f32 (both have 8 exponent bits) except where it leaves the
+/// normal range, and there the code is 0 or 7 either way; other blocks round
+/// their f32 products to odd (roundToOddBF16). A NaN product needs a NaN
+/// block there, which holds for MXFP4's factors and for NVFP4's under a
+/// tensor scale in [2^-120, max]: then every factor is finite and positive,
+/// or NaN with the block. Any other tensor scale, which could make a zero
+/// times an infinite factor (or an infinity times a zero one) NaN, takes
+/// packFP4, which tests every element, as does every block on sm_100a.
+Value packRowBlock(OpBuilder &b, Location loc, Value values, Value amax,
+                   Value factor, Value tensorScale, Chip chip) {
+  auto type = cast<VectorType>(values.getType());
+  SmallVector<int64_t> order = getNibblePairOrder(type.getNumElements());
+  auto pair = [&](OpBuilder &nb, Location nl, Value v) {
+    return vector::ShuffleOp::create(nb, nl, v, v, order).getResult();
+  };
+  if (chip != Chip::sm_100a && !tensorScale && type.getElementType().isBF16()) {
+    Value factors = vector::BroadcastOp::create(
+        b, loc, type, arith::TruncFOp::create(b, loc, b.getBF16Type(), factor));
+    Value scaled = arith::MulFOp::create(b, loc, pair(b, loc, values), factors);
+    auto wordsType =
+        VectorType::get({type.getNumElements() / 2}, b.getI32Type());
+    return packBF16Codes(b, loc, scaled,
+                         vector::BitCastOp::create(b, loc, wordsType, scaled),
+                         amax);
+  }
+  Value f32Values = extendToF32(b, loc, values);
+  Value products = arith::MulFOp::create(
+      b, loc, f32Values,
+      vector::BroadcastOp::create(b, loc, f32Values.getType(), factor));
+  if (chip == Chip::sm_100a)
+    return packFP4(b, loc, products, chip);
+  auto packRoundedToOdd = [&](OpBuilder &nb, Location nl) {
+    auto [rounded, truncated] = roundToOddBF16(nb, nl, pair(nb, nl, products));
+    return packBF16Codes(nb, nl, rounded, truncated, amax);
+  };
+  if (!tensorScale)
+    return packRoundedToOdd(b, loc);
+  auto f32 = [&](float v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  };
+  Value usual = arith::AndIOp::create(
+      b, loc,
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, tensorScale,
+                            f32(0x1p-120f)),
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, tensorScale,
+                            f32(std::numeric_limits<float>::max())));
+  auto ifOp = scf::IfOp::create(
+      b, loc, usual,
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(nb, nl, packRoundedToOdd(nb, nl));
+      },
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(nb, nl, packFP4(nb, nl, products, chip));
+      });
+  return ifOp.getResult(0);
 }
 
 /// Vectors that a thread of the finite-amax kernel reduces: enough that the
@@ -311,7 +486,9 @@ Value buildFiniteAmax(OpBuilder &b, Location loc, Value input) {
                                     cIndex(nb, l, k * kThreadsPerBlock)),
               cIndex(nb, l, blocks - 1));
           Value vectorMax = buildFiniteMax(
-              nb, l, loadRowBlock(nb, l, input, index, blockSize).values);
+              nb, l,
+              extendToF32(nb, l,
+                          loadRowBlock(nb, l, input, index, blockSize).values));
           amax = amax ? arith::MaximumFOp::create(nb, l, amax, vectorMax)
                             .getResult()
                       : vectorMax;
@@ -360,34 +537,63 @@ struct FP4QuantizeBuffers {
   TensorScaleSource tensorScale;
 };
 
-/// A rowwise quantize (checkFP4Quantize): one thread per block, which stores
-/// its packed bytes at once.
+/// Elements that a thread of the rowwise kernel quantizes where its row
+/// allows: one MXFP4 block or two NVFP4 blocks, so that a thread loads 16-byte
+/// vectors of bf16 four at a time and stores its bytes with one 16-byte store,
+/// and NVFP4's tensor scale work is shared by two blocks.
+constexpr int64_t kRowwiseElementsPerThread = 32;
+
+/// A rowwise quantize (checkFP4Quantize): one thread per group of
+/// consecutive blocks of one row (kRowwiseElementsPerThread, or one block
+/// where the row's blocks do not split into such groups), which stores its
+/// packed bytes at once.
 void buildRowwiseKernel(OpBuilder &b, Location loc, QuantizeOp op, Chip chip,
                         const FP4QuantizeBuffers &buffers) {
   int64_t blockSize = op.getBlock().back();
-  int64_t blocks = op.getData().getType().getNumElements() / blockSize;
-  buildLaunch(b, loc, blocks, [&](OpBuilder &lb, Location l, Value thread) {
-    buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, blocks)),
+  int64_t perThread = kRowwiseElementsPerThread / blockSize;
+  if (cast<MemRefType>(buffers.input.getType()).getDimSize(1) %
+      kRowwiseElementsPerThread)
+    perThread = 1;
+  int64_t groupSize = perThread * blockSize;
+  int64_t groups = op.getData().getType().getNumElements() / groupSize;
+  buildLaunch(b, loc, groups, [&](OpBuilder &lb, Location l, Value thread) {
+    buildIf(lb, l, cmpLT(lb, l, thread, cIndex(lb, l, groups)),
             [&](OpBuilder &nb, Location nl) {
-              RowBlock block =
-                  loadRowBlock(nb, nl, buffers.input, thread, blockSize);
-              Value amax = reduceMax(nb, nl, magnitude(nb, nl, block.values));
-              auto [scale, factor] = buildBlockScale(
-                  nb, nl, amax, op, buffers.tensorScale.build(nb, nl, thread));
-              Value factors = vector::BroadcastOp::create(
-                  nb, nl, block.values.getType(), factor);
-              Value scaled =
-                  arith::MulFOp::create(nb, nl, block.values, factors);
-              // Blocks are whole bytes, and row-major, so block `thread` starts
-              // at byte thread * size / 2, aligned to its own length.
+              RowBlock group =
+                  loadRowBlock(nb, nl, buffers.input, thread, groupSize);
+              Value tensorScale = buffers.tensorScale.build(nb, nl, thread);
+              Value bytes;
+              for (int64_t k = 0; k < perThread; ++k) {
+                Value values = vector::ShuffleOp::create(
+                    nb, nl, group.values, group.values,
+                    llvm::to_vector(llvm::seq<int64_t>(k * blockSize,
+                                                       (k + 1) * blockSize)));
+                Value amax = buildBlockAmax(nb, nl, values);
+                auto [scale, factor] =
+                    buildBlockScale(nb, nl, amax, op, tensorScale);
+                Value blockBytes = packRowBlock(nb, nl, values, amax, factor,
+                                                tensorScale, chip);
+                bytes = bytes ? vector::ShuffleOp::create(
+                                    nb, nl, bytes, blockBytes,
+                                    llvm::to_vector(llvm::seq<int64_t>(
+                                        0, (k + 1) * blockSize / 2)))
+                                    .getResult()
+                              : blockBytes;
+                Value column = arith::AddIOp::create(
+                    nb, nl,
+                    arith::MulIOp::create(nb, nl, group.column,
+                                          cIndex(nb, nl, perThread)),
+                    cIndex(nb, nl, k));
+                memref::StoreOp::create(nb, nl, scale, buffers.scales,
+                                        ValueRange{group.row, column});
+              }
+              // Groups are whole bytes, and row-major, so group `thread`
+              // starts at byte thread * size / 2, aligned to its own length.
               Value offset = arith::MulIOp::create(
-                  nb, nl, thread, cIndex(nb, nl, blockSize / 2));
-              vector::StoreOp::create(nb, nl, packFP4(nb, nl, scaled, chip),
-                                      buffers.bytes, ValueRange{offset},
-                                      /*nontemporal=*/false,
-                                      llvm::MaybeAlign(blockSize / 2));
-              memref::StoreOp::create(nb, nl, scale, buffers.scales,
-                                      ValueRange{block.row, block.column});
+                  nb, nl, thread, cIndex(nb, nl, groupSize / 2));
+              vector::StoreOp::create(
+                  nb, nl, bytes, buffers.bytes, ValueRange{offset},
+                  /*nontemporal=*/false, llvm::MaybeAlign(groupSize / 2));
             });
   });
 }

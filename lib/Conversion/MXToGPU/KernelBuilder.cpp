@@ -199,13 +199,16 @@ Value gpu_kernels::extendToF32(OpBuilder &b, Location loc, Value vector) {
   return arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), vector);
 }
 
-Value gpu_kernels::magnitude(OpBuilder &b, Location loc, Value f32Vector) {
-  auto type = cast<VectorType>(f32Vector.getType());
-  auto bitsType = type.clone(b.getI32Type());
+Value gpu_kernels::magnitude(OpBuilder &b, Location loc, Value floatVector) {
+  auto type = cast<VectorType>(floatVector.getType());
+  unsigned width = type.getElementTypeBitWidth();
+  auto bitsType = type.clone(b.getIntegerType(width));
   Value signMask = arith::ConstantOp::create(
       b, loc,
-      DenseElementsAttr::get(bitsType, b.getI32IntegerAttr(0x7FFFFFFF)));
-  Value bits = arith::BitcastOp::create(b, loc, bitsType, f32Vector);
+      DenseElementsAttr::get(
+          bitsType, b.getIntegerAttr(bitsType.getElementType(),
+                                     APInt::getSignedMaxValue(width))));
+  Value bits = arith::BitcastOp::create(b, loc, bitsType, floatVector);
   return arith::BitcastOp::create(
       b, loc, type, arith::AndIOp::create(b, loc, bits, signMask));
 }

@@ -133,12 +133,12 @@ void storeVectorIf(mlir::OpBuilder &b, mlir::Location loc,
                    mlir::Value condition, mlir::Value value, mlir::Value buffer,
                    mlir::ValueRange indices);
 
-/// The f32 values of a loaded vector and their magnitudes (sign bit cleared,
-/// which is exact, keeps NaN, and needs no libdevice call).
+/// The f32 values of a loaded vector, and the magnitudes of a float vector
+/// (sign bit cleared, which is exact, keeps NaN, and needs no libdevice call).
 mlir::Value extendToF32(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Value vector);
 mlir::Value magnitude(mlir::OpBuilder &b, mlir::Location loc,
-                      mlir::Value f32Vector);
+                      mlir::Value floatVector);
 
 //===----------------------------------------------------------------------===//
 // Reductions

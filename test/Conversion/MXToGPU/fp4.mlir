@@ -1,10 +1,11 @@
 // RUN: mx-opt %s --convert-mx-to-gpu --split-input-file --verify-diagnostics | FileCheck %s --check-prefixes=CHECK,SM90
 // RUN: mx-opt %s --convert-mx-to-gpu="chip=sm_100a" --split-input-file --verify-diagnostics | FileCheck %s --check-prefixes=CHECK,SM100
 
-// MXFP4: one thread per 32-element block writes its 16 packed bytes with one
-// 16-byte store into an i8 buffer, which the result views as f4E2M1FN. E2M1
-// is converted in software on sm_90a and by the hardware on sm_100a, where
-// a NaN's nibble is cleared.
+// MXFP4: one thread per 32-element block writes its scale, then its 16 packed
+// bytes with one 16-byte store into an i8 buffer, which the result views as
+// f4E2M1FN. E2M1 is converted in software on sm_90a, in bf16x2 arithmetic
+// (the bf16 elements times the factor, then three rounded pieces and their
+// min), and by the hardware on sm_100a, where a NaN's nibble is cleared.
 // CHECK-LABEL: func @mxfp4
 // CHECK-DAG: %[[IN:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<64x96xbf16>
 // CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<3072xi8>
@@ -13,10 +14,13 @@
 // CHECK:   vector.load %[[IN]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x96xbf16>, vector<32xbf16>
 // CHECK-NOT: gpu.shuffle
 // SM90-NOT: nvvm.convert
+// SM90:   arith.mulf %{{.*}}, %{{.*}} : vector<32xbf16>
+// SM90-COUNT-3: arith.minnumf %{{.*}}, %{{.*}} : vector<32xbf16>
+// SM90-NOT: nvvm.convert
 // SM100-COUNT-16: nvvm.convert.f32x2.to.f4x2 {{.*}} : i8(f4E2M1FN)
 // SM100-NOT: nvvm.convert
-// CHECK:   vector.store %{{.*}}, %[[BYTES]][%{{.*}}] {alignment = 16 : i64} : memref<3072xi8>, vector<16xi8>
 // CHECK:   memref.store %{{.*}}, %[[SCALES]][%{{.*}}, %{{.*}}] : memref<64x3xf8E8M0FNU>
+// CHECK:   vector.store %{{.*}}, %[[BYTES]][%{{.*}}] {alignment = 16 : i64} : memref<3072xi8>, vector<16xi8>
 // CHECK: gpu.terminator
 // CHECK: %[[DATA:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<3072xi8> to memref<64x96xf4E2M1FN>
 // CHECK-NOT: mx.
@@ -28,14 +32,20 @@ func.func @mxfp4(%x: tensor<64x96xbf16>) -> (tensor<64x96xf4E2M1FN>, tensor<64x3
 
 // -----
 
-// NVFP4 with a given tensor scale: 8-byte stores of 16-element blocks. The
-// swizzle of FP4 scales is a kernel of its own.
+// NVFP4 with a given tensor scale: a thread quantizes two 16-element blocks
+// of a row and stores their 16 packed bytes at once. On sm_90a a block's
+// products are rounded to bf16 to odd (an inline min.u16x2 a pair) for the
+// bf16x2 conversion, under a tensor scale of [2^-120, max]; any other takes
+// the f32 one. The swizzle of FP4 scales is a kernel of its own.
 // CHECK-LABEL: func @nvfp4_given
 // CHECK-DAG: %[[T:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<f32>
 // CHECK: gpu.launch
 // CHECK:   memref.load %[[T]][] : memref<f32>
-// CHECK:   vector.store %{{.*}} {alignment = 8 : i64} : memref<4096xi8>, vector<8xi8>
+// SM90:    scf.if %{{.*}} -> (vector<8xi8>)
+// SM90-COUNT-8: nvvm.inline_ptx "min.u16x2 $0, $1, $2;"
 // CHECK:   memref.store %{{.*}} : memref<128x4xf8E4M3FN>
+// CHECK:   memref.store %{{.*}} : memref<128x4xf8E4M3FN>
+// CHECK:   vector.store %{{.*}} {alignment = 16 : i64} : memref<4096xi8>, vector<16xi8>
 // CHECK: gpu.launch
 // CHECK:   vector.store %{{.*}} : memref<1x1x32x4x4xf8E4M3FN>, vector<16xf8E4M3FN>
 func.func @nvfp4_given(%x: tensor<128x64xf32>, %t: tensor<f32>) -> (tensor<128x64xf4E2M1FN>, tensor<1x1x32x4x4xf8E4M3FN>) {
@@ -60,7 +70,7 @@ func.func @nvfp4_given(%x: tensor<128x64xf32>, %t: tensor<f32>) -> (tensor<128x6
 // CHECK: gpu.launch
 // CHECK:   memref.load %[[AMAX]]
 // CHECK:   memref.store %{{.*}}, %[[T]][] : memref<f32>
-// CHECK:   vector.store %{{.*}} : memref<1600xi8>, vector<8xi8>
+// CHECK:   vector.store %{{.*}} : memref<1600xi8>, vector<16xi8>
 // CHECK: bufferization.to_tensor %[[T]]
 func.func @nvfp4_computed(%x: tensor<50x64xf16>) -> (tensor<50x64xf4E2M1FN>, tensor<50x4xf8E4M3FN>, tensor<f32>) {
   %d, %s, %t = mx.quantize %x block [1, 16] : tensor<50x64xf16> -> tensor<50x64xf4E2M1FN>, tensor<50x4xf8E4M3FN>, tensor<f32>

@@ -1,7 +1,8 @@
 // The FP4 kernels assemble with ptxas for Hopper (sm_90a) and Blackwell
 // (sm_100a), keep everything in registers, and store an MXFP4 block's 16
-// packed bytes at once; E2M1 is converted in software on sm_90a and by the
-// hardware cvt on sm_100a (compiled only: no SM100 GPU ran it).
+// packed bytes at once; E2M1 is converted in software on sm_90a (in bf16x2
+// arithmetic) and by the hardware cvt on sm_100a (compiled only: no SM100
+// GPU ran it).
 // REQUIRES: ptxas
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a format=bin" | FileCheck %s --check-prefix=BIN
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a format=bin" | FileCheck %s --check-prefix=BIN
@@ -19,6 +20,10 @@
 // BIN-SAME: bin = "
 
 // PTX: ld.global.v4.b32
+// PTX90-NOT: e2m1x2
+// PTX90: mul.rn.bf16x2
+// PTX90: fma.rn.bf16x2
+// PTX90: min.bf16x2
 // PTX90-NOT: e2m1x2
 // PTX100-COUNT-16: cvt.rn.satfinite.e2m1x2.f32
 // PTX: st.global.v4.b32
