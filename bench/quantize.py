@@ -137,6 +137,10 @@ class Case:
     uses_x = True               # the input is a bf16 tensor x of self.shape
     amax_row = False            # the recipe has a global amax: the checked rows include its row
     torch_reason = "not written"
+    # Rows of a few us also report the device times of a 1-element torch kernel (the fixed cost of
+    # any kernel, which the copy, a memcpy, does not pay) and of torch's elementwise kernel moving
+    # the same bytes (an int32 add of 0, 16-byte accesses): the copy as an SM kernel does it.
+    reports_kernel_floor = False
 
     def __init__(self, shape):
         self.shape = tuple(shape)
@@ -560,6 +564,7 @@ class Swizzle(Case):
     [R, C] <-> 128x4 tiles [R/128, C/4, 32, 4, 4]."""
     goal = ("copy", OTHER_GOAL)
     uses_x = False
+    reports_kernel_floor = True
 
     def __init__(self, shape, unswizzle):
         super().__init__(shape)
@@ -1053,6 +1058,19 @@ def copy_time_us(nbytes, iterations):
     return device_time_us(lambda: dst.copy_(src), iterations)[0]
 
 
+def kernel_floor_note(nbytes, iterations):
+    """What an SM kernel costs at this size: a 1-element kernel and an elementwise copy of `nbytes`
+    (half read, half written) as int32, each timed like the rows."""
+    import torch
+    tiny = torch.zeros(1, device=DEVICE)
+    src = torch.zeros(max(1, nbytes // 8), dtype=torch.int32, device=DEVICE)
+    dst = torch.empty_like(src)
+    floor = device_time_us(lambda: tiny.add_(1), iterations)[0]
+    copy = device_time_us(lambda: torch.add(src, 0, out=dst), iterations)[0]
+    return (f"a 1-element torch kernel takes {floor:.1f} us, torch's elementwise kernel moving the "
+            f"same bytes {copy:.1f} us")
+
+
 class Row:
     def __init__(self, case):
         self.case = case
@@ -1152,6 +1170,8 @@ def run_case(case, programs, tao, args, seed):
     try:
         row.t_mx, row.kernels = device_time_us(call, iterations)
         row.t_copy = copy_time_us(case.nbytes(), iterations)
+        if case.reports_kernel_floor:
+            row.notes.append(kernel_floor_note(case.nbytes(), iterations))
     except Exception as exc:  # noqa: BLE001 (an n/a row; the run fails at the end)
         row.failed = True
         row.notes.append(f"timing failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
