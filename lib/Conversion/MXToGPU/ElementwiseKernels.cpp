@@ -410,6 +410,7 @@ struct TileGroups {
     int64_t batch = compactType.getRank() - 2;
     int64_t elementBytes =
         llvm::divideCeil(compactType.getElementTypeBitWidth(), 8);
+    rows = compactType.getDimSize(batch);
     int64_t tiles = compactType.getDimSize(batch + 1) / kSwizzleTileCols;
     tilesPerThread = std::max<int64_t>(
         1, kMaxAccessBytes / (kSwizzleTileCols * elementBytes));
@@ -427,7 +428,12 @@ struct TileGroups {
                                   compactType.getElementType());
   }
 
-  int64_t tilesPerThread, groups, sharingLanes;
+  /// Lanes past the last group of a row of tiles must not store.
+  bool hasIdleLanes() const { return groups % sharingLanes != 0; }
+  /// The last row of tiles has rows past the matrix.
+  bool hasPaddingRows() const { return rows % kSwizzleTileRows != 0; }
+
+  int64_t rows, tilesPerThread, groups, sharingLanes;
   /// A thread's part of one compact row, and a tile row.
   VectorType rowType, tileRowType;
 };
@@ -461,12 +467,16 @@ struct TileGroupThread {
   }
 };
 
-/// Launches one thread per (group, tile row) of TileGroups over the tiles
-/// `tilesType` ([..., R/128, C/4, 32, 4, 4]) and builds `body` for each.
+/// Launches one thread per (group, tile row) of the TileGroups of compact
+/// scales `compactType` over their tiles `tilesType` ([..., R/128, C/4, 32,
+/// 4, 4]) and builds `body` for each.
 void buildThreadPerTileGroupRow(
-    OpBuilder &rewriter, Location loc, RankedTensorType tilesType,
-    const TileGroups &groups,
-    function_ref<void(ImplicitLocOpBuilder &, const TileGroupThread &)> body) {
+    OpBuilder &rewriter, Location loc, RankedTensorType compactType,
+    RankedTensorType tilesType,
+    function_ref<void(ImplicitLocOpBuilder &, const TileGroups &,
+                      const TileGroupThread &)>
+        body) {
+  TileGroups groups(compactType);
   int64_t lanes = groups.sharingLanes;
   // [..., R/128, group blocks, tile row high, tile row low, group low].
   SmallVector<int64_t> threads(tilesType.getShape().drop_back(4));
@@ -494,7 +504,7 @@ void buildThreadPerTileGroupRow(
         t.row = fma(t.rowTile, kSwizzleTileRows, t.tileRow);
         t.column = arith::MulIOp::create(b, t.firstTile,
                                          cIndex(b, l, kSwizzleTileCols));
-        body(b, t);
+        body(b, groups, t);
       });
 }
 
@@ -523,11 +533,10 @@ void storeVectorWhere(ImplicitLocOpBuilder &b, Value condition, Value value,
 void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
                         Value result, RankedTensorType inputType,
                         RankedTensorType tilesType) {
-  int64_t rows = inputType.getDimSize(inputType.getRank() - 2);
-  TileGroups groups(inputType);
   buildThreadPerTileGroupRow(
-      rewriter, loc, tilesType, groups,
-      [&](ImplicitLocOpBuilder &b, const TileGroupThread &thread) {
+      rewriter, loc, inputType, tilesType,
+      [&](ImplicitLocOpBuilder &b, const TileGroups &groups,
+          const TileGroupThread &thread) {
         Location l = b.getLoc();
         Value zeros = vector::BroadcastOp::create(
             b, groups.rowType,
@@ -535,17 +544,17 @@ void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
         SmallVector<Value> compactRows;
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
           // Padding rows read the last row (always there) and store zeros.
-          auto [row, indices] = thread.getCompactRow(b, k, rows);
+          auto [row, indices] = thread.getCompactRow(b, k, groups.rows);
           Value loaded = loadVector(b, l, groups.rowType, input, indices);
           compactRows.push_back(
-              rows % kSwizzleTileRows
+              groups.hasPaddingRows()
                   ? arith::SelectOp::create(
-                        b, cmpLT(b, l, row, cIndex(b, l, rows)), loaded, zeros)
+                        b, cmpLT(b, l, row, cIndex(b, l, groups.rows)), loaded,
+                        zeros)
                         .getResult()
                   : loaded);
         }
-        Value valid =
-            groups.groups % groups.sharingLanes ? thread.valid : Value();
+        Value valid = groups.hasIdleLanes() ? thread.valid : Value();
         for (int64_t t = 0; t < groups.tilesPerThread; ++t)
           storeVectorWhere(b, valid, gatherColumns(b, compactRows, t), result,
                            thread.getTiledIndices(b, t));
@@ -611,22 +620,20 @@ private:
 void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
                           Value result, RankedTensorType tilesType,
                           RankedTensorType resultType) {
-  int64_t rows = resultType.getDimSize(resultType.getRank() - 2);
-  TileGroups groups(resultType);
   buildThreadPerTileGroupRow(
-      rewriter, loc, tilesType, groups,
-      [&](ImplicitLocOpBuilder &b, const TileGroupThread &thread) {
+      rewriter, loc, resultType, tilesType,
+      [&](ImplicitLocOpBuilder &b, const TileGroups &groups,
+          const TileGroupThread &thread) {
         Location l = b.getLoc();
         SmallVector<Value> tileRows;
         for (int64_t t = 0; t < groups.tilesPerThread; ++t)
           tileRows.push_back(loadVector(b, l, groups.tileRowType, input,
                                         thread.getTiledIndices(b, t)));
         for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
-          auto [row, indices] = thread.getCompactRow(b, k, rows);
-          Value valid =
-              groups.groups % groups.sharingLanes ? thread.valid : Value();
-          if (rows % kSwizzleTileRows) {
-            Value rowValid = cmpLT(b, l, row, cIndex(b, l, rows));
+          auto [row, indices] = thread.getCompactRow(b, k, groups.rows);
+          Value valid = groups.hasIdleLanes() ? thread.valid : Value();
+          if (groups.hasPaddingRows()) {
+            Value rowValid = cmpLT(b, l, row, cIndex(b, l, groups.rows));
             valid = valid ? andI(b, l, valid, rowValid) : rowValid;
           }
           storeVectorWhere(b, valid, gatherColumns(b, tileRows, k), result,
