@@ -305,19 +305,20 @@ Value gpu_kernels::applyScaleFactors(OpBuilder &b, Location loc, Value values,
 static SmallVector<Value> buildNaNByteMasks(OpBuilder &b, Location loc,
                                             Value nanMask, int64_t length,
                                             IntegerType wordType) {
-  int64_t bytesPerWord = wordType.getWidth() / 8;
-  auto word = [&](uint64_t v) {
-    return arith::ConstantIntOp::create(b, loc, wordType, v).getResult();
+  unsigned width = wordType.getWidth();
+  auto word = [&](const APInt &v) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(wordType, v))
+        .getResult();
   };
+  Value zero = word(APInt::getZero(width));
   SmallVector<Value> masks;
-  for (int64_t first = 0; first < length; first += bytesPerWord) {
-    Value mask = word(0);
-    for (int64_t j = 0; j < bytesPerWord; ++j) {
+  for (int64_t first = 0; first < length; first += width / 8) {
+    Value mask = zero;
+    for (unsigned j = 0; j < width / 8; ++j) {
       Value isNaN = vector::ExtractOp::create(b, loc, nanMask, first + j);
+      Value byte = word(APInt::getBitsSet(width, 8 * j, 8 * j + 8));
       mask = arith::OrIOp::create(
-          b, loc, mask,
-          arith::SelectOp::create(b, loc, isNaN, word(0xFFull << (8 * j)),
-                                  word(0)));
+          b, loc, mask, arith::SelectOp::create(b, loc, isNaN, byte, zero));
     }
     masks.push_back(mask);
   }
@@ -345,16 +346,18 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
       b, loc, wordsType,
       vector::FromElementsOp::create(
           b, loc, VectorType::get({length / 2}, b.getI16Type()), pairs));
+  auto constant = [&](const APInt &v) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(wordType, v));
+  };
   Value nanBytes =
-      arith::ConstantIntOp::create(b, loc, wordType, 0x7F7F7F7F7F7F7F7Full);
+      constant(APInt::getSplat(wordType.getWidth(), APInt(8, 0x7F)));
+  Value allOnes = constant(APInt::getAllOnes(wordType.getWidth()));
   SmallVector<Value> fixed;
   for (auto [w, mask] :
        llvm::enumerate(buildNaNByteMasks(b, loc, nanMask, length, wordType))) {
     Value word = vector::ExtractOp::create(b, loc, words, w);
     Value kept = arith::AndIOp::create(
-        b, loc, word,
-        arith::XOrIOp::create(
-            b, loc, mask, arith::ConstantIntOp::create(b, loc, wordType, -1)));
+        b, loc, word, arith::XOrIOp::create(b, loc, mask, allOnes));
     fixed.push_back(arith::OrIOp::create(
         b, loc, kept, arith::AndIOp::create(b, loc, mask, nanBytes)));
   }
