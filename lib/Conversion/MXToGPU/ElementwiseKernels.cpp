@@ -278,11 +278,10 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
           Value dequantized =
               buildDequantizedVector(b, loadedChunk.values, loadedChunk.factors,
                                      resultType.getElementType());
-          if (numChunks % perCTA == 0)
-            storeVector(b, l, dequantized, result, loadedChunk.indices);
-          else
-            storeVectorIf(b, l, cmpLT(b, l, chunkId, cIndex(b, l, numChunks)),
-                          dequantized, result, loadedChunk.indices);
+          Value valid = numChunks % perCTA
+                            ? cmpLT(b, l, chunkId, cIndex(b, l, numChunks))
+                            : Value();
+          storeVectorIf(b, l, valid, dequantized, result, loadedChunk.indices);
         }
       });
 }
@@ -519,15 +518,6 @@ Value gatherColumns(ImplicitLocOpBuilder &b, ArrayRef<Value> vectors,
   return concatenate(b, columns);
 }
 
-/// Stores `value` where `condition` holds; a null condition always holds.
-void storeVectorWhere(ImplicitLocOpBuilder &b, Value condition, Value value,
-                      Value buffer, ValueRange indices) {
-  if (condition)
-    storeVectorIf(b, b.getLoc(), condition, value, buffer, indices);
-  else
-    storeVector(b, b.getLoc(), value, buffer, indices);
-}
-
 /// One thread per group row (isVectorSwizzle): four compact loads (zeros for
 /// the rows past the matrix), one store per tile of the group.
 void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
@@ -556,8 +546,8 @@ void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
         }
         Value valid = groups.hasIdleLanes() ? thread.valid : Value();
         for (int64_t t = 0; t < groups.tilesPerThread; ++t)
-          storeVectorWhere(b, valid, gatherColumns(b, compactRows, t), result,
-                           thread.getTiledIndices(b, t));
+          storeVectorIf(b, l, valid, gatherColumns(b, compactRows, t), result,
+                        thread.getTiledIndices(b, t));
       });
 }
 
@@ -636,8 +626,8 @@ void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
             Value rowValid = cmpLT(b, l, row, cIndex(b, l, groups.rows));
             valid = valid ? andI(b, l, valid, rowValid) : rowValid;
           }
-          storeVectorWhere(b, valid, gatherColumns(b, tileRows, k), result,
-                           indices);
+          storeVectorIf(b, l, valid, gatherColumns(b, tileRows, k), result,
+                        indices);
         }
       });
 }

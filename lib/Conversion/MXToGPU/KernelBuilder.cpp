@@ -187,6 +187,8 @@ void gpu_kernels::storeVector(OpBuilder &b, Location loc, Value value,
 
 void gpu_kernels::storeVectorIf(OpBuilder &b, Location loc, Value condition,
                                 Value value, Value buffer, ValueRange indices) {
+  if (!condition)
+    return storeVector(b, loc, value, buffer, indices);
   buildIf(b, loc, condition, [&](OpBuilder &nb, Location nloc) {
     storeVector(nb, nloc, value, buffer, indices);
   });

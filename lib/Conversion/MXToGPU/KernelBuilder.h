@@ -128,7 +128,8 @@ void storeVector(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                  mlir::Value buffer, mlir::ValueRange indices);
 
 /// Stores the vector `value` at `indices` of a buffer where `condition`
-/// holds, aligned to its size (up to 16 bytes) as loadVector.
+/// holds (always for a null condition), aligned to its size (up to 16 bytes)
+/// as loadVector.
 void storeVectorIf(mlir::OpBuilder &b, mlir::Location loc,
                    mlir::Value condition, mlir::Value value, mlir::Value buffer,
                    mlir::ValueRange indices);
