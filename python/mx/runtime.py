@@ -104,6 +104,8 @@ _SIGNATURES = {
     "mxrtGetLastError": (ctypes.c_char_p, []),
     "mxrtMalloc": (_i32, [ctypes.POINTER(_ptr), _u64]),
     "mxrtFree": (_i32, [_ptr]),
+    "mxrtFreeAsync": (_i32, [_ptr, _ptr]),
+    "mxrtSetCallStream": (_i32, [_ptr, _i32]),
     "mxrtMemcpyHtoD": (_i32, [_ptr, _ptr, _u64]),
     "mxrtMemcpyDtoH": (_i32, [_ptr, _ptr, _u64]),
     "mxrtMemcpyDtoD": (_i32, [_ptr, _ptr, _u64]),
