@@ -41,6 +41,7 @@ QUANTIZE = {
     "fused_exact": ((100, 72), BF16, "f8E5M2", "f32", "exact", [(ROW, False), (COL, False)]),
     "fused_batched_swizzled": ((2, 70, 96), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil",
                                [(ROW, True), (COL, True)]),
+    "fused_f16_floor": ((70, 160), F16, "f8E5M2", "f8E8M0FNU", "floor", [(ROW, False), (COL, True)]),
     "blockwise_1d_ceil": ((70, 208), BF16, "f8E4M3FN", "f32", "ceil", [(ROW128, False)]),
     "blockwise_1d_floor": ((33, 400), F32, "f8E5M2", "f32", "floor", [(ROW128, False)]),
     "blockwise_1d_exact": ((130, 272), BF16, "f8E4M3FN", "f32", "exact", [(ROW128, False)]),

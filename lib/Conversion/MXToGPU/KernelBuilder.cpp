@@ -194,11 +194,35 @@ void gpu_kernels::storeVectorIf(OpBuilder &b, Location loc, Value condition,
   });
 }
 
-Value gpu_kernels::extendToF32(OpBuilder &b, Location loc, Value vector) {
+Value gpu_kernels::extendToF32(OpBuilder &b, Location loc, Value vector,
+                               bool feedsMagnitudes) {
   auto type = cast<VectorType>(vector.getType());
   if (type.getElementType().isF32())
     return vector;
-  return arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), vector);
+  int64_t length = type.getNumElements();
+  if (feedsMagnitudes || !type.getElementType().isBF16() || length % 2)
+    return arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), vector);
+  // A bf16 is the high half of its f32, so each packed pair extends with one
+  // shift (the low element) and one mask (the high one), where arith.extf's
+  // expansion extracts the high element and shifts it back. LLVM would merge
+  // that mask with a magnitude's, which costs ptxas its free |x| operand.
+  auto wordsType = VectorType::get({length / 2}, b.getI32Type());
+  Value words = vector::BitCastOp::create(b, loc, wordsType, vector);
+  auto wordConstant = [&](uint32_t bits) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(bits)));
+  };
+  auto halvesType = wordsType.clone(b.getF32Type());
+  Value low = arith::BitcastOp::create(
+      b, loc, halvesType,
+      arith::ShLIOp::create(b, loc, words, wordConstant(16)));
+  Value high = arith::BitcastOp::create(
+      b, loc, halvesType,
+      arith::AndIOp::create(b, loc, words, wordConstant(0xFFFF0000u)));
+  SmallVector<int64_t> interleaved;
+  for (int64_t i = 0; i < length / 2; ++i)
+    interleaved.append({i, length / 2 + i});
+  return vector::ShuffleOp::create(b, loc, low, high, interleaved);
 }
 
 Value gpu_kernels::magnitude(OpBuilder &b, Location loc, Value floatVector) {

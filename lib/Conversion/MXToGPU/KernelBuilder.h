@@ -136,8 +136,12 @@ void storeVectorIf(mlir::OpBuilder &b, mlir::Location loc,
 
 /// The f32 values of a loaded vector, and the magnitudes of a float vector
 /// (sign bit cleared, which is exact, keeps NaN, and needs no libdevice call).
+/// `feedsMagnitudes` says whether magnitude() is taken of the f32 values:
+/// ptxas folds that into the `|x|` operand of the max only after arith.extf;
+/// values that are only scaled and converted extend bf16 pairs in one
+/// instruction per element instead.
 mlir::Value extendToF32(mlir::OpBuilder &b, mlir::Location loc,
-                        mlir::Value vector);
+                        mlir::Value vector, bool feedsMagnitudes = true);
 mlir::Value magnitude(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value floatVector);
 

@@ -11,12 +11,13 @@
 // reduce-scatter their 16 row amaxes (14 shuffles), each computes and stores
 // the scales of 2 rows, and one shuffle per row brings the factors back:
 // computing every scale in all 8 lanes made the kernel issue-bound on the
-// H200. Swizzles consuming either scales
-// are fused as in the rowwise kernel: columnwise scales are tiled with K as
-// the unscaled dimension, and the kernel's grid also covers the zero padding
-// of the tiles. Column blocks never span batch slices (the rows of a slice
-// need not be a multiple of 32), so the grid runs over slices x row blocks,
-// each slice padded to its own tiles.
+// H200. bf16 and f16 amaxes are reduced on the loaded pairs, two elements an
+// instruction, and two rows share a word in the reduce-scatter (7 shuffles).
+// Swizzles consuming either scales are fused as in the rowwise kernel:
+// columnwise scales are tiled with K as the unscaled dimension, and the
+// kernel's grid also covers the zero padding of the tiles. Column blocks never
+// span batch slices (the rows of a slice need not be a multiple of 32), so the
+// grid runs over slices x row blocks, each slice padded to its own tiles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -106,8 +108,8 @@ Value inSlice(OpBuilder &b, Location loc, Value slice, int64_t extent,
 struct Strip {
   Value lane, slice, sliceValid, rowBlock, firstHalf, strip, col, colValid;
   /// Per row: the row in the slice, in the folded data, whether it exists,
-  /// and the values (f32).
-  SmallVector<Value> rowInSlice, row, rowValid, values;
+  /// the values as loaded and as f32.
+  SmallVector<Value> rowInSlice, row, rowValid, loaded, values;
 };
 
 /// Places the lane (warp w covers 16 strips of one row block; lane bit 4
@@ -149,8 +151,10 @@ Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
         andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
     Value loadRow = arith::MinUIOp::create(
         b, l, row, cIndex(b, l, grid.slices * grid.rows - 1));
+    s.loaded.push_back(loadVector(b, l, laneType, input, {loadRow, loadCol}));
     s.values.push_back(extendToF32(
-        b, l, loadVector(b, l, laneType, input, {loadRow, loadCol})));
+        b, l, s.loaded.back(),
+        /*feedsMagnitudes=*/laneType.getElementTypeBitWidth() != 16));
   }
   return s;
 }
@@ -200,6 +204,90 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
   }
 }
 
+/// How the strip's amaxes are reduced. 16-bit inputs stay packed two to a
+/// word and each step is one `max.NaN.xorsign.abs` on a pair (exact, and NaN
+/// where either element is): that halves the maxima and leaves the f32
+/// values to the conversion alone. f32 inputs take f32 maxima of magnitudes.
+struct AmaxReduction {
+  Type elementType;
+
+  bool isPacked() const { return elementType.getIntOrFloatBitWidth() == 16; }
+
+  /// The running max of `x` and `y`: f32 magnitudes, or words of pairs whose
+  /// magnitudes are maxed pair by pair (their sign bits are left arbitrary
+  /// and cleared by toF32).
+  Value combine(OpBuilder &b, Location l, Value x, Value y) const {
+    if (!isPacked())
+      return arith::MaximumFOp::create(b, l, x, y);
+    std::string ptx =
+        (Twine("max.NaN.xorsign.abs.") +
+         (elementType.isBF16() ? "bf16x2" : "f16x2") + " $0, $1, $2;")
+            .str();
+    return NVVM::InlinePtxOp::create(b, l, b.getI32Type(), ValueRange{x, y},
+                                     ValueRange{}, ptx, Value())
+        .getResult(0);
+  }
+
+  /// The reduced elements of `loaded` (one row of the strip) where `valid`,
+  /// zero elsewhere: f32 magnitudes, or words of pairs.
+  SmallVector<Value> elements(OpBuilder &b, Location l, Value loaded,
+                              Value values, Value valid) const {
+    Value reduced =
+        isPacked()
+            ? vector::BitCastOp::create(
+                  b, l, VectorType::get({kStripCols / 2}, b.getI32Type()),
+                  loaded)
+            : magnitude(b, l, values);
+    Value zero =
+        arith::ConstantOp::create(b, l, b.getZeroAttr(reduced.getType()));
+    reduced = arith::SelectOp::create(b, l, valid, reduced, zero);
+    SmallVector<Value> elements;
+    for (int64_t i = 0,
+                 e = cast<VectorType>(reduced.getType()).getNumElements();
+         i < e; ++i)
+      elements.push_back(vector::ExtractOp::create(b, l, reduced, i));
+    return elements;
+  }
+
+  /// The f32 amaxes that `reduced` (as combine leaves them) hold, in order.
+  SmallVector<Value> toF32(OpBuilder &b, Location l,
+                           ArrayRef<Value> reduced) const {
+    if (!isPacked())
+      return SmallVector<Value>(reduced);
+    auto wordsType = VectorType::get({int64_t(reduced.size())}, b.getI32Type());
+    Value words = vector::FromElementsOp::create(b, l, wordsType, reduced);
+    Value signMask = arith::ConstantOp::create(
+        b, l,
+        DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0x7FFF7FFF)));
+    Value pairs = vector::BitCastOp::create(
+        b, l, VectorType::get({2 * wordsType.getNumElements()}, elementType),
+        arith::AndIOp::create(b, l, words, signMask));
+    Value amaxes = extendToF32(b, l, pairs);
+    SmallVector<Value> result;
+    for (int64_t i = 0; i < 2 * wordsType.getNumElements(); ++i)
+      result.push_back(vector::ExtractOp::create(b, l, amaxes, i));
+    return result;
+  }
+
+  /// Words holding the amaxes of two rows, from `a` and `c`, the reduced
+  /// pairs of each row: [a0, c0] and [a1, c1] combined.
+  Value pairRows(OpBuilder &b, Location l, Value a, Value c) const {
+    auto wordType = VectorType::get({1}, b.getI32Type());
+    auto pairType = VectorType::get({2}, elementType);
+    auto asPair = [&](Value word) -> Value {
+      return vector::BitCastOp::create(
+          b, l, pairType, vector::BroadcastOp::create(b, l, wordType, word));
+    };
+    Value pa = asPair(a), pc = asPair(c);
+    auto word = [&](ArrayRef<int64_t> mask) -> Value {
+      Value pair = vector::ShuffleOp::create(b, l, pa, pc, mask);
+      return vector::ExtractOp::create(
+          b, l, vector::BitCastOp::create(b, l, wordType, pair), 0);
+    };
+    return combine(b, l, word({0, 2}), word({1, 3}));
+  }
+};
+
 /// Columnwise: one scale per column of the strip, its amax combined across
 /// the two 16-row halves of the column block.
 void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
@@ -208,22 +296,26 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   Type elementType = op.getData().getType().getElementType();
   Type scaleType = op.getScales().getType().getElementType();
   auto f32Lane = cast<VectorType>(s.values.front().getType());
-  Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(f32Lane));
-  Value colAmax = zero;
+  AmaxReduction reduction{getElementTypeOrSelf(s.loaded.front().getType())};
+  SmallVector<Value> colAmax;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
-    Value m =
-        arith::SelectOp::create(b, l, andI(b, l, s.rowValid[i], s.colValid),
-                                magnitude(b, l, s.values[i]), zero);
-    colAmax = arith::MaximumFOp::create(b, l, colAmax, m);
+    SmallVector<Value> elements = reduction.elements(
+        b, l, s.loaded[i], s.values[i], andI(b, l, s.rowValid[i], s.colValid));
+    if (colAmax.empty())
+      colAmax = elements;
+    else
+      for (auto [acc, element] : llvm::zip_equal(colAmax, elements))
+        acc = reduction.combine(b, l, acc, element);
   }
-  SmallVector<BlockScale> scales;
-  SmallVector<Value> factors, nans;
-  for (int64_t j = 0; j < kStripCols; ++j) {
-    Value own = vector::ExtractOp::create(b, l, colAmax, j);
+  for (Value &own : colAmax) {
     Value other = gpu::ShuffleOp::create(b, l, own, int32_t(kHalfWarp),
                                          kWarpSize, gpu::ShuffleMode::XOR)
                       .getShuffleResult();
-    Value amax = arith::MaximumFOp::create(b, l, own, other);
+    own = reduction.combine(b, l, own, other);
+  }
+  SmallVector<BlockScale> scales;
+  SmallVector<Value> factors, nans;
+  for (Value amax : reduction.toF32(b, l, colAmax)) {
     scales.push_back(
         buildBlockScale(b, l, amax, op.getRounding(), elementType, scaleType));
     factors.push_back(scales.back().factor);
@@ -245,12 +337,14 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
 /// Rows of the strip whose rowwise scale each lane of a row block computes.
 constexpr int64_t kRowsPerScaleLane = kRowsPerLane / kLanesPerRowBlock;
 
-/// Reduce-scatters the strip's row amaxes over the 8 lanes of a row block:
-/// each xor step sends half of the rows still held to the partner lane and
-/// keeps the other half, so that lane g ends with the block amaxes of rows
-/// kRowsPerScaleLane * g + q. That is 14 shuffles instead of 48, and each
-/// row's scale is then computed once per block rather than once per lane.
+/// Reduce-scatters the strip's row amaxes (one per row, or packed one word
+/// per two rows) over the 8 lanes of a row block: each xor step sends half
+/// of the values still held to the partner lane and keeps the other half, so
+/// that lane g ends with the block amaxes of rows kRowsPerScaleLane * g + q.
+/// That is 14 shuffles (7 packed) instead of 48, and each row's scale is
+/// then computed once per block rather than once per lane.
 SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
+                                    const AmaxReduction &reduction,
                                     SmallVector<Value> amaxes,
                                     Value laneInBlock) {
   for (int64_t mask = kLanesPerRowBlock / 2; mask >= 1; mask /= 2) {
@@ -267,7 +361,7 @@ SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
       Value received = gpu::ShuffleOp::create(b, l, send, int32_t(mask),
                                               kWarpSize, gpu::ShuffleMode::XOR)
                            .getShuffleResult();
-      kept.push_back(arith::MaximumFOp::create(b, l, keep, received));
+      kept.push_back(reduction.combine(b, l, keep, received));
     }
     amaxes = std::move(kept);
   }
@@ -319,20 +413,31 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
   QuantizeOp op = out.op;
   Type elementType = op.getData().getType().getElementType();
   Type scaleType = op.getScales().getType().getElementType();
-  Value zero = arith::ConstantOp::create(
-      b, l, b.getZeroAttr(s.values.front().getType()));
   Value block =
       arith::DivUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
   Value laneInBlock =
       arith::RemUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
+  AmaxReduction reduction{getElementTypeOrSelf(s.loaded.front().getType())};
   SmallVector<Value> amaxes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
-    Value m = arith::SelectOp::create(b, l, s.colValid,
-                                      magnitude(b, l, s.values[i]), zero);
-    amaxes.push_back(
-        vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF, m));
+    SmallVector<Value> elements =
+        reduction.elements(b, l, s.loaded[i], s.values[i], s.colValid);
+    Value rowAmax = elements.front();
+    for (Value element : ArrayRef(elements).drop_front())
+      rowAmax = reduction.combine(b, l, rowAmax, element);
+    amaxes.push_back(rowAmax);
   }
-  amaxes = scatterRowAmaxes(b, l, amaxes, laneInBlock);
+  // Packed, a word then holds the two pairs of one row; pairing rows 2g and
+  // 2g + 1 gives words of two rows' amaxes, which scatter to lane g as the
+  // f32 amaxes do (kRowsPerScaleLane = 2).
+  if (reduction.isPacked()) {
+    SmallVector<Value> paired;
+    for (int64_t i = 0; i < kRowsPerLane; i += 2)
+      paired.push_back(reduction.pairRows(b, l, amaxes[i], amaxes[i + 1]));
+    amaxes = std::move(paired);
+  }
+  amaxes = reduction.toF32(
+      b, l, scatterRowAmaxes(b, l, reduction, amaxes, laneInBlock));
   Value firstOwnedRow = arith::AddIOp::create(
       b, l, s.rowInSlice.front(),
       arith::MulIOp::create(b, l, laneInBlock,
