@@ -6,12 +6,17 @@
 // A rowwise and a columnwise quantize of one input with the same numerics
 // share one strip kernel, and each swizzle that alone consumes its scales is
 // written by it: one launch, four outputs (two of them tiled), no mx op left.
+// The bf16 amaxes are reduced two elements a max: per lane 2 x 15 down its
+// 16 rows and 2 across the column block's halves; 16 within rows, 8 to pair
+// rows, 7 in the reduce-scatter.
 // CHECK-LABEL: func @pair_both_fused
 // CHECK: %[[CDATA:.*]] = gpu.alloc () : memref<96x256xf8E4M3FN>
 // CHECK: %[[CTILES:.*]] = gpu.alloc () : memref<2x1x32x4x4xf8E8M0FNU>
 // CHECK: %[[RDATA:.*]] = gpu.alloc () : memref<96x256xf8E4M3FN>
 // CHECK: %[[RTILES:.*]] = gpu.alloc () : memref<1x2x32x4x4xf8E8M0FNU>
 // CHECK: gpu.launch
+// CHECK-COUNT-63: nvvm.inline_ptx "max.NaN.xorsign.abs.bf16x2 $0, $1, $2;"
+// CHECK-NOT: nvvm.inline_ptx
 // CHECK-NOT: gpu.launch
 // CHECK-NOT: mx.
 // CHECK: %[[CT:.*]] = bufferization.to_tensor %[[CTILES]]
@@ -50,11 +55,13 @@ func.func @second_user(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, t
 
 // Fused with its columnwise sibling, a rowwise quantize whose K (72) is not
 // a multiple of 16 has a kernel. Its swizzle is fused; the columnwise
-// scales are also returned, so their swizzle is a kernel of its own.
+// scales are also returned, so their swizzle is a kernel of its own. f32
+// amaxes are f32 maxima (no packed max).
 // CHECK-LABEL: func @pair_one_fused
 // CHECK: %[[CSCALES:.*]] = gpu.alloc () : memref<2x72xf8E8M0FNU>
 // CHECK: %[[RTILES:.*]] = gpu.alloc () : memref<1x1x32x4x4xf8E8M0FNU>
 // CHECK: gpu.launch
+// CHECK-NOT: nvvm.inline_ptx
 // CHECK: memref.store %{{.*}}, %[[RTILES]]
 // CHECK: %[[CTILES:.*]] = gpu.alloc () : memref<1x1x32x4x4xf8E8M0FNU>
 // CHECK: gpu.launch
