@@ -57,13 +57,6 @@ Value isNaN(OpBuilder &b, Location loc, Value x) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
 }
 
-/// A splat of `value` shaped like the vector `like`.
-Value splat(OpBuilder &b, Location loc, Value like, Attribute value) {
-  auto type =
-      cast<VectorType>(like.getType()).clone(cast<TypedAttr>(value).getType());
-  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
-}
-
 /// The magic of a float type with `p` stored mantissa bits, 1.5 * 2^p, whose
 /// neighbours are 1 apart: adding it to a small non-negative value rounds
 /// that value to an integer, to nearest even, and the integer is the sum's
@@ -187,10 +180,8 @@ Value packBF16Codes(OpBuilder &b, Location loc, Value scaled, Value signWords,
                                 /*nanToZero=*/false);
   auto wordsType = cast<VectorType>(signWords.getType());
   auto wordConstant = [&](uint32_t v) {
-    return arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(wordsType,
-                               b.getI32IntegerAttr(static_cast<int32_t>(v))));
+    return splat(b, loc, signWords,
+                 b.getI32IntegerAttr(static_cast<int32_t>(v)));
   };
   Value signs = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, signWords, wordConstant(12)),

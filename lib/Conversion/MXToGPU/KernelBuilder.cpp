@@ -45,6 +45,13 @@ Value gpu_kernels::isZeroIndex(OpBuilder &b, Location loc, Value x) {
                                cIndex(b, loc, 0));
 }
 
+Value gpu_kernels::splat(OpBuilder &b, Location loc, Value like,
+                         Attribute value) {
+  auto type =
+      cast<VectorType>(like.getType()).clone(cast<TypedAttr>(value).getType());
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
+}
+
 //===----------------------------------------------------------------------===//
 // Launches and device buffers
 //===----------------------------------------------------------------------===//
@@ -209,8 +216,7 @@ Value gpu_kernels::extendToF32(OpBuilder &b, Location loc, Value vector,
   auto wordsType = VectorType::get({length / 2}, b.getI32Type());
   Value words = vector::BitCastOp::create(b, loc, wordsType, vector);
   auto wordConstant = [&](uint32_t bits) {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(bits)));
+    return splat(b, loc, words, b.getI32IntegerAttr(bits));
   };
   auto halvesType = wordsType.clone(b.getF32Type());
   Value low = arith::BitcastOp::create(
@@ -228,13 +234,11 @@ Value gpu_kernels::extendToF32(OpBuilder &b, Location loc, Value vector,
 Value gpu_kernels::magnitude(OpBuilder &b, Location loc, Value floatVector) {
   auto type = cast<VectorType>(floatVector.getType());
   unsigned width = type.getElementTypeBitWidth();
-  auto bitsType = type.clone(b.getIntegerType(width));
-  Value signMask = arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(
-          bitsType, b.getIntegerAttr(bitsType.getElementType(),
-                                     APInt::getSignedMaxValue(width))));
-  Value bits = arith::BitcastOp::create(b, loc, bitsType, floatVector);
+  Value bits = arith::BitcastOp::create(
+      b, loc, type.clone(b.getIntegerType(width)), floatVector);
+  Value signMask = splat(b, loc, bits,
+                         b.getIntegerAttr(b.getIntegerType(width),
+                                          APInt::getSignedMaxValue(width)));
   return arith::BitcastOp::create(
       b, loc, type, arith::AndIOp::create(b, loc, bits, signMask));
 }

@@ -49,6 +49,9 @@ mlir::Value cmpLT(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 mlir::Value andI(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                  mlir::Value y);
 mlir::Value isZeroIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// A splat of `value` shaped like the vector `like`.
+mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value like,
+                  mlir::Attribute value);
 
 //===----------------------------------------------------------------------===//
 // Launches and device buffers

@@ -104,106 +104,6 @@ Value inSlice(OpBuilder &b, Location loc, Value slice, int64_t extent,
       local);
 }
 
-/// What one lane owns: its strip's place and its 16 rows of 4 values.
-struct Strip {
-  Value lane, slice, sliceValid, rowBlock, firstHalf, strip, col, colValid;
-  /// Per row: the row in the slice, in the folded data, whether it exists,
-  /// the values as loaded and as f32.
-  SmallVector<Value> rowInSlice, row, rowValid, loaded, values;
-};
-
-/// Places the lane (warp w covers 16 strips of one row block; lane bit 4
-/// picks the half) and loads its strip: every lane loads (clamped in bounds)
-/// so that all lanes take part in the shuffles; stores are predicated.
-Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
-                Value input, VectorType laneType) {
-  auto div = [&](Value x, int64_t d) {
-    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  auto rem = [&](Value x, int64_t d) {
-    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  Strip s;
-  Value warp = div(thread, 2 * kHalfWarp), lane = rem(thread, 2 * kHalfWarp);
-  s.lane = lane;
-  Value half = div(lane, kHalfWarp);
-  int64_t warpsPerRowBlock = grid.gridStrips / kHalfWarp;
-  Value gridRowBlock = div(warp, warpsPerRowBlock);
-  s.slice = div(gridRowBlock, grid.gridRowBlocks);
-  s.sliceValid = cmpLT(b, l, s.slice, cIndex(b, l, grid.slices));
-  s.rowBlock = rem(gridRowBlock, grid.gridRowBlocks);
-  s.firstHalf = isZeroIndex(b, l, half);
-  s.strip = inSlice(b, l, rem(warp, warpsPerRowBlock), kHalfWarp,
-                    rem(lane, kHalfWarp));
-  s.col = arith::MulIOp::create(b, l, s.strip, cIndex(b, l, kStripCols));
-  s.colValid = cmpLT(b, l, s.col, cIndex(b, l, grid.cols));
-  Value loadCol =
-      arith::MinUIOp::create(b, l, s.col, cIndex(b, l, grid.cols - kStripCols));
-  Value row0 =
-      inSlice(b, l, s.rowBlock, kMXBlock,
-              arith::MulIOp::create(b, l, half, cIndex(b, l, kRowsPerLane)));
-  for (int64_t i = 0; i < kRowsPerLane; ++i) {
-    Value local = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
-    Value row = inSlice(b, l, s.slice, grid.rows, local);
-    s.rowInSlice.push_back(local);
-    s.row.push_back(row);
-    s.rowValid.push_back(
-        andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
-    Value loadRow = arith::MinUIOp::create(
-        b, l, row, cIndex(b, l, grid.slices * grid.rows - 1));
-    s.loaded.push_back(loadVector(b, l, laneType, input, {loadRow, loadCol}));
-    s.values.push_back(extendToF32(
-        b, l, s.loaded.back(),
-        /*feedsMagnitudes=*/laneType.getElementTypeBitWidth() != 16));
-  }
-  return s;
-}
-
-/// Writes the 4 column scales of a strip from the first half of the warp:
-/// linear, 4 at a time, or tiled with K as the unscaled dimension, where the
-/// padding of the tiles gets zero bits.
-void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
-                       const StripGrid &grid, const StripOutput &out,
-                       ArrayRef<BlockScale> scales) {
-  Type scaleType = scales.front().stored.getType();
-  Value rowBlockValid =
-      andI(b, l, s.sliceValid,
-           cmpLT(b, l, s.rowBlock, cIndex(b, l, grid.rowBlocks)));
-  if (!out.swizzle) {
-    SmallVector<Value> stored = llvm::map_to_vector(
-        scales, [](const BlockScale &scale) { return scale.stored; });
-    Value vector = vector::FromElementsOp::create(
-        b, l, VectorType::get({kStripCols}, scaleType), stored);
-    storeVectorIf(
-        b, l, andI(b, l, s.firstHalf, andI(b, l, rowBlockValid, s.colValid)),
-        vector, out.scales,
-        {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), s.col});
-    return;
-  }
-  int64_t paddedCols = llvm::alignTo(grid.cols, kSwizzleTileRows);
-  Value rowBlockInTiles = andI(
-      b, l, s.sliceValid,
-      cmpLT(b, l, s.rowBlock,
-            cIndex(b, l, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols))));
-  for (auto [j, scale] : llvm::enumerate(scales)) {
-    Value c = arith::AddIOp::create(b, l, s.col, cIndex(b, l, j));
-    Value valid =
-        andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, grid.cols)));
-    Value inTiles =
-        andI(b, l, rowBlockInTiles, cmpLT(b, l, c, cIndex(b, l, paddedCols)));
-    Value stored = arith::SelectOp::create(b, l, valid, scale.stored,
-                                           buildZeroBits(b, l, scaleType));
-    buildIf(b, l, andI(b, l, s.firstHalf, inTiles),
-            [&](OpBuilder &nb, Location nl) {
-              memref::StoreOp::create(
-                  nb, nl, stored, out.scales,
-                  swizzledIndices(nb, nl,
-                                  inSlice(nb, nl, s.slice, paddedCols, c),
-                                  s.rowBlock));
-            });
-  }
-}
-
 /// How the strip's amaxes are reduced. 16-bit inputs stay packed two to a
 /// word and each step is one `max.NaN.xorsign.abs` on a pair (exact, and NaN
 /// where either element is): that halves the maxima and leaves the f32
@@ -254,17 +154,14 @@ struct AmaxReduction {
                            ArrayRef<Value> reduced) const {
     if (!isPacked())
       return SmallVector<Value>(reduced);
-    auto wordsType = VectorType::get({int64_t(reduced.size())}, b.getI32Type());
-    Value words = vector::FromElementsOp::create(b, l, wordsType, reduced);
-    Value signMask = arith::ConstantOp::create(
-        b, l,
-        DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0x7FFF7FFF)));
+    int64_t count = 2 * reduced.size();
     Value pairs = vector::BitCastOp::create(
-        b, l, VectorType::get({2 * wordsType.getNumElements()}, elementType),
-        arith::AndIOp::create(b, l, words, signMask));
-    Value amaxes = extendToF32(b, l, pairs);
+        b, l, VectorType::get({count}, elementType),
+        vector::FromElementsOp::create(
+            b, l, VectorType::get({count / 2}, b.getI32Type()), reduced));
+    Value amaxes = extendToF32(b, l, magnitude(b, l, pairs));
     SmallVector<Value> result;
-    for (int64_t i = 0; i < 2 * wordsType.getNumElements(); ++i)
+    for (int64_t i = 0; i < count; ++i)
       result.push_back(vector::ExtractOp::create(b, l, amaxes, i));
     return result;
   }
@@ -288,6 +185,109 @@ struct AmaxReduction {
   }
 };
 
+/// What one lane owns: its strip's place and its 16 rows of 4 values.
+struct Strip {
+  Value lane, slice, sliceValid, rowBlock, firstHalf, strip, col, colValid;
+  /// Per row: the row in the slice, in the folded data, whether it exists,
+  /// the values as loaded and as f32.
+  SmallVector<Value> rowInSlice, row, rowValid, loaded, values;
+  /// How the amaxes of the input's element type are reduced.
+  AmaxReduction reduction;
+};
+
+/// Places the lane (warp w covers 16 strips of one row block; lane bit 4
+/// picks the half) and loads its strip: every lane loads (clamped in bounds)
+/// so that all lanes take part in the shuffles; stores are predicated.
+Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
+                Value input, VectorType laneType) {
+  auto div = [&](Value x, int64_t d) {
+    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
+  };
+  auto rem = [&](Value x, int64_t d) {
+    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
+  };
+  Strip s;
+  s.reduction.elementType = laneType.getElementType();
+  Value warp = div(thread, 2 * kHalfWarp), lane = rem(thread, 2 * kHalfWarp);
+  s.lane = lane;
+  Value half = div(lane, kHalfWarp);
+  int64_t warpsPerRowBlock = grid.gridStrips / kHalfWarp;
+  Value gridRowBlock = div(warp, warpsPerRowBlock);
+  s.slice = div(gridRowBlock, grid.gridRowBlocks);
+  s.sliceValid = cmpLT(b, l, s.slice, cIndex(b, l, grid.slices));
+  s.rowBlock = rem(gridRowBlock, grid.gridRowBlocks);
+  s.firstHalf = isZeroIndex(b, l, half);
+  s.strip = inSlice(b, l, rem(warp, warpsPerRowBlock), kHalfWarp,
+                    rem(lane, kHalfWarp));
+  s.col = arith::MulIOp::create(b, l, s.strip, cIndex(b, l, kStripCols));
+  s.colValid = cmpLT(b, l, s.col, cIndex(b, l, grid.cols));
+  Value loadCol =
+      arith::MinUIOp::create(b, l, s.col, cIndex(b, l, grid.cols - kStripCols));
+  Value row0 =
+      inSlice(b, l, s.rowBlock, kMXBlock,
+              arith::MulIOp::create(b, l, half, cIndex(b, l, kRowsPerLane)));
+  for (int64_t i = 0; i < kRowsPerLane; ++i) {
+    Value local = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
+    Value row = inSlice(b, l, s.slice, grid.rows, local);
+    s.rowInSlice.push_back(local);
+    s.row.push_back(row);
+    s.rowValid.push_back(
+        andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
+    Value loadRow = arith::MinUIOp::create(
+        b, l, row, cIndex(b, l, grid.slices * grid.rows - 1));
+    s.loaded.push_back(loadVector(b, l, laneType, input, {loadRow, loadCol}));
+    s.values.push_back(
+        extendToF32(b, l, s.loaded.back(),
+                    /*feedsMagnitudes=*/!s.reduction.isPacked()));
+  }
+  return s;
+}
+
+/// Writes the 4 column scales of a strip from the first half of the warp:
+/// linear, 4 at a time, or tiled with K as the unscaled dimension, where the
+/// padding of the tiles gets zero bits.
+void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
+                       const StripGrid &grid, const StripOutput &out,
+                       ArrayRef<BlockScale> scales) {
+  Type scaleType = scales.front().stored.getType();
+  Value rowBlockValid =
+      andI(b, l, s.sliceValid,
+           cmpLT(b, l, s.rowBlock, cIndex(b, l, grid.rowBlocks)));
+  if (!out.swizzle) {
+    SmallVector<Value> stored = llvm::map_to_vector(
+        scales, [](const BlockScale &scale) { return scale.stored; });
+    Value vector = vector::FromElementsOp::create(
+        b, l, VectorType::get({kStripCols}, scaleType), stored);
+    storeVectorIf(
+        b, l, andI(b, l, s.firstHalf, andI(b, l, rowBlockValid, s.colValid)),
+        vector, out.scales,
+        {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), s.col});
+    return;
+  }
+  int64_t paddedCols = llvm::alignTo(grid.cols, kSwizzleTileRows);
+  Value rowBlockInTiles = andI(
+      b, l, s.sliceValid,
+      cmpLT(b, l, s.rowBlock,
+            cIndex(b, l, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols))));
+  for (auto [j, scale] : llvm::enumerate(scales)) {
+    Value c = arith::AddIOp::create(b, l, s.col, cIndex(b, l, j));
+    Value valid =
+        andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, grid.cols)));
+    Value inTiles =
+        andI(b, l, rowBlockInTiles, cmpLT(b, l, c, cIndex(b, l, paddedCols)));
+    Value stored = arith::SelectOp::create(b, l, valid, scale.stored,
+                                           buildZeroBits(b, l, scaleType));
+    buildIf(b, l, andI(b, l, s.firstHalf, inTiles),
+            [&](OpBuilder &nb, Location nl) {
+              memref::StoreOp::create(
+                  nb, nl, stored, out.scales,
+                  swizzledIndices(nb, nl,
+                                  inSlice(nb, nl, s.slice, paddedCols, c),
+                                  s.rowBlock));
+            });
+  }
+}
+
 /// Columnwise: one scale per column of the strip, its amax combined across
 /// the two 16-row halves of the column block.
 void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
@@ -296,7 +296,7 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   Type elementType = op.getData().getType().getElementType();
   Type scaleType = op.getScales().getType().getElementType();
   auto f32Lane = cast<VectorType>(s.values.front().getType());
-  AmaxReduction reduction{getElementTypeOrSelf(s.loaded.front().getType())};
+  const AmaxReduction &reduction = s.reduction;
   SmallVector<Value> colAmax;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     SmallVector<Value> elements = reduction.elements(
@@ -417,7 +417,7 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
       arith::DivUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
   Value laneInBlock =
       arith::RemUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
-  AmaxReduction reduction{getElementTypeOrSelf(s.loaded.front().getType())};
+  const AmaxReduction &reduction = s.reduction;
   SmallVector<Value> amaxes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     SmallVector<Value> elements =
