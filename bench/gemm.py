@@ -1,30 +1,38 @@
 """bench/gemm: `mx.scaled_matmul` compiled for Hopper (sm_90a) against cuBLAS, PyTorch and Triton.
 
 Two steps, because the GPU machine has no MLIR:
-  python bench/gemm.py build DIR [PIPELINE_OPTIONS]   # here: compile the mx programs, ptxas -v reports
-  python bench/gemm.py run DIR                        # on the GPU: check, time, print one table
-PIPELINE_OPTIONS (e.g. gemm=kernel or gemm=cublas) is appended to `--mx-lower-to-nvvm=chip=sm_90a`.
+  python bench/gemm.py build DIR [--gemm G] [--variants V;V...] [--recipes R,...] [--shapes MxNxK,...]
+  python bench/gemm.py run DIR [--recipes R,...] [--shapes MxNxK,...]     # on the GPU: check, time, table
+`--gemm` (auto, kernel or cublas) is the pipeline's gemm option (`--mx-lower-to-nvvm=chip=sm_90a`).
+`--variants` adds, per recipe and shape, programs built with those `gemm-config` choices (GemmConfig.h,
+e.g. "consumers=3,waves=1;epilogue=tma"), each timed as a row of its own, so that one GPU run compares
+the generator's default with other tiles, clusters and epilogues on the same inputs.
 
-Shapes (M, N, K): 4096^3, 8192^3, 16384x8192x8192, 8192x28672x8192; bf16 output; operands from
-torch.randn, quantized with torch ops. Rows per shape, all measured in one run:
-  * MX (E4M3 x E4M3, E8M0 scales per [1, 32], swizzled): the compiled mx program, against cuBLAS BF16
+Shapes (M, N, K): 4096^3, 8192^3, 16384x8192x8192, 8192x28672x8192 and the DeepSeek-V3 shapes
+4096x7168x16384 and 4096x24576x1536; bf16 output; operands from torch.randn, quantized with torch ops.
+Recipes (all measured in one run per shape):
+  * mx (E4M3 x E4M3, E8M0 scales per [1, 32], swizzled): the compiled mx program, against cuBLAS BF16
     (torch.mm on the dequantized operands, which bf16 holds exactly), MXFP8 dequantize (torch ops, from
     the FP8 data and E8M0 bytes) + cuBLAS BF16 (both steps timed), and Triton's tl.dot_scaled (a simple
     128x128x128 kernel; on SM90 Triton upcasts to bf16 and runs a bf16 MMA);
-  * FP8 blockwise (A 1x128, B 128x128, f32 power-of-two scales): the compiled mx program against
-    cuBLASLt blockwise (torch._scaled_mm; where it refuses, mx.runtime.scaled_matmul = mxrtScaledMatmul);
-  * FP8 per-tensor (one f32 scale amax / 448 per operand): the compiled mx program against cuBLASLt
-    per-tensor (torch._scaled_mm, use_fast_accum=False).
+  * blockwise (A 1x128, B 128x128, f32 power-of-two scales; A's scales GEMM-ready [K/128, M], as the
+    quantize kernel writes them and as cuBLASLt reads them): the compiled mx program against cuBLASLt
+    blockwise (torch._scaled_mm; where it refuses, mx.runtime.scaled_matmul = mxrtScaledMatmul);
+  * wgrad (A 1x128 x B 1x128, both GEMM-ready: the weight-gradient form): against cuBLASLt VEC128_32F x
+    VEC128_32F (torch._scaled_mm, else mxrtScaledMatmul);
+  * per_tensor (one f32 scale amax / 448 per operand): against cuBLASLt per-tensor (torch._scaled_mm).
+Every FP8 row promotes partial sums to f32 (use_fast_accum=False for the peers).
 Time = median over iterations of the summed device time of every kernel one call launches (CUPTI through
 torch.profiler, as bench/quantize.py): host work (the compiled function's gpu.alloc of C, its stream
 setup and synchronization, the free of C after each call) is not counted, for any row. Inputs are
 rotated over several copies where one set would fit in twice the L2. TFLOP/s = 2MNK / time; percent of
 the dense peak of the rate the row runs at: 989 TFLOP/s for BF16-rate rows (MX on SM90 is bounded by the
 BF16 tensor rate), 1979 for FP8-rate rows. "mx speedup" = peer time / mx time of the same recipe and
-shape. Every result is checked once, before timing, against the float32 product of the dequantized
-operands (TF32 off): relative Frobenius error, printed in the table. A program that did not build
-(DIR/<name>.error), a failing call or a peer that refuses (e.g. NOT_SUPPORTED) gives an n/a row with
-the reason. The ptxas -v report of each mx program (written by build) is printed before the table.
+shape (of the default program). Every result is checked once, before timing, against the float32
+product of the dequantized operands (TF32 off): relative Frobenius error, printed in the table. A program
+that did not build (DIR/<name>.error), a failing call or a peer that refuses (e.g. NOT_SUPPORTED) gives an
+n/a row with the reason. The ptxas -v report of each mx program (written by build) is printed before the
+table, and the GPU's clocks and power before and after the run.
 """
 
 import ctypes
@@ -41,35 +49,35 @@ from torch_scales import pow2, pow2_ceil_bytes  # bench/ (the script's directory
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192), (8192, 28672, 8192)]
-RECIPES = {  # lhs block, rhs block (None: the whole operand), scale types of the MLIR program
-    "mx": ((1, 32), (1, 32)),
-    "blockwise": ((1, 128), (128, 128)),
-    "per_tensor": (None, None),
-}
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192), (8192, 28672, 8192),
+          (4096, 7168, 16384), (4096, 24576, 1536)]
+RECIPES = ["mx", "blockwise", "wgrad", "per_tensor"]
 PEAK_BF16, PEAK_FP8 = 989.0, 1979.0
 RECIPE_TITLES = {"mx": "MXFP8 (E8M0 1x32)", "blockwise": "FP8 blockwise 1x128 x 128x128",
-                 "per_tensor": "FP8 per-tensor"}
+                 "wgrad": "FP8 blockwise 1x128 x 1x128 (wgrad)", "per_tensor": "FP8 per-tensor"}
 
 
-def kernel_name(recipe, m, n, k):
-    return f"gemm_{recipe}_{m}x{n}x{k}"
+def kernel_name(recipe, m, n, k, variant=0):
+    return f"gemm_{recipe}_{m}x{n}x{k}" + (f"_v{variant}" if variant else "")
 
 
-def kernel_source(recipe, m, n, k):
+def kernel_source(recipe, m, n, k, variant=0):
     from mx import tools
     if recipe == "mx":
         a_scales = f"tensor<{m // 128}x{k // 128}x32x4x4xf8E8M0FNU>"
         b_scales = f"tensor<{n // 128}x{k // 128}x32x4x4xf8E8M0FNU>"
         blocks = ([1, 32], [1, 32])
-    elif recipe == "blockwise":
-        a_scales, b_scales = f"tensor<{m}x{k // 128}xf32>", f"tensor<{n // 128}x{k // 128}xf32>"
-        blocks = ([1, 128], [128, 128])
+    elif recipe in ("blockwise", "wgrad"):
+        # GEMM-ready 1x128 scales [K/128, R/4, 4] (mx.swizzle layout blockwise).
+        a_scales = f"tensor<{k // 128}x{m // 4}x4xf32>"
+        b_scales = (f"tensor<{n // 128}x{k // 128}xf32>" if recipe == "blockwise"
+                    else f"tensor<{k // 128}x{n // 4}x4xf32>")
+        blocks = ([1, 128], [128, 128] if recipe == "blockwise" else [1, 128])
     else:
         a_scales = b_scales = "tensor<1x1xf32>"
         blocks = ([m, k], [n, k])
     types = [f"tensor<{m}x{k}xf8E4M3FN>", a_scales, f"tensor<{n}x{k}xf8E4M3FN>", b_scales]
-    return tools.scaled_matmul_source(kernel_name(recipe, m, n, k), types, *blocks,
+    return tools.scaled_matmul_source(kernel_name(recipe, m, n, k, variant), types, *blocks,
                                       f"tensor<{m}x{n}xbf16>")
 
 
@@ -77,11 +85,11 @@ def kernel_source(recipe, m, n, k):
 # build
 
 
-def _ptxas_report(source, gemm, directory, name):
+def _ptxas_report(source, options, directory, name):
     """ptxas -v of every PTX module the program embeds (written next to the library)."""
     from mx import tools
     from mx.ptx import extract_ptx
-    lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip=sm_90a format=isa gemm={gemm}")
+    lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip=sm_90a format=isa {options}")
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     lines = []
     for index, ptx in enumerate(extract_ptx(lowered)):
@@ -98,27 +106,40 @@ def _ptxas_report(source, gemm, directory, name):
     return lines or ["no PTX in the lowered module"]
 
 
-def build(directory, gemm="auto"):
+def build(directory, gemm="auto", variants=(), recipes=RECIPES, shapes=SHAPES):
+    """Compiles every (recipe, shape) program, the default and one per `gemm-config` variant."""
     from mx import tools
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "gemm_BUILD.txt").write_text(f"--mx-lower-to-nvvm=chip=sm_90a format=bin gemm={gemm}" + "\n")
-    for recipe in RECIPES:
-        for m, n, k in SHAPES:
-            name, source = kernel_name(recipe, m, n, k), kernel_source(recipe, m, n, k)
-            library, error, report = (directory / f"{name}{ext}" for ext in (".so", ".error", ".ptxas.txt"))
-            for stale in (library, error, report):
-                stale.unlink(missing_ok=True)
-            try:
-                tools.compile_gpu_library(source, library, "sm_90a", gemm=gemm)
-                report.write_text("\n".join(_ptxas_report(source, gemm, directory, name)) + "\n")
-                print(f"built {library}")
-            except Exception as exc:  # noqa: BLE001 (the run step prints the reason as an n/a row)
-                library.with_suffix(".o").unlink(missing_ok=True)
-                lines = str(exc).strip().splitlines() or [type(exc).__name__]
-                reason = next((line for line in lines if "error" in line), lines[-1]).strip()
-                error.write_text(f"pipeline gemm={gemm}: {reason}\n\n{exc}\n")
-                print(f"NOT built {name}: {reason}")
+    configs = ["", *variants]
+    (directory / "gemm_BUILD.txt").write_text(
+        f"--mx-lower-to-nvvm=chip=sm_90a format=bin gemm={gemm}\n" + "".join(f"{c}\n" for c in configs))
+    for recipe in recipes:
+        for m, n, k in shapes:
+            for variant, config in enumerate(configs):
+                name, source = kernel_name(recipe, m, n, k, variant), kernel_source(recipe, m, n, k, variant)
+                library, error, report = (directory / f"{name}{ext}" for ext in (".so", ".error", ".ptxas.txt"))
+                for stale in (library, error, report):
+                    stale.unlink(missing_ok=True)
+                options = f"gemm={gemm}" + (f" gemm-config={config}" if config else "")
+                try:
+                    tools.compile_gpu_library(source, library, "sm_90a", gemm=gemm,
+                                              options=f"gemm-config={config}" if config else "")
+                    report.write_text("\n".join(_ptxas_report(source, options, directory, name)) + "\n")
+                    print(f"built {library}")
+                except Exception as exc:  # noqa: BLE001 (the run step prints the reason as an n/a row)
+                    library.with_suffix(".o").unlink(missing_ok=True)
+                    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+                    reason = next((line for line in lines if "error" in line), lines[-1]).strip()
+                    error.write_text(f"pipeline {options}: {reason}\n\n{exc}\n")
+                    print(f"NOT built {name}: {reason}")
+
+
+def read_variants(directory):
+    """The gemm-config of each program variant of DIR (variant 0: the generator's choice)."""
+    summary = Path(directory) / "gemm_BUILD.txt"
+    lines = summary.read_text().splitlines()[1:] if summary.is_file() else []
+    return lines or [""]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -343,6 +364,7 @@ class Compiled:
 
     def __init__(self, directory):
         self.directory = Path(directory)
+        self.variants = read_variants(directory)
         self.runtime_error = None
         try:
             from mx import runtime
@@ -391,7 +413,7 @@ def mx_call(lib, name, operands):
     return call
 
 
-def bench_shape(shape, compiled):
+def bench_shape(shape, compiled, recipes):
     import torch
     m, n, k = shape
     rows = []
@@ -407,26 +429,28 @@ def bench_shape(shape, compiled):
     add.rows = rows
 
     def add_ours(recipe, operand_sets, ref):
-        name = kernel_name(recipe, m, n, k)
+        """A row per program variant of the recipe: the default, then each gemm-config."""
         peak = PEAK_BF16 if recipe == "mx" else PEAK_FP8
-        try:
-            lib = compiled.load(name)
-            calls = [mx_call(lib, name, operands) for operands in operand_sets]
-        except Exception as exc:  # noqa: BLE001 (not built, no runtime, ...: an n/a row)
-            row = Row(shape, recipe, "mx (compiled)", peak, ours=True)
-            row.fail(exc)
-            rows.append(row)
-            return
-        # The check copies C out (keep=True); the timed calls free C at once, outside device time.
-        add(recipe, "mx (compiled)", peak, lambda i: calls[i](), ref, len(calls),
-            check=lambda: calls[0](keep=True), ours=True)
+        for variant, config in enumerate(compiled.variants):
+            name = kernel_name(recipe, m, n, k, variant)
+            impl = "mx (compiled)" + (f" [{config}]" if config else "")
+            try:
+                lib = compiled.load(name)
+                calls = [mx_call(lib, name, operands) for operands in operand_sets]
+            except Exception as exc:  # noqa: BLE001 (not built, no runtime, ...: an n/a row)
+                row = Row(shape, recipe, impl, peak, ours=variant == 0)
+                row.fail(exc)
+                rows.append(row)
+                continue
+            # The check copies C out (keep=True); the timed calls free C at once, outside device time.
+            add(recipe, impl, peak, lambda i: calls[i](), ref, len(calls),
+                check=lambda: calls[0](keep=True), ours=variant == 0)
 
-    bench_mx(shape, xa, xb, add, add_ours)
-    torch.cuda.empty_cache()
-    bench_blockwise(shape, xa, xb, add, add_ours)
-    torch.cuda.empty_cache()
-    bench_per_tensor(shape, xa, xb, add, add_ours)
-    torch.cuda.empty_cache()
+    benches = {"mx": bench_mx, "blockwise": bench_blockwise, "wgrad": bench_wgrad,
+               "per_tensor": bench_per_tensor}
+    for recipe in recipes:
+        benches[recipe](shape, xa, xb, add, add_ours)
+        torch.cuda.empty_cache()
     return rows
 
 
@@ -464,30 +488,47 @@ def bench_mx(shape, xa, xb, add, add_ours):
             add.rows.pop()
 
 
-def bench_blockwise(shape, xa, xb, add, add_ours):
-    """FP8 blockwise, A 1x128 x B 128x128, f32 power-of-two scales: mx, cuBLASLt."""
+def gemm_ready(scales):
+    """1x128 scales [R, K/128] -> the GEMM-ready [K/128, R/4, 4] (R % 4 == 0): the transposed layout that
+    the quantize kernel writes and cuBLASLt reads."""
+    rows, blocks = scales.shape
+    return scales.t().contiguous().view(blocks, rows // 4, 4)
+
+
+def bench_blockwise(shape, xa, xb, add, add_ours, wgrad=False):
+    """FP8 blockwise, A 1x128 x B 128x128 (or 1x128 for the wgrad form), f32 power-of-two scales: mx,
+    cuBLASLt."""
     import torch
     from mx import runtime
     m, n, k = shape
+    recipe = "wgrad" if wgrad else "blockwise"
     a, sa = quantize_blockwise(xa, 1)
-    b, sb = quantize_blockwise(xb, 128)
-    ref = dequantized_f32("1x128", a, sa) @ dequantized_f32("128x128", b, sb).t()
+    b, sb = quantize_blockwise(xb, 1 if wgrad else 128)
+    ref = dequantized_f32("1x128", a, sa) @ dequantized_f32("1x128" if wgrad else "128x128", b, sb).t()
     sets = input_sets(m * k + n * k)
     bw = copies((a, sa, b, sb), sets)
-    add_ours("blockwise", bw, ref)
-    # torch._scaled_mm(A, B^T): A scales [M, K/128] outer-dim-major (column-major); B^T scales
-    # [K/128, N/128], the transpose of B's row-major [N/128, K/128].
-    bw_torch = [(s[0], s[1].t().contiguous().t(), s[2].t(), s[3].t()) for s in bw]
-    row = add("blockwise", "cuBLASLt blockwise (torch._scaled_mm)", PEAK_FP8,
+    add_ours(recipe, [(s[0], gemm_ready(s[1]), s[2], gemm_ready(s[3]) if wgrad else s[3]) for s in bw], ref)
+    # torch._scaled_mm(A, B^T): 1x128 scales [R, K/128] outer-dim-major (column-major, which is the
+    # GEMM-ready [K/128, R] in memory); B^T's 128x128 scales [K/128, N/128], the transpose of B's
+    # row-major [N/128, K/128].
+    bw_torch = [(s[0], s[1].t().contiguous().t(), s[2].t(),
+                 s[3].t().contiguous() if wgrad else s[3].t()) for s in bw]
+    row = add(recipe, "cuBLASLt blockwise (torch._scaled_mm)", PEAK_FP8,
               lambda i: torch._scaled_mm(bw_torch[i][0], bw_torch[i][2], scale_a=bw_torch[i][1],
-                                         scale_b=bw_torch[i][3], out_dtype=torch.bfloat16), ref, sets)
+                                         scale_b=bw_torch[i][3], out_dtype=torch.bfloat16,
+                                         use_fast_accum=False), ref, sets)
     if row.time_us is None:  # torch refused: the same cuBLASLt mode through mx's runtime
         add.rows.pop()
         refused = "; ".join(row.notes)
-        row = add("blockwise", "cuBLASLt blockwise (mxrtScaledMatmul)", PEAK_FP8,
+        b_mode = runtime.ScaleMode.VEC128_F32 if wgrad else runtime.ScaleMode.BLK128X128_F32
+        row = add(recipe, "cuBLASLt blockwise (mxrtScaledMatmul)", PEAK_FP8,
                   lambda i: mxrt_scaled_matmul(bw[i][0], bw[i][1], runtime.ScaleMode.VEC128_F32,
-                                               bw[i][2], bw[i][3], runtime.ScaleMode.BLK128X128_F32), ref, sets)
+                                               bw[i][2], bw[i][3], b_mode), ref, sets)
         row.notes.insert(0, f"torch._scaled_mm {refused}")
+
+
+def bench_wgrad(shape, xa, xb, add, add_ours):
+    bench_blockwise(shape, xa, xb, add, add_ours, wgrad=True)
 
 
 def bench_per_tensor(shape, xa, xb, add, add_ours):
@@ -501,7 +542,8 @@ def bench_per_tensor(shape, xa, xb, add, add_ours):
     add_ours("per_tensor", pt, ref)
     add("per_tensor", "cuBLASLt per-tensor (torch._scaled_mm)", PEAK_FP8,
         lambda i: torch._scaled_mm(pt[i][0], pt[i][2].t(), scale_a=pt[i][1].reshape(()),
-                                   scale_b=pt[i][3].reshape(()), out_dtype=torch.bfloat16), ref, len(pt))
+                                   scale_b=pt[i][3].reshape(()), out_dtype=torch.bfloat16,
+                                   use_fast_accum=False), ref, len(pt))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -529,21 +571,32 @@ def _nvidia_smi():
         return None
 
 
-def print_ptxas(directory):
+def print_ptxas(directory, recipes, shapes):
+    """One line per program of the build step's ptxas -v: registers, spills, and any warning."""
     print("ptxas -arch=sm_90a -v of each mx program (from the build step):")
-    for recipe in RECIPES:
-        for m, n, k in SHAPES:
-            name = kernel_name(recipe, m, n, k)
-            report = Path(directory) / f"{name}.ptxas.txt"
-            if report.is_file():
-                lines = [line for line in report.read_text().splitlines()
-                         if any(key in line for key in ("entry function", "bytes stack", "Used", "Warning",
-                                                        "warning", "Performance", "ptxas exited", "not run"))]
-                print(f"  {name}:")
-                for line in lines or report.read_text().splitlines():
-                    print(f"    {line.strip()}")
-            else:
-                print(f"  {name}: no report (not built)")
+    keys = ("bytes stack", "Used", "Warning", "warning", "Performance", "ptxas exited", "not run")
+    for recipe in recipes:
+        for m, n, k in shapes:
+            for variant, config in enumerate(read_variants(directory)):
+                name = kernel_name(recipe, m, n, k, variant)
+                report = Path(directory) / f"{name}.ptxas.txt"
+                if not report.is_file():
+                    print(f"  {name}: no report (not built)")
+                    continue
+                lines = [" ".join(line.replace("ptxas info    :", "").split())
+                         for line in report.read_text().splitlines() if any(key in line for key in keys)]
+                print(f"  {name}{f' [{config}]' if config else ''}: {'; '.join(lines)}")
+
+
+def gpu_state():
+    """The SM clock, its maximum, the power draw and limit, and any throttle reason, as nvidia-smi says."""
+    fields = "clocks.sm,clocks.max.sm,power.draw,power.limit,clocks_throttle_reasons.active,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip() if out.returncode == 0 else f"nvidia-smi failed: {out.stderr.strip()}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"nvidia-smi not run: {exc}"
 
 
 def print_table(rows, directory):
@@ -592,7 +645,7 @@ def print_table(rows, directory):
               f"| {error} | {notes} |")
 
 
-def run(directory):
+def run(directory, recipes=RECIPES, shapes=SHAPES):
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False  # the f32 references
     torch.backends.cudnn.allow_tf32 = False
@@ -601,24 +654,75 @@ def run(directory):
     compiled = Compiled(directory)
     if compiled.runtime_error:
         print(f"mx programs cannot run: {compiled.runtime_error}")
-    print_ptxas(directory)
+    print_ptxas(directory, recipes, shapes)
+    print(f"GPU state before (SM clock, max, power, limit, throttle reasons, temperature): {gpu_state()}")
     rows = []
-    for shape in SHAPES:
-        shape_rows = bench_shape(shape, compiled)
+    for shape in shapes:
+        shape_rows = bench_shape(shape, compiled, recipes)
         for row in shape_rows:
             status = f"{row.time_us:.0f} us" if row.time_us is not None else "n/a"
             error = "" if row.error is None else f", error {row.error:.2e}"
             print(f"{'x'.join(map(str, shape))} {row.recipe} {row.impl}: {status}{error} {'; '.join(row.notes)}",
                   flush=True)
         rows += shape_rows
+        print(f"GPU state after {'x'.join(map(str, shape))}: {gpu_state()}", flush=True)
     print_table(rows, directory)
     print(f"\n(run took {time.perf_counter() - started:.0f} s)")
 
 
-if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run"):
-        sys.exit(__doc__)
-    if sys.argv[1] == "build":
-        build(sys.argv[2], *sys.argv[3:4])
+def profile(directory, recipes, shapes, variants):
+    """Calls each selected program twice (a warm-up, then the call to profile), for ncu: e.g.
+    `ncu -k kernel --launch-skip 1 --launch-count 1 python3 bench/gemm.py profile DIR --variants 1`."""
+    import torch
+    compiled = Compiled(directory)
+    if compiled.runtime_error:
+        sys.exit(f"mx programs cannot run: {compiled.runtime_error}")
+    for m, n, k in shapes:
+        xa, xb = torch.randn(m, k, device="cuda"), torch.randn(n, k, device="cuda")
+        for recipe in recipes:
+            a, sa = quantize_per_tensor(xa) if recipe == "per_tensor" else quantize_blockwise(xa, 1)
+            b, sb = (quantize_per_tensor(xb) if recipe == "per_tensor"
+                     else quantize_blockwise(xb, 128 if recipe == "blockwise" else 1))
+            if recipe in ("blockwise", "wgrad"):
+                sa = gemm_ready(sa)
+                sb = gemm_ready(sb) if recipe == "wgrad" else sb
+            for variant in variants:
+                name = kernel_name(recipe, m, n, k, variant)
+                call = mx_call(compiled.load(name), name, (a, sa, b, sb))
+                for _ in range(2):
+                    call()
+                torch.cuda.synchronize()
+                print(f"profiled {name} [{compiled.variants[variant]}]", flush=True)
+
+
+def main(argv):
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=("build", "run", "profile"))
+    parser.add_argument("directory")
+    parser.add_argument("--gemm", default="auto", choices=("auto", "kernel", "cublas"))
+    parser.add_argument("--variants", default="",
+                        help="build: gemm-config choices separated by ';'; profile: variant numbers, e.g. 0,2")
+    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
+    args = parser.parse_args(argv)
+    recipes = [r for r in args.recipes.split(",") if r]
+    unknown = [r for r in recipes if r not in RECIPES]
+    if unknown:
+        parser.error(f"unknown recipes {unknown}; expected some of {RECIPES}")
+    try:
+        shapes = [tuple(int(d) for d in s.split("x")) for s in args.shapes.split(",") if s]
+    except ValueError:
+        parser.error(f"--shapes must be MxNxK,... (got {args.shapes!r})")
+    if any(len(s) != 3 or min(s) < 1 for s in shapes):
+        parser.error(f"--shapes must be MxNxK,... (got {args.shapes!r})")
+    if args.step == "build":
+        build(args.directory, args.gemm, [v for v in args.variants.split(";") if v], recipes, shapes)
+    elif args.step == "profile":
+        profile(args.directory, recipes, shapes, [int(v) for v in args.variants.split(",") if v] or [0])
     else:
-        run(sys.argv[2])
+        run(args.directory, recipes, shapes)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -86,3 +86,17 @@ LogicalResult mx::checkRuntimeFunction(ModuleOp module, StringRef name,
   os << ", not the runtime's " << type;
   return failure();
 }
+
+LLVM::LLVMFunctionType mx::getTensorMapFnType(MLIRContext *context) {
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto i32 = IntegerType::get(context, 32);
+  return LLVM::LLVMFunctionType::get(ptr, {ptr, i32, i32, ptr, ptr, i32});
+}
+
+LLVM::LLVMFunctionType mx::getScaledMatmulFnType(MLIRContext *context) {
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto i32 = IntegerType::get(context, 32), i64 = IntegerType::get(context, 64);
+  return LLVM::LLVMFunctionType::get(i32, {i64, i64, i64, ptr, i32, i32, ptr,
+                                           i32, ptr, i32, i32, ptr, i32, ptr,
+                                           ptr, i32, ptr});
+}

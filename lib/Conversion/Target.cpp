@@ -9,24 +9,56 @@
 
 #include "llvm/Support/ErrorHandling.h"
 
+#include <array>
+
 using namespace mx;
 
 namespace {
+
+/// Which lowering `gemm=auto` takes for each recipe, ScaledMatmulRecipe's
+/// order.
+using GemmLoweringFacts = std::array<GemmLoweringFact, 5>;
 
 /// Every fact of one chip, in one row.
 struct ChipFacts {
   llvm::StringLiteral name, ptxFeatures;
   bool blockScaledTensorCores;
   GemmKernelResources gemm;
+  GemmLoweringFacts fasterGemm;
 };
 
 const ChipFacts &getChipFacts(Chip chip) {
   // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block. B200: 148
   // SMs, 227 KiB of shared memory per block, 512 columns of tensor memory per
   // SM. PTX 8.6 is the oldest ISA CUDA 13 takes for sm_90a; 8.8 the first
-  // with `tcgen05.mma ... block_scale.block32`.
-  static const ChipFacts sm90a{"sm_90a", "+ptx86", false, {132, 232448, 0}};
-  static const ChipFacts sm100a{"sm_100a", "+ptx88", true, {148, 232448, 512}};
+  // with `tcgen05.mma ... block_scale.block32`. The GEMM figures are
+  // bench/gemm.py's (bench/RESULTS.md), generated kernel against cuBLASLt
+  // in the same run, over its six shapes.
+  static const ChipFacts sm90a{
+      "sm_90a",
+      "+ptx86",
+      false,
+      {132, 232448, 0},
+      {{{GemmLowering::kernel, "the generated kernel ran at 1.00-1.04x "
+                               "cuBLASLt on an H100 (2026-11-26)"},
+        {GemmLowering::kernel, "the generated kernel ran at 1.05-1.08x "
+                               "cuBLASLt on an H100 (2026-11-26)"},
+        {GemmLowering::cublas, "cuBLASLt ran at 1.01-1.07x the generated "
+                               "kernel on an H100 (2026-11-26)"},
+        {GemmLowering::kernel, "cuBLASLt has no MX GEMM before SM100"},
+        {GemmLowering::cublas, "the generator has no NVFP4 kernel"}}}};
+  static const ChipFacts sm100a{
+      "sm_100a",
+      "+ptx88",
+      true,
+      {148, 232448, 512},
+      {{{GemmLowering::cublas, "the generator's sm_100a kernel takes MX only"},
+        {GemmLowering::cublas, "the generator's sm_100a kernel takes MX only"},
+        {GemmLowering::cublas, "the generator's sm_100a kernel takes MX only"},
+        {GemmLowering::kernel, "not measured (no SM100 GPU has run it): the "
+                               "generated tcgen05 kernel is the project's "
+                               "MX path"},
+        {GemmLowering::cublas, "the generator has no NVFP4 kernel"}}}};
   switch (chip) {
   case Chip::sm_90a:
     return sm90a;
@@ -57,6 +89,22 @@ bool mx::hasBlockScaledTensorCores(Chip chip) {
 
 GemmKernelResources mx::getGemmKernelResources(Chip chip) {
   return getChipFacts(chip).gemm;
+}
+
+llvm::cl::ValuesClass mx::getGemmLoweringOptionValues() {
+  return llvm::cl::values(
+      clEnumValN(GemmLowering::automatic, "auto",
+                 "for each op, the lowering that runs its recipe faster on "
+                 "the chip (or the other where that one cannot run it)"),
+      clEnumValN(GemmLowering::kernel, "kernel",
+                 "generated GEMM kernels (convert-mx-to-gpu)"),
+      clEnumValN(GemmLowering::cublas, "cublas",
+                 "cuBLASLt calls through mx_runtime (convert-mx-to-cublas)"));
+}
+
+GemmLoweringFact mx::getFasterGemmLowering(Chip chip,
+                                           ScaledMatmulRecipe recipe) {
+  return getChipFacts(chip).fasterGemm[size_t(recipe)];
 }
 
 llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,

@@ -85,9 +85,12 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   // convert-mx-to-gpu generates kernels for the rest.
   if (options.gemm != GemmLowering::kernel)
     pm.addPass(createConvertMXToCublas(
-        {options.chip,
-         /*skipGenerated=*/options.gemm == GemmLowering::automatic}));
-  pm.addPass(createConvertMXToGPU({options.chip}));
+        {options.chip, options.gemm, options.gemmConfig}));
+  pm.addPass(createConvertMXToGPU(
+      {options.chip,
+       options.gemm == GemmLowering::cublas ? GemmLowering::automatic
+                                            : options.gemm.getValue(),
+       options.gemmConfig}));
   pm.addPass(createCanonicalizerPass());
   // Tensors are device memory from here on: nothing may compute on them on
   // the host (after canonicalization, which folds what needs no kernel).

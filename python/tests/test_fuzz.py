@@ -26,7 +26,7 @@ FIXED_SEEDS = [1, 2, 3]
 PASSES = [
     ["--convert-mx-to-linalg"], ["--mx-lower-to-cpu"], ["--canonicalize"],
     ["--convert-mx-to-gpu=chip=sm_90a"], ["--convert-mx-to-gpu=chip=sm_100a"],
-    ["--convert-mx-to-cublas=chip=sm_90a skip-generated=true"], ["--convert-mx-to-cublas=chip=sm_100a"],
+    ["--convert-mx-to-cublas=chip=sm_90a gemm=auto"], ["--convert-mx-to-cublas=chip=sm_100a"],
     ["--mx-lower-to-nvvm=chip=sm_90a format=isa"], ["--mx-lower-to-nvvm=chip=sm_100a format=isa"],
     ["--mx-lower-to-nvvm=chip=sm_90a format=isa gemm=cublas"],
 ]

@@ -85,12 +85,14 @@ class Case:
     out: str
     swizzled: bool = False  # MX scales in the 128x4 tiled 5-D layout
     b_elem: str = "f8E4M3FN"
+    config: str = ""  # the pipeline's gemm-config (sm_90a kernels only)
 
     @property
     def name(self):
         layout = ("swz" if self.swizzled else "lin") if self.recipe == "mx" else None
+        config = "".join(ch if ch.isalnum() else "_" for ch in self.config)
         parts = ["gemm", self.recipe, layout, "e5m2" if self.b_elem == "f8E5M2" else None,
-                 f"{self.m}x{self.n}x{self.k}", self.out]
+                 f"{self.m}x{self.n}x{self.k}", self.out, config]
         return "_".join(p for p in parts if p)
 
     @property
@@ -138,6 +140,17 @@ CASES = [
     Case("pt", *ODD_2, 128, "bf16"),
     Case("pt", *LONG_K, "f32"),
     Case("pt", *MID, "f16"),
+    # More tiles than CTAs (the ring and the epilogue carried across tiles), and the generator's
+    # other choices: the TMA-store epilogue, clusters sharing A (1x2) or B (2x1), three consumers.
+    Case("pt", 4096, 2048, 256, "bf16"),
+    Case("bw2d", 4096, 2048, 384, "bf16", config="epilogue=tma"),
+    Case("pt", *MID, "bf16", config="epilogue=tma"),
+    Case("bw2d", *ODD_1, 128, "f16", config="epilogue=tma"),
+    Case("bw2d", *LONG_K, "bf16", config="epilogue=tma,cluster=1x2"),
+    Case("pt", *MID, "f32", config="consumers=3,waves=1,cluster=1x1"),
+    Case("bw2d", *MID, "f32", config="consumers=2,waves=1,cluster=2x1"),
+    Case("bw1d", *MID, "bf16", config="cluster=2x1,epilogue=tma"),
+    Case("mx", *MID, "f32", swizzled=True, config="cluster=2x1"),
 ]
 
 
@@ -173,7 +186,8 @@ def build(directory, gemm="auto", chip="sm_90a"):
         library.unlink(missing_ok=True)
         error.unlink(missing_ok=True)
         try:
-            tools.compile_gpu_library(source(case), library, chip, gemm=gemm)
+            options = f"gemm-config={case.config}" if case.config else ""
+            tools.compile_gpu_library(source(case), library, chip, gemm=gemm, options=options)
             return None
         except Exception as exc:  # noqa: BLE001 (recorded for the test to report)
             library.with_suffix(".o").unlink(missing_ok=True)
@@ -181,8 +195,10 @@ def build(directory, gemm="auto", chip="sm_90a"):
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             return case.name, next((line for line in lines if "error" in line), lines[-1]).strip()
 
+    # gemm-config choices are those of the sm_90a kernels.
+    cases = [case for case in CASES if chip == "sm_90a" or not case.config]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        failures = [f for f in pool.map(one, CASES) if f]
+        failures = [f for f in pool.map(one, cases) if f]
     (directory / "gemm_BUILD.txt").write_text(
         _pipeline(gemm, chip) + "\n" + "".join(f"FAILED {name}: {why}\n" for name, why in failures))
     return failures
@@ -476,6 +492,8 @@ def test_programs_assemble(tmp_path):
 @needs_gpu
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_scaled_matmul(rng, artifacts, case, record_property):
+    if case.config and artifacts.chip != "sm_90a":
+        pytest.skip(f"gemm-config {case.config} chooses for the sm_90a kernels")
     lib = artifacts.load(case.name)
     operands, notes = make_operands(rng, case)
     a, sa, b, sb = operands
@@ -509,7 +527,7 @@ if __name__ == "__main__":
     gemm = sys.argv[2] if len(sys.argv) > 2 else os.environ.get("MX_GEMM", "auto")
     chip = sys.argv[3] if len(sys.argv) > 3 else os.environ.get("MX_GEMM_CHIP", "sm_90a")
     failed = build(sys.argv[1], gemm, chip)
-    print(f"built {len(CASES) - len(failed)} of {len(CASES)} programs into {sys.argv[1]} ({_pipeline(gemm, chip)})")
+    print(f"built the programs of {len(CASES)} cases, {len(failed)} failed, into {sys.argv[1]} ({_pipeline(gemm, chip)})")
     for name, why in failed:
         print(f"FAILED {name}: {why}")
     sys.exit(1 if failed else 0)

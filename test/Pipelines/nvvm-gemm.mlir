@@ -1,7 +1,8 @@
 // Which lowering mx-lower-to-nvvm picks for each mx.scaled_matmul: gemm=auto
-// (the default) takes the generated kernel for each op the generator plans
-// one for on the chip and cuBLASLt for the others; gemm=kernel and
-// gemm=cublas force one lowering for every op.
+// (the default) takes, for each op, the lowering that runs its recipe faster
+// on the chip (GemmLowering.h; both passes ask the same function), or the
+// other one where that one cannot run the op; gemm=kernel and gemm=cublas
+// force one lowering for every op.
 // RUN: mx-opt %s --mx-lower-to-nvvm="format=isa" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefixes=AUTO90,KERNELS90
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a gemm=kernel format=isa" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefixes=KERNEL90,KERNELS90
 // RUN: not mx-opt %s --mx-lower-to-nvvm="chip=sm_90a gemm=cublas" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=CUBLAS90
@@ -9,30 +10,35 @@
 // RUN: not mx-opt %s --mx-lower-to-nvvm="chip=sm_100a gemm=kernel" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=KERNEL100
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a gemm=cublas" --dump-pass-pipeline 2>&1 | FileCheck %s --check-prefix=CUBLAS100
 
-// sm_90a: the generator covers both recipes, so gemm=auto calls no
-// cuBLASLt; the host asks the runtime for each kernel's two TMA tensor maps.
-// AUTO90: convert-mx-to-cublas{chip=sm_90a skip-generated=true}
-// AUTO90-NEXT: convert-mx-to-gpu{chip=sm_90a}
+// sm_90a: the generated kernels are the faster ones for MX and 1x128 x
+// 128x128 blockwise, so gemm=auto calls no cuBLASLt; the host asks the
+// runtime for the MX kernel's two TMA tensor maps, and for the blockwise
+// kernel's four (A, B, A's GEMM-ready scale rows, which an inserted
+// swizzle kernel lays out first, and the output of its TMA-store epilogue).
+// AUTO90: convert-mx-to-cublas{chip=sm_90a gemm=auto gemm-config=}
+// AUTO90-NEXT: convert-mx-to-gpu{chip=sm_90a gemm=auto gemm-config=}
 // KERNEL90-NOT: convert-mx-to-cublas
-// KERNEL90: convert-mx-to-gpu{chip=sm_90a}
+// KERNEL90: convert-mx-to-gpu{chip=sm_90a gemm=kernel gemm-config=}
 // KERNELS90-NOT: mxrtScaledMatmul
 // KERNELS90: llvm.func @mxrtTensorMap
 // KERNELS90-LABEL: llvm.func @mx_gemm
 // KERNELS90-COUNT-2: llvm.call @mxrtTensorMap
 // KERNELS90: gpu.launch_func {{.*}} @mx_gemm_mx_exact_256x128x512::@kernel
 // KERNELS90-LABEL: llvm.func @blockwise_gemm
+// KERNELS90: gpu.launch_func {{.*}} @blockwise_gemm_kernel::@blockwise_gemm_kernel
+// KERNELS90-COUNT-4: llvm.call @mxrtTensorMap
 // KERNELS90: gpu.launch_func {{.*}} @mx_gemm_blockwise_256x128x512::@kernel
 // KERNELS90-DAG: gpu.binary @mx_gemm_mx_exact_256x128x512 {{.*}}chip = "sm_90a", features = "+ptx86"
 // KERNELS90-DAG: gpu.binary @mx_gemm_blockwise_256x128x512
 
 // cuBLASLt has no MX GEMM on sm_90a: rejected when compiling.
-// CUBLAS90: convert-mx-to-cublas{chip=sm_90a skip-generated=false}
-// CUBLAS90-NEXT: convert-mx-to-gpu{chip=sm_90a}
+// CUBLAS90: convert-mx-to-cublas{chip=sm_90a gemm=cublas gemm-config=}
+// CUBLAS90-NEXT: convert-mx-to-gpu{chip=sm_90a gemm=auto gemm-config=}
 // CUBLAS90: error: 'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt has no block-scaled MX or NVFP4 GEMM (VEC32_UE8M0, VEC16_UE4M3) before SM100, so none on sm_90a; for MXFP8 use the generated kernel instead (mx-lower-to-nvvm gemm=kernel)
 
 // sm_100a: MX runs on the generated tcgen05 kernel (PTX ISA 8.8), FP8
 // blockwise on cuBLASLt (VEC128_32F = 2, BLK128x128_32F = 3).
-// AUTO100: convert-mx-to-cublas{chip=sm_100a skip-generated=true}
+// AUTO100: convert-mx-to-cublas{chip=sm_100a gemm=auto gemm-config=}
 // AUTO100: llvm.func @mxrtScaledMatmul
 // AUTO100-LABEL: llvm.func @mx_gemm
 // AUTO100-NOT: llvm.call @mxrtScaledMatmul
@@ -44,12 +50,12 @@
 // AUTO100: gpu.binary @mx_gemm_mx_block_scaled_256x128x512 {{.*}}chip = "sm_100a", features = "+ptx88"
 
 // KERNEL100-NOT: convert-mx-to-cublas
-// KERNEL100: convert-mx-to-gpu{chip=sm_100a}
-// KERNEL100: error: 'mx.scaled_matmul' op has no GPU lowering: the sm_100a kernel takes MX operands only (E8M0 scales of [1, 32] blocks); cuBLASLt may run it instead (mx-lower-to-nvvm gemm=cublas)
+// KERNEL100: convert-mx-to-gpu{chip=sm_100a gemm=kernel gemm-config=}
+// KERNEL100: error: 'mx.scaled_matmul' op has no generated kernel on sm_100a: the sm_100a kernel takes MX operands only (E8M0 scales of [1, 32] blocks); cuBLASLt runs it (mx-lower-to-nvvm gemm=cublas or gemm=auto)
 
 // gemm=cublas on sm_100a: both through cuBLASLt; VEC32_UE8M0 is 1.
-// CUBLAS100: convert-mx-to-cublas{chip=sm_100a skip-generated=false}
-// CUBLAS100-NEXT: convert-mx-to-gpu{chip=sm_100a}
+// CUBLAS100: convert-mx-to-cublas{chip=sm_100a gemm=cublas gemm-config=}
+// CUBLAS100-NEXT: convert-mx-to-gpu{chip=sm_100a gemm=auto gemm-config=}
 // CUBLAS100: llvm.func @mxrtScaledMatmul
 // CUBLAS100-LABEL: llvm.func @mx_gemm
 // CUBLAS100: %[[VEC32:.*]] = llvm.mlir.constant(1 : i32) : i32

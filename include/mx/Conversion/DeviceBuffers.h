@@ -52,6 +52,12 @@ mxrtOperandLayout getRuntimeLayout(OperandLayout layout);
 mlir::Value getDevicePointer(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value tensorOrBuffer);
 
+/// The LLVM types of the runtime's C functions that lowered host code calls
+/// (MXRuntime.h): `mxrtTensorMap` and `mxrtScaledMatmul`, C symbols called
+/// as they are, with no MLIR memref convention or C-interface wrapper.
+mlir::LLVM::LLVMFunctionType getTensorMapFnType(mlir::MLIRContext *context);
+mlir::LLVM::LLVMFunctionType getScaledMatmulFnType(mlir::MLIRContext *context);
+
 /// Whether `module` can call the runtime's C function `name` (MXRuntime.h)
 /// with LLVM type `type`: it does not define `name`, or declares or defines
 /// it as an LLVM function of that type. Otherwise `reason` says what the

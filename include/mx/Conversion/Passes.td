@@ -66,7 +66,10 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
     MX, FP8 blockwise and per-tensor recipes, on sm_100a a
     `tcgen05.mma.block_scale` kernel for MX; otherwise it has to be lowered
     through cuBLASLt first (`convert-mx-to-cublas`, or `mx-lower-to-nvvm
-    gemm=auto|cublas`).
+    gemm=auto|cublas`). `gemm-config` makes some of the generated GEMM
+    kernels' choices instead of the generator (tile, waves, consumers,
+    cluster, epilogue, stages; GemmConfig.h), for tuning; the chosen plan is
+    printed on each kernel as `mx.gemm_plan`.
     An op without a GPU kernel is reported with the reason, and the pass fails.
 
     Example:
@@ -92,6 +95,14 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
     Option<"chip", "chip", "::mx::Chip", "::mx::kDefaultChip",
            "NVIDIA GPU to compile for",
            "::mx::getChipOptionValues()">,
+    Option<"gemm", "gemm", "::mx::GemmLowering", "::mx::GemmLowering::kernel",
+           "Which mx.scaled_matmul ops get a generated kernel: every one "
+           "(kernel), or those that gemm=auto gives one (auto)",
+           "::mx::getGemmLoweringOptionValues()">,
+    Option<"gemmConfig", "gemm-config", "std::string", "\"\"",
+           "Choices for the generated GEMM kernels, `key=value` separated by "
+           "commas (consumers, waves, tile_n, stages, cluster=MxN, "
+           "epilogue=tma|registers); the rest are the generator's">,
   ];
 }
 
@@ -114,10 +125,12 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
     operands need sm_100a (for MXFP8 on sm_90a use the generated kernel,
     `mx-lower-to-nvvm gemm=kernel`). Code compiled for sm_100a but run on an
     older GPU fails in the call, with the runtime's message naming the mode,
-    the compute capability and the alternative. With `skip-generated`, each
-    op that `convert-mx-to-gpu` generates a kernel for on `chip` is left
-    alone, and one that neither lowering takes is reported with both
-    reasons.
+    the compute capability and the alternative. With `gemm=auto`, each op
+    goes to the lowering that runs its recipe faster on `chip` (measured;
+    the same choice `convert-mx-to-gpu` makes, GemmLowering.h): the ops the
+    generated kernels take are left alone, and one that neither lowering
+    takes is reported with both reasons. Each call records why cuBLASLt runs
+    it in its `mx.gemm_lowering` attribute.
 
     Example:
 
@@ -141,9 +154,14 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
     Option<"chip", "chip", "::mx::Chip", "::mx::kDefaultChip",
            "NVIDIA GPU to compile for",
            "::mx::getChipOptionValues()">,
-    Option<"skipGenerated", "skip-generated", "bool", "false",
-           "Leave to convert-mx-to-gpu each mx.scaled_matmul that the GEMM "
-           "generator has a kernel for on `chip` (mx-lower-to-nvvm gemm=auto)">,
+    Option<"gemm", "gemm", "::mx::GemmLowering", "::mx::GemmLowering::cublas",
+           "Which mx.scaled_matmul ops go to cuBLASLt: every one (cublas), or "
+           "those that gemm=auto gives it, leaving the others to "
+           "convert-mx-to-gpu (auto)",
+           "::mx::getGemmLoweringOptionValues()">,
+    Option<"gemmConfig", "gemm-config", "std::string", "\"\"",
+           "The generated kernels' choices (convert-mx-to-gpu's gemm-config), "
+           "which gemm=auto weighs">,
   ];
 }
 

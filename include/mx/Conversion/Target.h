@@ -60,9 +60,32 @@ GemmKernelResources getGemmKernelResources(Chip chip);
 
 /// How `mx.scaled_matmul` reaches the GPU: a generated kernel
 /// (convert-mx-to-gpu), a cuBLASLt call (convert-mx-to-cublas), or
-/// `automatic`: the generated kernel for each op the generator plans one for
-/// on the chip, cuBLASLt for the others.
+/// `automatic`: for each op, the one that runs its recipe faster on the chip
+/// (`getFasterGemmLowering`), or the other where that one cannot run the op
+/// (mx/Conversion/GemmLowering.h decides).
 enum class GemmLowering { automatic, kernel, cublas };
+
+/// The values of a `gemm` option, every lowering by its name (auto, kernel,
+/// cublas).
+llvm::cl::ValuesClass getGemmLoweringOptionValues();
+
+/// The scaling recipes of `mx.scaled_matmul` whose lowering `gemm=auto`
+/// chooses by measurement.
+enum class ScaledMatmulRecipe {
+  perTensor,       // one f32 scale per operand
+  blockwise,       // f32 scales, 1x128 (A) x 128x128 (B)
+  blockwiseColumns, // f32 scales, 1x128 x 1x128: the weight-gradient form
+  mx,              // E8M0 scales per 1x32 on both operands
+  nvfp4,           // E4M3 scales per 1x16 and f32 tensor scales
+};
+
+/// Which lowering runs `recipe` faster on `chip`, and the measurement (or
+/// the fact) that says so.
+struct GemmLoweringFact {
+  GemmLowering faster; // kernel or cublas
+  llvm::StringLiteral evidence;
+};
+GemmLoweringFact getFasterGemmLowering(Chip chip, ScaledMatmulRecipe recipe);
 
 /// Whether cuBLASLt runs operands with scale mode `mode` on `chip`, and if not,
 /// why and what to use instead. MX and NVFP4 (VEC32_UE8M0, VEC16_UE4M3:

@@ -33,15 +33,12 @@ struct MXToNVVMPipelineOptions
                                   "PTX text"))};
   Option<GemmLowering> gemm{
       *this, "gemm", llvm::cl::desc("Lowering of mx.scaled_matmul"),
-      llvm::cl::init(GemmLowering::automatic),
-      llvm::cl::values(clEnumValN(GemmLowering::automatic, "auto",
-                                  "generated kernels where the chip has one for "
-                                  "the op, cuBLASLt elsewhere"),
-                       clEnumValN(GemmLowering::kernel, "kernel",
-                                  "generated GEMM kernels (convert-mx-to-gpu)"),
-                       clEnumValN(GemmLowering::cublas, "cublas",
-                                  "cuBLASLt calls through mx_runtime "
-                                  "(convert-mx-to-cublas)"))};
+      llvm::cl::init(GemmLowering::automatic), getGemmLoweringOptionValues()};
+  Option<std::string> gemmConfig{
+      *this, "gemm-config",
+      llvm::cl::desc("Choices for the generated GEMM kernels "
+                     "(convert-mx-to-gpu's gemm-config)"),
+      llvm::cl::init("")};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level of the kernels"),
                        llvm::cl::init(3)};

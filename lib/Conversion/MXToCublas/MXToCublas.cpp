@@ -1,21 +1,19 @@
 //===- MXToCublas.cpp - Lower mx.scaled_matmul to cuBLASLt ----------------===//
 //
-// mx.scaled_matmul becomes one call of `mxrtScaledMatmul` on device buffers.
-// The operands' blocks and scale types decide the cuBLASLt scale mode:
-// swizzled E8M0 scales of [1, 32] blocks are MX (VEC32_UE8M0), f32 scales of
-// [1, 128] / [128, 128] blocks the FP8 blockwise recipe, one f32 scale of a
-// whole-operand block the per-tensor mode. The enum values come from
-// MXRuntime.h, the header the runtime implements, so the two cannot drift.
-// What no cuBLASLt mode expresses, and what cuBLASLt does not run on the
-// chip the pass compiles for (MX before SM100, Target.h), is rejected here
-// rather than left to fail at run time. With `skip-generated`, the ops the
-// GEMM generator has a kernel for are left to convert-mx-to-gpu.
+// mx.scaled_matmul becomes one call of `mxrtScaledMatmul` on device buffers
+// (one per batch slice), with the cuBLASLt scale modes its blocks and scales
+// imply (getCublasScaleModes, GemmLowering.h). Which ops this pass takes is
+// `chooseGemmLowering`'s answer under the `gemm` option, the same function
+// convert-mx-to-gpu asks, so the two passes split the ops without overlap;
+// what neither lowering runs on the chip is rejected here, with both
+// reasons, rather than left to fail at run time. Each call records why
+// cuBLASLt runs it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/MXToCublas/MXToCublas.h"
 #include "mx/Conversion/DeviceBuffers.h"
-#include "mx/Conversion/MXToGPU/MXToGPU.h"
+#include "mx/Conversion/GemmLowering.h"
 #include "mx/Conversion/Passes.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 #include "mx/Runtime/MXRuntime.h"
@@ -40,112 +38,6 @@ using namespace mx;
 namespace {
 
 constexpr StringLiteral kScaledMatmulFn = "mxrtScaledMatmul";
-
-/// The cuBLASLt scale mode of one operand, or a reason why none. Batch
-/// dimensions are left to the caller's loop: only the matrix part counts.
-FailureOr<mxrtScaleMode> getScaleMode(RankedTensorType operand,
-                                      OperandLayout layout,
-                                      ArrayRef<int64_t> block,
-                                      RankedTensorType scales,
-                                      std::string &reason) {
-  Type scaleType = scales.getElementType();
-  int64_t rank = operand.getRank();
-  MatmulOperandShape view = getMatmulOperandShape(operand.getShape(), layout);
-  ArrayRef<int64_t> matrixBlock = block.take_back(2);
-  int64_t blockK = block[view.kDim];
-  bool alongK = block[view.rowsDim] == 1;
-  bool tiles = scales.getRank() == rank + 3;
-  if (tiles && alongK && blockK == kMXBlock &&
-      isa<Float8E8M0FNUType>(scaleType))
-    return MXRT_SCALE_VEC32_UE8M0;
-  if (tiles && alongK && blockK == kNVFP4Block && isNVFP4Scale(scaleType))
-    return MXRT_SCALE_VEC16_UE4M3;
-  if (scaleType.isF32()) {
-    bool kOuter = layout == OperandLayout::k_outer;
-    if (alongK && blockK == 128) {
-      // cuBLASLt's own [KB, rows]: GEMM-ready, or linear K-outer scales.
-      if (scales.getRank() == rank + 1 || (scales.getRank() == rank && kOuter))
-        return MXRT_SCALE_VEC128_F32_KB_ROWS;
-      if (scales.getRank() == rank)
-        return MXRT_SCALE_VEC128_F32;
-    }
-    if (matrixBlock == ArrayRef<int64_t>{128, 128} &&
-        scales.getRank() == rank) {
-      if (!kOuter)
-        return MXRT_SCALE_BLK128X128_F32;
-      reason = "cuBLASLt's 128x128 scales are laid out for K-contiguous "
-               "operands; this operand is K-outer";
-      return failure();
-    }
-    if (matrixBlock == operand.getShape().take_back(2) &&
-        scales.getRank() == rank)
-      return MXRT_SCALE_TENSOR_F32;
-  }
-  reason = "cuBLASLt takes swizzled E8M0 scales of 32-element blocks, "
-           "swizzled E4M3 scales of 16-element blocks (NVFP4), f32 scales "
-           "of 128-element or 128x128 blocks, or one f32 scale per operand";
-  return failure();
-}
-
-/// The scale modes of both operands of `op`, or why cuBLASLt cannot run it on
-/// `chip`.
-FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
-getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
-  FailureOr<mxrtScaleMode> lhs =
-      getScaleMode(op.getLhs().getType(), op.getLhsLayout(), op.getLhsBlock(),
-                   op.getLhsScales().getType(), reason);
-  FailureOr<mxrtScaleMode> rhs =
-      getScaleMode(op.getRhs().getType(), op.getRhsLayout(), op.getRhsBlock(),
-                   op.getRhsScales().getType(), reason);
-  if (failed(lhs) || failed(rhs))
-    return failure();
-  for (mxrtScaleMode mode : {*lhs, *rhs})
-    if (failed(checkCublasScaleMode(chip, mode, reason)))
-      return failure();
-  for (OperandLayout layout : {op.getLhsLayout(), op.getRhsLayout()})
-    if (failed(
-            checkCublasOperandLayout(chip, getRuntimeLayout(layout), reason)))
-      return failure();
-  bool blockScaled =
-      *lhs == MXRT_SCALE_VEC32_UE8M0 || *lhs == MXRT_SCALE_VEC16_UE4M3 ||
-      *rhs == MXRT_SCALE_VEC32_UE8M0 || *rhs == MXRT_SCALE_VEC16_UE4M3;
-  if (blockScaled && *lhs != *rhs) {
-    reason = "cuBLASLt takes MX (E8M0) or NVFP4 (E4M3) scales on both "
-             "operands, not one of each";
-    return failure();
-  }
-  return std::make_pair(*lhs, *rhs);
-}
-
-/// The LLVM type of `mxrtScaledMatmul` (MXRuntime.h): a C symbol called as
-/// is, with no MLIR memref calling convention or C-interface wrapper.
-LLVM::LLVMFunctionType getScaledMatmulFnType(MLIRContext *context) {
-  auto ptr = LLVM::LLVMPointerType::get(context);
-  auto i32 = IntegerType::get(context, 32), i64 = IntegerType::get(context, 64);
-  return LLVM::LLVMFunctionType::get(i32, {i64, i64, i64, ptr, i32, i32, ptr,
-                                           i32, ptr, i32, i32, ptr, i32, ptr,
-                                           ptr, i32, ptr});
-}
-
-/// The scale modes of `op`'s cuBLASLt call, or why it can have none: no
-/// mode for its scales on `chip`, or a module symbol in the way of the call.
-FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
-getCublasCall(ScaledMatmulOp op, Chip chip, std::string &reason) {
-  auto modes = getScaleModes(op, chip, reason);
-  if (failed(modes) ||
-      failed(checkRuntimeFunction(op->getParentOfType<ModuleOp>(),
-                                  kScaledMatmulFn,
-                                  getScaledMatmulFnType(op.getContext()),
-                                  reason)))
-    return failure();
-  return modes;
-}
-
-/// Whether convert-mx-to-gpu generates a kernel for `op` on `chip`.
-bool hasGeneratedKernel(ScaledMatmulOp op, Chip chip) {
-  std::string reason;
-  return succeeded(checkGemmKernelSupport(op, chip, reason));
-}
 
 /// Bytes of one batch slice of a tensor with `batchRank` batch dimensions
 /// (FP4 packed two elements to a byte).
@@ -179,23 +71,30 @@ Value buildTensorScaleProduct(OpBuilder &b, Location loc, ValueRange scales) {
 }
 
 struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
-  ScaledMatmulToCublas(MLIRContext *context, Chip chip, bool skipGenerated)
-      : OpRewritePattern(context), chip(chip), skipGenerated(skipGenerated) {}
+  ScaledMatmulToCublas(MLIRContext *context, Chip chip, GemmLowering lowering,
+                       const gemm::GemmConfig &config)
+      : OpRewritePattern(context), chip(chip), lowering(lowering),
+        config(config) {}
 
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    if (skipGenerated && hasGeneratedKernel(op, chip))
-      return rewriter.notifyMatchFailure(op, "left to the generated kernel");
     std::string reason;
+    FailureOr<GemmLoweringChoice> choice =
+        chooseGemmLowering(op, chip, lowering, config, reason);
+    if (failed(choice))
+      return rewriter.notifyMatchFailure(op, reason);
+    if (choice->lowering != GemmLowering::cublas)
+      return rewriter.notifyMatchFailure(op, choice->reason);
     FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>> modes =
-        getCublasCall(op, chip, reason);
+        getCublasScaleModes(op, chip, reason);
     if (failed(modes))
       return rewriter.notifyMatchFailure(op, reason);
 
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     auto module = op->getParentOfType<ModuleOp>();
-    // getCublasCall checked that the module has no other @mxrtScaledMatmul.
+    // getCublasScaleModes checked that the module has no other
+    // @mxrtScaledMatmul.
     LLVM::LLVMFunctionType fnType = getScaledMatmulFnType(ctx);
     FailureOr<LLVM::LLVMFuncOp> callee =
         LLVM::lookupOrCreateFn(rewriter, module, kScaledMatmulFn,
@@ -221,7 +120,8 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     for (int64_t size : resultType.getShape().drop_back(2))
       slices *= size;
     if (slices == 1) {
-      emitCall(rewriter, loc, *callee, op, *modes, bases, alpha);
+      emitCall(rewriter, loc, *callee, op, *modes, bases, alpha,
+               choice->reason);
     } else {
       // One call per batch slice, each pointer advanced by its slice.
       Value count = arith::ConstantIndexOp::create(rewriter, loc, slices);
@@ -242,7 +142,8 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
                                                rewriter.getI8Type(), base,
                                                ValueRange{offset}));
       }
-      emitCall(rewriter, loc, *callee, op, *modes, pointers, alpha);
+      emitCall(rewriter, loc, *callee, op, *modes, pointers, alpha,
+               choice->reason);
     }
     // cuMemFree waits for the calls that read alpha.
     if (product)
@@ -253,11 +154,12 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
 
 private:
   /// One `mxrtScaledMatmul` on the 2-D slices at `pointers` (lhs, its
-  /// scales, rhs, its scales, out).
+  /// scales, rhs, its scales, out), marked with why cuBLASLt runs it.
   static void emitCall(OpBuilder &b, Location loc, LLVM::LLVMFuncOp callee,
                        ScaledMatmulOp op,
                        std::pair<mxrtScaleMode, mxrtScaleMode> modes,
-                       ArrayRef<Value> pointers, Value alpha) {
+                       ArrayRef<Value> pointers, Value alpha,
+                       StringRef why) {
     auto i64 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
     };
@@ -279,11 +181,13 @@ private:
                              LLVM::LLVMPointerType::get(b.getContext()))};
     // The status is also kept by the runtime (mxrtGetLastError), which is
     // where a caller of compiled code reads it.
-    LLVM::CallOp::create(b, loc, callee, args);
+    auto call = LLVM::CallOp::create(b, loc, callee, args);
+    call->setAttr(kGemmLoweringAttrName, b.getStringAttr(why));
   }
 
   Chip chip;
-  bool skipGenerated;
+  GemmLowering lowering;
+  gemm::GemmConfig config;
 };
 
 struct ConvertMXToCublasPass
@@ -291,22 +195,23 @@ struct ConvertMXToCublasPass
   using ConvertMXToCublasBase::ConvertMXToCublasBase;
 
   void runOnOperation() override {
+    std::string error;
+    FailureOr<gemm::GemmConfig> config =
+        gemm::parseGemmConfig(gemmConfig, error);
+    if (failed(config)) {
+      getOperation()->emitError(error);
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
-    populateMXToCublasConversionPatterns(patterns, chip, skipGenerated);
+    populateMXToCublasConversionPatterns(patterns, chip, gemm, *config);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+    // What is left is the generated kernels' (gemm=auto), or runs nowhere.
     WalkResult result = getOperation()->walk([&](ScaledMatmulOp op) {
-      std::string cublasReason, kernelReason;
-      (void)getCublasCall(op, chip, cublasReason);
-      if (!skipGenerated) {
-        op.emitOpError("has no cuBLASLt lowering: ") << cublasReason;
-        return WalkResult::interrupt();
-      }
-      if (succeeded(checkGemmKernelSupport(op, chip, kernelReason)))
+      std::string reason;
+      if (succeeded(chooseGemmLowering(op, chip, gemm, *config, reason)))
         return WalkResult::advance();
-      op.emitOpError("has neither a generated kernel on ")
-          << getChipName(chip) << " (" << kernelReason
-          << ") nor a cuBLASLt lowering (" << cublasReason << ")";
+      op.emitOpError(reason);
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())
@@ -316,8 +221,9 @@ struct ConvertMXToCublasPass
 
 } // namespace
 
-void mx::populateMXToCublasConversionPatterns(RewritePatternSet &patterns,
-                                              Chip chip, bool skipGenerated) {
-  patterns.add<ScaledMatmulToCublas>(patterns.getContext(), chip,
-                                     skipGenerated);
+void mx::populateMXToCublasConversionPatterns(
+    RewritePatternSet &patterns, Chip chip, GemmLowering gemm,
+    const gemm::GemmConfig &config) {
+  patterns.add<ScaledMatmulToCublas>(patterns.getContext(), chip, gemm,
+                                     config);
 }

@@ -28,6 +28,7 @@
 
 #include "KernelBuilder.h"
 
+#include "mx/Conversion/GemmLowering.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Conversion/Passes.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
@@ -186,44 +187,64 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
   using ConvertMXToGPUBase::ConvertMXToGPUBase;
 
   void runOnOperation() override {
-    swizzleGemmScales(getOperation(), chip);
+    std::string error;
+    FailureOr<gemm::GemmConfig> config = gemm::parseGemmConfig(gemmConfig, error);
+    if (failed(config)) {
+      getOperation()->emitError(error);
+      return signalPassFailure();
+    }
+    gemmConfig_ = *config;
+    swizzleGemmScales(getOperation(), chip, gemm, gemmConfig_);
     // The plan refers to ops by address: fold (unswizzle(swizzle(x)) -> x)
     // and erase dead ops first, so that the driver below erases none of them.
     (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
     QuantizeFusionPlan plan(getOperation());
     RewritePatternSet patterns(&getContext());
-    populateMXToGPUConversionPatterns(patterns, chip, plan);
+    populateMXToGPUConversionPatterns(patterns, chip, gemm, gemmConfig_, plan);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // Whatever is left has no kernel: say which op and why.
     WalkResult result = getOperation()->walk([&](Operation *op) {
       if (!isa<MXDialect>(op->getDialect()))
         return WalkResult::advance();
-      op->emitOpError("has no GPU lowering: ")
-          << getMissingKernelReason(op, plan);
+      if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
+        reportScaledMatmul(matmul);
+      else
+        op->emitOpError("has no GPU lowering: ")
+            << getMissingKernelReason(op, plan);
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())
       signalPassFailure();
   }
 
+  /// Why no generated kernel lowered `op`: no lowering runs it, or it is
+  /// cuBLASLt's and convert-mx-to-cublas has not run.
+  void reportScaledMatmul(ScaledMatmulOp op) const {
+    std::string reason;
+    FailureOr<GemmLoweringChoice> choice =
+        chooseGemmLowering(op, chip, gemm, gemmConfig_, reason);
+    if (failed(choice)) {
+      op.emitOpError(reason);
+      return;
+    }
+    op.emitOpError("is left to cuBLASLt (")
+        << choice->reason
+        << "): run convert-mx-to-cublas first, as mx-lower-to-nvvm does";
+  }
+
   /// Why no pattern lowered `op`. Dequantize (but FP4), swizzle, unswizzle
-  /// and update_amax_history always have a kernel; a scaled_matmul has one
-  /// where the GEMM generator plans one for the chip.
+  /// and update_amax_history always have a kernel.
   std::string getMissingKernelReason(Operation *op,
                                      const QuantizeFusionPlan &plan) const {
     if (auto quantize = dyn_cast<QuantizeOp>(op))
       return plan.getUnsupportedReason(quantize).str();
-    if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
-      std::string reason;
-      (void)checkGemmKernelSupport(matmul, chip, reason);
-      return reason + "; cuBLASLt may run it instead (mx-lower-to-nvvm "
-                      "gemm=cublas)";
-    }
     if (std::string reason = getPerTensorUnsupportedReason(op); !reason.empty())
       return reason;
     return "no GPU kernel exists for this op; use the CPU pipeline";
   }
+
+  gemm::GemmConfig gemmConfig_;
 };
 
 } // namespace
@@ -234,7 +255,8 @@ void gpu_kernels::populateRowwiseQuantizePatterns(
 }
 
 void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
-                                           Chip chip,
+                                           Chip chip, GemmLowering gemm,
+                                           const gemm::GemmConfig &config,
                                            const QuantizeFusionPlan &plan) {
   populateRowwiseQuantizePatterns(patterns, plan);
   populateColumnwiseQuantizePatterns(patterns, plan);
@@ -242,5 +264,5 @@ void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
   populatePerTensorScalingPatterns(patterns, plan);
   populateElementwisePatterns(patterns, plan);
   populateFP4Patterns(patterns, chip, plan);
-  populateMXToGPUGemmPatterns(patterns, chip);
+  populateMXToGPUGemmPatterns(patterns, chip, gemm, config);
 }

@@ -3,7 +3,7 @@
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu -verify-diagnostics
 
 func.func @mixed_scales(%a: tensor<128x256xf8E4M3FN>, %as: tensor<1x1xf32>, %b: tensor<128x256xf8E4M3FN>, %bs: tensor<1x2xf32>) -> tensor<128x128xf32> {
-  // expected-error @+1 {{'mx.scaled_matmul' op has no GPU lowering: f32 scales need [1, 128] or [128, 128] blocks on both operands, or one scale per operand; cuBLASLt may run it instead (mx-lower-to-nvvm gemm=cublas)}}
+  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_90a: f32 scales need [1, 128] or [128, 128] blocks on both operands, or one scale per operand; cuBLASLt runs it (mx-lower-to-nvvm gemm=cublas or gemm=auto)}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [128, 256] rhs_block [128, 128]
     : tensor<128x256xf8E4M3FN>, tensor<1x1xf32>, tensor<128x256xf8E4M3FN>, tensor<1x2xf32> -> tensor<128x128xf32>
   return %c : tensor<128x128xf32>
@@ -16,7 +16,7 @@ func.func @mixed_scales(%a: tensor<128x256xf8E4M3FN>, %as: tensor<1x1xf32>, %b: 
 llvm.func @mxrtTensorMap(i32) -> i32
 
 func.func @tensor_map_symbol_taken(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
-  // expected-error @+1 {{'mx.scaled_matmul' op has no GPU lowering: the module defines @mxrtTensorMap as !llvm.func<i32 (i32)>, not the runtime's !llvm.func<ptr (ptr, i32, i32, ptr, ptr, i32)>; cuBLASLt may run it instead (mx-lower-to-nvvm gemm=cublas)}}
+  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_90a: the module defines @mxrtTensorMap as !llvm.func<i32 (i32)>, not the runtime's !llvm.func<ptr (ptr, i32, i32, ptr, ptr, i32)>}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf8E4M3FN>, tensor<1x4x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
   return %c : tensor<256x128xbf16>

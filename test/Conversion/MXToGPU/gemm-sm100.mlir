@@ -12,7 +12,7 @@
 // CHECK-LABEL: func.func @mx
 // CHECK: gpu.launch_func  @mx_gemm_mx_block_scaled_256x384x512::@kernel blocks in (%c4, %c1, %c1) threads in (%c256, %c1, %c1)  dynamic_shared_memory_size %c203864_i32
 // CHECK: gpu.func @kernel
-// CHECK-SAME: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=256x384x512 tile=128x256x128 stages=4 roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m128n256k32.block32 ctas=4 group=8 scales=128x4 smem=203864 stage0=a:0,b:16384,sa:196608,sb:197120 barriers=202752,202784 acc_barriers=202816,202824 tmem_slot=202832 tmem=512 acc=0:256 sfa=256,268,280,292 sfb=260,272,284,296"
+// CHECK-SAME: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=256x384x512 tile=128x256x128 stages=4 roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m128n256k32.block32 ctas=4 cluster=1x1 group=8 epilogue=registers scales=128x4,128x4 smem=203864 stage0=a:0,b:16384,sa:196608,sb:197120 barriers=202752,202784 acc_barriers=202816,202824 tmem_slot=202832 tmem=512 acc=0:256 sfa=256,268,280,292 sfb=260,272,284,296"
 // CHECK-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
 // CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c1_i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32

@@ -1,6 +1,7 @@
 // The generated Hopper GEMM kernels of mx.scaled_matmul: the plan printed on
-// each kernel, the warp roles, the mbarrier ring, the TMA loads and the
-// per-recipe main loops, and the host code that launches them.
+// each kernel (and why it is the kernel's: gemm=kernel here), the warp
+// roles, the mbarrier ring, the TMA loads, the per-recipe main loops, the
+// epilogues, and the host code that launches them.
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
 
 // MX exact: bf16 wgmma on operands dequantized in shared memory; the E8M0
@@ -12,7 +13,8 @@
 // CHECK: gpu.module @mx_gemm_mx_exact_256x128x512
 // CHECK: llvm.mlir.global external @mx_gemm_shared() {addr_space = 3 : i32, alignment = 1024 : i64}
 // CHECK: gpu.func @kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel attributes
-// CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x256x128 stages=2 roles=tma:1,mma:2 regs=40/232 wgmma=m64n256k16 ctas=2 group=8 dequant=2x64 scales=128x4 smem=200736 stage0=a:0,b:16384,sa:196608,sb:197120 bf16=a:98304,b:114688 barriers=199680,199696"
+// CHECK-SAME: mx.gemm_lowering = "kernel: gemm=kernel"
+// CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x256x128 stages=2 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n256k16 ctas=2 cluster=1x1 group=8 epilogue=registers dequant=2x64 scales=128x4,128x4 smem=200736 stage0=a:0,b:16384,sa:196608,sb:197120 bf16=a:98304,b:114688 barriers=199680,199696"
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 // CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
@@ -61,22 +63,42 @@ func.func @mx_linear_scales(%a: tensor<100x256xf8E5M2>, %as: tensor<100x8xf8E8M0
 
 // -----
 
-// FP8 blockwise (1x128 x 128x128): four e4m3 k32 wgmma per 128-K stage into
-// a fresh accumulator, then one FMA per element times sa x sb.
+// FP8 blockwise (1x128 x 128x128): compact 1x128 scales of A are first laid
+// out GEMM-ready ([KB, M'] rows, an inserted mx.swizzle kernel), which TMA
+// then loads with each stage through a tensor map of its own (f32, no
+// swizzle); B's 128x128 scales are copied by the consumers into shared
+// memory when a tile starts. Per stage: four e4m3 k32 wgmma into a fresh
+// accumulator, then one FMA per element times sa x sb read from shared
+// memory. f32 output: stores from registers.
 // CHECK-LABEL: func.func @blockwise
+// CHECK: gpu.launch blocks
+// CHECK: llvm.call @mxrtTensorMap
+// CHECK: llvm.call @mxrtTensorMap
+// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c4_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
+// CHECK: gpu.launch_func @mx_gemm_blockwise_200x72x256::@kernel {{.*}} args({{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr)
 // CHECK: gpu.func @kernel
-// CHECK-SAME: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=200x72x256 tile=192x128x128 stages=5 roles=tma:1,mma:3 regs=40/152 wgmma=m64n128k32 ctas=2 group=8 scale_rows=1,128 smem=205904 stage0=a:0,b:24576 barriers=204800,204840"
-// CHECK-COUNT-10: nvvm.mbarrier.init
+// CHECK-SAME: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=200x72x256 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n128k32 ctas=2 cluster=1x1 group=8 epilogue=registers scales=rows,blocks smem=200816 stage0=a:0,b:16384,sa:196608,sb:197120 tile_scales=199680,199680 barriers=199696,199744"
+// CHECK-COUNT-12: nvvm.mbarrier.init
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
 // CHECK-NOT: nvvm.cp.async.bulk.shared.cluster.global
-// CHECK: nvvm.setmaxregister  increase 152
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.barrier id
+// CHECK: scf.for
 // CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier id
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
 // CHECK-COUNT-64: llvm.intr.fma
+// CHECK: llvm.inline_asm has_side_effects "", "=f,
+// CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
 func.func @blockwise(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x2xf32>, %b: tensor<72x256xf8E4M3FN>, %bs: tensor<1x2xf32>) -> tensor<200x72xf32> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
     : tensor<200x256xf8E4M3FN>, tensor<200x2xf32>, tensor<72x256xf8E4M3FN>, tensor<1x2xf32> -> tensor<200x72xf32>
@@ -85,14 +107,12 @@ func.func @blockwise(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x2xf32>, %b: t
 
 // -----
 
-// Blockwise GEMM-ready scales of A ([KB, 200'/4, 4] = [2, 50, 4]): row r of
-// 128-K block j is read at j * 200 + r, not r * KB + j.
+// Blockwise GEMM-ready scales of A ([KB, 200'/4, 4] = [2, 50, 4]) need no
+// swizzle kernel: the TMA map reads them as they are, [2, 200] f32.
 // CHECK-LABEL: func.func @blockwise_gemm_ready
-// CHECK: gpu.func @kernel
-// CHECK-SAME: scale_rows=1,128 gemm_ready_pitch=200,0
-// CHECK: %[[ROW:.*]] = arith.minui %{{.*}}, %c199_i32 : i32
-// CHECK: %[[OFFSET:.*]] = arith.muli %{{.*}}, %c200_i32 : i32
-// CHECK: arith.addi %[[OFFSET]], %[[ROW]] : i32
+// CHECK-NOT: gpu.launch blocks
+// CHECK: gpu.launch_func @mx_gemm_blockwise_200x72x256::@kernel
+// CHECK: scales=rows,blocks
 func.func @blockwise_gemm_ready(%a: tensor<200x256xf8E4M3FN>, %as: tensor<2x50x4xf32>, %b: tensor<72x256xf8E4M3FN>, %bs: tensor<1x2xf32>) -> tensor<200x72xf32> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [128, 128]
     : tensor<200x256xf8E4M3FN>, tensor<2x50x4xf32>, tensor<72x256xf8E4M3FN>, tensor<1x2xf32> -> tensor<200x72xf32>
@@ -102,15 +122,27 @@ func.func @blockwise_gemm_ready(%a: tensor<200x256xf8E4M3FN>, %as: tensor<2x50x4
 // -----
 
 // Per-tensor: the promotion is a plain add; the scalar scales multiply the
-// result in the epilogue. Mixed E5M2 x E4M3 operands, f16 output.
+// result in the epilogue. Mixed E5M2 x E4M3 operands, f16 output: the
+// epilogue writes 64-column panels of the tile with stmatrix and stores
+// them by TMA (a tensor map of the output, 128B-swizzled f16), after the
+// previous tile's stores have read the panels.
 // CHECK-LABEL: func.func @per_tensor
+// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c3_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
 // CHECK: gpu.func @kernel
-// CHECK-SAME: mx.gemm_plan = "recipe=per_tensor chip=sm_90a mnk=130x264x64
+// CHECK-SAME: mx.gemm_plan = "recipe=per_tensor chip=sm_90a mnk=130x264x64 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n128k32 ctas=6 cluster=1x1 group=8 epilogue=tma scales=scalar,scalar smem=230496 stage0=a:0,b:16384 out=196608
 // CHECK: nvvm.wgmma.mma_async {{.*}} A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-NOT: llvm.intr.fma
 // CHECK-COUNT-64: arith.addf
 // CHECK: arith.mulf
-// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<1>
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id
+// CHECK-COUNT-8: nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier id
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: nvvm.cp.async.bulk.commit.group
+// CHECK: nvvm.cp.async.bulk.wait_group 0
+// CHECK-NOT: {read}
 func.func @per_tensor(%a: tensor<130x64xf8E5M2>, %as: tensor<1x1xf32>, %b: tensor<264x64xf8E4M3FN>, %bs: tensor<1x1xf32>) -> tensor<130x264xf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [130, 64] rhs_block [264, 64]
     : tensor<130x64xf8E5M2>, tensor<1x1xf32>, tensor<264x64xf8E4M3FN>, tensor<1x1xf32> -> tensor<130x264xf16>
@@ -119,12 +151,17 @@ func.func @per_tensor(%a: tensor<130x64xf8E5M2>, %as: tensor<1x1xf32>, %b: tenso
 
 // -----
 
-// An odd N cannot store column pairs as one aligned vector: scalar stores.
-// 1x128 B scales (one per accumulator column) need the registers of two
-// consumers.
+// An odd N cannot store column pairs as one aligned vector, nor by TMA:
+// scalar stores from registers. 1x128 B scales (one per accumulator column,
+// the wgrad form) come as stage rows too; the promotion reads each column
+// pair with one 8-byte load, and releases the stage after it.
 // CHECK-LABEL: func.func @odd_n
-// CHECK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=64x35x128 tile=128x128x128 stages=7 roles=tma:1,mma:2 regs=40/232
-// CHECK-SAME: scale_rows=1,1
+// CHECK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=64x35x128 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232
+// CHECK-SAME: epilogue=registers scales=rows,rows
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: nvvm.mbarrier.arrive
+// CHECK-COUNT-16: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
+// CHECK: nvvm.mbarrier.arrive
 // CHECK: llvm.store %{{.*}} {alignment = 2 : i64} : bf16, !llvm.ptr<1>
 func.func @odd_n(%a: tensor<64x128xf8E4M3FN>, %as: tensor<64x1xf32>, %b: tensor<35x128xf8E4M3FN>, %bs: tensor<35x1xf32>) -> tensor<64x35xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]

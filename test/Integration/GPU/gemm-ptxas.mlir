@@ -4,11 +4,12 @@
 // the kernels are built on (TMA, mbarrier parity waits, setmaxnreg, wgmma on
 // FP8 and on bf16, the FP8 -> f16 cvt of the MX dequantization).
 // REQUIRES: ptxas
-// RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_90a format=isa" | %python -m mx.ptx --split %t.gemm
+// RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_90a format=isa gemm=kernel" | %python -m mx.ptx --split %t.gemm
 // RUN: FileCheck %s --check-prefix=MX < %t.gemm.0.ptx
 // RUN: FileCheck %s --check-prefix=FP8 < %t.gemm.1.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.0.ptx -o %t.0.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.1.ptx -o %t.1.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=EPILOGUE < %t.gemm.2.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.2.ptx -o %t.2.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // MX: .maxntid 384, 1, 1
@@ -25,6 +26,16 @@
 // FP8: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // FP8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // FP8: wgmma.wait_group.sync.aligned 0;
+// FP8: ld.shared.v2.b32
+
+// The TMA-store epilogue of the f16 per-tensor kernel.
+// EPILOGUE: wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3
+// EPILOGUE: cp.async.bulk.wait_group.read 0;
+// EPILOGUE: stmatrix.sync.aligned.m8n8.x4.shared.b16
+// EPILOGUE: fence.proxy.async.shared::cta;
+// EPILOGUE: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+// EPILOGUE: cp.async.bulk.commit_group;
+// EPILOGUE: cp.async.bulk.wait_group 0;
 
 // PTXAS-NOT: warning
 // PTXAS-NOT: Potential Performance Loss
@@ -38,9 +49,9 @@ func.func @mx(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %
 
 // -----
 
-func.func @blockwise(%a: tensor<200x1024xf8E4M3FN>, %as: tensor<200x8xf32>, %b: tensor<72x1024xf8E4M3FN>, %bs: tensor<72x8xf32>) -> tensor<200x72xf32> {
+func.func @blockwise(%a: tensor<200x1024xf8E4M3FN>, %as: tensor<8x50x4xf32>, %b: tensor<72x1024xf8E4M3FN>, %bs: tensor<8x18x4xf32>) -> tensor<200x72xf32> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
-    : tensor<200x1024xf8E4M3FN>, tensor<200x8xf32>, tensor<72x1024xf8E4M3FN>, tensor<72x8xf32> -> tensor<200x72xf32>
+    : tensor<200x1024xf8E4M3FN>, tensor<8x50x4xf32>, tensor<72x1024xf8E4M3FN>, tensor<8x18x4xf32> -> tensor<200x72xf32>
   return %c : tensor<200x72xf32>
 }
 

@@ -8,18 +8,20 @@
 #ifndef MX_CONVERSION_MXTOCUBLAS_MXTOCUBLAS_H
 #define MX_CONVERSION_MXTOCUBLAS_MXTOCUBLAS_H
 
+#include "mx/Conversion/MXToGPU/Gemm/GemmGenerator.h"
 #include "mx/Conversion/Target.h"
 
 #include "mlir/IR/PatternMatch.h"
 
 namespace mx {
 
-/// Adds the pattern that rewrites mx.scaled_matmul on device tensors into a
-/// call of mxrtScaledMatmul with the scale modes its operands imply, where
-/// cuBLASLt runs those modes on `chip`; with `skipGenerated`, only where the
-/// GEMM generator has no kernel for the op on `chip`.
+/// Adds the pattern that rewrites each mx.scaled_matmul on device tensors
+/// that goes to cuBLASLt on `chip` under `gemm` (chooseGemmLowering, with
+/// `config` for the generated kernels it weighs) into a call of
+/// mxrtScaledMatmul with the scale modes its operands imply.
 void populateMXToCublasConversionPatterns(mlir::RewritePatternSet &patterns,
-                                          Chip chip, bool skipGenerated);
+                                          Chip chip, GemmLowering gemm,
+                                          const gemm::GemmConfig &config);
 
 } // namespace mx
 

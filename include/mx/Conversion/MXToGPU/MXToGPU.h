@@ -9,6 +9,7 @@
 #define MX_CONVERSION_MXTOGPU_MXTOGPU_H
 
 #include "mx/Conversion/MXToGPU/FusionPlan.h"
+#include "mx/Conversion/MXToGPU/Gemm/GemmGenerator.h"
 #include "mx/Conversion/Target.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -17,25 +18,28 @@ namespace mx {
 
 /// Adds the patterns that rewrite mx.quantize (fusing a consuming
 /// mx.swizzle), mx.dequantize, mx.swizzle and mx.unswizzle into GPU kernels on
-/// device buffers, and the GEMM patterns of `chip`. The quantize and swizzle
-/// patterns lower ops as `plan` (built on the same ops) decides; it must
-/// outlive the patterns.
+/// device buffers, and the GEMM patterns of `chip` (for the mx.scaled_matmul
+/// ops that `gemm`, the pipeline's gemm option, gives a generated kernel,
+/// with the choices of `config`). The quantize and swizzle patterns lower ops
+/// as `plan` (built on the same ops) decides; it must outlive the patterns.
 void populateMXToGPUConversionPatterns(mlir::RewritePatternSet &patterns,
-                                       Chip chip,
+                                       Chip chip, GemmLowering gemm,
+                                       const gemm::GemmConfig &config,
                                        const QuantizeFusionPlan &plan);
 
-/// Why the GEMM generator has no kernel for `op` on `chip`, or success.
-mlir::LogicalResult checkGemmKernelSupport(ScaledMatmulOp op, Chip chip,
-                                           std::string &reason);
+/// Gives every mx.scaled_matmul that gets a generated kernel on `chip`
+/// (chooseGemmLowering) scales in the GEMM-ready layout its kernel copies,
+/// inserting an mx.swizzle for linear MX scales (128x4 tiles) and compact
+/// 1x128 FP8 ones (`layout blockwise`). Runs before the quantize fusion plan
+/// is built (the GEMM patterns require it).
+void swizzleGemmScales(mlir::Operation *root, Chip chip, GemmLowering gemm,
+                       const gemm::GemmConfig &config);
 
-/// Gives every MX mx.scaled_matmul that the generator lowers on `chip`
-/// swizzled scales, inserting an mx.swizzle for linear ones. Runs before the
-/// quantize fusion plan is built (the GEMM patterns require it).
-void swizzleGemmScales(mlir::Operation *root, Chip chip);
-
-/// Adds the patterns that rewrite mx.scaled_matmul into generated GEMM
-/// kernels for `chip`; none where `chip` has no generated kernel.
-void populateMXToGPUGemmPatterns(mlir::RewritePatternSet &patterns, Chip chip);
+/// Adds the pattern that rewrites each mx.scaled_matmul that gets a
+/// generated kernel on `chip` under `gemm` into that kernel.
+void populateMXToGPUGemmPatterns(mlir::RewritePatternSet &patterns, Chip chip,
+                                 GemmLowering gemm,
+                                 const gemm::GemmConfig &config);
 
 } // namespace mx
 

@@ -1,20 +1,24 @@
 //===- GemmKernel.h - Builders of the generated GEMM kernels ----*- C++ -*-===//
 //
-// Private to the GEMM generator. `GemmKernelBuilder` emits the body of one
-// kernel from its `GemmPlan` in two layers:
+// Private to the GEMM generator. A kernel is emitted from its `GemmPlan` by
+// three kinds of builders, split the way CUTLASS splits a kernel into its
+// skeleton, collective main loop and epilogue:
 //
-// * the chip-neutral skeleton (GemmSkeleton.cpp): the shared-memory carve-up,
-//   the ring of full/empty mbarriers with phase parity, the persistent grid
-//   with its grouped tile order, the TMA producer warpgroup (one elected
-//   thread, registers given back with setmaxnreg) and the consumer
-//   warpgroups, and the epilogue that rounds an accumulator fragment to the
-//   output type and stores it with partial tiles masked;
-// * the per-recipe main loops: on SM90 (Sm90MainLoops.cpp) what the consumers
-//   do with one stage (wgmma on FP8 with promotion, or dequantization to bf16
-//   and wgmma on bf16) and the fragment layout their accumulators have; on
-//   SM100 (Sm100MainLoop.cpp) the tensor memory, the MMA thread that copies
-//   scales and issues tcgen05.mma.block_scale, and the epilogue warpgroup
-//   that reads the accumulator with tcgen05.ld.
+// * `GemmKernelBuilder`, the chip-neutral skeleton (GemmSkeleton.cpp): the
+//   shared-memory carve-up, the ring of full/empty mbarriers with phase
+//   parity (cluster-wide when the CTAs of a cluster share operand loads),
+//   the persistent grid with its grouped order of cluster tiles, the TMA
+//   producer warpgroup (one elected thread issues the operand tiles, their
+//   multicast halves and the stage's scales; registers given back with
+//   setmaxnreg), the consumer warpgroups, and the helpers every builder
+//   shares;
+// * one `GemmMainLoop` per (scaling recipe x MMA family), behind the narrow
+//   interface below: SM90 promoted FP8 (Sm90PromotedMainLoop.cpp), SM90
+//   dequantized MX (Sm90DequantizedMainLoop.cpp), SM100 block-scaled
+//   (Sm100MainLoop.cpp). The skeleton calls its hooks and nothing else;
+// * the epilogue (GemmEpilogue.cpp): an accumulator fragment rounded to the
+//   output type and stored from registers with partial tiles masked, or
+//   through shared memory and TMA stores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,13 +29,33 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <memory>
+
 namespace mx::gemm {
 
-/// The kernel's arguments, in this order (all `!llvm.ptr`, generic).
+/// The kernel's parameters (all `!llvm.ptr`, generic), in the order of
+/// `getKernelParameters`.
+enum class KernelParameter {
+  tensorMapA,       // CUtensorMap of A in global memory
+  tensorMapB,       // CUtensorMap of B
+  aScales,          // swizzled E8M0 or f32
+  bScales,          //
+  out,              // row-major [M, N] of the output type
+  tensorMapAScales, // stageRows: CUtensorMap of A's GEMM-ready [KB, M'] f32
+  tensorMapBScales, // stageRows: of B's [KB, N']
+  tensorMapOut,     // tmaStore epilogue: CUtensorMap of the output
+};
+
+/// The parameters the kernel of `plan` takes, in order: the one list the
+/// kernel's signature and its launch are built from.
+llvm::SmallVector<KernelParameter> getKernelParameters(const GemmPlan &plan);
+
+/// The kernel's arguments by role; null where the plan takes none.
 struct KernelArguments {
-  mlir::Value tensorMapA, tensorMapB; // CUtensorMap in global memory
-  mlir::Value aScales, bScales;       // swizzled E8M0 or row-major f32
-  mlir::Value out;                    // row-major [M, N] of the output type
+  mlir::Value tensorMapA, tensorMapB;
+  mlir::Value aScales, bScales;
+  mlir::Value out;
+  mlir::Value tensorMapAScales, tensorMapBScales, tensorMapOut;
 };
 
 /// The origin of one output tile, in elements (i32).
@@ -46,26 +70,45 @@ struct ConsumerThread {
   mlir::Value threadInGroup; // 0 .. 127
 };
 
-/// The f32 scales of one 128-K block that a consumer thread's accumulator
-/// elements need: sa of its two rows, sb of its columns (one value when it
-/// is the same for the whole tile).
-struct BlockScales {
-  llvm::SmallVector<mlir::Value> rows, columns;
-};
-
-/// One 16-byte chunk of FP8 operand data loaded for dequantization: its
-/// bytes, its E8M0 scale byte, and where its row sits in a 128B-swizzled tile.
-struct FP8Chunk {
-  mlir::Value data, scaleByte;
-  mlir::Value rowBase, rowPhase; // row * 128 and row % 8
-  mlir::Value chunkInHalf;       // 0..3 within the 64-K half
-};
-
 /// The ring position of pipeline iteration `it`: stage it % S and the
 /// parity of the phase it belongs to.
 struct RingSlot {
   mlir::Value stage, parity;
 };
+
+class GemmKernelBuilder;
+
+/// What one (scaling recipe x MMA family) adds to the skeleton. The
+/// skeleton calls the hooks in this order: `initBarriers` (thread 0, before
+/// the CTA or cluster barrier), `beforeSync` and `afterSync` (every thread,
+/// around that barrier), `buildProducerRoles` (the producer warpgroup,
+/// beside its TMA thread), `buildTile` (the consumers, once per tile), and
+/// `tearDown` (every thread, when every role is done).
+class GemmMainLoop {
+public:
+  explicit GemmMainLoop(GemmKernelBuilder &kernel);
+  virtual ~GemmMainLoop();
+
+  virtual void initBarriers() {}
+  virtual void beforeSync() {}
+  virtual void afterSync() {}
+  virtual void buildProducerRoles() {}
+  /// The consumers' work on the tile at `origin`, carrying `counter` across
+  /// tiles (the ring iteration, or the tiles done); returns its next value.
+  virtual mlir::Value buildTile(const ConsumerThread &thread,
+                                TileOrigin origin, mlir::Value counter) = 0;
+  virtual void tearDown() {}
+
+protected:
+  GemmKernelBuilder &k;
+  mlir::ImplicitLocOpBuilder &b;
+  const GemmPlan &plan;
+};
+
+std::unique_ptr<GemmMainLoop> createSm90PromotedMainLoop(GemmKernelBuilder &k);
+std::unique_ptr<GemmMainLoop>
+createSm90DequantizedMainLoop(GemmKernelBuilder &k);
+std::unique_ptr<GemmMainLoop> createSm100MainLoop(GemmKernelBuilder &k);
 
 class GemmKernelBuilder {
 public:
@@ -77,7 +120,12 @@ public:
   /// start of the gpu.func, whose shared-memory global is `sharedGlobal`).
   void build(llvm::StringRef sharedGlobal);
 
-  // --- Skeleton pieces the main loops use ---------------------------------
+  mlir::ImplicitLocOpBuilder &getBuilder() { return b; }
+  const GemmPlan &getPlan() const { return plan; }
+  const KernelArguments &getArguments() const { return args; }
+  mlir::Value getThreadIdx() const { return threadIdx; }
+
+  // --- Values and shared memory -------------------------------------------
   mlir::Value i32(int64_t v);
   mlir::Value i64(int64_t v);
   /// i32 shared::cta address of `offset` bytes past the aligned base.
@@ -89,37 +137,22 @@ public:
   mlir::Value withStartAddress(uint64_t fixedFields, mlir::Value address);
   /// Address of one of `stage`'s buffers (stages are uniformly strided).
   mlir::Value stageAddress(int64_t StageLayout::*buffer, mlir::Value stage);
+  /// Loads an f32 from `base[index]` (global).
+  mlir::Value loadGlobalF32(mlir::Value base, mlir::Value index);
+  /// Loads an f32 from shared `address`.
+  mlir::Value loadSharedF32(mlir::Value address);
+
+  // --- The ring and synchronization ---------------------------------------
   mlir::Value fullBarrier(mlir::Value stage);
   mlir::Value emptyBarrier(mlir::Value stage);
   RingSlot getRingSlot(mlir::Value iteration, bool producer);
   void waitBarrier(mlir::Value barrier, mlir::Value parity);
-  /// One arrival per consumer warp on the stage's empty barrier.
+  /// The consumers' release of `stage`: one arrival per consumer warp on
+  /// the stage's empty barrier of every CTA of the cluster, whose producers
+  /// all write into this CTA's copy of the stage.
   void releaseStage(const ConsumerThread &thread, mlir::Value stage);
-  /// Runs `body` when `condition` holds.
-  void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
-  /// Whether this thread is in warp `warp` of the CTA (i1).
-  mlir::Value isInWarp(int64_t warp);
-  /// Runs `body` on one elected thread of warp `warp` of the CTA.
-  void ifElectedInWarp(int64_t warp, llvm::function_ref<void()> body);
-  /// Loads an f32 from `base[index]` (global).
-  mlir::Value loadGlobalF32(mlir::Value base, mlir::Value index);
-
-  /// Stores the f32 `values` (already scaled) of an accumulator fragment in
-  /// the output type, partial tiles masked: `coords(e)` gives element e's
-  /// row and column inside the tile, and each run of `runLength` elements
-  /// (a power of two) from a multiple of it are adjacent columns of a row.
-  void storeFragment(
-      TileOrigin origin, llvm::ArrayRef<mlir::Value> values, int64_t runLength,
-      llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
-
-private:
-  void initBarriers();
-  TileOrigin getTileOrigin(mlir::Value tile);
-  /// for tile = blockIdx.x; tile < tiles; tile += gridDim.x, carrying one
-  /// counter across tiles (the ring iteration, or the tiles done); returns
-  /// its final value.
-  mlir::Value
-  forEachTile(llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)> body);
+  /// A barrier of every consumer thread of the CTA (not the producer).
+  void syncConsumers();
   /// for kBlock in [0, kBlocks): waits for the slot of ring iteration
   /// `iteration` + kBlock, as the producer (on its empty barrier) or as a
   /// consumer (on its full barrier), then runs `body`. Returns the iteration
@@ -127,81 +160,71 @@ private:
   mlir::Value forEachStage(
       mlir::Value iteration, bool producer,
       llvm::function_ref<void(mlir::Value kBlock, RingSlot slot)> body);
+  /// for each tile of this CTA, carrying one counter across tiles; returns
+  /// its final value.
+  mlir::Value forEachTile(
+      llvm::function_ref<mlir::Value(TileOrigin, mlir::Value)> body);
+
+  // --- Control flow -------------------------------------------------------
+  /// Runs `body` when `condition` holds.
+  void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
+  /// Whether this thread is in warp `warp` of the CTA (i1).
+  mlir::Value isInWarp(int64_t warp);
+  /// Runs `body` on one elected thread of warp `warp` of the CTA.
+  void ifElectedInWarp(int64_t warp, llvm::function_ref<void()> body);
+
+  // --- wgmma accumulator fragments (SM90) ---------------------------------
+  /// Row and column inside the tile of element `element` of the m64 x tileN
+  /// accumulator of `thread`'s wave `wave`: element e of thread (warp w,
+  /// lane l) is at row 16w + l/4 + 8((e/2)%2) of the wave's 64 rows, column
+  /// 8(e/4) + 2(l%4) + e%2.
+  std::pair<mlir::Value, mlir::Value>
+  getFragmentCoordinates(const ConsumerThread &thread, int64_t wave,
+                         int64_t element);
+  /// The first tile row of `thread`'s wave `wave` (i32).
+  mlir::Value getWaveRow(const ConsumerThread &thread, int64_t wave);
+
+  // --- Epilogue (GemmEpilogue.cpp) -----------------------------------------
+  /// Stores the f32 `values` (already scaled) of an accumulator fragment in
+  /// the output type from registers, partial tiles masked: `coords(e)`
+  /// gives element e's row and column inside the tile, and each run of
+  /// `runLength` elements (a power of two) from a multiple of it are
+  /// adjacent columns of a row.
+  void storeFragment(
+      TileOrigin origin, llvm::ArrayRef<mlir::Value> values, int64_t runLength,
+      llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
+  /// Stores the consumers' wgmma accumulators of one tile, one fragment per
+  /// wave (f32, already scaled), as the plan's epilogue says.
+  void storeWaves(const ConsumerThread &thread, TileOrigin origin,
+                  llvm::ArrayRef<llvm::SmallVector<mlir::Value>> waves);
+  /// Before exit: waits until the last TMA stores have read shared memory.
+  void finishEpilogue(const ConsumerThread &thread);
+
+private:
+  void initBarriers();
+  void synchronizeCTAs();
+  TileOrigin getTileOrigin(mlir::Value clusterTile);
   void buildProducer();
   void buildConsumers();
   void issueStageLoads(TileOrigin origin, mlir::Value kBlock, RingSlot slot);
-
-  // --- Main loops (Sm90MainLoops.cpp) --------------------------------------
-  /// Runs the K loop of one tile from ring iteration `iteration`, stores the
-  /// tile, and returns the next iteration.
-  mlir::Value buildSm90Tile(const ConsumerThread &thread, TileOrigin origin,
-                            mlir::Value iteration);
-  mlir::Value buildPromotedTile(const ConsumerThread &thread, TileOrigin origin,
-                                mlir::Value iteration);
-  mlir::Value buildDequantizedTile(const ConsumerThread &thread,
-                                   TileOrigin origin, mlir::Value iteration);
-  /// The descriptor of a 128B-swizzled K-major tile at shared `address`.
-  mlir::Value buildWgmmaDescriptor(mlir::Value address);
-  mlir::Type getAccumulatorType();
-  /// wgmma over `kBytes` of K of the consumer's A rows at `aTile` and the B
-  /// tile at `bTile`, accumulating into `accumulator` (ignored by the first
-  /// step when `freshAccumulator`).
-  mlir::Value buildWgmmaChain(mlir::Value accumulator, mlir::Value aTile,
-                              mlir::Value bTile, mlir::Type operandA,
-                              mlir::Type operandB, int64_t kBytes,
-                              bool freshAccumulator);
-  /// Row and column inside the tile of accumulator element `element`.
-  std::pair<mlir::Value, mlir::Value>
-  getFragmentCoordinates(const ConsumerThread &thread, int64_t element);
-  llvm::SmallVector<mlir::Value> unpackAccumulator(mlir::Value accumulator);
-  BlockScales loadBlockScales(const ConsumerThread &thread, TileOrigin origin,
-                              mlir::Value kBlock, int64_t count);
-  llvm::SmallVector<mlir::Value> multiplyBlockScales(const BlockScales &scales,
-                                                     int64_t count);
-  /// Converts 16 FP8 values (vector<4xi32>) of one E8M0 block to bf16.
-  llvm::SmallVector<mlir::Value> dequantizeChunk(mlir::Value data,
-                                                 mlir::Value scaleByte,
-                                                 mlir::Type elementType);
-  /// Loads this consumer's `rows` rows of one half (64 K) of an FP8 stage
-  /// tile, 16 bytes per chunk, with each chunk's E8M0 scale byte.
-  llvm::SmallVector<FP8Chunk> loadChunks(const ConsumerThread &thread,
-                                         mlir::Value fp8Tile,
-                                         mlir::Value scaleChunk, int64_t half,
-                                         int64_t rows);
-  /// Dequantizes loaded chunks into the bf16 tile (same rows, 128B swizzle).
-  void storeDequantized(llvm::ArrayRef<FP8Chunk> chunks, mlir::Value bf16Tile,
-                        mlir::Type elementType);
-  /// The address of 16-byte chunk `chunkIndex` of `chunk`'s row in a
-  /// 128B-swizzled tile.
-  mlir::Value getSwizzledChunk(mlir::Value tile, const FP8Chunk &chunk,
-                               mlir::Value chunkIndex);
-
-  // --- SM100 main loop (Sm100MainLoop.cpp) --------------------------------
-  /// Warp 1 allocates the plan's tensor memory and writes its address to
-  /// the shared slot; after the CTA barrier every thread reads it.
-  void allocateTensorMemory();
-  /// After every role has finished: warp 1 frees the tensor memory.
-  void freeTensorMemory();
-  /// The tensor-memory address of (`lane`, base column + `column`).
-  mlir::Value getTensorMemoryAddress(mlir::Value lane, mlir::Value column);
-  /// The MMA thread: per stage, tcgen05.cp of the scale chunks and four
-  /// block-scaled MMAs; tcgen05.commit frees the stage and, after a tile's
-  /// last stage, hands the accumulator to the epilogue.
-  void buildMmaIssuer();
-  void issueStageMmas(RingSlot slot, mlir::Value accumulateFirst);
-  /// The epilogue of tile number `tilesDone` of this CTA: tcgen05.ld of the
-  /// accumulator 32 columns at a time, stored in the output type. Returns
-  /// tilesDone + 1.
-  mlir::Value buildTensorMemoryEpilogue(const ConsumerThread &thread,
-                                        TileOrigin origin,
-                                        mlir::Value tilesDone);
+  void loadOperandTile(mlir::Value map, int64_t StageLayout::*buffer,
+                       mlir::Value k, mlir::Value rowOrigin, int64_t tileRows,
+                       bool shared, mlir::Value full, RingSlot slot);
+  void loadStageScales(const OperandPlan &operand, mlir::Value scales,
+                       mlir::Value map, int64_t StageLayout::*buffer,
+                       mlir::Value kBlock, mlir::Value rowOrigin,
+                       int64_t tileRows, mlir::Value full, RingSlot slot);
+  void storeWavesThroughSharedMemory(
+      const ConsumerThread &thread, TileOrigin origin,
+      llvm::ArrayRef<llvm::SmallVector<mlir::Value>> waves);
 
   mlir::ImplicitLocOpBuilder &b;
   const GemmPlan &plan;
   KernelArguments args;
-  mlir::Value base;             // i32 aligned shared base
-  mlir::Value threadIdx;        // i32
-  mlir::Value tensorMemoryBase; // i32 tcgen05.alloc result (SM100)
+  std::unique_ptr<GemmMainLoop> mainLoop;
+  mlir::Value base;        // i32 aligned shared base
+  mlir::Value threadIdx;   // i32
+  mlir::Value clusterRank; // i32 rank in the cluster (0 without one)
 };
 
 } // namespace mx::gemm

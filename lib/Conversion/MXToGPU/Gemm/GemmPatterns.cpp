@@ -2,21 +2,23 @@
 //
 // The rewrite that gives `mx.scaled_matmul` a generated kernel: it plans the
 // kernel (GemmPlan.cpp), emits it as a `gpu.func` in a `gpu.module` of its
-// own (the skeleton and main loops of GemmKernel.h), and replaces the op
-// with host code on device buffers: the output from `gpu.alloc`, the TMA
-// tensor maps of A and B from `mxrtTensorMap` (MLIR 22.1's
-// `nvgpu.tma.create.descriptor` encodes FP8 as BF16), and a `gpu.launch_func`
-// of the persistent grid with the plan's dynamic shared memory. Linear MX
-// scales are first swizzled by an `mx.swizzle` that `swizzleGemmScales`
-// inserts before any rewrite (the kernel copies whole 128x4 chunks), so that
-// the quantize fusion plan sees it and a quantize kernel can write the tiles
-// directly.
+// own (the skeleton, main loop and epilogue of GemmKernel.h), and replaces
+// the op with host code on device buffers: the output from `gpu.alloc`, the
+// TMA tensor maps the plan needs from `mxrtTensorMap` (MLIR 22.1's
+// `nvgpu.tma.create.descriptor` encodes FP8 as BF16), and a
+// `gpu.launch_func` of the persistent grid, in clusters where the plan has
+// them, with the plan's dynamic shared memory. Scales the kernel copies in a
+// GEMM-ready layout (MX 128x4 tiles, FP8 1x128 `[KB, R']` rows) are first
+// laid out by an `mx.swizzle` that `swizzleGemmScales` inserts before any
+// rewrite, so that the quantize fusion plan sees it and a quantize kernel
+// can write the layout directly.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Conversion/GemmLowering.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Runtime/MXRuntime.h"
 
@@ -56,14 +58,20 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
                          kSharedGlobal, Attribute(), /*alignment=*/1024,
                          /*addrSpace=*/unsigned(NVVM::NVVMMemorySpace::Shared));
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  SmallVector<KernelParameter> parameters = getKernelParameters(plan);
   auto kernel = gpu::GPUFuncOp::create(
-      b, "kernel", b.getFunctionType(SmallVector<Type>(5, ptr), {}));
+      b, "kernel",
+      b.getFunctionType(SmallVector<Type>(parameters.size(), ptr), {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   // A register cap at entry (the CUDA __launch_bounds__(threads, 1)) is
   // what lets setmaxnreg move registers between the roles.
   int32_t threads = plan.threads();
   kernel->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({threads, 1, 1}));
   kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  if (plan.clusterSize() > 1)
+    kernel->setAttr("nvvm.cluster_dim",
+                    b.getDenseI32ArrayAttr(
+                        {int32_t(plan.clusterSize()), int32_t(1), int32_t(1)}));
   std::string printed;
   llvm::raw_string_ostream os(printed);
   plan.print(os);
@@ -71,29 +79,55 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
 
   b.setInsertionPointToStart(&kernel.getBody().front());
   KernelArguments args;
-  args.tensorMapA = kernel.getArgument(0);
-  args.tensorMapB = kernel.getArgument(1);
-  args.aScales = kernel.getArgument(2);
-  args.bScales = kernel.getArgument(3);
-  args.out = kernel.getArgument(4);
+  for (auto [parameter, argument] :
+       llvm::zip_equal(parameters, kernel.getArguments())) {
+    Value *slot = nullptr;
+    switch (parameter) {
+    case KernelParameter::tensorMapA:
+      slot = &args.tensorMapA;
+      break;
+    case KernelParameter::tensorMapB:
+      slot = &args.tensorMapB;
+      break;
+    case KernelParameter::aScales:
+      slot = &args.aScales;
+      break;
+    case KernelParameter::bScales:
+      slot = &args.bScales;
+      break;
+    case KernelParameter::out:
+      slot = &args.out;
+      break;
+    case KernelParameter::tensorMapAScales:
+      slot = &args.tensorMapAScales;
+      break;
+    case KernelParameter::tensorMapBScales:
+      slot = &args.tensorMapBScales;
+      break;
+    case KernelParameter::tensorMapOut:
+      slot = &args.tensorMapOut;
+      break;
+    }
+    *slot = argument;
+  }
   GemmKernelBuilder(b, plan, args).build(kSharedGlobal);
   gpu::ReturnOp::create(b);
   return kernel;
 }
 
-/// The LLVM type of `mxrtTensorMap` (MXRuntime.h).
-LLVM::LLVMFunctionType getTensorMapFnType(MLIRContext *context) {
-  auto ptr = LLVM::LLVMPointerType::get(context);
-  auto i32 = IntegerType::get(context, 32);
-  return LLVM::LLVMFunctionType::get(ptr, {ptr, i32, i32, ptr, ptr, i32});
-}
+/// One 2-D tensor map the kernel reads or writes: `rows` rows of
+/// `rowElements` elements, moved in boxes of `boxRows` x `boxElements`.
+struct TensorMapRequest {
+  Value data;
+  Type elementType;
+  int64_t rows, rowElements, boxRows, boxElements;
+  int32_t swizzle;
+};
 
-/// Host code asking the runtime for the tensor map of a [rows, K] FP8
-/// operand read in boxes of [boxRows, 128 bytes], 128B-swizzled. The module
-/// has no other @mxrtTensorMap (checkGemmKernelSupport).
-Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module, Value data,
-                      Type elementType, int64_t rows, int64_t k,
-                      int64_t boxRows) {
+/// Host code asking the runtime for the tensor map of `request`. The module
+/// has no other @mxrtTensorMap (gemm::checkKernelSupport).
+Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module,
+                      const TensorMapRequest &request) {
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   LLVM::LLVMFunctionType fnType = getTensorMapFnType(b.getContext());
@@ -114,103 +148,192 @@ Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module, Value data,
     }
     return memory;
   };
-  Value dims = array(i64, {k, rows});
-  Value box = array(i32, {kSwizzleBytes, boxRows});
+  Value dims = array(i64, {request.rowElements, request.rows});
+  Value box = array(i32, {request.boxElements, request.boxRows});
   return LLVM::CallOp::create(
              b, *fn,
-             ValueRange{
-                 data, constant(i32, *getRuntimeElementType(elementType)),
-                 constant(i32, 2), dims, box, constant(i32, MXRT_SWIZZLE_128B)})
+             ValueRange{request.data,
+                        constant(i32, *getRuntimeElementType(
+                                          request.elementType)),
+                        constant(i32, 2), dims, box,
+                        constant(i32, request.swizzle)})
       .getResult();
 }
 
-/// MX scales in the 128x4 layout the kernel copies: linear ones are
-/// swizzled by an inserted mx.swizzle.
-Value getSwizzledScales(OpBuilder &b, Location loc, Value scales) {
+/// The tensor map of a [rows, K] FP8 operand read in 128B-swizzled boxes of
+/// 128 bytes of K and this CTA's share of the tile's rows.
+TensorMapRequest getOperandMap(Value data, const GemmPlan &plan,
+                               const OperandPlan &operand, int64_t tileRows,
+                               bool shared) {
+  int64_t boxRows = shared ? tileRows / plan.clusterSize() : tileRows;
+  return {data,   operand.elementType, operand.rows, plan.k,
+          boxRows, kSwizzleBytes,      MXRT_SWIZZLE_128B};
+}
+
+/// The tensor map of GEMM-ready 1x128 scales [KB, R'] read one K-block row
+/// of `tileRows` f32 at a time.
+TensorMapRequest getScaleRowsMap(OpBuilder &b, Value data,
+                                 const GemmPlan &plan,
+                                 const OperandPlan &operand,
+                                 int64_t tileRows) {
+  return {data,     b.getF32Type(), plan.kBlocks(), operand.scaleRowPitch,
+          1,        tileRows,       MXRT_SWIZZLE_NONE};
+}
+
+/// Scales in the GEMM-ready layout the kernel copies: linear MX scales and
+/// compact 1x128 ones are laid out by an inserted mx.swizzle.
+Value getGemmReadyScales(OpBuilder &b, Location loc, Value scales,
+                         ScaleStaging staging) {
   auto type = cast<RankedTensorType>(scales.getType());
-  if (type.getRank() == 5)
-    return scales;
-  auto tiled = RankedTensorType::get(
-      getSwizzledShape(type.getDimSize(0), type.getDimSize(1)),
-      type.getElementType());
-  return SwizzleOp::create(b, loc, tiled, scales, b.getI64IntegerAttr(0));
+  if (staging == ScaleStaging::chunks && type.getRank() == 2) {
+    auto tiled = RankedTensorType::get(
+        getSwizzledShape(type.getDimSize(0), type.getDimSize(1)),
+        type.getElementType());
+    return SwizzleOp::create(b, loc, tiled, scales, b.getI64IntegerAttr(0));
+  }
+  if (staging == ScaleStaging::stageRows && type.getRank() == 2) {
+    int64_t rows = type.getDimSize(0), blocks = type.getDimSize(1);
+    auto ready = RankedTensorType::get(
+        {blocks, llvm::divideCeil(rows, 4), 4}, type.getElementType());
+    return SwizzleOp::create(b, loc, ready, scales, /*unscaled_dim=*/uint64_t(0),
+                             SwizzleLayout::blockwise);
+  }
+  return scales;
+}
+
+/// Whether `scales` are in the layout `staging` copies.
+bool isGemmReady(Value scales, ScaleStaging staging) {
+  int64_t rank = cast<RankedTensorType>(scales.getType()).getRank();
+  if (staging == ScaleStaging::chunks)
+    return rank == 5;
+  if (staging == ScaleStaging::stageRows)
+    return rank == 3;
+  return true;
 }
 
 struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
-  ScaledMatmulToKernel(MLIRContext *context, Chip chip)
-      : OpRewritePattern(context), chip(chip) {}
+  ScaledMatmulToKernel(MLIRContext *context, Chip chip, GemmLowering lowering,
+                       const GemmConfig &config)
+      : OpRewritePattern(context), chip(chip), lowering(lowering),
+        config(config) {}
 
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
+    // Every check before the IR changes.
     std::string reason;
-    FailureOr<GemmPlan> plan = planGemm(op, chip, reason);
-    auto module = op->getParentOfType<ModuleOp>();
-    if (failed(plan) ||
-        failed(checkRuntimeFunction(module, kTensorMapFn,
-                                    getTensorMapFnType(op.getContext()),
-                                    reason)))
+    FailureOr<GemmLoweringChoice> choice =
+        chooseGemmLowering(op, chip, lowering, config, reason);
+    if (failed(choice))
       return rewriter.notifyMatchFailure(op, reason);
+    if (choice->lowering != GemmLowering::kernel)
+      return rewriter.notifyMatchFailure(op, choice->reason);
+    FailureOr<GemmPlan> plan = planGemm(op, chip, config, reason);
+    if (failed(plan))
+      return rewriter.notifyMatchFailure(op, reason);
+    auto module = op->getParentOfType<ModuleOp>();
+    Value aScales = op.getLhsScales(), bScales = op.getRhsScales();
+    if (!isGemmReady(aScales, plan->a.scales) ||
+        !isGemmReady(bScales, plan->b.scales))
+      return rewriter.notifyMatchFailure(
+          op, "scales are not in the GEMM-ready layout (swizzleGemmScales "
+              "runs first)");
+
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     rewriter.getUnitAttr());
     gpu::GPUFuncOp kernel = buildKernel(rewriter, op.getLoc(), module, *plan);
-
-    Value aScales = op.getLhsScales(), bScales = op.getRhsScales();
-    auto isLinear = [](Value scales) {
-      return cast<RankedTensorType>(scales.getType()).getRank() != 5;
-    };
-    if (plan->usesScaleChunks() && (isLinear(aScales) || isLinear(bScales)))
-      return rewriter.notifyMatchFailure(
-          op, "MX scales are not swizzled (swizzleGemmScales runs first)");
+    kernel->setAttr(kGemmLoweringAttrName,
+                    rewriter.getStringAttr(choice->reason));
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    RankedTensorType resultType = op.getResult().getType();
-    Value out = allocDevice(b, b.getLoc(), resultType);
-    Value mapA =
-        createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getLhs()),
-                        plan->a.elementType, plan->m, plan->k, plan->tileM);
-    Value mapB =
-        createTensorMap(b, module, getDevicePointer(b, b.getLoc(), op.getRhs()),
-                        plan->b.elementType, plan->n, plan->k, plan->tileN);
+    Value out = allocDevice(b, b.getLoc(), op.getResult().getType());
+    auto pointer = [&](Value value) {
+      return getDevicePointer(b, b.getLoc(), value);
+    };
+    auto map = [&](const TensorMapRequest &request) {
+      return createTensorMap(b, module, request);
+    };
+    SmallVector<Value> arguments;
+    for (KernelParameter parameter : getKernelParameters(*plan)) {
+      switch (parameter) {
+      case KernelParameter::tensorMapA:
+        arguments.push_back(map(getOperandMap(pointer(op.getLhs()), *plan,
+                                              plan->a, plan->tileM,
+                                              plan->clusterN > 1)));
+        break;
+      case KernelParameter::tensorMapB:
+        arguments.push_back(map(getOperandMap(pointer(op.getRhs()), *plan,
+                                              plan->b, plan->tileN,
+                                              plan->clusterM > 1)));
+        break;
+      case KernelParameter::aScales:
+        arguments.push_back(pointer(aScales));
+        break;
+      case KernelParameter::bScales:
+        arguments.push_back(pointer(bScales));
+        break;
+      case KernelParameter::out:
+        arguments.push_back(pointer(out));
+        break;
+      case KernelParameter::tensorMapAScales:
+        arguments.push_back(map(
+            getScaleRowsMap(b, pointer(aScales), *plan, plan->a, plan->tileM)));
+        break;
+      case KernelParameter::tensorMapBScales:
+        arguments.push_back(map(
+            getScaleRowsMap(b, pointer(bScales), *plan, plan->b, plan->tileN)));
+        break;
+      case KernelParameter::tensorMapOut:
+        arguments.push_back(map({pointer(out), plan->outputType, plan->m,
+                                 plan->n, plan->tileM,
+                                 kSwizzleBytes * 8 /
+                                     plan->outputType.getIntOrFloatBitWidth(),
+                                 MXRT_SWIZZLE_128B}));
+        break;
+      }
+    }
     auto index = [&](int64_t v) {
       return arith::ConstantIndexOp::create(b, v).getResult();
     };
+    std::optional<gpu::KernelDim3> clusters;
+    if (plan->clusterSize() > 1)
+      clusters = gpu::KernelDim3{index(plan->clusterSize()), index(1), index(1)};
     gpu::LaunchFuncOp::create(
         b, kernel, gpu::KernelDim3{index(plan->ctas()), index(1), index(1)},
         gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
         arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
-        ValueRange{mapA, mapB, getDevicePointer(b, b.getLoc(), aScales),
-                   getDevicePointer(b, b.getLoc(), bScales),
-                   getDevicePointer(b, b.getLoc(), out)});
+        arguments, Type(), ValueRange(), clusters);
     rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));
     return success();
   }
 
   Chip chip;
+  GemmLowering lowering;
+  GemmConfig config;
 };
 
 } // namespace
 
-LogicalResult mx::checkGemmKernelSupport(ScaledMatmulOp op, Chip chip,
-                                         std::string &reason) {
-  if (failed(planGemm(op, chip, reason)))
-    return failure();
-  return checkRuntimeFunction(op->getParentOfType<ModuleOp>(), kTensorMapFn,
-                              getTensorMapFnType(op.getContext()), reason);
-}
-
-void mx::swizzleGemmScales(Operation *root, Chip chip) {
+void mx::swizzleGemmScales(Operation *root, Chip chip, GemmLowering lowering,
+                           const GemmConfig &config) {
   root->walk([&](ScaledMatmulOp op) {
     std::string reason;
-    FailureOr<GemmPlan> plan = planGemm(op, chip, reason);
-    if (failed(plan) || !plan->usesScaleChunks())
+    FailureOr<GemmLoweringChoice> choice =
+        chooseGemmLowering(op, chip, lowering, config, reason);
+    if (failed(choice) || choice->lowering != GemmLowering::kernel)
+      return;
+    FailureOr<GemmPlan> plan = planGemm(op, chip, config, reason);
+    if (failed(plan))
       return;
     OpBuilder b(op);
-    op.getLhsScalesMutable().assign(
-        getSwizzledScales(b, op.getLoc(), op.getLhsScales()));
-    op.getRhsScalesMutable().assign(
-        getSwizzledScales(b, op.getLoc(), op.getRhsScales()));
+    op.getLhsScalesMutable().assign(getGemmReadyScales(
+        b, op.getLoc(), op.getLhsScales(), plan->a.scales));
+    op.getRhsScalesMutable().assign(getGemmReadyScales(
+        b, op.getLoc(), op.getRhsScales(), plan->b.scales));
   });
 }
 
-void mx::populateMXToGPUGemmPatterns(RewritePatternSet &patterns, Chip chip) {
-  patterns.add<ScaledMatmulToKernel>(patterns.getContext(), chip);
+void mx::populateMXToGPUGemmPatterns(RewritePatternSet &patterns, Chip chip,
+                                     GemmLowering lowering,
+                                     const GemmConfig &config) {
+  patterns.add<ScaledMatmulToKernel>(patterns.getContext(), chip, lowering,
+                                     config);
 }

@@ -1,15 +1,25 @@
 //===- GemmPlan.cpp - Per-chip plan of a generated GEMM kernel ------------===//
 //
-// Classifies an `mx.scaled_matmul` into a recipe and sizes its kernel for the
-// chip. On SM90 every recipe reads 128 FP8 bytes of K per stage (one
-// 128B-swizzled TMA box row, so one E8M0 scale chunk of the 128x4 layout or
-// one f32 scale of a 128-K block per row), with one TMA producer warpgroup
-// and consumer warpgroups of 64 rows each. The FP8 recipes keep a fresh
-// wgmma accumulator beside the promoted one, which keeps their tile 128
-// wide; they take three consumers (192x128) where the registers allow.
-// MX exact, bounded by its dequantization, takes two consumers and the
-// widest wgmma (128x256). Stages are as many as fit in the chip's shared
-// memory after the MX recipe's two dequantized bf16 buffers.
+// Classifies an `mx.scaled_matmul` into a recipe, decides how each operand's
+// scales reach the threads, and sizes its kernel for the chip. On SM90 every
+// recipe reads 128 FP8 bytes of K per stage (one 128B-swizzled TMA box row,
+// so one E8M0 scale chunk of the 128x4 layout or one f32 scale of a 128-K
+// block per row), with one TMA producer warpgroup and consumer warpgroups of
+// 64-row waves.
+//
+// * The FP8 recipes keep a fresh wgmma accumulator beside the promoted one.
+//   Their default tile is 256x128: two consumers of two waves each, the
+//   waves sharing one partial accumulator (192 of the 232 registers), which
+//   reads a third fewer operand bytes per FLOP than a 128x128 tile. Where N
+//   has an even number of tiles, clusters of two CTAs on neighbouring tiles
+//   share A and load half of it each with a TMA multicast, which takes
+//   another third off the L2 traffic; otherwise a pair along M shares B.
+//   1x128 scales come as GEMM-ready `[KB, R']` rows by TMA with each stage
+//   (the consumers read them from shared memory), 128x128 scales are copied
+//   once per tile.
+// * MX exact, bounded by its dequantization, takes two consumers and the
+//   widest wgmma (128x256). Stages are as many as fit in the chip's shared
+//   memory after its two dequantized bf16 buffers.
 //
 // On SM100 the generator covers MX, scaled by the tensor core: a 128x256
 // tile (the widest one-CTA tcgen05.mma), its f32 accumulator in 256 columns
@@ -19,6 +29,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmPlan.h"
+
+#include "mx/Conversion/DeviceBuffers.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -31,25 +43,49 @@ namespace {
 
 constexpr int64_t kBaseAlignment = 1024; // 128B swizzle repeats every 1 KiB
 constexpr int64_t kMaxStages = 8;
-constexpr int64_t kFP8Block = 128;
+/// Registers a consumer keeps for addresses, indices and loop state beside
+/// its accumulators.
+constexpr int64_t kConsumerRegisterReserve = 24;
 
 bool isFP8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 
-/// The recipe of `op`, with each operand's f32 scale block rows.
+/// Whether `block` is `rows` x `columns`.
+bool isBlock(ArrayRef<int64_t> block, int64_t rows, int64_t columns) {
+  return block.size() == 2 && block[0] == rows && block[1] == columns;
+}
+
+/// How `operand`'s f32 scales of `block` reach the kernel, if they can.
+FailureOr<ScaleStaging> getFP8ScaleStaging(ArrayRef<int64_t> block,
+                                           OperandPlan &operand,
+                                           RankedTensorType scales) {
+  if (isBlock(block, 1, kFP8ScaleBlock)) {
+    // GEMM-ready [KB, R'/4, 4], or compact [R, KB] that swizzleGemmScales
+    // turns into the GEMM-ready layout before the kernel is built.
+    operand.scaleRowPitch = scales.getRank() == 3
+                                ? scales.getDimSize(1) * scales.getDimSize(2)
+                                : llvm::alignTo(operand.rows, 4);
+    return ScaleStaging::stageRows;
+  }
+  if (isBlock(block, kFP8ScaleBlock, kFP8ScaleBlock))
+    return ScaleStaging::tileBlocks;
+  return failure();
+}
+
+/// The recipe of `op`, with each operand's scale staging.
 FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
                                std::string &reason) {
-  Type aScale = getElementTypeOrSelf(op.getLhsScales().getType());
-  Type bScale = getElementTypeOrSelf(op.getRhsScales().getType());
+  RankedTensorType aScales = op.getLhsScales().getType();
+  RankedTensorType bScales = op.getRhsScales().getType();
+  Type aScale = aScales.getElementType(), bScale = bScales.getElementType();
   ArrayRef<int64_t> aBlock = op.getLhsBlock(), bBlock = op.getRhsBlock();
-  auto isRowBlock = [](ArrayRef<int64_t> block, int64_t k) {
-    return block == ArrayRef<int64_t>{1, k};
-  };
   if (isa<Float8E8M0FNUType>(aScale) && isa<Float8E8M0FNUType>(bScale)) {
-    if (isRowBlock(aBlock, kMXBlock) && isRowBlock(bBlock, kMXBlock))
-      return hasBlockScaledTensorCores(plan.chip) ? GemmRecipe::mxBlockScaled
-                                                  : GemmRecipe::mxExact;
-    reason = "E8M0 scales need [1, 32] blocks on both operands";
-    return failure();
+    if (!isBlock(aBlock, 1, kMXBlock) || !isBlock(bBlock, 1, kMXBlock)) {
+      reason = "E8M0 scales need [1, 32] blocks on both operands";
+      return failure();
+    }
+    plan.a.scales = plan.b.scales = ScaleStaging::chunks;
+    return hasBlockScaledTensorCores(plan.chip) ? GemmRecipe::mxBlockScaled
+                                                : GemmRecipe::mxExact;
   }
   if (!aScale.isF32() || !bScale.isF32()) {
     reason = "scales must be E8M0 on both operands or f32 on both";
@@ -65,27 +101,173 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
   if (aBlock == op.getLhs().getType().getShape() &&
       bBlock == op.getRhs().getType().getShape())
     return GemmRecipe::perTensor;
-  auto blockRows = [&](ArrayRef<int64_t> block) -> int64_t {
-    if (isRowBlock(block, kFP8Block))
-      return 1;
-    if (block == ArrayRef<int64_t>{kFP8Block, kFP8Block})
-      return kFP8Block;
-    return 0;
+  FailureOr<ScaleStaging> a = getFP8ScaleStaging(aBlock, plan.a, aScales);
+  FailureOr<ScaleStaging> b = getFP8ScaleStaging(bBlock, plan.b, bScales);
+  if (failed(a) || failed(b)) {
+    reason = "f32 scales need [1, 128] or [128, 128] blocks on both operands, "
+             "or one scale per operand";
+    return failure();
+  }
+  plan.a.scales = *a;
+  plan.b.scales = *b;
+  return GemmRecipe::blockwise;
+}
+
+/// A tile of the SM90 FP8 main loop: consumers x waves of 64 rows, tileN
+/// wide, and its measured time per tile element relative to the fastest
+/// (bench/gemm.py on an H100, 2026-11-26, bench/RESULTS.md: per-tensor at
+/// 8192^3, whose tile counts fill the grid alike for all of them, 128x192
+/// ran in 736 us per 21 rounds of tiles, 192x128 in 749, 256x128 in 772
+/// per 16).
+struct FP8Tile {
+  int64_t consumers, waves, tileN;
+  double relativeCost;
+};
+
+constexpr FP8Tile kFP8Tiles[] = {
+    {2, 1, 192, 1.0}, {3, 1, 128, 1.02}, {2, 2, 128, 1.035}, {2, 1, 128, 1.06}};
+/// The same where B has one scale per column (1x128, the wgrad form), whose
+/// promotion reads them per element pair: there 192x128 ran 2% faster than
+/// 128x192 at 8192^3 (1047 us against 1068).
+constexpr FP8Tile kFP8ColumnScaledTiles[] = {
+    {3, 1, 128, 1.0}, {2, 1, 192, 1.02}, {2, 1, 128, 1.08}};
+
+/// Whether the FP8 main loop can run `tile`, or why not.
+LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
+                           std::string &reason) {
+  if (tile.consumers != 2 && tile.consumers != 3) {
+    reason = "gemm-config: consumers must be 2 or 3";
+    return failure();
+  }
+  if (tile.tileN % 8 != 0 || tile.tileN > 256) {
+    reason = "gemm-config: tile_n must be a multiple of 8 up to 256 (wgmma N)";
+    return failure();
+  }
+  int64_t tileM = kWaveRows * tile.consumers * tile.waves;
+  // The promoted accumulators of every wave and one partial accumulator.
+  int64_t fragment = kWaveRows * tile.tileN / kWarpgroupThreads;
+  int64_t registers = (tile.waves + 1) * fragment;
+  int64_t budget = (tile.consumers == 2 ? 232 : 152) - kConsumerRegisterReserve;
+  if (registers > budget) {
+    reason = ("a " + Twine(tileM) + "x" + Twine(tile.tileN) + " tile needs " +
+              Twine(registers) +
+              " accumulator registers per consumer thread, more than the " +
+              Twine(budget) + " that " + Twine(tile.consumers) +
+              " consumers leave; use fewer waves or a narrower tile")
+                 .str();
+    return failure();
+  }
+  // B's per-column scales are read as the promotion uses them; with two
+  // waves ptxas then spills (measured), so they take one.
+  if (plan.b.scales == ScaleStaging::stageRows && tile.waves > 1) {
+    reason = "gemm-config: B's 1x128 scales (one per column) take one wave";
+    return failure();
+  }
+  auto coversBlocks = [](int64_t rows) {
+    return rows % kFP8ScaleBlock == 0 || kFP8ScaleBlock % rows == 0;
   };
-  plan.a.scaleBlockRows = blockRows(aBlock);
-  plan.b.scaleBlockRows = blockRows(bBlock);
-  // GEMM-ready scales [KB, R'/4, 4] (only 1x128 blocks have them).
-  auto rowPitch = [](Value scales) -> int64_t {
-    auto type = cast<RankedTensorType>(scales.getType());
-    return type.getRank() == 3 ? type.getDimSize(1) * type.getDimSize(2) : 0;
-  };
-  plan.a.scaleRowPitch = rowPitch(op.getLhsScales());
-  plan.b.scaleRowPitch = rowPitch(op.getRhsScales());
-  if (plan.a.scaleBlockRows && plan.b.scaleBlockRows)
-    return GemmRecipe::blockwise;
-  reason = "f32 scales need [1, 128] or [128, 128] blocks on both operands, "
-           "or one scale per operand";
-  return failure();
+  if ((plan.a.scales == ScaleStaging::tileBlocks && !coversBlocks(tileM)) ||
+      (plan.b.scales == ScaleStaging::tileBlocks &&
+       !coversBlocks(tile.tileN))) {
+    reason = "[128, 128] scale blocks need tiles that are a multiple or a "
+             "divisor of 128 rows";
+    return failure();
+  }
+  return success();
+}
+
+/// The FP8 recipes' tile: `config`'s choices, else of the tiles the main
+/// loop runs, the one with the least estimated time: rounds of the
+/// persistent grid times the tile's elements times its relative cost.
+LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
+                            std::string &reason) {
+  std::optional<FP8Tile> chosen;
+  double best = 0;
+  if (config.consumers || config.waves || config.tileN) {
+    chosen = FP8Tile{config.consumers.value_or(2), config.waves.value_or(1),
+                     config.tileN.value_or(128), 1.0};
+    if (failed(checkFP8Tile(plan, *chosen, reason)))
+      return failure();
+  } else {
+    ArrayRef<FP8Tile> tiles = plan.b.scales == ScaleStaging::stageRows
+                                  ? ArrayRef<FP8Tile>(kFP8ColumnScaledTiles)
+                                  : ArrayRef<FP8Tile>(kFP8Tiles);
+    for (const FP8Tile &tile : tiles) {
+      std::string why;
+      if (failed(checkFP8Tile(plan, tile, why)))
+        continue;
+      int64_t tileM = kWaveRows * tile.consumers * tile.waves;
+      int64_t count = llvm::divideCeil(plan.m, tileM) *
+                      llvm::divideCeil(plan.n, tile.tileN);
+      double cost = double(llvm::divideCeil(count, plan.maxCtas)) * tileM *
+                    tile.tileN * tile.relativeCost;
+      if (!chosen || cost < best) {
+        chosen = tile;
+        best = cost;
+      }
+    }
+  }
+  plan.consumerWarpgroups = chosen->consumers;
+  plan.wavesM = chosen->waves;
+  plan.tileN = chosen->tileN;
+  plan.tileM = kWaveRows * plan.consumerWarpgroups * plan.wavesM;
+  // setmaxnreg budgets in steps of 8 that fill the register file: 40 for
+  // the producer, the rest split among the consumers.
+  plan.consumerRegisters = plan.consumerWarpgroups == 2 ? 232 : 152;
+  return success();
+}
+
+/// The cluster: `config`'s, else a pair sharing A for the 192x128 FP8 tile
+/// where the tile columns pair up. Measured on an H100 with the TMA-store
+/// epilogue (bench/RESULTS.md): pairs sharing A gained up to 5% on 192x128
+/// tiles (the tile that reads the most operand bytes per FLOP) and lost
+/// 1-2% on 256x128 ones.
+LogicalResult chooseCluster(GemmPlan &plan, const GemmConfig &config,
+                            int64_t multiprocessors, std::string &reason) {
+  if (config.clusterM) {
+    plan.clusterM = *config.clusterM;
+    plan.clusterN = *config.clusterN;
+  } else if ((plan.recipe == GemmRecipe::blockwise ||
+              plan.recipe == GemmRecipe::perTensor) &&
+             plan.consumerWarpgroups == 3 && plan.tilesN() % 2 == 0) {
+    plan.clusterN = 2;
+  }
+  if (plan.clusterSize() == 1)
+    return success();
+  // Each CTA loads 1/size of the shared tile: whole 8-row swizzle groups.
+  int64_t sharedRows = plan.clusterN > 1 ? plan.tileM : plan.tileN;
+  if (plan.clusterSize() != 2 || plan.tilesM() % plan.clusterM != 0 ||
+      plan.tilesN() % plan.clusterN != 0 || multiprocessors % 2 != 0 ||
+      sharedRows % 16 != 0 || plan.usesTensorMemory()) {
+    reason = ("gemm-config: a " + Twine(plan.clusterM) + "x" +
+              Twine(plan.clusterN) + " cluster does not fit " +
+              Twine(plan.tilesM()) + "x" + Twine(plan.tilesN()) +
+              " tiles (expected 1x1, 2x1 with an even number of tile rows or "
+              "1x2 with an even number of tile columns; SM90 only)")
+                 .str();
+    return failure();
+  }
+  return success();
+}
+
+/// The epilogue: `config`'s, else TMA stores where the output allows.
+LogicalResult chooseEpilogue(GemmPlan &plan, const GemmConfig &config,
+                             std::string &reason) {
+  int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
+  bool fits = !plan.usesTensorMemory() && plan.recipe != GemmRecipe::mxExact &&
+              (plan.n * outBytes) % 16 == 0 &&
+              (plan.tileN * outBytes) % 128 == 0 && outBytes == 2;
+  if (config.tmaStore && *config.tmaStore && !fits) {
+    reason = "gemm-config: the TMA-store epilogue needs a bf16 or f16 output "
+             "whose rows are multiples of 16 bytes, a tile of whole 64-column "
+             "panels, and an FP8 recipe";
+    return failure();
+  }
+  // Measured on an H100 (bench/RESULTS.md): 5-30% faster than stores from
+  // registers, the most where K is short and epilogues many.
+  bool tma = config.tmaStore.value_or(true) && fits;
+  plan.epilogue = tma ? GemmEpilogue::tmaStore : GemmEpilogue::registers;
+  return success();
 }
 
 /// Tensor memory of an SM100 tile: the accumulator, then each stage's scale
@@ -111,30 +293,54 @@ LogicalResult layOutTensorMemory(GemmPlan &plan,
   return success();
 }
 
-/// Lays out stages, scale chunks, bf16 buffers and barriers in `limits`.
-LogicalResult layOutSharedMemory(GemmPlan &plan,
+/// f32 scales a tile of `tileRows` rows keeps for the whole tile.
+int64_t getTileScaleBytes(const GemmPlan &plan, const OperandPlan &operand,
+                          int64_t tileRows) {
+  if (operand.scales != ScaleStaging::tileBlocks)
+    return 0;
+  int64_t blocks = std::max<int64_t>(1, tileRows / kFP8ScaleBlock);
+  return llvm::alignTo(4 * blocks * plan.kBlocks(), 16);
+}
+
+/// Lays out stages, scales, bf16 buffers, the output tile and barriers in
+/// `limits`.
+LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
                                  const GemmKernelResources &limits,
                                  std::string &reason) {
   bool mx = plan.recipe == GemmRecipe::mxExact;
   int64_t aTile = plan.tileM * plan.tileK, bTile = plan.tileN * plan.tileK;
-  int64_t scaleBytes = kScaleChunkBytes * (plan.scaleChunks(plan.tileM) +
-                                           plan.scaleChunks(plan.tileN));
-  int64_t dequantBytes = 0;
+  int64_t aScaleBytes = plan.stageScaleBytes(plan.a, plan.tileM);
+  int64_t bScaleBytes = plan.stageScaleBytes(plan.b, plan.tileN);
+  // TMA writes the stage's scale rows at 128-byte aligned addresses.
+  int64_t scaleBytes = llvm::alignTo(aScaleBytes, 128) + bScaleBytes;
+  int64_t scaleStride = llvm::alignTo(scaleBytes, 128);
   if (mx) {
     plan.dequantK = 64; // bf16 elements in one 128-byte swizzled row
     plan.dequantBuffers = 2;
-    dequantBytes =
-        plan.dequantBuffers * 2 * plan.dequantK * (plan.tileM + plan.tileN);
   }
-  // Slack for aligning the dynamic base, 2 barriers per stage, and on SM100
-  // the accumulator's two barriers and the tensor-memory address.
+  int64_t dequantBytes =
+      plan.dequantBuffers * 2 * plan.dequantK * (plan.tileM + plan.tileN);
+  int64_t outputBytes =
+      plan.epilogue == GemmEpilogue::tmaStore
+          ? plan.tileM * plan.tileN * plan.outputType.getIntOrFloatBitWidth() /
+                8
+          : 0;
+  int64_t tileScaleA = getTileScaleBytes(plan, plan.a, plan.tileM);
+  int64_t tileScaleB = getTileScaleBytes(plan, plan.b, plan.tileN);
+  // Slack for aligning the dynamic base, and on SM100 the accumulator's two
+  // barriers and the tensor-memory address.
   int64_t accumulatorBytes = plan.usesTensorMemory() ? 24 : 0;
-  int64_t fixed = kBaseAlignment + dequantBytes + accumulatorBytes;
-  int64_t perStage = aTile + bTile + scaleBytes + 16;
-  plan.stages =
-      std::min(kMaxStages, (limits.sharedBytesPerBlock - fixed) / perStage);
-  if (plan.stages < 2) {
-    reason = "the tile does not fit twice in shared memory";
+  int64_t fixed = kBaseAlignment + dequantBytes + outputBytes + tileScaleA +
+                  tileScaleB + accumulatorBytes;
+  int64_t perStage = aTile + bTile + scaleStride + 16;
+  int64_t fitting = (limits.sharedBytesPerBlock - fixed) / perStage;
+  plan.stages = config.stages.value_or(std::min(kMaxStages, fitting));
+  if (plan.stages < 2 || plan.stages > fitting) {
+    reason = ("the tile needs " + Twine(perStage) + " bytes of shared memory "
+              "per stage and " + Twine(fixed) + " more; " +
+              Twine(plan.stages) + " stages do not fit in " +
+              Twine(limits.sharedBytesPerBlock) + " (at least 2 must)")
+                 .str();
     return failure();
   }
   int64_t offset = 0;
@@ -149,13 +355,18 @@ LogicalResult layOutSharedMemory(GemmPlan &plan,
     plan.dequantB.push_back(offset + 2 * plan.dequantK * plan.tileM);
     offset += 2 * plan.dequantK * (plan.tileM + plan.tileN);
   }
-  if (plan.scaleChunks(plan.tileM)) {
+  plan.outputTile = offset; // 1024-aligned: tiles are whole swizzle repeats
+  offset += outputBytes;
+  if (scaleBytes) {
     for (StageLayout &stage : plan.stageLayout) {
       stage.aScales = offset;
-      stage.bScales = offset + kScaleChunkBytes * plan.scaleChunks(plan.tileM);
-      offset += scaleBytes;
+      stage.bScales = offset + llvm::alignTo(aScaleBytes, 128);
+      offset += scaleStride;
     }
   }
+  plan.tileScalesA = offset;
+  plan.tileScalesB = offset + tileScaleA;
+  offset += tileScaleA + tileScaleB;
   plan.fullBarriers = offset;
   plan.emptyBarriers = offset + 8 * plan.stages;
   offset = plan.emptyBarriers + 8 * plan.stages;
@@ -169,72 +380,9 @@ LogicalResult layOutSharedMemory(GemmPlan &plan,
   return success();
 }
 
-} // namespace
-
-StringRef gemm::stringifyGemmRecipe(GemmRecipe recipe) {
-  switch (recipe) {
-  case GemmRecipe::mxExact:
-    return "mx_exact";
-  case GemmRecipe::blockwise:
-    return "blockwise";
-  case GemmRecipe::perTensor:
-    return "per_tensor";
-  case GemmRecipe::mxBlockScaled:
-    return "mx_block_scaled";
-  }
-  return "";
-}
-
-int64_t GemmPlan::stageTransactionBytes() const {
-  return (tileM + tileN) * tileK +
-         kScaleChunkBytes * (scaleChunks(tileM) + scaleChunks(tileN));
-}
-
-void GemmPlan::print(raw_ostream &os) const {
-  os << "recipe=" << stringifyGemmRecipe(recipe)
-     << " chip=" << getChipName(chip) << " mnk=" << m << "x" << n << "x" << k
-     << " tile=" << tileM << "x" << tileN << "x" << tileK
-     << " stages=" << stages;
-  if (usesTensorMemory())
-    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m" << tileM << "n" << tileN
-       << "k" << mmaK << ".block32";
-  else
-    os << " roles=tma:1,mma:" << consumerWarpgroups
-       << " regs=" << producerRegisters << "/" << consumerRegisters
-       << " wgmma=m64n" << tileN << "k" << mmaK;
-  os << " ctas=" << ctas() << " group=" << groupRows;
-  if (recipe == GemmRecipe::mxExact)
-    os << " dequant=" << dequantBuffers << "x" << dequantK;
-  if (scaleChunks(tileM))
-    os << " scales=128x4";
-  if (recipe == GemmRecipe::blockwise) {
-    os << " scale_rows=" << a.scaleBlockRows << "," << b.scaleBlockRows;
-    if (a.scaleRowPitch || b.scaleRowPitch)
-      os << " gemm_ready_pitch=" << a.scaleRowPitch << "," << b.scaleRowPitch;
-  }
-  os << " smem=" << sharedBytes << " stage0=a:" << stageLayout[0].a
-     << ",b:" << stageLayout[0].b;
-  if (scaleChunks(tileM))
-    os << ",sa:" << stageLayout[0].aScales << ",sb:" << stageLayout[0].bScales;
-  if (recipe == GemmRecipe::mxExact)
-    os << " bf16=a:" << dequantA[0] << ",b:" << dequantB[0];
-  os << " barriers=" << fullBarriers << "," << emptyBarriers;
-  if (!usesTensorMemory())
-    return;
-  os << " acc_barriers=" << accumulatorFull << "," << accumulatorEmpty
-     << " tmem_slot=" << tensorMemorySlot << " tmem=" << tensorMemory.columns
-     << " acc=" << tensorMemory.accumulator << ":" << tileN << " sfa=";
-  llvm::interleave(tensorMemory.aScales, os, ",");
-  os << " sfb=";
-  llvm::interleave(tensorMemory.bScales, os, ",");
-}
-
-FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
-                                   std::string &reason) {
-  GemmKernelResources limits = getGemmKernelResources(chip);
-  GemmPlan plan;
-  plan.chip = chip;
-  plan.maxCtas = limits.multiprocessors;
+/// The M, N, K and operand types of `op`, if the kernels take them.
+LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
+                        std::string &reason) {
   RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
   if (lhs.getRank() != 2 || rhs.getRank() != 2) {
     reason = "the generated kernels take 2-D operands";
@@ -270,35 +418,140 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
              "multiples)";
     return failure();
   }
+  return success();
+}
+
+} // namespace
+
+StringRef gemm::stringifyGemmRecipe(GemmRecipe recipe) {
+  switch (recipe) {
+  case GemmRecipe::mxExact:
+    return "mx_exact";
+  case GemmRecipe::blockwise:
+    return "blockwise";
+  case GemmRecipe::perTensor:
+    return "per_tensor";
+  case GemmRecipe::mxBlockScaled:
+    return "mx_block_scaled";
+  }
+  return "";
+}
+
+int64_t GemmPlan::stageScaleBytes(const OperandPlan &operand,
+                                  int64_t tileRows) const {
+  switch (operand.scales) {
+  case ScaleStaging::chunks:
+    return kScaleChunkBytes * tileRows / kScaleChunkRows;
+  case ScaleStaging::stageRows:
+    return 4 * tileRows;
+  case ScaleStaging::scalar:
+  case ScaleStaging::tileBlocks:
+    return 0;
+  }
+  return 0;
+}
+
+int64_t GemmPlan::stageTransactionBytes() const {
+  return (tileM + tileN) * tileK + stageScaleBytes(a, tileM) +
+         stageScaleBytes(b, tileN);
+}
+
+void GemmPlan::print(raw_ostream &os) const {
+  os << "recipe=" << stringifyGemmRecipe(recipe)
+     << " chip=" << getChipName(chip) << " mnk=" << m << "x" << n << "x" << k
+     << " tile=" << tileM << "x" << tileN << "x" << tileK
+     << " stages=" << stages;
+  if (usesTensorMemory())
+    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m" << tileM << "n" << tileN
+       << "k" << mmaK << ".block32";
+  else
+    os << " roles=tma:1,mma:" << consumerWarpgroups << "x" << wavesM
+       << " regs=" << producerRegisters << "/" << consumerRegisters
+       << " wgmma=m64n" << tileN << "k" << mmaK;
+  os << " ctas=" << ctas() << " cluster=" << clusterM << "x" << clusterN
+     << " group=" << groupRows << " epilogue="
+     << (epilogue == GemmEpilogue::tmaStore ? "tma" : "registers");
+  if (recipe == GemmRecipe::mxExact)
+    os << " dequant=" << dequantBuffers << "x" << dequantK;
+  auto staging = [](ScaleStaging s) {
+    switch (s) {
+    case ScaleStaging::scalar:
+      return "scalar";
+    case ScaleStaging::chunks:
+      return "128x4";
+    case ScaleStaging::stageRows:
+      return "rows";
+    case ScaleStaging::tileBlocks:
+      return "blocks";
+    }
+    return "";
+  };
+  os << " scales=" << staging(a.scales) << "," << staging(b.scales);
+  os << " smem=" << sharedBytes << " stage0=a:" << stageLayout[0].a
+     << ",b:" << stageLayout[0].b;
+  if (stageScaleBytes(a, tileM) || stageScaleBytes(b, tileN))
+    os << ",sa:" << stageLayout[0].aScales << ",sb:" << stageLayout[0].bScales;
+  if (recipe == GemmRecipe::mxExact)
+    os << " bf16=a:" << dequantA[0] << ",b:" << dequantB[0];
+  if (a.scales == ScaleStaging::tileBlocks ||
+      b.scales == ScaleStaging::tileBlocks)
+    os << " tile_scales=" << tileScalesA << "," << tileScalesB;
+  if (epilogue == GemmEpilogue::tmaStore)
+    os << " out=" << outputTile;
+  os << " barriers=" << fullBarriers << "," << emptyBarriers;
+  if (!usesTensorMemory())
+    return;
+  os << " acc_barriers=" << accumulatorFull << "," << accumulatorEmpty
+     << " tmem_slot=" << tensorMemorySlot << " tmem=" << tensorMemory.columns
+     << " acc=" << tensorMemory.accumulator << ":" << tileN << " sfa=";
+  llvm::interleave(tensorMemory.aScales, os, ",");
+  os << " sfb=";
+  llvm::interleave(tensorMemory.bScales, os, ",");
+}
+
+FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
+                                   const GemmConfig &config,
+                                   std::string &reason) {
+  GemmKernelResources limits = getGemmKernelResources(chip);
+  GemmPlan plan;
+  plan.chip = chip;
+  plan.maxCtas = limits.multiprocessors;
+  if (failed(readShape(op, plan, reason)))
+    return failure();
   FailureOr<GemmRecipe> recipe = classify(op, plan, reason);
   if (failed(recipe))
     return failure();
   plan.recipe = *recipe;
-  // FP8: three consumers share each B tile (a third less L2 and shared
-  // memory traffic per FLOP than two, measured +10% on H200) when the
-  // promotion fits in their 152 registers, i.e. unless each thread holds
-  // one B scale per column.
-  bool fp8Recipe = plan.recipe == GemmRecipe::blockwise ||
-                   plan.recipe == GemmRecipe::perTensor;
-  if (fp8Recipe && plan.b.scaleBlockRows != 1) {
-    plan.tileM = 192;
-    plan.consumerWarpgroups = 3;
-    plan.consumerRegisters = 152;
-  }
-  if (plan.recipe == GemmRecipe::mxExact) {
-    // No second accumulator: the tile is as wide as wgmma goes, which halves
-    // the dequantization (and its shared-memory traffic) per FLOP of B.
-    plan.mmaK = 16;
+  switch (plan.recipe) {
+  case GemmRecipe::blockwise:
+  case GemmRecipe::perTensor:
+    if (failed(chooseFP8Tile(plan, config, reason)))
+      return failure();
+    break;
+  case GemmRecipe::mxExact:
+  case GemmRecipe::mxBlockScaled:
+    if (config.consumers || config.waves || config.tileN) {
+      reason = "gemm-config: the MX kernels have a fixed 128x256 tile";
+      return failure();
+    }
+    // No second accumulator: the tile is as wide as the MMA goes, which
+    // halves the dequantization (and its shared-memory traffic) per FLOP of
+    // B on SM90.
     plan.tileN = 256;
+    plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16 : 32;
+    break;
   }
-  plan.emptyArrivals = 4 * plan.consumerWarpgroups;
-  if (plan.recipe == GemmRecipe::mxBlockScaled) {
-    plan.tileN = 256;
+  if (plan.usesTensorMemory()) {
     plan.consumerWarpgroups = 1;
     plan.producerRegisters = plan.consumerRegisters = 0;
-    plan.emptyArrivals = 1;
   }
-  if (failed(layOutSharedMemory(plan, limits, reason)))
+  if (failed(chooseCluster(plan, config, limits.multiprocessors, reason)) ||
+      failed(chooseEpilogue(plan, config, reason)))
+    return failure();
+  plan.emptyArrivals = plan.usesTensorMemory()
+                           ? 1
+                           : 4 * plan.consumerWarpgroups * plan.clusterSize();
+  if (failed(layOutSharedMemory(plan, config, limits, reason)))
     return failure();
   if (plan.usesTensorMemory() &&
       failed(layOutTensorMemory(plan, limits, reason)))
@@ -309,4 +562,14 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
              65536 &&
          "setmaxnreg budgets exceed the register file");
   return plan;
+}
+
+LogicalResult gemm::checkKernelSupport(ScaledMatmulOp op, Chip chip,
+                                       const GemmConfig &config,
+                                       std::string &reason) {
+  if (failed(planGemm(op, chip, config, reason)))
+    return failure();
+  // The host code calls mxrtTensorMap for the kernel's tensor maps.
+  return checkRuntimeFunction(op->getParentOfType<ModuleOp>(), "mxrtTensorMap",
+                              getTensorMapFnType(op.getContext()), reason);
 }

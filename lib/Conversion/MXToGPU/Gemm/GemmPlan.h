@@ -2,20 +2,23 @@
 //
 // Private to the GEMM generator. A `GemmPlan` holds every decision about one
 // generated `mx.scaled_matmul` kernel: which recipe its main loop runs, the
-// CTA tile and pipeline depth, the warp roles and their register budgets, the
-// shared-memory carve-up (operand stages, scale chunks, dequantized bf16
-// buffers, mbarriers), the tensor-memory columns on SM100, and how the
-// scales are laid out. It is computed once from the op and the chip
-// (`planGemm`), printed as the kernel's `mx.gemm_plan` attribute for lit
-// tests, and passed to the skeleton and the main loops, which take these
-// decisions from it rather than making them (they only work out the
-// per-thread indexing that follows).
+// CTA tile (consumer warpgroups x row waves x tile width) and pipeline depth,
+// the thread-block cluster and which operand its TMA loads multicast, how
+// each operand's scales reach the threads that apply them, the epilogue, the
+// warp roles and their register budgets, the shared-memory carve-up and, on
+// SM100, the tensor-memory columns. It is computed once from the op, the
+// chip and an optional `GemmConfig` override (`planGemm`), printed as the
+// kernel's `mx.gemm_plan` attribute for lit tests, and passed to the
+// skeleton, the main loops and the epilogue, which take these decisions from
+// it rather than making them (they only work out the per-thread indexing
+// that follows).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMPLAN_H
 #define MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMPLAN_H
 
+#include "mx/Conversion/MXToGPU/Gemm/GemmGenerator.h"
 #include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
@@ -26,13 +29,17 @@ namespace mx::gemm {
 /// Threads of a warpgroup: the unit that issues one wgmma and that each
 /// warp role (producer, consumer) is made of.
 constexpr int64_t kWarpgroupThreads = 128;
+/// Rows of one wgmma (m64) and so of one consumer's row wave.
+constexpr int64_t kWaveRows = 64;
 
 /// One chunk of swizzled E8M0 scales: the 128x4 tile of `mx.swizzle`, i.e.
 /// 128 rows x one stage's 128 K (4 blocks of 32), 512 contiguous bytes.
 constexpr int64_t kScaleChunkRows = 128;
 constexpr int64_t kScaleChunkBytes = 512;
+/// FP8 blockwise scales cover 128 K (and 128 rows for [128, 128] blocks).
+constexpr int64_t kFP8ScaleBlock = 128;
 
-/// The numerical recipe, which picks the consumer main loop.
+/// The numerical recipe, which picks the main loop.
 enum class GemmRecipe {
   /// E8M0 per 1x32 on both operands: FP8 x 2^(b-127) dequantized to bf16 in
   /// shared memory (exact), bf16 wgmma with f32 accumulation.
@@ -51,23 +58,45 @@ enum class GemmRecipe {
 
 llvm::StringRef stringifyGemmRecipe(GemmRecipe recipe);
 
+/// How the kernel brings one operand's scales to the threads that apply
+/// them.
+enum class ScaleStaging {
+  /// One f32 for the whole operand, read in the epilogue (per-tensor).
+  scalar,
+  /// E8M0 per 1x32: the stage's 128x4 chunks of the swizzled layout, one
+  /// bulk copy of 512 bytes per 128 rows, with the operand tile.
+  chunks,
+  /// f32 per 1x128: the stage's K-block of the GEMM-ready `[KB, R']` scales,
+  /// one f32 per tile row, loaded by TMA with the operand tile.
+  stageRows,
+  /// f32 per 128x128: the `[R/128, KB]` scales of the tile's row blocks,
+  /// copied into shared memory by the consumers when a tile starts.
+  tileBlocks,
+};
+
+/// How the consumers' accumulators reach the output.
+enum class GemmEpilogue {
+  /// Each thread stores its fragment to global memory, partial tiles masked.
+  registers,
+  /// The tile is written to shared memory with stmatrix (128-byte swizzled
+  /// panels of 64 columns) and stored by TMA, which clips partial tiles;
+  /// the store overlaps the next tile's main loop.
+  tmaStore,
+};
+
 /// One operand (A: [M, K], B: [N, K], K contiguous) as the kernel sees it.
 struct OperandPlan {
   mlir::Type elementType; // f8E4M3FN or f8E5M2
   int64_t rows = 0;       // M or N
-  /// Rows sharing one f32 scale per 128-K block: 1 (1x128) or 128
-  /// (128x128); 0 for E8M0 and per-tensor scales.
-  int64_t scaleBlockRows = 0;
-  /// FP8 blockwise scales: 0 when compact, `[row blocks, KB]`; the padded
-  /// row count of GEMM-ready ones (`mx.swizzle layout blockwise`),
-  /// `[KB, scaleRowPitch]`.
+  ScaleStaging scales = ScaleStaging::scalar;
+  /// stageRows: the padded row count R' of the GEMM-ready scales.
   int64_t scaleRowPitch = 0;
 };
 
 /// Byte offsets of one pipeline stage's buffers from the aligned base.
 struct StageLayout {
   int64_t a = 0, b = 0;             // FP8 tiles, 128B-swizzled
-  int64_t aScales = 0, bScales = 0; // MX: 128x4 scale chunks
+  int64_t aScales = 0, bScales = 0; // chunks or stage rows
 };
 
 /// Columns of SM100 tensor memory (128 lanes of 32 bits each): the f32
@@ -90,15 +119,26 @@ struct GemmPlan {
   int64_t m = 0, n = 0, k = 0;
 
   // CTA tile: tileM rows of A, tileN rows of B, tileK FP8 bytes of K per
-  // pipeline stage (one TMA box row, 128B-swizzled).
+  // pipeline stage (one TMA box row, 128B-swizzled). SM90: each of the
+  // consumer warpgroups owns `wavesM` blocks of 64 rows, consumer c's wave w
+  // being rows (w * consumers + c) * 64, and runs one m64 x tileN wgmma
+  // chain per wave and stage (the FP8 recipes reuse one partial accumulator
+  // for the waves, so a second wave costs half the registers of the first).
   int64_t tileM = 128, tileN = 128, tileK = 128;
+  int64_t wavesM = 1;
   int64_t stages = 0;
+  // Thread-block cluster of clusterM x clusterN CTAs on neighbouring tiles
+  // (one of them 1). The CTAs of a cluster share A (clusterN > 1: same tile
+  // rows) or B (clusterM > 1) and each loads 1/size of the shared tile with
+  // a TMA multicast to all of them.
+  int64_t clusterM = 1, clusterN = 1;
+  GemmEpilogue epilogue = GemmEpilogue::registers;
   // Warp roles: warpgroup 0 is the TMA producer (one elected thread of warp
   // 0 issues), warpgroups 1..consumerWarpgroups the consumers. SM90: the
-  // consumers run the main loop, each on tileM / consumerWarpgroups rows,
-  // with registers moved to them by setmaxnreg. SM100: one elected thread of
-  // warp 1 issues the MMAs, and one consumer warpgroup is the epilogue,
-  // thread t reading tensor-memory lane t (no setmaxnreg: registers are 0).
+  // consumers run the main loop and the epilogue, with registers moved to
+  // them by setmaxnreg. SM100: one elected thread of warp 1 issues the MMAs,
+  // and one consumer warpgroup is the epilogue, thread t reading
+  // tensor-memory lane t (no setmaxnreg: registers are 0).
   int64_t consumerWarpgroups = 2;
   int64_t producerRegisters = 40, consumerRegisters = 232;
   // MMA instruction: wgmma m64 x tileN x mmaK (SM90) or tcgen05.mma
@@ -107,16 +147,20 @@ struct GemmPlan {
   // MX only: K elements of one dequantized bf16 buffer (one 128-byte row)
   // and how many such buffers rotate.
   int64_t dequantK = 0, dequantBuffers = 0;
-  // Persistent grid: at most this many CTAs (the chip's SM count); tiles
+  // Persistent grid: at most this many CTAs (the chip's SM count); clusters
   // are visited in groups of `groupRows` tile rows for L2 reuse.
   int64_t maxCtas = 0, groupRows = 8;
 
   // Shared memory, bytes from the 1024-aligned base.
   llvm::SmallVector<StageLayout> stageLayout;
   llvm::SmallVector<int64_t> dequantA, dequantB; // per bf16 buffer
-  int64_t fullBarriers = 0, emptyBarriers = 0;   // 8 bytes per stage each
-  /// Arrivals that release a stage: one per consumer warp (SM90), or the
-  /// one tcgen05.commit of the MMA thread (SM100).
+  /// tileBlocks scales of the current tile, [tile rows / 128, KB] f32.
+  int64_t tileScalesA = 0, tileScalesB = 0;
+  /// tmaStore: the output tile, tileN / 64 panels of [tileM, 128 bytes].
+  int64_t outputTile = 0;
+  int64_t fullBarriers = 0, emptyBarriers = 0; // 8 bytes per stage each
+  /// Arrivals that release a stage: one per consumer warp of every CTA of
+  /// the cluster (SM90), or the one tcgen05.commit of the MMA thread (SM100).
   int64_t emptyArrivals = 0;
   int64_t sharedBytes = 0; // dynamic shared memory asked at launch
 
@@ -133,27 +177,36 @@ struct GemmPlan {
   int64_t tilesM() const { return llvm::divideCeil(m, tileM); }
   int64_t tilesN() const { return llvm::divideCeil(n, tileN); }
   int64_t kBlocks() const { return llvm::divideCeil(k, tileK); }
-  int64_t ctas() const { return std::min(tilesM() * tilesN(), maxCtas); }
+  int64_t clusterSize() const { return clusterM * clusterN; }
+  /// Cluster tiles: the clusterM x clusterN blocks of tiles a cluster takes.
+  int64_t clusterTiles() const {
+    return tilesM() / clusterM * (tilesN() / clusterN);
+  }
+  int64_t ctas() const {
+    return std::min(clusterTiles(), maxCtas / clusterSize()) * clusterSize();
+  }
   int64_t rowsPerConsumer() const { return tileM / consumerWarpgroups; }
   bool usesTensorMemory() const { return recipe == GemmRecipe::mxBlockScaled; }
   /// Whether the kernel copies its E8M0 scales as 128x4 chunks of the
   /// swizzled layout (MX recipes).
-  bool usesScaleChunks() const {
-    return recipe == GemmRecipe::mxExact || recipe == GemmRecipe::mxBlockScaled;
-  }
+  bool usesScaleChunks() const { return a.scales == ScaleStaging::chunks; }
   /// E8M0 scale chunks per stage for a tile of `tileRows` rows (MX only).
   int64_t scaleChunks(int64_t tileRows) const {
     return usesScaleChunks() ? tileRows / kScaleChunkRows : 0;
   }
-  /// Bytes one stage's TMA and bulk copies deliver (the expect-tx count).
+  /// Bytes one stage's copies deliver to each CTA (the expect-tx count).
   int64_t stageTransactionBytes() const;
+  /// Bytes of one stage's scales of an operand of `tileRows` rows.
+  int64_t stageScaleBytes(const OperandPlan &operand, int64_t tileRows) const;
 
   void print(llvm::raw_ostream &os) const;
 };
 
-/// Plans the kernel of `op` for `chip`, or explains in `reason` why the
-/// generator has none (unsupported recipe, shape or chip).
+/// Plans the kernel of `op` for `chip`, with the choices `config` makes and
+/// the generator's own for the rest, or explains in `reason` why the
+/// generator has none (unsupported recipe, shape, chip or configuration).
 mlir::FailureOr<GemmPlan> planGemm(ScaledMatmulOp op, Chip chip,
+                                   const GemmConfig &config,
                                    std::string &reason);
 
 } // namespace mx::gemm

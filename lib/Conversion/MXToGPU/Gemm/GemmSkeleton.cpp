@@ -2,35 +2,64 @@
 //
 // Everything of a generated GEMM kernel that does not depend on the tensor
 // core: shared memory, the stage ring, the persistent tile loop, the TMA
-// producer and the epilogue store. The ring is the usual pair of mbarriers
-// per stage: the producer waits on `empty[s]` (parity flipped, so the first
-// pass through the ring does not wait), posts the stage's byte count on
-// `full[s]` and issues the copies that complete it; consumers wait on
-// `full[s]` and arrive on `empty[s]` once per warp when they no longer read
-// the stage (SM90), or the MMA thread's tcgen05.commit arrives there once
-// the tensor core has read it (SM100). The ring iteration is carried across
-// tiles, so the producer runs ahead into the next tile while the consumers
-// store the current one. The SM90 and SM100 kernels run this same code for
-// the tile order, the TMA coordinates and bounds, the ring and the epilogue
-// addressing; only the main loops (Sm90MainLoops.cpp, Sm100MainLoop.cpp)
-// differ.
+// producer and the synchronization around them. The ring is the usual pair
+// of mbarriers per stage: the producer waits on `empty[s]` (parity flipped,
+// so the first pass through the ring does not wait), posts the stage's byte
+// count on `full[s]` and issues the copies that complete it; consumers wait
+// on `full[s]` and arrive on `empty[s]` once per warp when they no longer
+// read the stage (SM90), or the MMA thread's tcgen05.commit arrives there
+// once the tensor core has read it (SM100). The ring iteration is carried
+// across tiles, so the producer runs ahead into the next tile while the
+// consumers store the current one.
+//
+// In a cluster of two CTAs on neighbouring tiles that share an operand tile,
+// each producer loads half of it with a TMA multicast into both CTAs, so
+// every stage of a CTA is written by both producers: each consumer warp
+// releases the stage on the empty barrier of both CTAs (a remote arrive
+// through `mapa`), each full barrier expects the whole stage's bytes, and
+// the CTAs pass cluster barriers after the ring is initialized (before any
+// remote arrive or multicast can reach it) and before they exit. Both CTAs
+// take the same number of tiles, so their rings stay in step.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
 
 #include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
-#include "mx/Runtime/MXRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mx;
 using namespace mx::gemm;
+
+namespace {
+
+/// Named barrier 0 is __syncthreads; the consumers' own is 1.
+constexpr int64_t kConsumerBarrierId = 1;
+
+} // namespace
+
+SmallVector<KernelParameter> gemm::getKernelParameters(const GemmPlan &plan) {
+  SmallVector<KernelParameter> parameters = {
+      KernelParameter::tensorMapA, KernelParameter::tensorMapB,
+      KernelParameter::aScales, KernelParameter::bScales, KernelParameter::out};
+  if (plan.a.scales == ScaleStaging::stageRows)
+    parameters.push_back(KernelParameter::tensorMapAScales);
+  if (plan.b.scales == ScaleStaging::stageRows)
+    parameters.push_back(KernelParameter::tensorMapBScales);
+  if (plan.epilogue == GemmEpilogue::tmaStore)
+    parameters.push_back(KernelParameter::tensorMapOut);
+  return parameters;
+}
+
+GemmMainLoop::GemmMainLoop(GemmKernelBuilder &kernel)
+    : k(kernel), b(kernel.getBuilder()), plan(kernel.getPlan()) {}
+
+GemmMainLoop::~GemmMainLoop() = default;
 
 Value GemmKernelBuilder::i32(int64_t v) {
   return arith::ConstantIntOp::create(b, v, 32);
@@ -76,6 +105,19 @@ Value GemmKernelBuilder::stageAddress(int64_t StageLayout::*buffer,
       arith::MulIOp::create(b, stage, i32(second.*buffer - first.*buffer)));
 }
 
+Value GemmKernelBuilder::loadGlobalF32(Value pointer, Value index) {
+  Value element = LLVM::GEPOp::create(
+      b, pointer.getType(), b.getF32Type(), pointer,
+      ArrayRef<LLVM::GEPArg>{
+          Value(arith::ExtUIOp::create(b, b.getI64Type(), index))});
+  return LLVM::LoadOp::create(b, b.getF32Type(), element, /*alignment=*/4);
+}
+
+Value GemmKernelBuilder::loadSharedF32(Value address) {
+  return LLVM::LoadOp::create(b, b.getF32Type(), sharedPointer(address),
+                              /*alignment=*/4);
+}
+
 Value GemmKernelBuilder::fullBarrier(Value stage) {
   return sharedPointer(sharedAddress(sharedAddress(plan.fullBarriers),
                                      arith::MulIOp::create(b, stage, i32(8))));
@@ -110,128 +152,36 @@ void GemmKernelBuilder::ifThen(Value condition, function_ref<void()> body) {
 
 void GemmKernelBuilder::releaseStage(const ConsumerThread &thread,
                                      Value stage) {
-  Value firstLane =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, thread.lane, i32(0));
-  ifThen(firstLane, [&] {
-    NVVM::MBarrierArriveOp::create(b, Type(), emptyBarrier(stage), Value());
-  });
-}
-
-Value GemmKernelBuilder::loadGlobalF32(Value pointer, Value index) {
-  Value element = LLVM::GEPOp::create(
-      b, pointer.getType(), b.getF32Type(), pointer,
-      ArrayRef<LLVM::GEPArg>{
-          Value(arith::ExtUIOp::create(b, b.getI64Type(), index))});
-  return LLVM::LoadOp::create(b, b.getF32Type(), element, /*alignment=*/4);
-}
-
-void GemmKernelBuilder::initBarriers() {
-  Value first =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx, i32(0));
-  ifThen(first, [&] {
-    for (int64_t s = 0; s < plan.stages; ++s) {
-      NVVM::MBarrierInitOp::create(b, fullBarrier(i32(s)), i32(1), Value());
-      NVVM::MBarrierInitOp::create(b, emptyBarrier(i32(s)),
-                                   i32(plan.emptyArrivals), Value());
-    }
-    if (plan.usesTensorMemory()) {
-      NVVM::MBarrierInitOp::create(
-          b, sharedPointer(sharedAddress(plan.accumulatorFull)), i32(1),
-          Value());
-      NVVM::MBarrierInitOp::create(
-          b, sharedPointer(sharedAddress(plan.accumulatorEmpty)),
-          i32(kWarpgroupThreads), Value());
-    }
-    NVVM::FenceMbarrierInitOp::create(b);
-  });
-  if (plan.usesTensorMemory())
-    allocateTensorMemory();
-  else
-    NVVM::Barrier0Op::create(b);
-}
-
-TileOrigin GemmKernelBuilder::getTileOrigin(Value tile) {
-  // Grouped order: `groupRows` tile rows advance together along N, so the
-  // CTAs running at one time share A rows and B columns in L2.
-  int64_t perGroup = plan.groupRows * plan.tilesN();
-  Value group = arith::DivUIOp::create(b, tile, i32(perGroup));
-  Value firstRow = arith::MulIOp::create(b, group, i32(plan.groupRows));
-  Value rows = arith::MinUIOp::create(
-      b, arith::SubIOp::create(b, i32(plan.tilesM()), firstRow),
-      i32(plan.groupRows));
-  Value local = arith::RemUIOp::create(b, tile, i32(perGroup));
-  Value tileRow = arith::AddIOp::create(b, firstRow,
-                                        arith::RemUIOp::create(b, local, rows));
-  Value tileCol = arith::DivUIOp::create(b, local, rows);
-  return {arith::MulIOp::create(b, tileRow, i32(plan.tileM)),
-          arith::MulIOp::create(b, tileCol, i32(plan.tileN))};
-}
-
-Value GemmKernelBuilder::forEachTile(
-    function_ref<Value(TileOrigin, Value)> body) {
-  Value first = NVVM::BlockIdXOp::create(b, b.getI32Type());
-  Value step = NVVM::GridDimXOp::create(b, b.getI32Type());
-  auto loop = scf::ForOp::create(b, first, i32(plan.tilesM() * plan.tilesN()),
-                                 step, ValueRange{i32(0)});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value next =
-        body(getTileOrigin(loop.getInductionVar()), loop.getRegionIterArg(0));
-    scf::YieldOp::create(b, next);
+  if (plan.clusterSize() == 1) {
+    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, thread.lane,
+                                 i32(0)),
+           [&] {
+             NVVM::MBarrierArriveOp::create(b, Type(), emptyBarrier(stage),
+                                            Value());
+           });
+    return;
   }
-  return loop.getResult(0);
+  // Lane r arrives on the barrier of the cluster's CTA r. The arrival
+  // releases at CTA scope, as for a local one: what it publishes is that
+  // this warp's wgmma reads of the stage are complete (waited for), which
+  // needs no cluster-wide ordering of its memory operations, and a
+  // cluster-scope release costs a fence per arrival (measured on an H100:
+  // clusters 1.5x slower than none with it).
+  ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, thread.lane,
+                               i32(plan.clusterSize())),
+         [&] {
+           auto clusterPtr = LLVM::LLVMPointerType::get(
+               b.getContext(), unsigned(NVVM::NVVMMemorySpace::SharedCluster));
+           Value remote = NVVM::MapaOp::create(b, clusterPtr,
+                                               emptyBarrier(stage), thread.lane);
+           NVVM::MBarrierArriveOp::create(b, Type(), remote, Value());
+         });
 }
 
-void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
-                                        RingSlot slot) {
-  Value full = fullBarrier(slot.stage);
-  NVVM::MBarrierArriveExpectTxOp::create(
-      b, Type(), full, i32(plan.stageTransactionBytes()),
-      NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-  Value k = arith::MulIOp::create(b, kBlock, i32(plan.tileK));
-  auto load = [&](Value map, int64_t StageLayout::*buffer, Value row) {
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, sharedPointer(stageAddress(buffer, slot.stage)), map,
-        ValueRange{k, row}, full, ValueRange(), Value(), Value(),
-        NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
-        b.getBoolAttr(true), NVVM::CTAGroupKindAttr(), Value());
-  };
-  load(args.tensorMapA, &StageLayout::a, origin.m);
-  load(args.tensorMapB, &StageLayout::b, origin.n);
-  // The 128x4 chunk of (row tile, K tile) is 512 contiguous bytes of the
-  // swizzled scales: one bulk copy per 128 rows. A tile reaching past the
-  // last chunk row (N = 72 with 256-row tiles) re-reads the last chunk: the
-  // rows it would scale are TMA's zero fill and are never stored.
-  auto copyChunks = [&](Value scales, int64_t StageLayout::*buffer,
-                        Value rowOrigin, int64_t tileRows, int64_t rows) {
-    auto globalPtr = LLVM::LLVMPointerType::get(
-        b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
-    Value global = LLVM::AddrSpaceCastOp::create(b, globalPtr, scales);
-    int64_t lastChunkRow = llvm::divideCeil(rows, kScaleChunkRows) - 1;
-    for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
-      Value rowTile = arith::MinUIOp::create(
-          b,
-          arith::AddIOp::create(
-              b, arith::DivUIOp::create(b, rowOrigin, i32(kScaleChunkRows)),
-              i32(chunk)),
-          i32(lastChunkRow));
-      Value index = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, rowTile, i32(plan.kBlocks())), kBlock);
-      Value source = LLVM::GEPOp::create(
-          b, globalPtr, b.getI8Type(), global,
-          ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
-              b, arith::ExtUIOp::create(b, b.getI64Type(), index),
-              i64(kScaleChunkBytes)))});
-      Value destination = sharedAddress(stageAddress(buffer, slot.stage),
-                                        i32(kScaleChunkBytes * chunk));
-      NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
-          b, sharedPointer(destination), source, full, i32(kScaleChunkBytes),
-          Value(), Value());
-    }
-  };
-  copyChunks(args.aScales, &StageLayout::aScales, origin.m, plan.tileM, plan.m);
-  copyChunks(args.bScales, &StageLayout::bScales, origin.n, plan.tileN, plan.n);
+void GemmKernelBuilder::syncConsumers() {
+  NVVM::BarrierOp::create(b, TypeRange(), i32(kConsumerBarrierId),
+                          i32(kWarpgroupThreads * plan.consumerWarpgroups),
+                          NVVM::BarrierReductionAttr(), Value());
 }
 
 Value GemmKernelBuilder::isInWarp(int64_t warp) {
@@ -245,6 +195,101 @@ void GemmKernelBuilder::ifElectedInWarp(int64_t warp,
   ifThen(isInWarp(warp), [&] {
     ifThen(NVVM::ElectSyncOp::create(b, b.getI1Type(), Value()), body);
   });
+}
+
+Value GemmKernelBuilder::getWaveRow(const ConsumerThread &thread,
+                                    int64_t wave) {
+  return arith::MulIOp::create(
+      b,
+      arith::AddIOp::create(b, thread.consumer,
+                            i32(wave * plan.consumerWarpgroups)),
+      i32(kWaveRows));
+}
+
+std::pair<Value, Value>
+GemmKernelBuilder::getFragmentCoordinates(const ConsumerThread &thread,
+                                          int64_t wave, int64_t element) {
+  Value row = arith::AddIOp::create(
+      b,
+      arith::AddIOp::create(b, getWaveRow(thread, wave),
+                            arith::MulIOp::create(b, thread.warp, i32(16))),
+      arith::AddIOp::create(b, arith::DivUIOp::create(b, thread.lane, i32(4)),
+                            i32(8 * ((element / 2) % 2))));
+  Value col = arith::AddIOp::create(
+      b,
+      arith::MulIOp::create(b, arith::RemUIOp::create(b, thread.lane, i32(4)),
+                            i32(2)),
+      i32(8 * (element / 4) + element % 2));
+  return {row, col};
+}
+
+void GemmKernelBuilder::initBarriers() {
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx, i32(0));
+  ifThen(first, [&] {
+    for (int64_t s = 0; s < plan.stages; ++s) {
+      NVVM::MBarrierInitOp::create(b, fullBarrier(i32(s)), i32(1), Value());
+      NVVM::MBarrierInitOp::create(b, emptyBarrier(i32(s)),
+                                   i32(plan.emptyArrivals), Value());
+    }
+    mainLoop->initBarriers();
+    NVVM::FenceMbarrierInitOp::create(b);
+  });
+}
+
+void GemmKernelBuilder::synchronizeCTAs() {
+  if (plan.clusterSize() == 1) {
+    NVVM::Barrier0Op::create(b);
+    return;
+  }
+  NVVM::ClusterArriveOp::create(b, UnitAttr());
+  NVVM::ClusterWaitOp::create(b, UnitAttr());
+}
+
+TileOrigin GemmKernelBuilder::getTileOrigin(Value clusterTile) {
+  // Grouped order of cluster tiles: `groupRows` rows of them advance
+  // together along N, so the CTAs running at one time share A rows and B
+  // columns in L2.
+  int64_t rowsOfClusterTiles = plan.tilesM() / plan.clusterM;
+  int64_t columnsOfClusterTiles = plan.tilesN() / plan.clusterN;
+  int64_t perGroup = plan.groupRows * columnsOfClusterTiles;
+  Value group = arith::DivUIOp::create(b, clusterTile, i32(perGroup));
+  Value firstRow = arith::MulIOp::create(b, group, i32(plan.groupRows));
+  Value rows = arith::MinUIOp::create(
+      b, arith::SubIOp::create(b, i32(rowsOfClusterTiles), firstRow),
+      i32(plan.groupRows));
+  Value local = arith::RemUIOp::create(b, clusterTile, i32(perGroup));
+  Value row = arith::AddIOp::create(b, firstRow,
+                                    arith::RemUIOp::create(b, local, rows));
+  Value col = arith::DivUIOp::create(b, local, rows);
+  // The CTA's own tile of the cluster tile.
+  Value tileRow = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, row, i32(plan.clusterM)),
+      plan.clusterM > 1 ? clusterRank : i32(0));
+  Value tileCol = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, col, i32(plan.clusterN)),
+      plan.clusterN > 1 ? clusterRank : i32(0));
+  return {arith::MulIOp::create(b, tileRow, i32(plan.tileM)),
+          arith::MulIOp::create(b, tileCol, i32(plan.tileN))};
+}
+
+Value GemmKernelBuilder::forEachTile(
+    function_ref<Value(TileOrigin, Value)> body) {
+  Value size = i32(plan.clusterSize());
+  Value first = arith::DivUIOp::create(
+      b, NVVM::BlockIdXOp::create(b, b.getI32Type()), size);
+  Value step = arith::DivUIOp::create(
+      b, NVVM::GridDimXOp::create(b, b.getI32Type()), size);
+  auto loop = scf::ForOp::create(b, first, i32(plan.clusterTiles()), step,
+                                 ValueRange{i32(0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value next =
+        body(getTileOrigin(loop.getInductionVar()), loop.getRegionIterArg(0));
+    scf::YieldOp::create(b, next);
+  }
+  return loop.getResult(0);
 }
 
 Value GemmKernelBuilder::forEachStage(
@@ -265,12 +310,113 @@ Value GemmKernelBuilder::forEachStage(
   return loop.getResult(0);
 }
 
+void GemmKernelBuilder::loadOperandTile(Value map,
+                                        int64_t StageLayout::*buffer, Value k,
+                                        Value rowOrigin, int64_t tileRows,
+                                        bool shared, Value full,
+                                        RingSlot slot) {
+  Value destination = stageAddress(buffer, slot.stage);
+  Value multicastMask;
+  if (shared) {
+    // This CTA's part of the shared tile, written into every CTA of the
+    // cluster at the same offset.
+    int64_t part = tileRows / plan.clusterSize();
+    Value partRow = arith::MulIOp::create(b, clusterRank, i32(part));
+    rowOrigin = arith::AddIOp::create(b, rowOrigin, partRow);
+    destination = sharedAddress(
+        destination, arith::MulIOp::create(b, partRow, i32(plan.tileK)));
+    multicastMask = arith::ConstantIntOp::create(
+        b, (int64_t(1) << plan.clusterSize()) - 1, 16);
+  }
+  // A multicast writes shared::cluster addresses: this CTA's window is
+  // part of the cluster's.
+  Value target = sharedPointer(destination);
+  if (multicastMask)
+    target = LLVM::AddrSpaceCastOp::create(
+        b,
+        LLVM::LLVMPointerType::get(
+            b.getContext(), unsigned(NVVM::NVVMMemorySpace::SharedCluster)),
+        target);
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, target, map, ValueRange{k, rowOrigin}, full,
+      ValueRange(), multicastMask, Value(),
+      NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
+      b.getBoolAttr(!multicastMask), NVVM::CTAGroupKindAttr(), Value());
+}
+
+void GemmKernelBuilder::loadStageScales(const OperandPlan &operand,
+                                        Value scales, Value map,
+                                        int64_t StageLayout::*buffer,
+                                        Value kBlock, Value rowOrigin,
+                                        int64_t tileRows, Value full,
+                                        RingSlot slot) {
+  Value destination = stageAddress(buffer, slot.stage);
+  if (operand.scales == ScaleStaging::stageRows) {
+    // The K-block's row of the GEMM-ready [KB, R'] scales: tileRows f32
+    // from the tile's first row (TMA fills rows past R' with zeros).
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, sharedPointer(destination), map, ValueRange{rowOrigin, kBlock},
+        full, ValueRange(), Value(), Value(),
+        NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
+        b.getBoolAttr(true), NVVM::CTAGroupKindAttr(), Value());
+    return;
+  }
+  if (operand.scales != ScaleStaging::chunks)
+    return;
+  // The 128x4 chunk of (row tile, K tile) is 512 contiguous bytes of the
+  // swizzled scales: one bulk copy per 128 rows. A tile reaching past the
+  // last chunk row (N = 72 with 256-row tiles) re-reads the last chunk: the
+  // rows it would scale are TMA's zero fill and are never stored.
+  auto globalPtr = LLVM::LLVMPointerType::get(
+      b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
+  Value global = LLVM::AddrSpaceCastOp::create(b, globalPtr, scales);
+  int64_t lastChunkRow = llvm::divideCeil(operand.rows, kScaleChunkRows) - 1;
+  for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
+    Value rowTile = arith::MinUIOp::create(
+        b,
+        arith::AddIOp::create(
+            b, arith::DivUIOp::create(b, rowOrigin, i32(kScaleChunkRows)),
+            i32(chunk)),
+        i32(lastChunkRow));
+    Value index = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, rowTile, i32(plan.kBlocks())), kBlock);
+    Value source = LLVM::GEPOp::create(
+        b, globalPtr, b.getI8Type(), global,
+        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
+            b, arith::ExtUIOp::create(b, b.getI64Type(), index),
+            i64(kScaleChunkBytes)))});
+    NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+        b,
+        sharedPointer(
+            sharedAddress(destination, i32(kScaleChunkBytes * chunk))),
+        source, full, i32(kScaleChunkBytes), Value(), Value());
+  }
+}
+
+void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
+                                        RingSlot slot) {
+  Value full = fullBarrier(slot.stage);
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, Type(), full, i32(plan.stageTransactionBytes()),
+      NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
+  Value k = arith::MulIOp::create(b, kBlock, i32(plan.tileK));
+  loadOperandTile(args.tensorMapA, &StageLayout::a, k, origin.m, plan.tileM,
+                  /*shared=*/plan.clusterN > 1, full, slot);
+  loadOperandTile(args.tensorMapB, &StageLayout::b, k, origin.n, plan.tileN,
+                  /*shared=*/plan.clusterM > 1, full, slot);
+  loadStageScales(plan.a, args.aScales, args.tensorMapAScales,
+                  &StageLayout::aScales, kBlock, origin.m, plan.tileM, full,
+                  slot);
+  loadStageScales(plan.b, args.bScales, args.tensorMapBScales,
+                  &StageLayout::bScales, kBlock, origin.n, plan.tileN, full,
+                  slot);
+}
+
 void GemmKernelBuilder::buildProducer() {
   if (plan.producerRegisters)
     NVVM::SetMaxRegisterOp::create(b, plan.producerRegisters,
                                    NVVM::SetMaxRegisterAction::decrease);
-  if (plan.usesTensorMemory())
-    ifElectedInWarp(1, [&] { buildMmaIssuer(); });
+  mainLoop->buildProducerRoles();
   ifElectedInWarp(0, [&] {
     Value iterations = forEachTile([&](TileOrigin origin, Value iteration) {
       return forEachStage(iteration, /*producer=*/true,
@@ -279,8 +425,9 @@ void GemmKernelBuilder::buildProducer() {
                           });
     });
     // Wait, as if to load S more stages, until every stage is released: a
-    // release may arrive asynchronously (tcgen05.commit) and must not land
-    // in the shared memory of a CTA that has exited.
+    // release may arrive asynchronously (tcgen05.commit, or a consumer of
+    // another CTA of the cluster) and must not land in the shared memory of
+    // a CTA that has exited.
     for (int64_t s = 0; s < plan.stages; ++s) {
       RingSlot slot = getRingSlot(arith::AddIOp::create(b, iterations, i32(s)),
                                   /*producer=*/true);
@@ -296,62 +443,23 @@ void GemmKernelBuilder::buildConsumers() {
   ConsumerThread thread;
   Value consumerIndex =
       arith::SubIOp::create(b, threadIdx, i32(kWarpgroupThreads));
-  thread.consumer =
-      arith::DivUIOp::create(b, consumerIndex, i32(kWarpgroupThreads));
   thread.threadInGroup =
       arith::RemUIOp::create(b, consumerIndex, i32(kWarpgroupThreads));
-  thread.warp = arith::DivUIOp::create(b, thread.threadInGroup, i32(32));
   thread.lane = arith::RemUIOp::create(b, thread.threadInGroup, i32(32));
+  // The warp index read from lane 0 is one value for the whole warp, which
+  // ptxas then keeps, with everything computed from it (stage addresses,
+  // wgmma descriptors, the wave's rows), in uniform registers rather than
+  // in the consumers' per-thread budget.
+  Value warp = NVVM::ShflOp::create(
+      b, b.getI32Type(), i32(-1),
+      arith::DivUIOp::create(b, consumerIndex, i32(32)), i32(0), i32(31),
+      NVVM::ShflKind::idx, UnitAttr());
+  thread.consumer = arith::DivUIOp::create(b, warp, i32(4));
+  thread.warp = arith::RemUIOp::create(b, warp, i32(4));
   forEachTile([&](TileOrigin origin, Value counter) {
-    if (plan.usesTensorMemory())
-      return buildTensorMemoryEpilogue(thread, origin, counter);
-    return buildSm90Tile(thread, origin, counter);
+    return mainLoop->buildTile(thread, origin, counter);
   });
-}
-
-void GemmKernelBuilder::storeFragment(
-    TileOrigin origin, ArrayRef<Value> values, int64_t runLength,
-    function_ref<std::pair<Value, Value>(int64_t)> coords) {
-  Type outType = plan.outputType;
-  int64_t outBytes = outType.getIntOrFloatBitWidth() / 8;
-  auto globalPtr = LLVM::LLVMPointerType::get(
-      b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
-  Value out = LLVM::AddrSpaceCastOp::create(b, globalPtr, args.out);
-  // A run is stored as vectors of `width` columns, the widest power of two
-  // that divides N: each vector is then aligned to its size and lies wholly
-  // inside or wholly outside the matrix.
-  int64_t width = runLength;
-  while (plan.n % width != 0)
-    width /= 2;
-  for (size_t e = 0; e < values.size(); e += width) {
-    auto [row, col] = coords(e);
-    Value globalRow = arith::AddIOp::create(b, origin.m, row);
-    Value globalCol = arith::AddIOp::create(b, origin.n, col);
-    Value valid = arith::AndIOp::create(
-        b,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalRow,
-                              i32(plan.m)),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalCol,
-                              i32(plan.n)));
-    Value index = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(
-            b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
-            i64(plan.n)),
-        arith::ExtUIOp::create(b, b.getI64Type(), globalCol));
-    Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
-                                        ArrayRef<LLVM::GEPArg>{Value(index)});
-    Value vector = vector::FromElementsOp::create(
-        b, VectorType::get({width}, b.getF32Type()), values.slice(e, width));
-    if (!outType.isF32())
-      vector =
-          arith::TruncFOp::create(b, VectorType::get({width}, outType), vector);
-    Value stored =
-        width == 1 ? Value(vector::ExtractOp::create(b, vector, 0)) : vector;
-    ifThen(valid, [&] {
-      LLVM::StoreOp::create(b, stored, address, width * outBytes);
-    });
-  }
+  finishEpilogue(thread);
 }
 
 void GemmKernelBuilder::build(StringRef sharedGlobal) {
@@ -364,7 +472,25 @@ void GemmKernelBuilder::build(StringRef sharedGlobal) {
   base = arith::AndIOp::create(
       b, arith::AddIOp::create(b, dynamicBase, i32(1023)), i32(~int64_t(1023)));
   threadIdx = NVVM::ThreadIdXOp::create(b, b.getI32Type());
+  clusterRank = plan.clusterSize() > 1
+                    ? Value(NVVM::ClusterId::create(b, b.getI32Type()))
+                    : i32(0);
+  switch (plan.recipe) {
+  case GemmRecipe::blockwise:
+  case GemmRecipe::perTensor:
+    mainLoop = createSm90PromotedMainLoop(*this);
+    break;
+  case GemmRecipe::mxExact:
+    mainLoop = createSm90DequantizedMainLoop(*this);
+    break;
+  case GemmRecipe::mxBlockScaled:
+    mainLoop = createSm100MainLoop(*this);
+    break;
+  }
   initBarriers();
+  mainLoop->beforeSync();
+  synchronizeCTAs();
+  mainLoop->afterSync();
   Value producer = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                          threadIdx, i32(kWarpgroupThreads));
   auto roles = scf::IfOp::create(b, producer, /*withElseRegion=*/true);
@@ -375,6 +501,9 @@ void GemmKernelBuilder::build(StringRef sharedGlobal) {
     b.setInsertionPointToStart(&roles.getElseRegion().front());
     buildConsumers();
   }
-  if (plan.usesTensorMemory())
-    freeTensorMemory();
+  // No CTA of a cluster leaves while another may still reach its shared
+  // memory.
+  if (plan.clusterSize() > 1)
+    synchronizeCTAs();
+  mainLoop->tearDown();
 }

@@ -62,38 +62,85 @@ Tcgen05OperandFormat getOperandFormat(Type type) {
                                    : Tcgen05OperandFormat::e4m3;
 }
 
+class Sm100MainLoop : public GemmMainLoop {
+public:
+  using GemmMainLoop::GemmMainLoop;
+
+  void initBarriers() override;
+  /// Warp 1 allocates the plan's tensor memory and writes its address to
+  /// the shared slot; after the CTA barrier every thread reads it.
+  void beforeSync() override;
+  void afterSync() override;
+  /// The MMA thread, one elected thread of warp 1: per stage, tcgen05.cp of
+  /// the scale chunks and four block-scaled MMAs; tcgen05.commit frees the
+  /// stage and, after a tile's last stage, hands the accumulator to the
+  /// epilogue.
+  void buildProducerRoles() override;
+  /// The epilogue of tile number `tilesDone` of this CTA: tcgen05.ld of the
+  /// accumulator 32 columns at a time, stored in the output type. Returns
+  /// tilesDone + 1.
+  Value buildTile(const ConsumerThread &thread, TileOrigin origin,
+                  Value tilesDone) override;
+  /// After every role has finished: warp 1 frees the tensor memory.
+  void tearDown() override;
+
+private:
+  /// The tensor-memory address of (`lane`, base column + `column`).
+  Value getTensorMemoryAddress(Value lane, Value column);
+  void buildMmaIssuer();
+  void issueStageMmas(RingSlot slot, Value accumulateFirst);
+  Value accumulatorFull() {
+    return k.sharedPointer(k.sharedAddress(plan.accumulatorFull));
+  }
+  Value accumulatorEmpty() {
+    return k.sharedPointer(k.sharedAddress(plan.accumulatorEmpty));
+  }
+
+  Value tensorMemoryBase; // i32 tcgen05.alloc result
+};
+
 } // namespace
 
-void GemmKernelBuilder::allocateTensorMemory() {
-  Value slot = sharedPointer(sharedAddress(plan.tensorMemorySlot));
-  ifThen(isInWarp(kMmaWarp), [&] {
-    NVVM::Tcgen05AllocOp::create(b, slot, i32(plan.tensorMemory.columns));
+void Sm100MainLoop::initBarriers() {
+  NVVM::MBarrierInitOp::create(b, accumulatorFull(), k.i32(1), Value());
+  NVVM::MBarrierInitOp::create(b, accumulatorEmpty(),
+                               k.i32(kWarpgroupThreads), Value());
+}
+
+void Sm100MainLoop::beforeSync() {
+  Value slot = k.sharedPointer(k.sharedAddress(plan.tensorMemorySlot));
+  k.ifThen(k.isInWarp(kMmaWarp), [&] {
+    NVVM::Tcgen05AllocOp::create(b, slot, k.i32(plan.tensorMemory.columns));
     NVVM::Tcgen05RelinquishAllocPermitOp::create(b);
   });
   // The barrier that publishes the barriers' initialization also publishes
   // the address; the fences order the allocation around it.
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
-  NVVM::Barrier0Op::create(b);
-  NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-  tensorMemoryBase = LLVM::LoadOp::create(b, b.getI32Type(), slot);
 }
 
-void GemmKernelBuilder::freeTensorMemory() {
+void Sm100MainLoop::afterSync() {
+  NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+  tensorMemoryBase = LLVM::LoadOp::create(
+      b, b.getI32Type(),
+      k.sharedPointer(k.sharedAddress(plan.tensorMemorySlot)));
+}
+
+void Sm100MainLoop::tearDown() {
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
   NVVM::Barrier0Op::create(b);
-  ifThen(isInWarp(kMmaWarp), [&] {
+  k.ifThen(k.isInWarp(kMmaWarp), [&] {
     NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-    NVVM::Tcgen05DeallocOp::create(b, getTensorMemoryAddress(i32(0), i32(0)),
-                                   i32(plan.tensorMemory.columns));
+    NVVM::Tcgen05DeallocOp::create(b, getTensorMemoryAddress(k.i32(0), k.i32(0)),
+                                   k.i32(plan.tensorMemory.columns));
   });
 }
 
-Value GemmKernelBuilder::getTensorMemoryAddress(Value lane, Value column) {
+Value Sm100MainLoop::getTensorMemoryAddress(Value lane, Value column) {
   // A tensor-memory address is the lane in bits 16-31 and the column in
   // bits 0-15.
   Value address = arith::AddIOp::create(
       b, tensorMemoryBase,
-      arith::AddIOp::create(b, arith::ShLIOp::create(b, lane, i32(16)),
+      arith::AddIOp::create(b, arith::ShLIOp::create(b, lane, k.i32(16)),
                             column));
   return LLVM::IntToPtrOp::create(
       b,
@@ -102,12 +149,12 @@ Value GemmKernelBuilder::getTensorMemoryAddress(Value lane, Value column) {
       address);
 }
 
-void GemmKernelBuilder::issueStageMmas(RingSlot slot, Value accumulateFirst) {
+void Sm100MainLoop::issueStageMmas(RingSlot slot, Value accumulateFirst) {
   const TensorMemoryPlan &tmem = plan.tensorMemory;
   auto stageColumn = [&](ArrayRef<int64_t> columns, int64_t offset) {
     return arith::AddIOp::create(
-        b, i32(columns[0] + offset),
-        arith::MulIOp::create(b, slot.stage, i32(columns[1] - columns[0])));
+        b, k.i32(columns[0] + offset),
+        arith::MulIOp::create(b, slot.stage, k.i32(columns[1] - columns[0])));
   };
   // The stage's scale chunks into its scale columns.
   constexpr uint64_t chunkFields =
@@ -115,14 +162,14 @@ void GemmKernelBuilder::issueStageMmas(RingSlot slot, Value accumulateFirst) {
   auto copyChunks = [&](int64_t StageLayout::*buffer, ArrayRef<int64_t> columns,
                         int64_t tileRows) {
     for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
-      Value source = sharedAddress(stageAddress(buffer, slot.stage),
-                                   i32(kScaleChunkBytes * chunk));
+      Value source = k.sharedAddress(k.stageAddress(buffer, slot.stage),
+                                   k.i32(kScaleChunkBytes * chunk));
       NVVM::Tcgen05CpOp::create(
           b, NVVM::Tcgen05CpShape::SHAPE_32x128b, NVVM::CTAGroupKind::CTA_1,
           NVVM::Tcgen05CpMulticast::WARPX4, NVVM::Tcgen05CpSrcFormatAttr(),
-          getTensorMemoryAddress(i32(0),
+          getTensorMemoryAddress(k.i32(0),
                                  stageColumn(columns, kChunkColumns * chunk)),
-          withStartAddress(chunkFields, source));
+          k.withStartAddress(chunkFields, source));
     }
   };
   copyChunks(&StageLayout::aScales, tmem.aScales, plan.tileM);
@@ -131,67 +178,69 @@ void GemmKernelBuilder::issueStageMmas(RingSlot slot, Value accumulateFirst) {
   constexpr uint64_t tileFields =
       encodeTcgen05SmemDescriptor(getTcgen05KMajorSwizzledTile(0));
   Value descA =
-      withStartAddress(tileFields, stageAddress(&StageLayout::a, slot.stage));
+      k.withStartAddress(tileFields, k.stageAddress(&StageLayout::a, slot.stage));
   Value descB =
-      withStartAddress(tileFields, stageAddress(&StageLayout::b, slot.stage));
-  Value accumulator = getTensorMemoryAddress(i32(0), i32(tmem.accumulator));
-  Value scalesA = getTensorMemoryAddress(i32(0), stageColumn(tmem.aScales, 0));
-  Value scalesB = getTensorMemoryAddress(i32(0), stageColumn(tmem.bScales, 0));
-  // FP8: one byte per element, so K step k starts 32k bytes into the rows.
+      k.withStartAddress(tileFields, k.stageAddress(&StageLayout::b, slot.stage));
+  Value accumulator = getTensorMemoryAddress(k.i32(0), k.i32(tmem.accumulator));
+  Value scalesA = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.aScales, 0));
+  Value scalesB = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.bScales, 0));
+  // FP8: one byte per element, so K step s starts 32s bytes into the rows.
   int64_t stepBytes = plan.mmaK;
-  for (int64_t k = 0; k < plan.tileK / stepBytes; ++k) {
+  for (int64_t s = 0; s < plan.tileK / stepBytes; ++s) {
     BlockScaledInstructionFields fields;
     fields.a = getOperandFormat(plan.a.elementType);
     fields.b = getOperandFormat(plan.b.elementType);
     fields.m = plan.tileM;
     fields.n = plan.tileN;
-    fields.aScaleId = fields.bScaleId = k;
-    Value step = i64(getWgmmaAddressStep(k * stepBytes));
+    fields.aScaleId = fields.bScaleId = s;
+    Value step = k.i64(getWgmmaAddressStep(s * stepBytes));
     NVVM::Tcgen05MMABlockScaleOp::create(
         b, NVVM::MMABlockScaleKind::MXF8F6F4, NVVM::CTAGroupKind::CTA_1,
         NVVM::Tcgen05MMABlockScale::BLOCK32,
         NVVM::Tcgen05MMACollectorOp::DISCARD, accumulator,
         arith::AddIOp::create(b, descA, step),
         arith::AddIOp::create(b, descB, step),
-        i32(encodeBlockScaledInstruction(fields)),
-        k == 0 ? accumulateFirst : arith::ConstantIntOp::create(b, 1, 1),
+        k.i32(encodeBlockScaledInstruction(fields)),
+        s == 0 ? accumulateFirst : arith::ConstantIntOp::create(b, 1, 1),
         scalesA, scalesB);
   }
 }
 
-void GemmKernelBuilder::buildMmaIssuer() {
-  Value accumulatorFull = sharedPointer(sharedAddress(plan.accumulatorFull));
-  Value accumulatorEmpty = sharedPointer(sharedAddress(plan.accumulatorEmpty));
-  forEachTile([&](TileOrigin, Value iteration) -> Value {
+void Sm100MainLoop::buildProducerRoles() {
+  k.ifElectedInWarp(kMmaWarp, [&] { buildMmaIssuer(); });
+}
+
+void Sm100MainLoop::buildMmaIssuer() {
+  Value full = accumulatorFull(), empty = accumulatorEmpty();
+  k.forEachTile([&](TileOrigin, Value iteration) -> Value {
     // Every tile takes kBlocks ring iterations, so the tiles done so far
     // give the accumulator's phase; like the producer's first pass through
     // the ring, the first tile does not wait.
-    Value tilesDone = arith::DivUIOp::create(b, iteration, i32(plan.kBlocks()));
-    waitBarrier(accumulatorEmpty,
+    Value tilesDone = arith::DivUIOp::create(b, iteration, k.i32(plan.kBlocks()));
+    k.waitBarrier(empty,
                 arith::XOrIOp::create(
-                    b, arith::AndIOp::create(b, tilesDone, i32(1)), i32(1)));
+                    b, arith::AndIOp::create(b, tilesDone, k.i32(1)), k.i32(1)));
     NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-    Value next = forEachStage(
+    Value next = k.forEachStage(
         iteration, /*producer=*/false, [&](Value kBlock, RingSlot slot) {
           NVVM::Tcgen05FenceOp::create(
               b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
           issueStageMmas(slot,
                          arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                               kBlock, i32(0)));
-          NVVM::Tcgen05CommitOp::create(b, emptyBarrier(slot.stage), Value());
+                                               kBlock, k.i32(0)));
+          NVVM::Tcgen05CommitOp::create(b, k.emptyBarrier(slot.stage), Value());
         });
-    NVVM::Tcgen05CommitOp::create(b, accumulatorFull, Value());
+    NVVM::Tcgen05CommitOp::create(b, full, Value());
     return next;
   });
 }
 
-Value GemmKernelBuilder::buildTensorMemoryEpilogue(const ConsumerThread &thread,
-                                                   TileOrigin origin,
-                                                   Value tilesDone) {
-  waitBarrier(sharedPointer(sharedAddress(plan.accumulatorFull)),
-              arith::AndIOp::create(b, tilesDone, i32(1)));
+Value Sm100MainLoop::buildTile(const ConsumerThread &thread,
+                                TileOrigin origin, Value tilesDone) {
+  k.waitBarrier(accumulatorFull(),
+              arith::AndIOp::create(b, tilesDone, k.i32(1)));
   NVVM::Tcgen05FenceOp::create(b, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-  Value warpLanes = arith::MulIOp::create(b, thread.warp, i32(32));
+  Value warpLanes = arith::MulIOp::create(b, thread.warp, k.i32(32));
   int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
   auto rawType = VectorType::get({kLoadColumns}, b.getI32Type());
   auto valueType = VectorType::get({kLoadColumns}, b.getF32Type());
@@ -201,7 +250,7 @@ Value GemmKernelBuilder::buildTensorMemoryEpilogue(const ConsumerThread &thread,
     Value raw = NVVM::Tcgen05LdOp::create(
         b, rawType, /*pack=*/false, NVVM::Tcgen05LdStShape::SHAPE_32X32B,
         getTensorMemoryAddress(
-            warpLanes, i32(plan.tensorMemory.accumulator + firstColumn)),
+            warpLanes, k.i32(plan.tensorMemory.accumulator + firstColumn)),
         Value());
     NVVM::Tcgen05WaitOp::create(b, NVVM::Tcgen05WaitKind::LOAD);
     if (load == loads - 1) {
@@ -209,16 +258,20 @@ Value GemmKernelBuilder::buildTensorMemoryEpilogue(const ConsumerThread &thread,
       NVVM::Tcgen05FenceOp::create(b,
                                    NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
       NVVM::MBarrierArriveOp::create(
-          b, Type(), sharedPointer(sharedAddress(plan.accumulatorEmpty)),
+          b, Type(), accumulatorEmpty(),
           Value());
     }
     Value row = vector::BitCastOp::create(b, valueType, raw);
     SmallVector<Value> values;
     for (int64_t column = 0; column < kLoadColumns; ++column)
       values.push_back(vector::ExtractOp::create(b, row, column));
-    storeFragment(origin, values, kStoreBytes / outBytes, [&](int64_t e) {
-      return std::make_pair(thread.threadInGroup, i32(firstColumn + e));
+    k.storeFragment(origin, values, kStoreBytes / outBytes, [&](int64_t e) {
+      return std::make_pair(thread.threadInGroup, k.i32(firstColumn + e));
     });
   }
-  return arith::AddIOp::create(b, tilesDone, i32(1));
+  return arith::AddIOp::create(b, tilesDone, k.i32(1));
+}
+
+std::unique_ptr<GemmMainLoop> gemm::createSm100MainLoop(GemmKernelBuilder &k) {
+  return std::make_unique<Sm100MainLoop>(k);
 }

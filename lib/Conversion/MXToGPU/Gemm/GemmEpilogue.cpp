@@ -1,0 +1,182 @@
+//===- GemmEpilogue.cpp - Output stores of the GEMM kernels ---------------===//
+//
+// How a tile's f32 accumulators, already scaled, become the output:
+//
+// * from registers (`GemmEpilogue::registers`, every recipe and output
+//   type): each thread rounds its fragment to the output type and stores
+//   runs of adjacent columns as aligned vectors, masked at the matrix edge;
+// * through shared memory (`GemmEpilogue::tmaStore`, bf16 and f16 outputs of
+//   the SM90 FP8 recipes): the consumers round pairs to 32-bit words and
+//   write the tile with `stmatrix` into 64-column panels of [tileM rows, 128
+//   bytes] with the 128-byte swizzle (a warp's 8x8 matrices then fall in
+//   distinct banks), and one thread issues one TMA store per panel, which
+//   clips the tile at the matrix edge. The stores run while the consumers
+//   start the next tile; only the next epilogue waits until they have read
+//   the panels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gemm;
+
+namespace {
+
+/// Accumulator elements (2i, 2i + 1) of a wgmma fragment are adjacent
+/// columns of one row.
+constexpr int64_t kFragmentRun = 2;
+/// One swizzled panel row: 128 bytes, eight 16-byte chunks.
+constexpr int64_t kPanelRowBytes = 128;
+constexpr int64_t kChunkBytes = 16;
+/// stmatrix .x4 stores four 8x8 matrices: 16 rows x 16 columns of a warp's
+/// fragment.
+constexpr int64_t kMatrixColumns = 16;
+
+} // namespace
+
+void GemmKernelBuilder::storeFragment(
+    TileOrigin origin, ArrayRef<Value> values, int64_t runLength,
+    function_ref<std::pair<Value, Value>(int64_t)> coords) {
+  Type outType = plan.outputType;
+  int64_t outBytes = outType.getIntOrFloatBitWidth() / 8;
+  auto globalPtr = LLVM::LLVMPointerType::get(
+      b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
+  Value out = LLVM::AddrSpaceCastOp::create(b, globalPtr, args.out);
+  // A run is stored as vectors of `width` columns, the widest power of two
+  // that divides N: each vector is then aligned to its size and lies wholly
+  // inside or wholly outside the matrix.
+  int64_t width = runLength;
+  while (plan.n % width != 0)
+    width /= 2;
+  for (size_t e = 0; e < values.size(); e += width) {
+    auto [row, col] = coords(e);
+    Value globalRow = arith::AddIOp::create(b, origin.m, row);
+    Value globalCol = arith::AddIOp::create(b, origin.n, col);
+    Value valid = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalRow,
+                              i32(plan.m)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalCol,
+                              i32(plan.n)));
+    Value index = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
+            i64(plan.n)),
+        arith::ExtUIOp::create(b, b.getI64Type(), globalCol));
+    Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
+                                        ArrayRef<LLVM::GEPArg>{Value(index)});
+    Value vector = vector::FromElementsOp::create(
+        b, VectorType::get({width}, b.getF32Type()), values.slice(e, width));
+    if (!outType.isF32())
+      vector =
+          arith::TruncFOp::create(b, VectorType::get({width}, outType), vector);
+    Value stored =
+        width == 1 ? Value(vector::ExtractOp::create(b, vector, 0)) : vector;
+    ifThen(valid, [&] {
+      LLVM::StoreOp::create(b, stored, address, width * outBytes);
+    });
+  }
+}
+
+void GemmKernelBuilder::storeWaves(const ConsumerThread &thread,
+                                   TileOrigin origin,
+                                   ArrayRef<SmallVector<Value>> waves) {
+  if (plan.epilogue == GemmEpilogue::tmaStore)
+    return storeWavesThroughSharedMemory(thread, origin, waves);
+  for (auto [wave, values] : llvm::enumerate(waves))
+    storeFragment(origin, values, kFragmentRun, [&](int64_t e) {
+      return getFragmentCoordinates(thread, wave, e);
+    });
+}
+
+void GemmKernelBuilder::storeWavesThroughSharedMemory(
+    const ConsumerThread &thread, TileOrigin origin,
+    ArrayRef<SmallVector<Value>> waves) {
+  // The first consumer thread issues the stores; the panels are free once
+  // its previous stores have read them.
+  Value issuer = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx,
+                                       i32(kWarpgroupThreads));
+  ifThen(issuer, [&] {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
+  });
+  syncConsumers();
+  int64_t panelColumns = kPanelRowBytes * 8 / plan.outputType.getIntOrFloatBitWidth();
+  int64_t panelBytes = plan.tileM * kPanelRowBytes;
+  // Lane l addresses row l % 8 of matrix l / 8: rows +8 for odd matrices,
+  // columns +8 for the upper two.
+  Value matrix = arith::DivUIOp::create(b, thread.lane, i32(8));
+  Value laneRow = arith::AddIOp::create(
+      b,
+      arith::AddIOp::create(b, arith::MulIOp::create(b, thread.warp, i32(16)),
+                            arith::RemUIOp::create(b, thread.lane, i32(8))),
+      arith::MulIOp::create(b, arith::RemUIOp::create(b, matrix, i32(2)),
+                            i32(8)));
+  Value laneChunk = arith::DivUIOp::create(b, matrix, i32(2));
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  auto roundedType = VectorType::get({2}, plan.outputType);
+  for (auto [wave, values] : llvm::enumerate(waves)) {
+    Value row = arith::AddIOp::create(b, getWaveRow(thread, wave), laneRow);
+    Value rowBase = arith::MulIOp::create(b, row, i32(kPanelRowBytes));
+    Value phase = arith::AndIOp::create(b, row, i32(7));
+    for (int64_t column = 0; column < plan.tileN; column += kMatrixColumns) {
+      int64_t panel = column / panelColumns;
+      int64_t chunk = (column % panelColumns) * kPanelRowBytes / panelColumns /
+                      kChunkBytes;
+      Value swizzled = arith::XOrIOp::create(
+          b, arith::AddIOp::create(b, laneChunk, i32(chunk)), phase);
+      Value address = sharedAddress(
+          sharedAddress(plan.outputTile + panel * panelBytes),
+          arith::AddIOp::create(
+              b, rowBase, arith::MulIOp::create(b, swizzled, i32(kChunkBytes))));
+      // Elements 8j..8j+7 of the fragment are the four matrices' words.
+      SmallVector<Value> words;
+      int64_t first = column / 8 * 4;
+      for (int64_t e = first; e < first + 8; e += 2) {
+        Value pair = vector::FromElementsOp::create(
+            b, pairType, ValueRange{values[e], values[e + 1]});
+        words.push_back(vector::BitCastOp::create(
+            b, VectorType::get({1}, b.getI32Type()),
+            arith::TruncFOp::create(b, roundedType, pair)));
+        words.back() = vector::ExtractOp::create(b, words.back(), 0);
+      }
+      NVVM::StMatrixOp::create(
+          b, sharedPointer(address), words, NVVM::MMALayout::row,
+          NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+          NVVM::LdStMatrixEltType::B16);
+    }
+  }
+  // The panels are read by TMA (the async proxy).
+  NVVM::FenceProxyOp::create(
+      b, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+  syncConsumers();
+  ifThen(issuer, [&] {
+    for (int64_t panel = 0; panel < plan.tileN / panelColumns; ++panel) {
+      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+          b, args.tensorMapOut,
+          sharedPointer(sharedAddress(plan.outputTile + panel * panelBytes)),
+          ValueRange{arith::AddIOp::create(b, origin.n,
+                                           i32(panel * panelColumns)),
+                     origin.m},
+          Value(), NVVM::TMAStoreMode::TILE, Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b);
+  });
+}
+
+void GemmKernelBuilder::finishEpilogue(const ConsumerThread &) {
+  if (plan.epilogue != GemmEpilogue::tmaStore)
+    return;
+  // The CTA's shared memory must outlive the reads of its last stores.
+  ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx,
+                               i32(kWarpgroupThreads)),
+         [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, UnitAttr()); });
+}

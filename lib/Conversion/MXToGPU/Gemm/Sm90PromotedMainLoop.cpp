@@ -1,0 +1,338 @@
+//===- Sm90PromotedMainLoop.cpp - FP8 wgmma main loop with promotion ------===//
+//
+// The main loop of the SM90 FP8 recipes (blockwise, per-tensor). Hopper's
+// FP8 tensor cores keep only ~14 significant bits inside one wgmma chain, so
+// a chain never spans more than one 128-K scale block: per stage and per
+// 64-row wave, four k32 wgmma from 128B-swizzled shared memory (descriptors
+// stepping 32 bytes along K, WgmmaDescriptors.h) run into a fresh partial
+// accumulator, and after the wait each element is promoted into the wave's
+// f32 accumulator with one FMA times sa[row] x sb[column] (blockwise) or one
+// add (per-tensor, whose two scalar scales multiply the result once, in the
+// epilogue). The waves reuse one partial accumulator, so a consumer holds
+// (waves + 1) fragments.
+//
+// Scales come from shared memory: 1x128 rows of the stage (TMA-loaded with
+// the operand tiles; read before the stage is released, since the producer
+// overwrites it afterwards), 128x128 blocks of the tile (copied in by the
+// consumers when the tile starts).
+//
+// Promoting one block while the next block's chain runs would need a
+// second partial accumulator read during a wgmma pipeline stage, which
+// ptxas answers by serializing every wgmma (C7514); the consumer warpgroups
+// interleave on the tensor cores instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gemm;
+
+namespace {
+
+constexpr int64_t kRowBytes = 128; // one 128B-swizzled row of a stage tile
+
+NVVM::WGMMATypes getWgmmaType(Type type) {
+  return isa<Float8E5M2Type>(type) ? NVVM::WGMMATypes::e5m2
+                                   : NVVM::WGMMATypes::e4m3;
+}
+
+/// B's scales of one K-block as the promotion reads them.
+struct ColumnScales {
+  Value tile;         // f32: one for the whole tile
+  Value stageColumns; // i32 shared address of the stage's [tileN] f32
+};
+
+class Sm90PromotedMainLoop : public GemmMainLoop {
+public:
+  using GemmMainLoop::GemmMainLoop;
+
+  Value buildTile(const ConsumerThread &thread, TileOrigin origin,
+                  Value iteration) override;
+
+private:
+  Type getAccumulatorType();
+  /// The wave's chain of one stage into a fresh partial accumulator, which
+  /// takes the registers of `previous` (the last chain's, whose values the
+  /// first step ignores): starting from a new zero value instead would make
+  /// ptxas materialize zeros for the tied wgmma operands while the promoted
+  /// accumulators are live, and spill.
+  Value buildChain(const ConsumerThread &thread, RingSlot slot, int64_t wave,
+                   Value previous);
+  void copyTileScales(const ConsumerThread &thread, TileOrigin origin);
+  /// sa of the thread's two rows of `wave` for this K-block.
+  SmallVector<Value> loadRowScales(const ConsumerThread &thread, RingSlot slot,
+                                   Value kBlock, int64_t wave);
+  /// sb of this K-block: the tile's one value (128x128 blocks), or the
+  /// stage's per-column scales (1x128), which `promote` reads where it
+  /// uses them rather than holding 32 of them in registers.
+  ColumnScales getColumnScales(RingSlot slot, Value kBlock);
+  Value promote(const ConsumerThread &thread, Value accumulator, Value partial,
+                ArrayRef<Value> rowScales, const ColumnScales &columnScales);
+  /// The promoted `accumulator` through an empty volatile asm that ties
+  /// every element: its FMAs then happen before the next chain is issued.
+  /// Otherwise LLVM sinks them below it, keeping two partial accumulators
+  /// live (64 more registers) and spilling.
+  Value pin(Value accumulator);
+  /// The shared address of f32 number `index` of the buffer at
+  /// `bufferAddress`.
+  Value scaleAddress(Value bufferAddress, Value index) {
+    return k.sharedAddress(bufferAddress,
+                           arith::MulIOp::create(b, index, k.i32(4)));
+  }
+
+  int64_t fragment() const { return kWaveRows * plan.tileN / kWarpgroupThreads; }
+};
+
+} // namespace
+
+Type Sm90PromotedMainLoop::getAccumulatorType() {
+  return LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(fragment(), b.getF32Type()));
+}
+
+Value Sm90PromotedMainLoop::buildChain(const ConsumerThread &thread,
+                                       RingSlot slot, int64_t wave,
+                                       Value previous) {
+  constexpr uint64_t fixedFields = encodeWgmmaDescriptor(
+      getKMajorSwizzledTile(/*startAddress=*/0, WgmmaSwizzle::bytes128));
+  Value aRows = k.sharedAddress(
+      k.stageAddress(&StageLayout::a, slot.stage),
+      arith::MulIOp::create(b, k.getWaveRow(thread, wave), k.i32(kRowBytes)));
+  Value descA = k.withStartAddress(fixedFields, aRows);
+  Value descB = k.withStartAddress(fixedFields,
+                                   k.stageAddress(&StageLayout::b, slot.stage));
+  auto shape =
+      NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, plan.mmaK);
+  Value accumulator = previous;
+  // FP8: one byte per element, so K step s starts 32s bytes into the rows.
+  for (int64_t step = 0; step < plan.tileK / plan.mmaK; ++step) {
+    Value offset = k.i64(getWgmmaAddressStep(step * plan.mmaK));
+    // The chain's first step does not accumulate: its input is ignored.
+    accumulator = NVVM::WgmmaMmaAsyncOp::create(
+        b, accumulator.getType(), accumulator,
+        arith::AddIOp::create(b, descA, offset),
+        arith::AddIOp::create(b, descB, offset), shape,
+        getWgmmaType(plan.a.elementType), getWgmmaType(plan.b.elementType),
+        NVVM::WGMMATypes::f32,
+        step == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
+  }
+  return accumulator;
+}
+
+void Sm90PromotedMainLoop::copyTileScales(const ConsumerThread &thread,
+                                          TileOrigin origin) {
+  // Every consumer is done with the previous tile's scales before they are
+  // overwritten, and sees all of this tile's before it reads one.
+  k.syncConsumers();
+  Value consumerThread = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, thread.consumer, k.i32(kWarpgroupThreads)),
+      thread.threadInGroup);
+  int64_t threads = kWarpgroupThreads * plan.consumerWarpgroups;
+  auto copy = [&](const OperandPlan &operand, Value scales, int64_t buffer,
+                  Value rowOrigin, int64_t tileRows) {
+    if (operand.scales != ScaleStaging::tileBlocks)
+      return;
+    // Rows [first, first + blocks) of the compact [R/128, KB] scales, the
+    // last one clamped into the matrix (its tile rows are never stored).
+    int64_t blocks = std::max<int64_t>(1, tileRows / kFP8ScaleBlock);
+    int64_t lastBlock = llvm::divideCeil(operand.rows, kFP8ScaleBlock) - 1;
+    Value firstBlock =
+        arith::DivUIOp::create(b, rowOrigin, k.i32(kFP8ScaleBlock));
+    int64_t count = blocks * plan.kBlocks();
+    auto loop = scf::ForOp::create(b, consumerThread, k.i32(count),
+                                   k.i32(threads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value i = loop.getInductionVar();
+    Value block = arith::MinUIOp::create(
+        b,
+        arith::AddIOp::create(
+            b, firstBlock, arith::DivUIOp::create(b, i, k.i32(plan.kBlocks()))),
+        k.i32(lastBlock));
+    Value index = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, block, k.i32(plan.kBlocks())),
+        arith::RemUIOp::create(b, i, k.i32(plan.kBlocks())));
+    LLVM::StoreOp::create(
+        b, k.loadGlobalF32(scales, index),
+        k.sharedPointer(scaleAddress(k.sharedAddress(buffer), i)), 4);
+  };
+  copy(plan.a, k.getArguments().aScales, plan.tileScalesA, origin.m,
+       plan.tileM);
+  copy(plan.b, k.getArguments().bScales, plan.tileScalesB, origin.n,
+       plan.tileN);
+  k.syncConsumers();
+}
+
+SmallVector<Value> Sm90PromotedMainLoop::loadRowScales(
+    const ConsumerThread &thread, RingSlot slot, Value kBlock, int64_t wave) {
+  SmallVector<Value> scales;
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = k.getFragmentCoordinates(thread, wave, 2 * half).first;
+    if (plan.a.scales == ScaleStaging::stageRows) {
+      scales.push_back(k.loadSharedF32(
+          scaleAddress(k.stageAddress(&StageLayout::aScales, slot.stage), row)));
+      continue;
+    }
+    Value index = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b, arith::DivUIOp::create(b, row, k.i32(kFP8ScaleBlock)),
+            k.i32(plan.kBlocks())),
+        kBlock);
+    scales.push_back(
+        k.loadSharedF32(scaleAddress(k.sharedAddress(plan.tileScalesA), index)));
+  }
+  return scales;
+}
+
+ColumnScales Sm90PromotedMainLoop::getColumnScales(RingSlot slot,
+                                                  Value kBlock) {
+  if (plan.b.scales == ScaleStaging::tileBlocks)
+    return {k.loadSharedF32(
+                scaleAddress(k.sharedAddress(plan.tileScalesB), kBlock)),
+            Value()};
+  return {Value(), k.stageAddress(&StageLayout::bScales, slot.stage)};
+}
+
+Value Sm90PromotedMainLoop::promote(const ConsumerThread &thread,
+                                    Value accumulator, Value partial,
+                                    ArrayRef<Value> rowScales,
+                                    const ColumnScales &columnScales) {
+  // sa[row] * sb[column] per element, computed after the wgmma wait so that
+  // the loads' latency hides behind the chain.
+  SmallVector<Value> products;
+  if (columnScales.tile) {
+    for (Value row : rowScales)
+      products.push_back(arith::MulFOp::create(b, row, columnScales.tile));
+  }
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  Value columnPair;
+  for (int64_t e = 0; e < fragment(); ++e) {
+    Value sum = LLVM::ExtractValueOp::create(b, accumulator, e);
+    Value part = LLVM::ExtractValueOp::create(b, partial, e);
+    Value scale;
+    if (columnScales.tile) {
+      scale = products[(e / 2) % 2];
+    } else if (columnScales.stageColumns) {
+      // Elements 4j..4j+3 are columns c and c + 1 (of two rows), c even:
+      // one 8-byte load of the pair.
+      if (e % 4 == 0) {
+        Value column = k.getFragmentCoordinates(thread, 0, e).second;
+        columnPair = LLVM::LoadOp::create(
+            b, pairType,
+            k.sharedPointer(scaleAddress(columnScales.stageColumns, column)),
+            /*alignment=*/8);
+      }
+      scale = arith::MulFOp::create(
+          b, rowScales[(e / 2) % 2],
+          vector::ExtractOp::create(b, columnPair, e % 2));
+    }
+    sum = scale ? LLVM::FMAOp::create(b, part, scale, sum).getResult()
+                : arith::AddFOp::create(b, sum, part).getResult();
+    accumulator = LLVM::InsertValueOp::create(b, accumulator, sum, e);
+  }
+  return accumulator;
+}
+
+Value Sm90PromotedMainLoop::pin(Value accumulator) {
+  SmallVector<Value> elements;
+  std::string constraints;
+  for (int64_t e = 0; e < fragment(); ++e) {
+    elements.push_back(LLVM::ExtractValueOp::create(b, accumulator, e));
+    constraints += "=f,";
+  }
+  for (int64_t e = 0; e < fragment(); ++e)
+    constraints += std::to_string(e) + (e + 1 < fragment() ? "," : "");
+  return LLVM::InlineAsmOp::create(
+             b, accumulator.getType(), elements, "", constraints,
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
+                                      TileOrigin origin, Value iteration) {
+  bool blockwise = plan.recipe == GemmRecipe::blockwise;
+  if (plan.a.scales == ScaleStaging::tileBlocks ||
+      plan.b.scales == ScaleStaging::tileBlocks)
+    copyTileScales(thread, origin);
+  // Loop-carried: the ring iteration, the partial accumulator, and each
+  // wave's promoted accumulator.
+  Value zero = LLVM::ZeroOp::create(b, getAccumulatorType());
+  SmallVector<Value> initial{iteration, zero};
+  initial.append(plan.wavesM, zero);
+  auto loop = scf::ForOp::create(b, k.i32(0), k.i32(plan.kBlocks()), k.i32(1),
+                                 initial);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value it = loop.getRegionIterArg(0), kBlock = loop.getInductionVar();
+    RingSlot slot = k.getRingSlot(it, /*producer=*/false);
+    k.waitBarrier(k.fullBarrier(slot.stage), slot.parity);
+    // Each wave's row scales are read just before its chain, so that they
+    // are not live across another wave's. The stage is released after the
+    // last wave's wait, or after its promotion where that reads the stage's
+    // column scales.
+    ColumnScales columnScales;
+    if (blockwise)
+      columnScales = getColumnScales(slot, kBlock);
+    bool releaseAfterPromotion = bool(columnScales.stageColumns);
+    Value partial = loop.getRegionIterArg(1);
+    SmallVector<Value> promoted;
+    for (int64_t wave = 0; wave < plan.wavesM; ++wave) {
+      SmallVector<Value> rowScales;
+      if (blockwise)
+        rowScales = loadRowScales(thread, slot, kBlock, wave);
+      NVVM::WgmmaFenceAlignedOp::create(b);
+      partial = buildChain(thread, slot, wave, partial);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b);
+      NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+      bool last = wave == plan.wavesM - 1;
+      if (last && !releaseAfterPromotion)
+        k.releaseStage(thread, slot.stage);
+      promoted.push_back(pin(promote(thread, loop.getRegionIterArg(2 + wave),
+                                     partial, rowScales, columnScales)));
+      if (last && releaseAfterPromotion)
+        k.releaseStage(thread, slot.stage);
+    }
+    SmallVector<Value> results{arith::AddIOp::create(b, it, k.i32(1)),
+                               partial};
+    results.append(promoted);
+    scf::YieldOp::create(b, results);
+  }
+  SmallVector<SmallVector<Value>> waves;
+  Value scale;
+  if (plan.recipe == GemmRecipe::perTensor)
+    scale = arith::MulFOp::create(
+        b, k.loadGlobalF32(k.getArguments().aScales, k.i32(0)),
+        k.loadGlobalF32(k.getArguments().bScales, k.i32(0)));
+  for (int64_t wave = 0; wave < plan.wavesM; ++wave) {
+    SmallVector<Value> &values = waves.emplace_back();
+    Value accumulator = loop.getResult(2 + wave);
+    for (int64_t e = 0; e < fragment(); ++e) {
+      Value value = LLVM::ExtractValueOp::create(b, accumulator, e);
+      values.push_back(scale ? arith::MulFOp::create(b, value, scale).getResult()
+                             : value);
+    }
+  }
+  k.storeWaves(thread, origin, waves);
+  return loop.getResult(0);
+}
+
+std::unique_ptr<GemmMainLoop>
+gemm::createSm90PromotedMainLoop(GemmKernelBuilder &k) {
+  return std::make_unique<Sm90PromotedMainLoop>(k);
+}
