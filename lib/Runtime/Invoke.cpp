@@ -106,7 +106,8 @@ extern "C" MXRT_API int32_t mxrtInvoke(void *function, void *stream,
     exported[i] = mxrtExportDLPack(
         head->aligned + head->offset * layout.itemBytes,
         owned[i] ? head->allocated : nullptr, layout.storedRank,
-        layout.storedShape, layout.code, layout.bits, 0, stream);
+        layout.storedShape, layout.code, layout.bits,
+        mxrt::getDefaultDevice(), stream);
     if (!exported[i])
       return MXRT_ERROR_INVALID_ARGUMENT;
   }
