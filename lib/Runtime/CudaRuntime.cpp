@@ -574,9 +574,7 @@ MGPU_API void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
     mgpuMemHostUnregister(ptr);
 }
 
-MGPU_API void mgpuSetDefaultDevice(int32_t device) {
-  setDefaultDevice(device);
-}
+MGPU_API void mgpuSetDefaultDevice(int32_t device) { setDefaultDevice(device); }
 
 //===----------------------------------------------------------------------===//
 // mxrt* device helpers

@@ -35,7 +35,6 @@
 #include <string>
 #include <thread>
 
-
 using namespace mxrt;
 using nccl::Comm;
 using nccl::Result;
@@ -110,14 +109,14 @@ const Library &getLibrary() {
 // "<call> failed with ncclInvalidUsage (5): <error string>: <last error>".
 std::string describeFailure(const char *call, Result result, Comm comm) {
   static const char *const names[] = {
-      "ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError",
-      "ncclInternalError",   "ncclInvalidArgument",    "ncclInvalidUsage",
-      "ncclRemoteError",     "ncclInProgress"};
+      "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+      "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+      "ncclRemoteError",   "ncclInProgress"};
   const Library &lib = getLibrary();
   bool known = result >= 0 && result < static_cast<int>(std::size(names));
   std::string text = format("%s failed with %s (%d): %s", call,
-                            known ? names[result] : "an unknown result",
-                            result, lib.getErrorString(result));
+                            known ? names[result] : "an unknown result", result,
+                            lib.getErrorString(result));
   const char *last = lib.getLastError ? lib.getLastError(comm) : nullptr;
   if (last && *last)
     text += format(": %s", last);
@@ -178,13 +177,13 @@ Progress poll(Communicator &c, const Pending &p, int32_t *status) {
   }
   Result async = nccl::Success;
   Result result = getLibrary().commGetAsyncError(c.comm, &async);
-  if (result != nccl::Success || (async != nccl::Success &&
-                                  async != nccl::InProgress)) {
+  if (result != nccl::Success ||
+      (async != nccl::Success && async != nccl::InProgress)) {
     *status = abortCommunicator(
-        c, p.what + ": " +
-               describeFailure("NCCL (asynchronously)",
-                               result != nccl::Success ? result : async,
-                               c.comm));
+        c,
+        p.what + ": " +
+            describeFailure("NCCL (asynchronously)",
+                            result != nccl::Success ? result : async, c.comm));
     return Progress::failed;
   }
   if (Clock::now() - p.start > c.timeout) {
@@ -321,8 +320,8 @@ int32_t getReduction(const char *call, int32_t elemType, int32_t op, int *type,
                      uint64_t *bytes, int *redOp) {
   if (!getDataType(elemType, type, bytes))
     return fail(MXRT_ERROR_INVALID_ARGUMENT,
-                format("%s: element type %d is not F32, BF16, F16 or U32",
-                       call, elemType));
+                format("%s: element type %d is not F32, BF16, F16 or U32", call,
+                       elemType));
   if (op != MXRT_REDUCE_SUM && op != MXRT_REDUCE_MAX)
     return fail(MXRT_ERROR_INVALID_ARGUMENT,
                 format("%s: reduction %d is neither MXRT_REDUCE_SUM nor "
@@ -343,8 +342,8 @@ struct InitState {
   Comm comm = nullptr;
 };
 
-void initOnThread(std::shared_ptr<InitState> state, nccl::UniqueId id,
-                  int size, int rank, int device) {
+void initOnThread(std::shared_ptr<InitState> state, nccl::UniqueId id, int size,
+                  int rank, int device) {
   setDefaultDevice(device);
   Comm comm = nullptr;
   Result result = nccl::Success;
@@ -426,8 +425,8 @@ MXRT_API int32_t mxrtCommInit(const void *id, int32_t size, int32_t rank,
   if (state->status)
     return state->status;
   if (state->result != nccl::Success)
-    return fail(MXRT_ERROR_NCCL, describeFailure("ncclCommInitRank",
-                                                 state->result, nullptr));
+    return fail(MXRT_ERROR_NCCL,
+                describeFailure("ncclCommInitRank", state->result, nullptr));
   auto c = std::make_unique<Communicator>();
   c->comm = state->comm;
   c->size = size;
@@ -474,7 +473,8 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank) {
     return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtCommRank: NULL output");
   std::lock_guard<std::mutex> guard(commMutex);
   if (!current)
-    return fail(MXRT_ERROR_NCCL, "mxrtCommRank: no communicator (mxrtCommInit)");
+    return fail(MXRT_ERROR_NCCL,
+                "mxrtCommRank: no communicator (mxrtCommInit)");
   *size = current->size;
   *rank = current->rank;
   return MXRT_SUCCESS;
@@ -484,12 +484,11 @@ MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,
                                int32_t groupSize, void *stream) {
   if (sendBytes == 0)
     return MXRT_SUCCESS;
-  return runCollective(
-      "mxrtAllGather", describeBytes("all-gather", sendBytes), groupSize,
-      stream, [&](Comm comm, CUstream s) {
-        return getLibrary().allGather(send, recv, sendBytes, nccl::Uint8, comm,
-                                      s);
-      });
+  return runCollective("mxrtAllGather", describeBytes("all-gather", sendBytes),
+                       groupSize, stream, [&](Comm comm, CUstream s) {
+                         return getLibrary().allGather(send, recv, sendBytes,
+                                                       nccl::Uint8, comm, s);
+                       });
 }
 
 MXRT_API int32_t mxrtAllReduce(const void *send, void *recv, uint64_t count,
@@ -522,8 +521,8 @@ MXRT_API int32_t mxrtReduceScatter(const void *send, void *recv,
     return MXRT_SUCCESS;
   return runCollective(
       "mxrtReduceScatter",
-      describeBytes("reduce-scatter", recvCount * bytes * groupSize),
-      groupSize, stream, [&](Comm comm, CUstream s) {
+      describeBytes("reduce-scatter", recvCount * bytes * groupSize), groupSize,
+      stream, [&](Comm comm, CUstream s) {
         return getLibrary().reduceScatter(send, recv, recvCount, type, redOp,
                                           comm, s);
       });

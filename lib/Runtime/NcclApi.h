@@ -18,8 +18,13 @@ namespace mxrt::nccl {
 using Comm = struct OpaqueComm *;
 using Result = int;
 enum : Result { Success = 0, InProgress = 7 };
-enum DataType : int { Uint8 = 1, Uint32 = 3, Float16 = 6, Float32 = 7,
-                      Bfloat16 = 9 };
+enum DataType : int {
+  Uint8 = 1,
+  Uint32 = 3,
+  Float16 = 6,
+  Float32 = 7,
+  Bfloat16 = 9
+};
 enum RedOp : int { Sum = 0, Max = 2 };
 struct UniqueId {
   char internal[MXRT_UNIQUE_ID_BYTES];

@@ -294,9 +294,9 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank);
  * `stream`: NULL is the call stream in call-stream mode (see
  * mxrtSetCallStream), else the legacy default stream, and then the call
  * waits for the collective to complete; on the call stream or a given one
- * it returns once the collective is enqueued (the watchdog follows it). `groupSize` is the number of
- * devices the program was partitioned for; it must be the communicator's
- * size. Buffers are device memory of this rank's device.
+ * it returns once the collective is enqueued (the watchdog follows it).
+ * `groupSize` is the number of devices the program was partitioned for; it must
+ * be the communicator's size. Buffers are device memory of this rank's device.
  *  mxrtAllGather      recv = the `sendBytes` of every rank's send, in rank
  *                     order (bytes: any element type, packed FP4 included).
  *  mxrtAllReduce      recv = the element-wise `op` of every rank's `count`

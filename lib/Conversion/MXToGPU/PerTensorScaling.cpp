@@ -122,8 +122,8 @@ Value reduceChunks(OpBuilder &b, Location l, const FlatChunks &chunks,
       auto constant = [&](float v) {
         return splat(b, l, magnitudes, b.getF32FloatAttr(v));
       };
-      Value isFinite = arith::CmpFOp::create(
-          b, l, arith::CmpFPredicate::OLT, magnitudes, constant(INFINITY));
+      Value isFinite = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT,
+                                             magnitudes, constant(INFINITY));
       magnitudes =
           arith::SelectOp::create(b, l, isFinite, magnitudes, constant(0.0f));
     }

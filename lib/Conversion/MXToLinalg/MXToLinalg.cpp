@@ -169,21 +169,19 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
     bool nvfp4 = isNVFP4Scale(scaleType);
     // A given amax is the whole tensor's: the one block's (per-tensor) or
     // the finite one NVFP4's tensor scale derives from.
-    Value givenAmax =
-        adaptor.getAmax() ? tensor::ExtractOp::create(rewriter, loc,
-                                                      adaptor.getAmax(),
-                                                      ValueRange{})
+    Value givenAmax = adaptor.getAmax()
+                          ? tensor::ExtractOp::create(
+                                rewriter, loc, adaptor.getAmax(), ValueRange{})
                                 .getResult()
                           : Value();
-    Value amax =
-        givenAmax && !nvfp4
-            ? tensor::FromElementsOp::create(
-                  rewriter, loc,
-                  RankedTensorType::get(scalesType.getShape(),
-                                        rewriter.getF32Type()),
-                  givenAmax)
-                  .getResult()
-            : buildBlockAmax(rewriter, loc, adaptor.getInput(), block);
+    Value amax = givenAmax && !nvfp4
+                     ? tensor::FromElementsOp::create(
+                           rewriter, loc,
+                           RankedTensorType::get(scalesType.getShape(),
+                                                 rewriter.getF32Type()),
+                           givenAmax)
+                           .getResult()
+                     : buildBlockAmax(rewriter, loc, adaptor.getInput(), block);
     // NVFP4's tensor scale, given or from the amax of the finite elements.
     Value tensorScale;
     if (nvfp4 && adaptor.getTensorScale())
@@ -548,9 +546,9 @@ struct AmaxOpLowering : OpConversionPattern<AmaxOp> {
   LogicalResult
   matchAndRewrite(AmaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Value amax = buildTensorMax(
-        rewriter, op.getLoc(), adaptor.getInput(),
-        op.getFinite() ? BlockMax::finiteMagnitude : BlockMax::magnitude);
+    Value amax = buildTensorMax(rewriter, op.getLoc(), adaptor.getInput(),
+                                op.getFinite() ? BlockMax::finiteMagnitude
+                                               : BlockMax::magnitude);
     rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, op.getType(), amax);
     return success();
   }

@@ -37,12 +37,12 @@ void mx::replaceByLocalValue(RewriterBase &rewriter, Operation *collective) {
   Type element = resultType.getElementType();
   if (inputType.getElementType() != element) {
     auto converted = inputType.clone(element);
-    input = element.getIntOrFloatBitWidth() >
-                    inputType.getElementType().getIntOrFloatBitWidth()
-                ? arith::ExtFOp::create(rewriter, loc, converted, input)
-                      .getResult()
-                : arith::TruncFOp::create(rewriter, loc, converted, input)
-                      .getResult();
+    input =
+        element.getIntOrFloatBitWidth() >
+                inputType.getElementType().getIntOrFloatBitWidth()
+            ? arith::ExtFOp::create(rewriter, loc, converted, input).getResult()
+            : arith::TruncFOp::create(rewriter, loc, converted, input)
+                  .getResult();
   }
   if (input.getType() != resultType)
     input = tensor::CastOp::create(rewriter, loc, resultType, input);

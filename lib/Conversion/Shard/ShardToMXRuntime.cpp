@@ -144,7 +144,8 @@ Value buildKeyValue(ImplicitLocOpBuilder &b, Value key, Type type) {
   Value wasPositive = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, key,
                                             constantI32(b, 0));
   Value bits = arith::SelectOp::create(
-      b, wasPositive, arith::XOrIOp::create(b, key, constantI32(b, 0x80000000u)),
+      b, wasPositive,
+      arith::XOrIOp::create(b, key, constantI32(b, 0x80000000u)),
       arith::XOrIOp::create(b, key, constantI32(b, ~0u)));
   Value isNaN = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, key,
                                       constantI32(b, ~0u));
@@ -334,19 +335,19 @@ private:
       Value reduced =
           scatterAxis ? allocDevice(b, b.getLoc(), keysType(recvCount)) : keys;
       Value flatInput = flatten(b, toBuffer(b, b.getLoc(), input));
-      buildElementwiseKernel(b, sendCount, [&](ImplicitLocOpBuilder &kb,
-                                               Value i) {
-        Value value = memref::LoadOp::create(kb, flatInput, i);
-        memref::StoreOp::create(kb, buildOrderKey(kb, value), keys, i);
-      });
+      buildElementwiseKernel(
+          b, sendCount, [&](ImplicitLocOpBuilder &kb, Value i) {
+            Value value = memref::LoadOp::create(kb, flatInput, i);
+            memref::StoreOp::create(kb, buildOrderKey(kb, value), keys, i);
+          });
       call(keys, reduced, MXRT_TYPE_U32);
       Value flatRecv = flatten(b, recv);
-      buildElementwiseKernel(b, recvCount, [&](ImplicitLocOpBuilder &kb,
-                                               Value i) {
-        Value key = memref::LoadOp::create(kb, reduced, i);
-        memref::StoreOp::create(kb, buildKeyValue(kb, key, element), flatRecv,
-                                i);
-      });
+      buildElementwiseKernel(
+          b, recvCount, [&](ImplicitLocOpBuilder &kb, Value i) {
+            Value key = memref::LoadOp::create(kb, reduced, i);
+            memref::StoreOp::create(kb, buildKeyValue(kb, key, element),
+                                    flatRecv, i);
+          });
       gpu::DeallocOp::create(b, Type(), ValueRange(), keys);
       if (scatterAxis)
         gpu::DeallocOp::create(b, Type(), ValueRange(), reduced);
@@ -384,8 +385,8 @@ struct ConvertShardToMXRuntimePass
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<shard::ShardDialect>(op->getDialect()) ||
-          (isa<arith::TruncFOp>(op) && isa<RankedTensorType>(
-                                           op->getResult(0).getType())))
+          (isa<arith::TruncFOp>(op) &&
+           isa<RankedTensorType>(op->getResult(0).getType())))
         ops.push_back(op);
     });
     SymbolTableCollection symbols;

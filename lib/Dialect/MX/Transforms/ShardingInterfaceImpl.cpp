@@ -323,8 +323,8 @@ void addMatmulOperand(LoopModel &model, StringRef name, Value data,
   std::string scalesName = (name + " scales").str();
   SmallVector<int64_t> scaleLoops(batchLoops);
   if (scalesType.getRank() == rank + 3) {
-    scaleLoops.append({rowsLoop, kLoop, LoopModel::kOwn, LoopModel::kOwn,
-                       LoopModel::kOwn});
+    scaleLoops.append(
+        {rowsLoop, kLoop, LoopModel::kOwn, LoopModel::kOwn, LoopModel::kOwn});
     model.requireMultiple(rowsLoop, kSwizzleTileRows,
                           "the 128-row tiles of its " + scalesName);
     model.requireMultiple(kLoop, kSwizzleTileCols * blockK,
@@ -342,9 +342,8 @@ void addMatmulOperand(LoopModel &model, StringRef name, Value data,
   }
   // Linear scales follow the data where there is more than one block.
   scaleLoops.append(2, LoopModel::kOwn);
-  for (auto [d, loop, extent] :
-       {std::tuple(view.rowsDim, rowsLoop, blockRows),
-        std::tuple(view.kDim, kLoop, blockK)}) {
+  for (auto [d, loop, extent] : {std::tuple(view.rowsDim, rowsLoop, blockRows),
+                                 std::tuple(view.kDim, kLoop, blockK)}) {
     if (scalesType.getDimSize(d) == 1)
       continue;
     scaleLoops[d] = loop;
@@ -447,15 +446,6 @@ LoopModel buildLoopModel(Operation *op) {
 
 enum class SplitCheck { ok, gather, error };
 
-std::string formatAxes(ArrayRef<GridAxis> axes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << '[';
-  llvm::interleaveComma(axes, os);
-  os << ']';
-  return text;
-}
-
 /// Checks a split of the loop of `rule` over `axes` of `grid`; explains a
 /// broken rule in `message`.
 SplitCheck checkSplit(const LoopRule &rule, shard::GridOp grid,
@@ -465,8 +455,9 @@ SplitCheck checkSplit(const LoopRule &rule, shard::GridOp grid,
   llvm::raw_string_ostream os(message);
   int64_t devices = shard::collectiveProcessGroupSize(axes, grid);
   os << "splits " << rule.name << " (" << rule.extent
-     << " elements) over grid axes " << formatAxes(axes) << " of @"
-     << grid.getSymName();
+     << " elements) over grid axes [";
+  llvm::interleaveComma(axes, os);
+  os << "] of @" << grid.getSymName();
   if (ShapedType::isDynamic(devices)) {
     os << ", whose size is dynamic: mx ops partition over static grids";
     return SplitCheck::error;
@@ -505,9 +496,9 @@ LogicalResult verifySplits(Operation *op, const LoopModel &model,
 }
 
 shard::GridOp lookupGrid(Operation *op, FlatSymbolRefAttr symbol) {
-  return symbol ? SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op,
-                                                                       symbol)
-                : shard::GridOp();
+  return symbol
+             ? SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, symbol)
+             : shard::GridOp();
 }
 
 /// The grid axes of every split loop of `loopAxes` that `select` accepts,
@@ -535,9 +526,9 @@ Sharding getLoopSharding(FlatSymbolRefAttr grid, ShardingArrayRef loopAxes,
   for (AffineExpr result : map.getResults()) {
     unsigned loop = cast<AffineDimExpr>(result).getPosition();
     splitAxes.push_back(shard::GridAxesAttr::get(
-        map.getContext(), loop < loopAxes.size() ? ArrayRef<GridAxis>(
-                                                       loopAxes[loop])
-                                                 : ArrayRef<GridAxis>()));
+        map.getContext(), loop < loopAxes.size()
+                              ? ArrayRef<GridAxis>(loopAxes[loop])
+                              : ArrayRef<GridAxis>()));
   }
   return Sharding::get(grid, splitAxes);
 }
@@ -554,7 +545,8 @@ Value skipShardOps(Value value) {
 }
 
 /// The uses of `value`, looking through shard.shard annotations.
-void collectUsesThroughShardOps(Value value, SmallVectorImpl<OpOperand *> &uses) {
+void collectUsesThroughShardOps(Value value,
+                                SmallVectorImpl<OpOperand *> &uses) {
   for (OpOperand &use : value.getUses()) {
     if (auto shardOp = dyn_cast<shard::ShardOp>(use.getOwner()))
       collectUsesThroughShardOps(shardOp.getResult(), uses);
@@ -633,11 +625,12 @@ struct Partitioning {
   LogicalResult cloneOnShards(ArrayRef<Value> operands) const {
     IRMapping local;
     local.map(op->getOperands(), operands);
-    shard::partitionTriviallyShardableOperation(
-        *op, operands, operandShardings, resultShardings, local, symbols,
-        builder);
-    map.map(op->getResults(), llvm::map_to_vector(op->getResults(), [&](
-                                  Value r) { return local.lookup(r); }));
+    shard::partitionTriviallyShardableOperation(*op, operands, operandShardings,
+                                                resultShardings, local, symbols,
+                                                builder);
+    map.map(op->getResults(),
+            llvm::map_to_vector(op->getResults(),
+                                [&](Value r) { return local.lookup(r); }));
     return success();
   }
   LogicalResult cloneOnShards() const { return cloneOnShards(operands); }
@@ -651,7 +644,8 @@ struct Partitioning {
   Value allReduce(Value value, ArrayRef<GridAxis> axes,
                   ReductionKind kind) const {
     ImplicitLocOpBuilder b = getBuilder();
-    return shard::AllReduceOp::create(b, value, shard::GridOp(grid).getSymName(), axes, kind)
+    return shard::AllReduceOp::create(
+               b, value, shard::GridOp(grid).getSymName(), axes, kind)
         .getResult();
   }
 };
@@ -675,9 +669,9 @@ LogicalResult partitionOp(QuantizeOp op, const Partitioning &p) {
   SmallVector<Type> types = llvm::map_to_vector(
       llvm::seq<unsigned>(0, op->getNumResults()),
       [&](unsigned i) -> Type { return p.getShardType(i); });
-  auto quantize = QuantizeOp::create(b, types, input, /*tensor_scale=*/Value(),
-                                     amax, op.getBlockAttr(),
-                                     op.getRoundingAttr());
+  auto quantize =
+      QuantizeOp::create(b, types, input, /*tensor_scale=*/Value(), amax,
+                         op.getBlockAttr(), op.getRoundingAttr());
   p.map.map(op->getResults(), quantize->getResults());
   return success();
 }
@@ -708,8 +702,7 @@ LogicalResult partitionOp(ScaledMatmulOp op, const Partitioning &p) {
   local.map(op->getOperands(), p.operands);
   Operation *partial = b.clone(*op, local);
   partial->getResult(0).setType(resultType.clone(b.getF32Type()));
-  Value sum =
-      p.allReduce(partial->getResult(0), kAxes, ReductionKind::Sum);
+  Value sum = p.allReduce(partial->getResult(0), kAxes, ReductionKind::Sum);
   if (!resultType.getElementType().isF32())
     sum = arith::TruncFOp::create(b, resultType, sum);
   p.map.map(op.getResult(), sum);
@@ -728,9 +721,8 @@ LogicalResult partitionOp(QuantizeDelayedOp op, const Partitioning &p) {
   // own amax is pending.
   SmallVector<GridAxis> axes = getInputSplitAxes(op);
   if (!axes.empty())
-    p.map.map(op.getNewHistory(),
-              p.allReduce(p.map.lookup(op.getNewHistory()), axes,
-                          ReductionKind::Max));
+    p.map.map(op.getNewHistory(), p.allReduce(p.map.lookup(op.getNewHistory()),
+                                              axes, ReductionKind::Max));
   return success();
 }
 
@@ -763,7 +755,8 @@ struct MXShardingModel
     return buildLoopModel(op).iterators;
   }
 
-  SmallVector<ReductionKind> getReductionLoopIteratorKinds(Operation *op) const {
+  SmallVector<ReductionKind>
+  getReductionLoopIteratorKinds(Operation *op) const {
     return buildLoopModel(op).reductions;
   }
 
@@ -785,8 +778,7 @@ struct MXShardingModel
     if (!grid)
       return option;
     LoopModel model = buildLoopModel(op);
-    for (auto [rule, axes] :
-         llvm::zip(model.rules, option->shardingArray)) {
+    for (auto [rule, axes] : llvm::zip(model.rules, option->shardingArray)) {
       std::string message;
       if (checkSplit(rule, grid, axes, message) == SplitCheck::gather)
         axes.clear();
@@ -798,8 +790,8 @@ struct MXShardingModel
   FailureOr<std::vector<Sharding>>
   getShardingAnnotations(Operation *op, const ShardingOption &option) const {
     if (shard::GridOp grid = lookupGrid(op, option.grid))
-      if (failed(verifySplits(op, buildLoopModel(op), grid,
-                              option.shardingArray)))
+      if (failed(
+              verifySplits(op, buildLoopModel(op), grid, option.shardingArray)))
         return failure();
     return shard::detail::defaultGetShardingAnnotations(op, option);
   }
