@@ -62,3 +62,12 @@ func.func @clash(%d: tensor<128x512xf8E4M3FN>) -> tensor<256x512xf8E4M3FN> {
   %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
   return %g : tensor<256x512xf8E4M3FN>
 }
+
+// -----
+
+shard.grid @one(shape = 1)
+func.func @local_conversion(%x: tensor<64x32xf32>) -> tensor<64x32xf64> {
+  // expected-error @+1 {{'shard.all_reduce' op converts its element type, which the mx runtime does not}}
+  %r = shard.all_reduce %x on @one grid_axes = [0] : tensor<64x32xf32> -> tensor<64x32xf64>
+  return %r : tensor<64x32xf64>
+}

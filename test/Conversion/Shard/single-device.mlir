@@ -46,3 +46,12 @@ func.func @not_partitioned(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
   %x1 = shard.shard %x to %s : tensor<64x32xf32>
   return %x1 : tensor<64x32xf32>
 }
+
+// -----
+
+shard.grid @one(shape = 1)
+func.func @integer_conversion(%x: tensor<4xi32>) -> tensor<4xi64> {
+  // expected-error @+1 {{'shard.all_reduce' op converts 'i32' to 'i64', which only floats do here}}
+  %r = shard.all_reduce %x on @one grid_axes = [0] : tensor<4xi32> -> tensor<4xi64>
+  return %r : tensor<4xi64>
+}
