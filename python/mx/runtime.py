@@ -481,8 +481,9 @@ def set_device(ordinal: int) -> None:
 
 
 def _point_at_nccl() -> None:
-    """Sets $MX_NCCL_LIBRARY to the nvidia-nccl wheel's library (torch's NCCL) when it is installed and
-    the variable is unset; the runtime reads it when it first loads NCCL."""
+    """Sets $MX_NCCL_LIBRARY to the nvidia-nccl wheel's library (torch's NCCL: nvidia/nccl/lib, where
+    the cu12 and cu13 wheels both put it) when it is installed and the variable is unset; the runtime
+    reads it when it first loads NCCL."""
     if os.environ.get("MX_NCCL_LIBRARY"):
         return
     try:
