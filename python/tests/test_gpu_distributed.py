@@ -409,17 +409,20 @@ def _gpu_count():
         return 0
 
 
-needs_2_gpus = pytest.mark.skipif(_gpu_count() < DEVICES, reason="needs torch and 2 CUDA GPUs")
-needs_gpu = pytest.mark.skipif(_gpu_count() < 1 or not runtime.device_available(),
-                               reason="needs torch and a CUDA GPU")
+def _require_gpus(count):
+    """Skips unless torch sees `count` GPUs; asked in the test process only (the spawned workers import
+    this module too, and must not touch a GPU before set_device)."""
+    if _gpu_count() < count or not runtime.device_available():
+        pytest.skip(f"needs torch and {count} CUDA GPU{'s' if count > 1 else ''}")
 
 
-@pytest.fixture(scope="module")
-def programs(tmp_path_factory):
+def _programs(tmp_path_factory):
+    """The compiled programs: $MX_GPU_ARTIFACTS, or built here once."""
     directory = os.environ.get("MX_GPU_ARTIFACTS")
     if not directory:
-        directory = tmp_path_factory.mktemp("distributed")
-        build(directory)
+        directory = tmp_path_factory.getbasetemp() / "distributed"
+        if not directory.is_dir():
+            build(directory)
     return directory
 
 
@@ -434,13 +437,14 @@ def _spawn(tmp_path_factory, target, nprocs, *args):
 
 
 @pytest.fixture(scope="module")
-def two_gpu_results(programs, tmp_path_factory):
+def two_gpu_results(tmp_path_factory):
+    _require_gpus(DEVICES)
+    programs = _programs(tmp_path_factory)
     seed = np.random.SeedSequence().entropy
     print(f"seed = {seed}")
     return _spawn(tmp_path_factory, run_checks, DEVICES, programs, seed)
 
 
-@needs_2_gpus
 @pytest.mark.parametrize("check", list(CHECKS))
 def test_two_gpus(two_gpu_results, check):
     for rank, results in enumerate(two_gpu_results):
@@ -448,18 +452,18 @@ def test_two_gpus(two_gpu_results, check):
         assert results[check] is None, f"rank {rank}: {results[check]}"
 
 
-@needs_2_gpus
-def test_a_rank_that_never_joins_times_out(programs, tmp_path_factory):
+def test_a_rank_that_never_joins_times_out(tmp_path_factory):
+    _require_gpus(DEVICES)
+    programs = _programs(tmp_path_factory)
     for rank, results in enumerate(_spawn(tmp_path_factory, run_timeout, DEVICES, programs, 0)):
         assert "setup" not in results, f"rank {rank}: {results['setup']}"
         assert all(value is None for value in results.values()), f"rank {rank}: {results}"
-    # Rank 0's report has the three checks.
 
 
-@needs_gpu
 @pytest.mark.parametrize("check", ["nccl_missing", "init_timeout", "group_size"])
-def test_failures_are_reported(programs, tmp_path_factory, check):
-    results = _spawn(tmp_path_factory, run_single, 1, programs, check)[0]
+def test_failures_are_reported(tmp_path_factory, check):
+    _require_gpus(1)
+    results = _spawn(tmp_path_factory, run_single, 1, _programs(tmp_path_factory), check)[0]
     assert "setup" not in results, results["setup"]
     assert results[check] is None, results[check]
 
