@@ -19,6 +19,10 @@
 // the source's tensors, so that every compiled library describes itself.
 // Every public function gets a C interface (`_mlir_ciface_*`) in both, so the
 // runtime binding can call it with memref descriptors.
+// A program partitioned over a device grid (mx-partition: upstream's
+// sharding propagation and partitioning through the mx ops' sharding
+// interface) keeps its collectives: the CPU pipeline runs them on a grid of
+// one device, the NVVM pipeline lowers them to the runtime's NCCL calls.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +39,7 @@
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -50,8 +55,18 @@ getFunctionBoundaryBufferizeOptions() {
   return options;
 }
 
+void mx::buildPartitionPipeline(OpPassManager &pm) {
+  shard::ShardingPropagationOptions propagation;
+  propagation.traversal = shard::TraversalOrder::Forward;
+  pm.addNestedPass<func::FuncOp>(shard::createShardingPropagation(propagation));
+  pm.addNestedPass<func::FuncOp>(shard::createPartition());
+  pm.addPass(createCombineCollectives());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void mx::buildMXToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createExportSignatures());
+  pm.addPass(createShardSingleDevice());
   pm.addPass(createConvertMXToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -91,6 +106,7 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
        options.gemm == GemmLowering::cublas ? GemmLowering::automatic
                                             : options.gemm.getValue(),
        options.gemmConfig}));
+  pm.addPass(createConvertShardToMXRuntime());
   pm.addPass(createCanonicalizerPass());
   // Tensors are device memory from here on: nothing may compute on them on
   // the host (after canonicalization, which folds what needs no kernel).
@@ -116,6 +132,12 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
 }
 
 void mx::registerMXPipelines() {
+  PassPipelineRegistration<>(
+      "mx-partition",
+      "Partition the functions of a module whose values carry shard.sharding "
+      "annotations into one program per device (sharding propagation, "
+      "partitioning, reduce-scatters from all-reduces that are sliced).",
+      buildPartitionPipeline);
   PassPipelineRegistration<>(
       "mx-lower-to-cpu",
       "Lower mx ops through linalg and loops to the LLVM dialect for the CPU "

@@ -127,6 +127,10 @@ int32_t checkCu(CUresult result, const char *call) {
 // Contexts
 //===----------------------------------------------------------------------===//
 
+int getDefaultDevice() { return defaultDevice; }
+
+void setDefaultDevice(int ordinal) { defaultDevice = ordinal; }
+
 int32_t enterDevice(int *ordinal) {
   static std::mutex mutex;
   static std::vector<CUcontext> *contexts = new std::vector<CUcontext>();
@@ -570,9 +574,7 @@ MGPU_API void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
     mgpuMemHostUnregister(ptr);
 }
 
-MGPU_API void mgpuSetDefaultDevice(int32_t device) {
-  mxrt::defaultDevice = device;
-}
+MGPU_API void mgpuSetDefaultDevice(int32_t device) { setDefaultDevice(device); }
 
 //===----------------------------------------------------------------------===//
 // mxrt* device helpers

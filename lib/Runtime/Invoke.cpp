@@ -103,10 +103,11 @@ extern "C" MXRT_API int32_t mxrtInvoke(void *function, void *stream,
     cursor += sizeof(DescriptorHead) + 2 * sizeof(int64_t) * layout.rank;
     allocations[i] = head->allocated;
     owned[i] = !isAliased(head->allocated, numArgs, args, allocations, i);
-    exported[i] = mxrtExportDLPack(
-        head->aligned + head->offset * layout.itemBytes,
-        owned[i] ? head->allocated : nullptr, layout.storedRank,
-        layout.storedShape, layout.code, layout.bits, 0, stream);
+    exported[i] =
+        mxrtExportDLPack(head->aligned + head->offset * layout.itemBytes,
+                         owned[i] ? head->allocated : nullptr,
+                         layout.storedRank, layout.storedShape, layout.code,
+                         layout.bits, mxrt::getDefaultDevice(), stream);
     if (!exported[i])
       return MXRT_ERROR_INVALID_ARGUMENT;
   }

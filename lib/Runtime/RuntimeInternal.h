@@ -37,6 +37,11 @@ int32_t cudaFailure(CUresult result, const std::string &call);
 // MXRT_SUCCESS, or cudaFailure; builds no string on success.
 int32_t checkCu(CUresult result, const char *call);
 
+// The calling thread's default device (mgpuSetDefaultDevice), which every
+// entry point runs on.
+int getDefaultDevice();
+void setDefaultDevice(int ordinal);
+
 // Makes the primary context of the default device current (pushed, so the
 // caller's own context is restored by leaveDevice) and returns its ordinal.
 int32_t enterDevice(int *ordinal);

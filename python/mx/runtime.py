@@ -9,14 +9,26 @@ which names the CUDA/cuBLAS call, its status and the device. Memory helpers
 are synchronous and ordered with the legacy default stream, which is also the
 stream scaled_matmul uses unless given another one. Element, scale-mode and
 swizzle enums mirror include/mx/Runtime/MXRuntime.h.
+
+Programs partitioned over several GPUs (one process per GPU) call NCCL
+through the runtime: set_device() picks the process's GPU and
+init_process_group() makes its communicator, once per process, from a
+unique id that one process creates and the others read from a file (under
+torchrun, one named after its rendezvous); the runtime loads NCCL itself,
+from $MX_NCCL_LIBRARY, else the nvidia-nccl wheel that torch uses when it is
+installed, else libnccl.so.2 on the loader's path.
 """
 
 from __future__ import annotations
 
 import ctypes
 import enum
+import importlib.util
 import math
 import os
+import tempfile
+import time
+from pathlib import Path
 from typing import Sequence
 
 import ml_dtypes
@@ -28,6 +40,7 @@ __all__ = [
     "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
     "load_library", "load_compiled", "last_error", "device_available", "compute_capability",
     "synchronize", "scale_nbytes", "scaled_matmul", "tensor_map", "call_mlir_function",
+    "set_device", "unique_id", "init_process_group", "destroy_process_group", "process_group",
 ]
 
 
@@ -39,6 +52,7 @@ class ElemType(enum.IntEnum):
     F32 = 4
     E8M0 = 5  # Scale bytes; only tensor_map takes it.
     F4E2M1 = 6  # Packed two elements to a byte, element 2i in the low nibble.
+    U32 = 7  # Order keys of a float max (mxrtAllReduce).
 
 
 class ScaleMode(enum.IntEnum):
@@ -70,6 +84,7 @@ class Status(enum.IntEnum):
     CUDA = 2
     CUBLAS = 3
     NOT_SUPPORTED = 4
+    NCCL = 5
 
 
 NUMPY_DTYPES = {
@@ -117,7 +132,14 @@ _SIGNATURES = {
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
                          + [_ptr, _ptr, _i32, _ptr]),
     "mxrtTensorMap": (_ptr, [_ptr, _i32, _i32, ctypes.POINTER(_i64), ctypes.POINTER(_i32), _i32]),
+    "mgpuSetDefaultDevice": (None, [_i32]),
+    "mxrtCommUniqueId": (_i32, [_ptr]),
+    "mxrtCommInit": (_i32, [_ptr, _i32, _i32, _i32]),
+    "mxrtCommDestroy": (_i32, []),
+    "mxrtCommRank": (_i32, [ctypes.POINTER(_i32)] * 2),
 }
+
+UNIQUE_ID_BYTES = 128  # MXRT_UNIQUE_ID_BYTES, NCCL's ncclUniqueId.
 
 
 def load_library() -> ctypes.CDLL:
@@ -450,3 +472,100 @@ def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
     if len(result_ranks) == 1:
         return [MemRef.from_descriptor(result)]
     return [MemRef.from_descriptor(getattr(result, f"r{i}")) for i in range(len(result_ranks))]
+
+
+def set_device(ordinal: int) -> None:
+    """Makes GPU `ordinal` the default device of the calling thread (mgpuSetDefaultDevice): the one
+    compiled functions, device buffers and the communicator use. One GPU per process: call it first."""
+    load_library().mgpuSetDefaultDevice(int(ordinal))
+
+
+def _point_at_nccl() -> None:
+    """Sets $MX_NCCL_LIBRARY to the nvidia-nccl wheel's library (torch's NCCL: nvidia/nccl/lib, where
+    the cu12 and cu13 wheels both put it) when it is installed and the variable is unset; the runtime
+    reads it when it first loads NCCL."""
+    if os.environ.get("MX_NCCL_LIBRARY"):
+        return
+    try:
+        spec = importlib.util.find_spec("nvidia.nccl")
+    except ModuleNotFoundError:
+        return
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        library = Path(location) / "lib" / "libnccl.so.2"
+        if library.is_file():
+            os.environ["MX_NCCL_LIBRARY"] = str(library)
+            return
+
+
+def unique_id() -> bytes:
+    """A new NCCL unique id, which one process makes and hands to the others (init_process_group)."""
+    _point_at_nccl()
+    buf = ctypes.create_string_buffer(UNIQUE_ID_BYTES)
+    _check(load_library().mxrtCommUniqueId(buf), "mxrtCommUniqueId")
+    return buf.raw
+
+
+def _torchrun_id_file() -> Path | None:
+    """Where the processes of one torchrun job share the unique id: a file named after the job's
+    rendezvous (its master address and port), or None outside torchrun."""
+    address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if not (address and port):
+        return None
+    run = os.environ.get("TORCHELASTIC_RUN_ID", "")
+    return Path(tempfile.gettempdir()) / f"mx-nccl-{run}-{address}-{port}.id"
+
+
+def _exchange_unique_id(path: Path, rank: int, timeout: float) -> bytes:
+    """Rank 0 writes a new unique id to `path` (atomically); the others wait for it, for at most
+    `timeout` seconds. A path must serve one job only: a stale file would hand out an old id."""
+    if rank == 0:
+        uid = unique_id()
+        partial = path.with_name(path.name + f".{os.getpid()}.tmp")
+        partial.write_bytes(uid)
+        os.replace(partial, path)
+        return uid
+    deadline = time.monotonic() + timeout
+    while not path.is_file() or path.stat().st_size != UNIQUE_ID_BYTES:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank {rank}: no NCCL unique id appeared in {path} within {timeout} s "
+                               "(rank 0 writes it in init_process_group)")
+        time.sleep(0.01)
+    return path.read_bytes()
+
+
+def init_process_group(rank: int | None = None, size: int | None = None, *, device: int | None = None,
+                       uid: bytes | None = None, id_file: str | os.PathLike | None = None,
+                       timeout: float = 300.0) -> None:
+    """Makes this process rank `rank` of `size` in the job's NCCL communicator (mxrtCommInit), on GPU
+    `device`, once per process. Under torchrun every argument has a default: RANK, WORLD_SIZE,
+    LOCAL_RANK, and an id file named after the job's rendezvous. Otherwise pass the unique id (`uid`,
+    from unique_id() in one process) or an `id_file` that rank 0 writes and the others read. Every
+    collective of the communicator, this setup included, fails rather than waits beyond `timeout`
+    seconds."""
+    rank = int(os.environ["RANK"]) if rank is None else rank
+    size = int(os.environ["WORLD_SIZE"]) if size is None else size
+    if device is None:
+        device = int(os.environ.get("LOCAL_RANK", rank))
+    set_device(device)
+    _point_at_nccl()
+    if uid is None:
+        path = Path(id_file) if id_file is not None else _torchrun_id_file()
+        if path is None:
+            raise ValueError("init_process_group needs `uid` or `id_file` outside torchrun")
+        uid = _exchange_unique_id(path, rank, timeout)
+    if len(uid) != UNIQUE_ID_BYTES:
+        raise ValueError(f"a unique id has {UNIQUE_ID_BYTES} bytes, got {len(uid)}")
+    _check(load_library().mxrtCommInit(ctypes.create_string_buffer(uid, UNIQUE_ID_BYTES), size, rank,
+                                       max(1, math.ceil(timeout))), "mxrtCommInit")
+
+
+def destroy_process_group() -> None:
+    """Destroys this process's communicator (after its pending collectives)."""
+    _check(load_library().mxrtCommDestroy(), "mxrtCommDestroy")
+
+
+def process_group() -> tuple[int, int]:
+    """(size, rank) of this process's communicator."""
+    size, rank = ctypes.c_int32(), ctypes.c_int32()
+    _check(load_library().mxrtCommRank(ctypes.byref(size), ctypes.byref(rank)), "mxrtCommRank")
+    return size.value, rank.value

@@ -4,8 +4,9 @@
   with `bash -e -o pipefail`, python blocks as separate processes of this Python (the venv's). The
   set-up block's two commands (`./utils/setup.sh`, `./utils/test.sh`) are left out, by exact match
   of the command. An HTML comment on the line before a block names what it needs besides the CPU
-  build: `<!-- gpu -->` (a GPU, mx.runtime.device_available()), `<!-- torch -->` (torch importable)
-  and `<!-- mx_runtime -->` (libmx_runtime.so built), in any combination (`<!-- gpu torch -->`);
+  build: `<!-- gpu -->` (a GPU, mx.runtime.device_available()), `<!-- gpus2 -->` (2 GPUs, as torch
+  counts them), `<!-- torch -->` (torch importable) and `<!-- mx_runtime -->` (libmx_runtime.so
+  built), in any combination (`<!-- gpu torch -->`);
   the block is skipped where one is missing. `<!-- excerpt: FILE -->` before an ```mlir block says
   that its lines (in runs separated by `...` lines) are copied from FILE, and they must still be.
 * Every examples/*.mlir is run with the command its header comment gives and must print memrefs;
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 EXAMPLES = ROOT / "examples"
 SETUP_COMMANDS = ("./utils/setup.sh", "./utils/test.sh")
-REQUIREMENTS = ("gpu", "torch", "mx_runtime")
+REQUIREMENTS = ("gpu", "gpus2", "torch", "mx_runtime")
 TIMEOUT = 300
 
 
@@ -84,6 +85,12 @@ def missing_requirement(requirements) -> str | None:
                 return "needs a GPU"
         elif need == "torch" and importlib.util.find_spec("torch") is None:
             return "needs torch"
+        elif need == "gpus2":
+            if importlib.util.find_spec("torch") is None:
+                return "needs torch to count the GPUs"
+            import torch
+            if torch.cuda.device_count() < 2:
+                return "needs 2 GPUs"
         elif need == "mx_runtime":
             from mx import toolchain
             if toolchain.runtime_library_dir() is None:

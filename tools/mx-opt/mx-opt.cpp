@@ -1,6 +1,7 @@
 //===- mx-opt.cpp - The mx optimizer driver -------------------------------===//
 //
-// mlir-opt with the mx dialect, its conversion passes and its pipelines added.
+// mlir-opt with the mx dialect, its sharding interface models, its conversion
+// passes and its pipelines added.
 // Every upstream dialect, pass and LLVM IR translation is registered too, so
 // one tool takes a .mlir file from mx ops down to LLVM IR or a GPU binary.
 //
@@ -8,6 +9,7 @@
 
 #include "mx/Conversion/Passes.h"
 #include "mx/Dialect/MX/IR/MXDialect.h"
+#include "mx/Dialect/MX/Transforms/ShardingInterfaceImpl.h"
 #include "mx/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -27,6 +29,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
   registry.insert<mx::MXDialect>();
+  mx::registerShardingInterfaceExternalModels(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mx optimizer driver\n", registry));
 }

@@ -165,6 +165,103 @@ def ConvertMXToCublas : Pass<"convert-mx-to-cublas", "mlir::ModuleOp"> {
   ];
 }
 
+def CombineCollectives : Pass<"mx-combine-collectives"> {
+  let summary = "Fuse an all-reduce that is then sliced into a reduce-scatter";
+  let description = [{
+    Runs after `shard-partition` (in `mx-partition`). A sum that every device
+    computes whole and then keeps a slice of -- a `shard.all_reduce` whose
+    only user is a `shard.all_slice` over the same grid axes, possibly
+    through the `arith.truncf` that rounds a K-split `mx.scaled_matmul`'s f32
+    partial sums -- is a `shard.reduce_scatter`: each device receives its
+    slice of the sum only, and half the bytes cross the wire. The rounding
+    moves after the scatter.
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-combine-collectives
+    %s = shard.all_reduce %p on @grid grid_axes = [0] : tensor<256x128xf32> -> tensor<256x128xf32>
+    %t = arith.truncf %s : tensor<256x128xf32> to tensor<256x128xbf16>
+    %m = shard.all_slice %t on @grid grid_axes = [0] slice_axis = 0 : tensor<256x128xbf16> -> tensor<128x128xbf16>
+    // becomes
+    %r = shard.reduce_scatter %p on @grid grid_axes = [0] scatter_axis = 0 : tensor<256x128xf32> -> tensor<128x128xf32>
+    %m = arith.truncf %r : tensor<128x128xf32> to tensor<128x128xbf16>
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::shard::ShardDialect",
+  ];
+}
+
+def ShardSingleDevice : Pass<"mx-shard-single-device", "mlir::ModuleOp"> {
+  let summary = "Run the collectives of a one-device grid locally (the CPU pipeline)";
+  let description = [{
+    `mx-lower-to-cpu` runs one process on one device, so a partitioned
+    program runs there only on a grid of one device, where every collective
+    is local: `shard.all_gather`, `shard.all_reduce`, `shard.reduce_scatter`
+    and `shard.all_slice` over it become their input (converted to the
+    result's element type where the all-reduce says so), and the process
+    index is 0. A collective over more than one device, and any other
+    `shard` op left in the program, is reported and the pass fails; the
+    `shard.grid` symbols are erased.
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-shard-single-device
+    shard.grid @one(shape = 1)
+    %a = shard.all_reduce %x on @one grid_axes = [0] reduction = max : tensor<f32> -> tensor<f32>
+    // becomes %x
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def ConvertShardToMXRuntime : Pass<"convert-shard-to-mxrt", "mlir::ModuleOp"> {
+  let summary = "Lower the shard collectives of a GPU program to NCCL calls of the mx runtime";
+  let description = [{
+    Runs in `mx-lower-to-nvvm`, where tensors are device memory. Each
+    collective of a partitioned program becomes one call of the runtime
+    (include/mx/Runtime/MXRuntime.h), which runs it on the process's NCCL
+    communicator (`mxrtCommInit`) on the call stream; the result buffer comes
+    from `gpu.alloc`:
+
+    * `shard.all_gather` -> `mxrtAllGather`, the bytes of the input (FP4
+      packed, any element type: the compact formats cross the wire as they
+      are);
+    * `shard.all_reduce` -> `mxrtAllReduce` (sum, max) of f32, bf16 or f16;
+    * `shard.reduce_scatter` -> `mxrtReduceScatter` (sum, max).
+
+    NCCL concatenates whole buffers, so a gather or scatter must be along
+    the outermost dimension that is not 1; NCCL's float max drops NaN, so a
+    max reduces order-preserving integer keys of the floats instead (a
+    kernel before and after), which keeps the spec's rule that a NaN amax
+    anywhere is NaN everywhere. The `arith.truncf` that rounds reduced f32
+    partial sums (a K-split `mx.scaled_matmul`) becomes a kernel. The group
+    of a collective must be the whole grid (one communicator per process),
+    whose size the runtime checks against the communicator's; the
+    `shard.grid` symbols are erased. Anything else of the `shard` dialect is
+    reported and the pass fails.
+
+    Example:
+
+    ```mlir
+    // mx-opt --convert-shard-to-mxrt
+    %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0
+        : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
+    // becomes gpu.alloc + llvm.call @mxrtAllGather(%send, %recv, 65536, 2, null)
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::LLVM::LLVMDialect",
+    "mlir::memref::MemRefDialect",
+  ];
+}
+
 def RejectHostCompute : Pass<"mx-reject-host-compute", "mlir::ModuleOp"> {
   let summary = "Reject tensor computations left on the host of a GPU program";
   let description = [{

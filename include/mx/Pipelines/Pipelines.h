@@ -44,6 +44,11 @@ struct MXToNVVMPipelineOptions
                        llvm::cl::init(3)};
 };
 
+/// A module annotated with shard.sharding -> one program per device, with
+/// shard collectives (sharding propagation forward from the annotations,
+/// shard-partition, mx-combine-collectives, canonicalization).
+void buildPartitionPipeline(mlir::OpPassManager &pm);
+
 /// mx -> linalg -> bufferized loops -> LLVM dialect for the host CPU.
 void buildMXToCPUPipeline(mlir::OpPassManager &pm);
 

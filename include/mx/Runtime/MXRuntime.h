@@ -39,7 +39,8 @@ typedef enum mxrtElemType {
   MXRT_TYPE_F16 = 3,
   MXRT_TYPE_F32 = 4,
   MXRT_TYPE_E8M0 = 5,
-  MXRT_TYPE_F4E2M1 = 6
+  MXRT_TYPE_F4E2M1 = 6,
+  MXRT_TYPE_U32 = 7 /* the order keys of a float max (mxrtAllReduce) */
 } mxrtElemType;
 
 /* How an operand X of mxrtScaledMatmul is stored (rows = M for A, N for B):
@@ -84,7 +85,8 @@ typedef enum mxrtStatus {
   MXRT_ERROR_INVALID_ARGUMENT = 1, /* bad shape, type, mode or alignment */
   MXRT_ERROR_CUDA = 2,             /* a CUDA driver call failed */
   MXRT_ERROR_CUBLAS = 3,           /* a cuBLASLt call failed */
-  MXRT_ERROR_NOT_SUPPORTED = 4     /* valid request this GPU cannot run */
+  MXRT_ERROR_NOT_SUPPORTED = 4,    /* valid request this GPU cannot run */
+  MXRT_ERROR_NCCL = 5              /* NCCL is missing, failed or timed out */
 } mxrtStatus;
 
 /* Returns the first error recorded since the previous call ("" if none) and
@@ -174,7 +176,8 @@ typedef struct mxrtResultLayout {
  * function(results, args[0], ..., args[numArgs - 1]) (no `results` pointer
  * when numResults is 0), every argument a pointer (a memref descriptor; at
  * most 16), then each of the numResults descriptors laid out one after the
- * other in `results` is exported with mxrtExportDLPack into exported[i].
+ * other in `results` is exported with mxrtExportDLPack into exported[i]
+ * (on the calling thread's default device, mgpuSetDefaultDevice).
  * owned[i] is 0 when that result's allocation is an argument's or an earlier
  * result's: it is then exported without being freed (copy it). Errors
  * earlier than the call are dropped; a failure of the call returns
@@ -244,6 +247,73 @@ typedef enum mxrtTensorMapSwizzle {
 MXRT_API void *mxrtTensorMap(const void *base, int32_t elemType, int32_t rank,
                              const int64_t *dims, const int32_t *box,
                              int32_t swizzle);
+
+/* Collectives across the GPUs of a job: one process per GPU, each with one
+ * communicator over all of them, on NCCL (libnccl.so.2, or the library that
+ * $MX_NCCL_LIBRARY names), which the runtime loads with dlopen on first use:
+ * the runtime builds and runs without it, and only these functions fail
+ * where it is missing (MXRT_ERROR_NCCL, saying which library was looked for
+ * and why it did not load). An NCCL failure is an MXRT_ERROR_NCCL with
+ * NCCL's error string and last-error text. Nothing waits forever: a
+ * collective that has not completed within the communicator's timeout, or
+ * that NCCL reports an asynchronous error for, aborts the communicator
+ * (ncclCommAbort, which ends the pending NCCL kernels), records the error
+ * (printed, sticky) and makes every later collective fail. */
+
+/* Bytes of NCCL's unique id (ncclUniqueId). */
+#define MXRT_UNIQUE_ID_BYTES 128
+
+typedef enum mxrtReduceOp {
+  MXRT_REDUCE_SUM = 0,
+  MXRT_REDUCE_MAX = 1
+} mxrtReduceOp;
+
+/* Writes a new unique id (MXRT_UNIQUE_ID_BYTES bytes) to `id`: one process
+ * makes it and hands it to the others (torchrun's store, a file) before
+ * they all call mxrtCommInit with it. Needs no GPU. */
+MXRT_API int32_t mxrtCommUniqueId(void *id);
+
+/* Makes this process rank `rank` of `size` in the communicator of `id`, on
+ * the current default device (mgpuSetDefaultDevice: one GPU per process).
+ * Every rank must call it with the same id and size; it returns once all
+ * have (NCCL's ncclCommInitRank), or fails with MXRT_ERROR_NCCL after
+ * `timeoutSeconds` (> 0; also the timeout of every collective on it) if
+ * some rank did not come. Once per process: a second call fails until
+ * mxrtCommDestroy. */
+MXRT_API int32_t mxrtCommInit(const void *id, int32_t size, int32_t rank,
+                              int32_t timeoutSeconds);
+
+/* Destroys the communicator (after its pending collectives complete; an
+ * aborted one is just released). No-op without one. */
+MXRT_API int32_t mxrtCommDestroy(void);
+
+/* The size and rank of the communicator; MXRT_ERROR_NCCL without one. */
+MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank);
+
+/* The collectives that compiled code calls (convert-shard-to-mxrt), each on
+ * `stream`: NULL is the call stream in call-stream mode (see
+ * mxrtSetCallStream), else the legacy default stream, and then the call
+ * waits for the collective to complete; on the call stream or a given one
+ * it returns once the collective is enqueued (the watchdog follows it).
+ * `groupSize` is the number of devices the program was partitioned for; it must
+ * be the communicator's size. Buffers are device memory of this rank's device.
+ *  mxrtAllGather      recv = the `sendBytes` of every rank's send, in rank
+ *                     order (bytes: any element type, packed FP4 included).
+ *  mxrtAllReduce      recv = the element-wise `op` of every rank's `count`
+ *                     elements of `elemType` (F32, BF16, F16, U32).
+ *  mxrtReduceScatter  recv = slice `rank` (`recvCount` elements) of the
+ *                     element-wise `op` of every rank's groupSize * recvCount
+ *                     elements.
+ * MXRT_REDUCE_MAX on floats is NCCL's, which drops NaN: compiled code
+ * reduces U32 order keys instead (see convert-shard-to-mxrt). */
+MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,
+                               int32_t groupSize, void *stream);
+MXRT_API int32_t mxrtAllReduce(const void *send, void *recv, uint64_t count,
+                               int32_t elemType, int32_t op, int32_t groupSize,
+                               void *stream);
+MXRT_API int32_t mxrtReduceScatter(const void *send, void *recv,
+                                   uint64_t recvCount, int32_t elemType,
+                                   int32_t op, int32_t groupSize, void *stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -498,20 +498,25 @@ Value buildFiniteAmax(OpBuilder &b, Location loc, Value input) {
 }
 
 /// Where NVFP4's tensor scale comes from in the block kernel: the given
-/// tensor's buffer, or the finite amax of buildFiniteAmax, from which each
-/// thread computes t and thread 0 stores it in the `computed` result.
+/// tensor's buffer, or a finite amax (the f32 bits of buildFiniteAmax, or
+/// the op's `amax` operand), from which each thread computes t and thread 0
+/// stores it in the `computed` result.
 struct TensorScaleSource {
-  Value given, amaxBits, computed;
+  Value given, amaxBits, amax, computed;
 
   Value build(OpBuilder &b, Location loc, Value thread) const {
     if (given)
       return memref::LoadOp::create(b, loc, given, ValueRange{});
-    if (!amaxBits)
+    if (!amaxBits && !amax)
       return Value();
-    Value bits =
-        memref::LoadOp::create(b, loc, amaxBits, ValueRange{cIndex(b, loc, 0)});
-    Value t = buildNVFP4TensorScale(
-        b, loc, arith::BitcastOp::create(b, loc, b.getF32Type(), bits));
+    Value finiteAmax =
+        amax ? memref::LoadOp::create(b, loc, amax, ValueRange{}).getResult()
+             : arith::BitcastOp::create(
+                   b, loc, b.getF32Type(),
+                   memref::LoadOp::create(b, loc, amaxBits,
+                                          ValueRange{cIndex(b, loc, 0)}))
+                   .getResult();
+    Value t = buildNVFP4TensorScale(b, loc, finiteAmax);
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         thread, cIndex(b, loc, 0));
     buildIf(b, loc, first, [&](OpBuilder &nb, Location l) {
@@ -714,8 +719,11 @@ struct FP4QuantizeToGPU : PlannedQuantizePattern {
     if (op.getTensorScale()) {
       buffers.tensorScale.given = toBuffer(rewriter, loc, op.getTensorScale());
     } else if (op.getComputedTensorScale()) {
-      buffers.tensorScale.amaxBits =
-          buildFiniteAmax(rewriter, loc, buffers.input);
+      if (op.getAmax())
+        buffers.tensorScale.amax = toBuffer(rewriter, loc, op.getAmax());
+      else
+        buffers.tensorScale.amaxBits =
+            buildFiniteAmax(rewriter, loc, buffers.input);
       buffers.tensorScale.computed =
           allocDevice(rewriter, loc, op.getComputedTensorScale().getType());
     }

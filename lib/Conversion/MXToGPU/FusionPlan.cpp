@@ -48,6 +48,17 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op,
       return QuantizeKernel::fp4;
     return std::nullopt;
   }
+  auto perTensor = [&]() -> std::optional<QuantizeKernel> {
+    if ((m.rows * m.cols) % kElementsPerLane == 0)
+      return QuantizeKernel::perTensor;
+    reason = "the per-tensor GPU kernels need the element count of each "
+             "matrix to be a multiple of 16";
+    return std::nullopt;
+  };
+  // A given amax (of the whole tensor the input is a shard of) is read by
+  // the per-tensor kernels only, whatever the block looks like.
+  if (op.getAmax())
+    return perTensor();
   if (m.blockRows == 1 && getRowwiseLanesPerBlock(m.blockCols))
     return QuantizeKernel::rowwise;
   if (m.blockRows == kMXBlock && m.blockCols == 1) {
@@ -62,13 +73,8 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op,
     reason = "the [128, 128] GPU kernel needs K to be a multiple of 16";
     return std::nullopt;
   }
-  if (m.blockRows >= m.rows && m.blockCols >= m.cols) {
-    if ((m.rows * m.cols) % kElementsPerLane == 0)
-      return QuantizeKernel::perTensor;
-    reason = "the per-tensor GPU kernels need the element count of each "
-             "matrix to be a multiple of 16";
-    return std::nullopt;
-  }
+  if (m.blockRows >= m.rows && m.blockCols >= m.cols)
+    return perTensor();
   reason = "the GPU kernels cover blocks [1, w] (w = 16 x 2^k, up to 512), "
            "[32, 1], [128, 128] and one block per matrix, over the last two "
            "dimensions";

@@ -42,6 +42,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mx;
 using namespace mx::gpu_kernels;
@@ -109,27 +111,38 @@ FlatChunks loadChunks(OpBuilder &b, Location l, const KernelIds &ids,
   return chunks;
 }
 
-/// The max |x| of the CTA's chunks (clamped duplicates do not change it).
+/// The max |x| of the CTA's chunks (clamped duplicates do not change it),
+/// over the finite elements only if `finite`.
 Value reduceChunks(OpBuilder &b, Location l, const FlatChunks &chunks,
-                   const KernelIds &ids) {
+                   const KernelIds &ids, bool finite = false) {
   Value amax;
   for (Value values : chunks.values) {
+    Value magnitudes = magnitude(b, l, values);
+    if (finite) {
+      auto constant = [&](float v) {
+        return splat(b, l, magnitudes, b.getF32FloatAttr(v));
+      };
+      Value isFinite = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT,
+                                             magnitudes, constant(INFINITY));
+      magnitudes =
+          arith::SelectOp::create(b, l, isFinite, magnitudes, constant(0.0f));
+    }
     Value chunkMax = vector::ReductionOp::create(
-        b, l, vector::CombiningKind::MAXIMUMF, magnitude(b, l, values));
+        b, l, vector::CombiningKind::MAXIMUMF, magnitudes);
     amax = amax ? arith::MaximumFOp::create(b, l, amax, chunkMax) : chunkMax;
   }
   return buildCTAMax(b, l, amax, ids.thread, ids.workgroup.front());
 }
 
-/// Kernel: the amax of every slice of `input` (folded to 1-D) into
-/// `amaxes[slice]`, which must hold +0.0.
+/// Kernel: the amax of every slice of `input` (folded to 1-D), of its
+/// finite elements if `finite`, into `amaxes[slice]`, which must hold +0.0.
 void buildAmaxKernel(OpBuilder &b, Location loc, Value input,
-                     const FlatGrid &grid, Value amaxes) {
+                     const FlatGrid &grid, Value amaxes, bool finite = false) {
   buildBlockLaunch(
       b, loc, grid.getNumBlocks(), getCTAMaxBufferType(b.getContext()),
       [&](OpBuilder &nb, Location l, const KernelIds &ids) {
         FlatChunks chunks = loadChunks(nb, l, ids, grid, input);
-        Value amax = reduceChunks(nb, l, chunks, ids);
+        Value amax = reduceChunks(nb, l, chunks, ids, finite);
         auto rank = cast<MemRefType>(amaxes.getType()).getRank();
         buildIf(nb, l, isZeroIndex(nb, l, ids.thread),
                 [&](OpBuilder &ib, Location il) {
@@ -169,7 +182,8 @@ struct AmaxToGPU : OpRewritePattern<AmaxOp> {
     gpu::MemsetOp::create(rewriter, loc, Type(), ValueRange(), result,
                           zeroF32(rewriter, loc));
     buildAmaxKernel(rewriter, loc, input,
-                    FlatGrid(1, inputType.getNumElements()), result);
+                    FlatGrid(1, inputType.getNumElements()), result,
+                    op.getFinite());
     rewriter.replaceOp(op, toTensor(rewriter, loc, result));
     return success();
   }
@@ -191,13 +205,23 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
     Value data = allocFolded(rewriter, loc, op.getData().getType(), 1);
     Value scales = allocFolded(rewriter, loc, scalesType, 1);
     auto amaxType = MemRefType::get({slices}, rewriter.getF32Type());
+    // A given amax (of the whole tensor this input is a shard of; the
+    // verifier allows it for one slice only) replaces the first kernel.
     Value amaxes =
-        gpu::AllocOp::create(rewriter, loc, amaxType, Type(), ValueRange(),
-                             ValueRange(), ValueRange())
-            .getMemref();
-    gpu::MemsetOp::create(rewriter, loc, Type(), ValueRange(), amaxes,
-                          zeroF32(rewriter, loc));
-    buildAmaxKernel(rewriter, loc, input, grid, amaxes);
+        op.getAmax()
+            ? memref::ExpandShapeOp::create(
+                  rewriter, loc, amaxType,
+                  toBuffer(rewriter, loc, op.getAmax()),
+                  ArrayRef<ReassociationIndices>{})
+                  .getResult()
+            : gpu::AllocOp::create(rewriter, loc, amaxType, Type(),
+                                   ValueRange(), ValueRange(), ValueRange())
+                  .getMemref();
+    if (!op.getAmax()) {
+      gpu::MemsetOp::create(rewriter, loc, Type(), ValueRange(), amaxes,
+                            zeroF32(rewriter, loc));
+      buildAmaxKernel(rewriter, loc, input, grid, amaxes);
+    }
 
     Type elementType = op.getData().getType().getElementType();
     ScaleRounding rounding = op.getRounding();
@@ -217,7 +241,8 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
             memref::StoreOp::create(nb, nl, scale.stored, scales, chunks.slice);
           });
         });
-    gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(), amaxes);
+    if (!op.getAmax())
+      gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(), amaxes);
 
     rewriter.replaceOp(
         op, {toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),

@@ -166,19 +166,33 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
     ScaleRounding rounding = op.getRounding();
     int64_t rank = dataType.getRank();
 
-    Value amax = buildBlockAmax(rewriter, loc, adaptor.getInput(), block);
+    bool nvfp4 = isNVFP4Scale(scaleType);
+    // A given amax is the whole tensor's: the one block's (per-tensor) or
+    // the finite one NVFP4's tensor scale derives from.
+    Value givenAmax = adaptor.getAmax()
+                          ? tensor::ExtractOp::create(
+                                rewriter, loc, adaptor.getAmax(), ValueRange{})
+                                .getResult()
+                          : Value();
+    Value amax = givenAmax && !nvfp4
+                     ? tensor::FromElementsOp::create(
+                           rewriter, loc,
+                           RankedTensorType::get(scalesType.getShape(),
+                                                 rewriter.getF32Type()),
+                           givenAmax)
+                           .getResult()
+                     : buildBlockAmax(rewriter, loc, adaptor.getInput(), block);
     // NVFP4's tensor scale, given or from the amax of the finite elements.
     Value tensorScale;
-    if (isNVFP4Scale(scaleType))
-      tensorScale = adaptor.getTensorScale()
-                        ? tensor::ExtractOp::create(rewriter, loc,
-                                                    adaptor.getTensorScale(),
-                                                    ValueRange{})
-                              .getResult()
-                        : buildNVFP4TensorScale(
-                              rewriter, loc,
-                              buildTensorMax(rewriter, loc, adaptor.getInput(),
-                                             BlockMax::finiteMagnitude));
+    if (nvfp4 && adaptor.getTensorScale())
+      tensorScale = tensor::ExtractOp::create(
+          rewriter, loc, adaptor.getTensorScale(), ValueRange{});
+    else if (nvfp4)
+      tensorScale = buildNVFP4TensorScale(
+          rewriter, loc,
+          givenAmax ? givenAmax
+                    : buildTensorMax(rewriter, loc, adaptor.getInput(),
+                                     BlockMax::finiteMagnitude));
 
     // Per block: the stored scale and the f32 factor applied to elements (the
     // inverse power of two, the exact scale itself for `exact`, NVFP4's
@@ -533,7 +547,8 @@ struct AmaxOpLowering : OpConversionPattern<AmaxOp> {
   matchAndRewrite(AmaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Value amax = buildTensorMax(rewriter, op.getLoc(), adaptor.getInput(),
-                                BlockMax::magnitude);
+                                op.getFinite() ? BlockMax::finiteMagnitude
+                                               : BlockMax::magnitude);
     rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, op.getType(), amax);
     return success();
   }

@@ -578,3 +578,19 @@ func.func @huge_product(%s: tensor<16777216x16777216xf8E8M0FNU>) {
   %t = mx.swizzle %s : tensor<16777216x16777216xf8E8M0FNU> -> tensor<131072x4194304x32x4x4xf8E8M0FNU>
   return
 }
+
+// -----
+
+func.func @amax_not_per_tensor(%x: tensor<64x128xf32>, %a: tensor<f32>) {
+  // expected-error @+1 {{'mx.quantize' op amax stands for the amax of a single block over the whole input (per-tensor scaling), got [64, 4] scales}}
+  %d, %s = mx.quantize %x block [1, 32] amax(%a : tensor<f32>) : tensor<64x128xf32> -> tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @amax_given_tensor_scale(%x: tensor<64x128xf32>, %t: tensor<f32>, %a: tensor<f32>) {
+  // expected-error @+1 {{'mx.quantize' op amax is what NVFP4's computed tensor scale derives from; a given tensor_scale needs none}}
+  %q, %s = mx.quantize %x block [1, 16] tensor_scale(%t : tensor<f32>) amax(%a : tensor<f32>) : tensor<64x128xf32> -> tensor<64x128xf4E2M1FN>, tensor<64x8xf8E4M3FN>
+  return
+}

@@ -126,3 +126,16 @@ func.func @fp4(%x: tensor<128x64xbf16>, %one: tensor<f32>) {
       : tensor<128x64xf4E2M1FN>, tensor<128x2xf8E8M0FNU>, tensor<128x64xf4E2M1FN>, tensor<1x1x32x4x4xf8E4M3FN> -> tensor<128x128xbf16>
   return
 }
+
+// A shard quantized with the amax of the whole tensor: per-tensor current
+// scaling and NVFP4's computed tensor scale.
+// CHECK-LABEL: func @given_amax
+// CHECK: mx.amax %{{.*}} finite : tensor<64x128xbf16> -> tensor<f32>
+// CHECK: mx.quantize %{{.*}} block [64, 128] amax(%{{.*}} : tensor<f32>) : tensor<64x128xbf16> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>
+// CHECK: mx.quantize %{{.*}} block [1, 16] amax(%{{.*}} : tensor<f32>) : tensor<64x128xbf16> -> tensor<64x128xf4E2M1FN>, tensor<64x8xf8E4M3FN>, tensor<f32>
+func.func @given_amax(%x: tensor<64x128xbf16>, %a: tensor<f32>) {
+  %f = mx.amax %x finite : tensor<64x128xbf16> -> tensor<f32>
+  %d, %s = mx.quantize %x block [64, 128] amax(%a : tensor<f32>) : tensor<64x128xbf16> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>
+  %q, %qs, %t = mx.quantize %x block [1, 16] amax(%f : tensor<f32>) : tensor<64x128xbf16> -> tensor<64x128xf4E2M1FN>, tensor<64x8xf8E4M3FN>, tensor<f32>
+  return
+}

@@ -228,6 +228,10 @@ LogicalResult QuantizeOp::verify() {
       return emitOpError("a tensor scale is for NVFP4 (f8E4M3FN scales) "
                          "only, got ")
              << scaleType << " scales";
+    if (getAmax() && getScales().getType().getNumElements() != 1)
+      return emitOpError("amax stands for the amax of a single block over "
+                         "the whole input (per-tensor scaling), got ")
+             << formatShape(getScales().getType().getShape()) << " scales";
     return success();
   }
   if (given == computed)
@@ -237,6 +241,9 @@ LogicalResult QuantizeOp::verify() {
   if (getRounding() != ScaleRounding::ceil)
     return emitOpError("NVFP4 scales follow their own rule; rounding '")
            << stringifyScaleRounding(getRounding()) << "' does not apply";
+  if (getAmax() && given)
+    return emitOpError("amax is what NVFP4's computed tensor scale derives "
+                       "from; a given tensor_scale needs none");
   return success();
 }
 

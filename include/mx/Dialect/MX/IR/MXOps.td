@@ -27,7 +27,7 @@ def MX_TensorScale : 0DTensorOf<[F32]>;
 // QuantizeOp
 //===----------------------------------------------------------------------===//
 
-def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
+def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
   let summary = "quantize a tensor to FP8 or FP4 data and one scale per block";
   let description = [{
     Splits `input` into blocks of shape `block` (one entry per dimension;
@@ -83,6 +83,19 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
           tensor<128x4xf8E4M3FN>, tensor<f32>
     ```
 
+    `amax` gives the op the amax of a tensor that its input is a part of
+    (a shard, the amax reduced over the devices that hold the others), in
+    place of the amax of its input, so that every part is quantized as the
+    whole tensor is: with one block over the whole input (per-tensor current
+    scaling), the block's `max |x|` (as `mx.amax` computes it); for NVFP4
+    with a computed tensor scale, the finite amax that the tensor scale is
+    derived from (as `mx.amax finite` computes it).
+
+    ```mlir
+    %d, %s = mx.quantize %x block [64, 128] amax(%a : tensor<f32>)
+        : tensor<64x128xbf16> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>
+    ```
+
     Attention-shaped V `[B, H, S, D]`, scaled along S:
 
     ```mlir
@@ -95,13 +108,15 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure]> {
   let arguments = (ins
     MX_WideTensor:$input,
     Optional<MX_TensorScale>:$tensor_scale,
+    Optional<MX_TensorScale>:$amax,
     DenseI64ArrayAttr:$block,
     DefaultValuedAttr<MX_ScaleRoundingAttr, "::mx::ScaleRounding::ceil">:$rounding);
   let results = (outs MX_ElementTensor:$data, MX_ScaleTensor:$scales,
                       Optional<MX_TensorScale>:$computed_tensor_scale);
   let assemblyFormat = [{
     $input `block` $block (`rounding` `` $rounding^)?
-    (`tensor_scale` `(` $tensor_scale^ `:` type($tensor_scale) `)`)? attr-dict
+    (`tensor_scale` `(` $tensor_scale^ `:` type($tensor_scale) `)`)?
+    (`amax` `(` $amax^ `:` type($amax) `)`)? attr-dict
     `:` type($input) `->` type($data) `,` type($scales)
     (`,` type($computed_tensor_scale)^)?
   }];
@@ -317,18 +332,23 @@ def MX_AmaxOp : MX_Op<"amax", [Pure]> {
     `max |x|` over the whole input, computed in f32 (bf16 and f16 widen
     exactly); NaN when any element is NaN. This is the observation that
     current per-tensor scaling divides by maxfinite and that delayed scaling
-    records in its history.
+    records in its history. With `finite`, `max |x|` over the finite
+    elements only (0 when there are none): the amax that NVFP4's tensor
+    scale is derived from.
 
     Example:
 
     ```mlir
     %a = mx.amax %x : tensor<64x128xbf16> -> tensor<f32>
+    %f = mx.amax %x finite : tensor<64x128xbf16> -> tensor<f32>
     ```
   }];
 
-  let arguments = (ins MX_WideTensor:$input);
+  let arguments = (ins MX_WideTensor:$input, UnitAttr:$finite);
   let results = (outs 0DTensorOf<[F32]>:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`finite` $finite^)? attr-dict `:` type($input) `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,339 @@
+"""bench/collectives: quantize + all-gather + swizzle on 2 GPUs, against torch.distributed's bf16 all-gather.
+
+Two steps, because the GPU machine has no MLIR:
+  python bench/collectives.py build DIR      # here: partition (mx-partition) and compile every program
+  torchrun --standalone --nproc-per-node 2 bench/collectives.py run DIR [--iters N] [--only RECIPE,...]
+                                             # on the GPU machine: check, time, print one markdown table
+  python bench/collectives.py list           # the rows and their bytes; needs neither torch nor MLIR
+
+Rows: per recipe and payload, a bf16 tensor [M, 8192] split along M over the 2 GPUs (the sequence-
+parallel activations of Transformer Engine's recipes), M set so that the whole bf16 tensor is 64, 128,
+256 or 512 MiB. Recipes: MXFP8 (E4M3, E8M0 scales per [1, 32], 128x4 tiles), FP8 blockwise (E4M3, f32
+scales per [1, 128], GEMM-ready layout), FP8 per-tensor current scaling (E4M3, the amax all-reduced, one
+f32 scale), MXFP4 (E2M1, E8M0 per [1, 32]) and NVFP4 (E2M1, E4M3 per [1, 16], the tensor scale computed
+from the all-reduced amax). Each GPU quantizes its shard, the compact data and scales are all-gathered,
+and every GPU swizzles the gathered scales (the spec's section 12): one program per row, partitioned
+by mx-partition from the annotated whole program and lowered by mx-lower-to-nvvm to NCCL calls.
+
+Columns and goals (the issue's, per row):
+* wire bytes / bf16: the bytes of the gathered data and scales over those of the bf16 tensor (<= 0.52);
+* mx / bf16 time: quantize + all-gather + swizzle over torch.distributed.all_gather_into_tensor of the
+  bf16 shards (<= 0.6);
+* gather busbw / NCCL: the bus bandwidth of mx's all-gather alone (a program gathering the compact
+  shards) over that of all_gather_into_tensor of one uint8 tensor of the same bytes (>= 0.9), bus
+  bandwidth being bytes gathered x (n - 1) / n / time, as nccl-tests define it.
+Times: CUDA events around each call on the current stream after a barrier, the median over the
+iterations of the slower rank. The mx programs run in call-stream mode on torch's current stream, as
+mx.compile calls them (results from the stream-ordered pool, freed in stream order); their NCCL
+communicator is mx.runtime's, made once from torchrun's environment, next to torch's.
+
+Correctness before timing: on every row each rank gathers the bf16 input with torch, runs the
+unpartitioned program (quantize + swizzle of the whole tensor) on its GPU, and compares its bytes with
+the partitioned program's, bit for bit; a mismatch marks the row FAILED and `run` exits 1.
+NCCL_NVLS_ENABLE=0 is set before either communicator exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHIP = "sm_90a"
+K = 8192
+PAYLOADS_MIB = (64, 128, 256, 512)
+DEVICES = 2
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    elem: str          # MLIR element type of the data
+    scale: str         # MLIR element type of the scales
+    block: tuple | None  # None: one block over the whole tensor (per-tensor current scaling)
+    layout: str | None  # swizzle layout of the gathered scales (None: no swizzle)
+
+    def data_bytes(self, m):
+        return m * K // (2 if self.elem == "f4E2M1FN" else 1)
+
+    def scales_shape(self, m):
+        return (1, 1) if self.block is None else (m // self.block[0], K // self.block[1])
+
+    def scale_bytes(self, m):
+        rows, cols = self.scales_shape(m)
+        return rows * cols * (4 if self.scale == "f32" else 1)
+
+    def swizzled_shape(self, m):
+        rows, cols = self.scales_shape(m)
+        if self.layout == "tiles":
+            return (-(-rows // 128), -(-cols // 4), 32, 4, 4)
+        return (cols, -(-rows // 4), 4)
+
+
+RECIPES = {r.name: r for r in (
+    Recipe("mxfp8", "f8E4M3FN", "f8E8M0FNU", (1, 32), "tiles"),
+    Recipe("blockwise", "f8E4M3FN", "f32", (1, 128), "blockwise"),
+    Recipe("per_tensor", "f8E4M3FN", "f32", None, None),
+    Recipe("mxfp4", "f4E2M1FN", "f8E8M0FNU", (1, 32), "tiles"),
+    Recipe("nvfp4", "f4E2M1FN", "f8E4M3FN", (1, 16), "tiles"),
+)}
+
+
+def rows_of(payload_mib):
+    return payload_mib * 2**20 // (2 * K)
+
+
+def _t(shape, elem):
+    return "tensor<" + "x".join(map(str, shape)) + f"x{elem}>"
+
+
+def _program(recipe, m, kind):
+    """MLIR of one program: "sharded" (quantize a [M/2, K] shard, gather, swizzle; annotated for
+    mx-partition), "whole" (quantize + swizzle of [M, K] on one GPU), "gather" (all-gather of compact
+    shards only)."""
+    x, data = _t((m, K), "bf16"), _t((m, K), recipe.elem)
+    scales = _t(recipe.scales_shape(m), recipe.scale)
+    nvfp4 = recipe.scale == "f8E4M3FN"
+    block = recipe.block or (m, K)
+    quantized = [data, scales] + (["tensor<f32>"] if nvfp4 else [])
+    tiles = _t(recipe.swizzled_shape(m), recipe.scale) if recipe.layout else None
+    grid = [f"shard.grid @grid(shape = {DEVICES})"]
+    split = ["  %split = shard.sharding @grid split_axes = [[0]] : !shard.sharding",
+             "  %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding"]
+    if kind == "gather":
+        args = f"%d: {data}, %s: {scales}"
+        body = split + [f"  %ds = shard.shard %d to %split : {data}",
+                        f"  %ss = shard.shard %s to %{'whole' if recipe.block is None else 'split'} : {scales}",
+                        f"  %dw = shard.shard %ds to %whole annotate_for_users : {data}",
+                        f"  %sw = shard.shard %ss to %whole annotate_for_users : {scales}"]
+        results = [("%dw", data), ("%sw", scales)]
+    else:
+        sharded = kind == "sharded"
+        args = f"%x: {x}"
+        body = (split + [f"  %xs = shard.shard %x to %split : {x}"]) if sharded else \
+            [f"  %xs = tensor.cast %x : {x} to {x}"]
+        body.append(f"  %q:{len(quantized)} = mx.quantize %xs block [{block[0]}, {block[1]}] : {x} -> "
+                    + ", ".join(quantized))
+        data_value, scales_value = "%q#0", "%q#1"
+        if sharded:
+            body.append(f"  %dw = shard.shard %q#0 to %whole annotate_for_users : {data}")
+            data_value = "%dw"
+        if tiles:
+            layout = " layout blockwise" if recipe.layout == "blockwise" else ""
+            body.append(f"  %t = mx.swizzle %q#1{layout} : {scales} -> {tiles}")
+            scales_value = "%t"
+            if sharded:
+                body.append(f"  %tw = shard.shard %t to %whole : {tiles}")
+                scales_value = "%tw"
+        results = [(data_value, data), (scales_value, tiles or scales)]
+    types = ", ".join(t for _, t in results)
+    function = [f"func.func @{recipe.name}_{kind}_{m}({args}) -> ({types}) {{", *body,
+                f"  return {', '.join(v for v, _ in results)} : {types}", "}"]
+    return "\n".join((grid if kind != "whole" else []) + function) + "\n"
+
+
+def program_name(recipe, m, kind):
+    return f"{recipe.name}_{kind}_{m}"
+
+
+def programs():
+    for recipe in RECIPES.values():
+        for payload in PAYLOADS_MIB:
+            m = rows_of(payload)
+            for kind in ("sharded", "whole", "gather"):
+                yield program_name(recipe, m, kind), _program(recipe, m, kind), kind
+
+
+def build(directory):
+    sys.path.insert(0, str(ROOT / "python"))
+    from mx import tools
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, source, kind in programs():
+        if kind != "whole":
+            source = tools.run_mx_opt(source, "--mx-partition")
+        tools.compile_gpu_library(source, directory / f"{name}.so", chip=CHIP)
+        print(f"built {name}", flush=True)
+
+
+def list_rows():
+    print("| recipe | payload (bf16) | M | data + scales gathered | wire bytes / bf16 |")
+    print("|---|---|---|---|---|")
+    for recipe in RECIPES.values():
+        for payload in PAYLOADS_MIB:
+            m = rows_of(payload)
+            wire = recipe.data_bytes(m) + recipe.scale_bytes(m)
+            print(f"| {recipe.name} | {payload} MiB | {m} | {wire / 2**20:.1f} MiB | "
+                  f"{wire / (m * K * 2):.3f} |")
+
+
+#===--------------------------------------------------------------------------------------------===#
+# run (under torchrun, one process per GPU)
+#===--------------------------------------------------------------------------------------------===#
+
+class Program:
+    """A compiled program called in call-stream mode on torch's current stream with torch tensors."""
+
+    def __init__(self, directory, name, ranks, result_bytes):
+        from mx import runtime
+        self.runtime, self.name, self.ranks, self.result_bytes = runtime, name, ranks, result_bytes
+        self.library = runtime.load_library()
+        self.lib = runtime.load_compiled(Path(directory) / f"{name}.so")
+
+    def __call__(self, inputs, keep=False):
+        """Runs the program; with `keep`, returns the bytes of its results (numpy), else nothing. The
+        results are freed in stream order."""
+        import numpy as np
+        import torch
+        stream = torch.cuda.current_stream().cuda_stream
+        memrefs = [self.runtime.MemRef.from_dlpack(t.view(torch.uint8) if t.element_size() == 1 else t)
+                   for t in inputs]
+        self.library.mxrtSetCallStream(stream, 1)
+        try:
+            results = self.runtime.call_mlir_function(self.lib, self.name, memrefs, result_ranks=self.ranks)
+        finally:
+            self.library.mxrtSetCallStream(None, 0)
+        host = []
+        for result, nbytes in zip(results, self.result_bytes):
+            if keep:
+                out = np.empty(nbytes, np.uint8)
+                torch.cuda.current_stream().synchronize()
+                self.library.mxrtMemcpyDtoH(out.ctypes.data, ctypes.c_void_p(result.aligned), nbytes)
+                host.append(out)
+            self.library.mxrtFreeAsync(result.allocated, stream)
+        return host
+
+
+def timed_us(fn, iterations):
+    """Median over `iterations` of fn's time on the current stream (CUDA events) after a barrier, the
+    slower rank's."""
+    import torch
+    import torch.distributed as dist
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(iterations):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000)
+    median = torch.tensor([statistics.median(times)], device="cuda")
+    dist.all_reduce(median, op=dist.ReduceOp.MAX)
+    return median.item()
+
+
+def busbw(nbytes, us):
+    return nbytes * (DEVICES - 1) / DEVICES / (us * 1e-6) / 1e9
+
+
+def run_row(directory, recipe, payload, iterations, rank):
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    m = rows_of(payload)
+    shard_rows = m // DEVICES
+    generator = torch.Generator(device="cuda").manual_seed(1234 + rank)
+    x = (torch.randn(shard_rows, K, device="cuda", generator=generator) *
+         torch.exp2(torch.randint(-8, 8, (shard_rows, 1), device="cuda", generator=generator))).bfloat16()
+    swizzled = recipe.swizzled_shape(m) if recipe.layout else recipe.scales_shape(m)
+    item = 4 if recipe.scale == "f32" else 1
+    outputs = ([2, len(swizzled)], [recipe.data_bytes(m), item * int(np.prod(swizzled))])
+    sharded = Program(directory, program_name(recipe, m, "sharded"), *outputs)
+    whole = Program(directory, program_name(recipe, m, "whole"), *outputs)
+    gather = Program(directory, program_name(recipe, m, "gather"), [2, 2],
+                     [recipe.data_bytes(m), recipe.scale_bytes(m)])
+
+    # Check: the partitioned program's bytes are the whole program's on the gathered input.
+    full = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
+    dist.all_gather_into_tensor(full, x)
+    got, want = sharded([x], keep=True), whole([full], keep=True)
+    check = all(a.size == b.size and np.array_equal(a, b) for a, b in zip(got, want))
+    del full
+
+    t_bf16 = timed_us(lambda: dist.all_gather_into_tensor(
+        torch.empty(m, K, dtype=torch.bfloat16, device="cuda"), x), iterations)
+    t_mx = timed_us(lambda: sharded([x]), iterations)
+    data = torch.empty(recipe.data_bytes(shard_rows), dtype=torch.uint8, device="cuda").view(
+        shard_rows, -1)
+    scale_rows = recipe.scales_shape(m)[0] // (1 if recipe.block is None else DEVICES)
+    scale_bytes = recipe.scale_bytes(m) // (1 if recipe.block is None else DEVICES)
+    scales = torch.zeros(scale_bytes, dtype=torch.uint8, device="cuda").view(scale_rows, -1)
+    if recipe.scale == "f32":
+        scales = scales.view(torch.float32)
+    t_gather = timed_us(lambda: gather([data, scales]), iterations)
+    wire = recipe.data_bytes(m) + recipe.scale_bytes(m)
+    flat = torch.empty(wire // DEVICES, dtype=torch.uint8, device="cuda")
+    t_nccl = timed_us(lambda: dist.all_gather_into_tensor(
+        torch.empty(wire, dtype=torch.uint8, device="cuda"), flat), iterations)
+    return {"recipe": recipe.name, "payload": payload, "wire": wire / (m * K * 2), "t_bf16": t_bf16,
+            "t_mx": t_mx, "bw_mx": busbw(wire, t_gather), "bw_nccl": busbw(wire, t_nccl),
+            "check": check}
+
+
+def print_table(rows, device):
+    print(f"\n{DEVICES} x {device}, K = {K}, bf16 [M, K] split along M\n")
+    print("| recipe | payload (bf16) | wire bytes / bf16 (goal <= 0.52) | bf16 all-gather | mx quantize + "
+          "all-gather + swizzle | mx / bf16 (goal <= 0.6) | mx gather busbw | NCCL busbw, same bytes | "
+          "ratio (goal >= 0.9) | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ratio, bw = r["t_mx"] / r["t_bf16"], r["bw_mx"] / r["bw_nccl"]
+        mark = lambda ok: "" if ok else " (missed)"  # noqa: E731
+        print(f"| {r['recipe']} | {r['payload']} MiB | {r['wire']:.3f}{mark(r['wire'] <= 0.52)} | "
+              f"{r['t_bf16']:.0f} us | {r['t_mx']:.0f} us | {ratio:.2f}{mark(ratio <= 0.6)} | "
+              f"{r['bw_mx']:.0f} GB/s | {r['bw_nccl']:.0f} GB/s | {bw:.2f}{mark(bw >= 0.9)} | "
+              f"{'ok' if r['check'] else 'FAILED'} |")
+
+
+def run(directory, argv):
+    parser = argparse.ArgumentParser(prog="bench/collectives.py run")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--only", default="", help="comma-separated recipes")
+    args = parser.parse_args(argv)
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    sys.path.insert(0, str(ROOT / "python"))
+    import torch
+    import torch.distributed as dist
+    from mx import runtime
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    runtime.init_process_group()
+    recipes = [RECIPES[name] for name in args.only.split(",")] if args.only else list(RECIPES.values())
+    rows = []
+    for recipe in recipes:
+        for payload in PAYLOADS_MIB:
+            rows.append(run_row(directory, recipe, payload, args.iters, rank))
+            if rank == 0:
+                print(f"measured {recipe.name} {payload} MiB", flush=True)
+    if rank == 0:
+        print_table(rows, torch.cuda.get_device_name())
+    runtime.destroy_process_group()
+    dist.destroy_process_group()
+    return 0 if all(r["check"] for r in rows) else 1
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] == "build":
+        build(argv[1])
+        return 0
+    if len(argv) >= 2 and argv[0] == "run":
+        return run(argv[1], argv[2:])
+    if argv[:1] == ["list"]:
+        list_rows()
+        return 0
+    print(__doc__.split("\n\n")[1], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,403 @@
+//===- ShardToMXRuntime.cpp - shard collectives to NCCL calls -------------===//
+//
+// In a GPU program every tensor is device memory, so each collective of a
+// partitioned program becomes one call of the runtime on device buffers
+// (the result from `gpu.alloc`), which runs it on NCCL on the call stream
+// (MXRuntime.h); convert-shard-to-mxrt in Passes.td lists what is lowered.
+// NCCL sees bytes and element counts of whole buffers: a gather or scatter
+// must concatenate the outermost dimension that is not 1. Its float max is
+// fmaxf, which drops NaN where the spec wants a NaN amax on any device to
+// reach every device, so a max is taken over order-preserving u32 keys of
+// the floats (NaN above everything), with a kernel before the call and one
+// after. The partitioner's rounding of reduced f32 partial sums,
+// `arith.truncf` on a tensor, is a kernel too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Conversion/Passes.h"
+#include "mx/Conversion/Shard/Collectives.h"
+#include "mx/Runtime/MXRuntime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mx {
+#define GEN_PASS_DEF_CONVERTSHARDTOMXRUNTIME
+#include "mx/Conversion/Passes.h.inc"
+} // namespace mx
+
+using namespace mlir;
+using namespace mx;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Runtime functions
+//===----------------------------------------------------------------------===//
+
+constexpr StringLiteral kAllGather = "mxrtAllGather";
+constexpr StringLiteral kAllReduce = "mxrtAllReduce";
+constexpr StringLiteral kReduceScatter = "mxrtReduceScatter";
+
+/// The LLVM types of the collectives of MXRuntime.h, called as C symbols.
+LLVM::LLVMFunctionType getRuntimeFnType(MLIRContext *context, StringRef name) {
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto i32 = IntegerType::get(context, 32), i64 = IntegerType::get(context, 64);
+  if (name == kAllGather)
+    return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, ptr});
+  return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, i32, i32, ptr});
+}
+
+//===----------------------------------------------------------------------===//
+// Device buffers and kernels
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kThreads = 256;
+
+/// A device buffer for a tensor of `type`; sub-byte elements (packed FP4)
+/// get a byte buffer viewed as `type`, as the FP4 kernels do.
+Value allocResult(ImplicitLocOpBuilder &b, RankedTensorType type) {
+  unsigned bits = type.getElementTypeBitWidth();
+  if (bits >= 8)
+    return allocDevice(b, b.getLoc(), type);
+  Value bytes = allocDevice(
+      b, b.getLoc(),
+      RankedTensorType::get({type.getNumElements() * bits / 8}, b.getI8Type()));
+  return memref::ViewOp::create(
+      b, MemRefType::get(type.getShape(), type.getElementType()), bytes,
+      arith::ConstantIndexOp::create(b, 0), ValueRange{});
+}
+
+/// `buffer` (identity layout) as a 1-D memref of its elements.
+Value flatten(ImplicitLocOpBuilder &b, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getRank() == 0)
+    return memref::ExpandShapeOp::create(
+        b, MemRefType::get({1}, type.getElementType()), buffer,
+        ArrayRef<ReassociationIndices>{});
+  if (type.getRank() == 1)
+    return buffer;
+  ReassociationIndices all =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  return memref::CollapseShapeOp::create(b, buffer,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+/// A kernel with one thread per element of the 1-D buffers it reads and
+/// writes: `body(builder, index)` for every index below `count`.
+void buildElementwiseKernel(
+    ImplicitLocOpBuilder &b, int64_t count,
+    function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value blocks =
+      arith::ConstantIndexOp::create(b, llvm::divideCeil(count, kThreads));
+  Value threads = arith::ConstantIndexOp::create(b, kThreads);
+  auto launch = gpu::LaunchOp::create(b, blocks, one, one, threads, one, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value index = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, launch.getBlockIds().x, threads),
+      launch.getThreadIds().x);
+  Value inBounds =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index,
+                            arith::ConstantIndexOp::create(b, count));
+  auto ifOp = scf::IfOp::create(b, inBounds, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body(b, index);
+  b.setInsertionPointAfter(ifOp);
+  gpu::TerminatorOp::create(b);
+}
+
+Value constantI32(ImplicitLocOpBuilder &b, uint32_t value) {
+  return arith::ConstantIntOp::create(b, static_cast<int32_t>(value), 32);
+}
+
+/// The u32 key of a float: unsigned order of keys is the order of the
+/// values (-0 below +0), every NaN is all ones, above +Inf (0xFF800000).
+Value buildOrderKey(ImplicitLocOpBuilder &b, Value value) {
+  Value f32 = value.getType().isF32()
+                  ? value
+                  : arith::ExtFOp::create(b, b.getF32Type(), value).getResult();
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), f32);
+  Value negative = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, bits,
+                                         constantI32(b, 0));
+  Value key = arith::SelectOp::create(
+      b, negative, arith::XOrIOp::create(b, bits, constantI32(b, ~0u)),
+      arith::XOrIOp::create(b, bits, constantI32(b, 0x80000000u)));
+  Value isNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, f32, f32);
+  return arith::SelectOp::create(b, isNaN, constantI32(b, ~0u), key);
+}
+
+/// The float of type `type` whose key is `key`; the key of a NaN gives the
+/// quiet NaN 0x7FC00000 that the amax kernels write.
+Value buildKeyValue(ImplicitLocOpBuilder &b, Value key, Type type) {
+  Value wasPositive = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, key,
+                                            constantI32(b, 0));
+  Value bits = arith::SelectOp::create(
+      b, wasPositive,
+      arith::XOrIOp::create(b, key, constantI32(b, 0x80000000u)),
+      arith::XOrIOp::create(b, key, constantI32(b, ~0u)));
+  Value isNaN = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, key,
+                                      constantI32(b, ~0u));
+  bits = arith::SelectOp::create(b, isNaN, constantI32(b, 0x7FC00000u), bits);
+  Value f32 = arith::BitcastOp::create(b, b.getF32Type(), bits);
+  return type.isF32() ? f32 : arith::TruncFOp::create(b, type, f32).getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// Lowering
+//===----------------------------------------------------------------------===//
+
+/// The runtime's code of a reduction, or a reason why there is none.
+FailureOr<mxrtReduceOp> getReduceOp(shard::ReductionKind kind) {
+  switch (kind) {
+  case shard::ReductionKind::Sum:
+    return MXRT_REDUCE_SUM;
+  case shard::ReductionKind::Max:
+    return MXRT_REDUCE_MAX;
+  default:
+    return failure();
+  }
+}
+
+class CollectiveLowering {
+public:
+  CollectiveLowering(ModuleOp module, SymbolTableCollection &symbols)
+      : module(module), symbols(symbols), rewriter(module.getContext()) {}
+
+  /// Lowers one op of the shard dialect, or an arith.truncf on a tensor;
+  /// reports what it cannot lower.
+  LogicalResult lower(Operation *op) {
+    rewriter.setInsertionPoint(op);
+    if (isa<arith::TruncFOp>(op))
+      return lowerTruncF(cast<arith::TruncFOp>(op));
+    if (isa<shard::GridOp>(op))
+      return success();
+    if (!isLoweredCollective(op) || isa<shard::AllSliceOp>(op))
+      return op->emitOpError(
+          "is not lowered to the mx runtime, which runs all_gather, "
+          "all_reduce (sum, max) and reduce_scatter (sum, max) of "
+          "partitioned programs (mx-partition)");
+    shard::GridOp grid;
+    int64_t devices = getGroupSize(op, symbols, grid);
+    if (devices == 1) {
+      if (getElementTypeOrSelf(op->getOperand(0).getType()) !=
+          getElementTypeOrSelf(op->getResult(0).getType()))
+        return op->emitOpError("converts its element type, which the mx "
+                               "runtime does not");
+      replaceByLocalValue(rewriter, op);
+      return success();
+    }
+    if (ShapedType::isDynamic(devices) ||
+        devices != shard::collectiveProcessGroupSize(
+                       llvm::seq<shard::GridAxis>(0, grid.getRank()), grid))
+      return op->emitOpError("runs over a group that is not the whole static "
+                             "grid @")
+             << grid.getSymName()
+             << ": the mx runtime has one communicator per process, over "
+                "all devices";
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](shard::AllGatherOp gather) {
+          return lowerAllGather(gather, devices);
+        })
+        .Case([&](shard::AllReduceOp reduce) {
+          return lowerReduction(reduce, reduce.getReduction(), devices,
+                                /*scatterAxis=*/std::nullopt);
+        })
+        .Case([&](shard::ReduceScatterOp scatter) {
+          return lowerReduction(scatter, scatter.getReduction(), devices,
+                                scatter.getScatterAxis().getZExtValue());
+        });
+  }
+
+private:
+  /// Whether the dimensions of `type` before `axis` are all 1, so that
+  /// slices along `axis` are contiguous in memory.
+  static bool isOutermost(RankedTensorType type, int64_t axis) {
+    return llvm::all_of(type.getShape().take_front(axis),
+                        [](int64_t size) { return size == 1; });
+  }
+
+  /// The declaration of runtime function `name`, or failure (reported on
+  /// `op`) if the module has another symbol of that name.
+  FailureOr<LLVM::LLVMFuncOp> getCallee(Operation *op, StringRef name) {
+    LLVM::LLVMFunctionType type = getRuntimeFnType(op->getContext(), name);
+    std::string reason;
+    if (failed(checkRuntimeFunction(module, name, type, reason)))
+      return op->emitOpError(reason);
+    return LLVM::lookupOrCreateFn(rewriter, module, name, type.getParams(),
+                                  type.getReturnType());
+  }
+
+  /// Calls `callee` with `args` and the default stream (NULL: the call
+  /// stream in call-stream mode). The status is kept by the runtime
+  /// (mxrtGetLastError), where callers of compiled code read it.
+  void emitCall(ImplicitLocOpBuilder &b, LLVM::LLVMFuncOp callee,
+                SmallVector<Value> args) {
+    args.push_back(
+        LLVM::ZeroOp::create(b, LLVM::LLVMPointerType::get(b.getContext())));
+    LLVM::CallOp::create(b, callee, args);
+  }
+
+  Value i32(ImplicitLocOpBuilder &b, int64_t v) {
+    return arith::ConstantIntOp::create(b, v, 32);
+  }
+  Value i64(ImplicitLocOpBuilder &b, int64_t v) {
+    return arith::ConstantIntOp::create(b, v, 64);
+  }
+
+  LogicalResult lowerAllGather(shard::AllGatherOp op, int64_t devices) {
+    auto input = cast<RankedTensorType>(op.getInput().getType());
+    auto result = cast<RankedTensorType>(op.getResult().getType());
+    int64_t axis = op.getGatherAxis().getZExtValue();
+    if (!isOutermost(input, axis))
+      return op.emitOpError("gathers along dimension ")
+             << axis << " of " << input
+             << ", after dimensions that are not 1: NCCL concatenates whole "
+                "buffers, so the mx runtime gathers along the outermost "
+                "dimension";
+    FailureOr<LLVM::LLVMFuncOp> callee = getCallee(op, kAllGather);
+    if (failed(callee))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value recv = allocResult(b, result);
+    int64_t bytes = input.getNumElements() * input.getElementTypeBitWidth() / 8;
+    emitCall(b, *callee,
+             {getDevicePointer(b, b.getLoc(), op.getInput()),
+              getDevicePointer(b, b.getLoc(), recv), i64(b, bytes),
+              i32(b, devices)});
+    rewriter.replaceOp(op, toTensor(b, b.getLoc(), recv));
+    return success();
+  }
+
+  /// An all-reduce, or with `scatterAxis` a reduce-scatter.
+  LogicalResult lowerReduction(Operation *op, shard::ReductionKind kind,
+                               int64_t devices,
+                               std::optional<int64_t> scatterAxis) {
+    Value input = op->getOperand(0);
+    auto inputType = cast<RankedTensorType>(input.getType());
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    Type element = inputType.getElementType();
+    FailureOr<mxrtReduceOp> reduceOp = getReduceOp(kind);
+    if (failed(reduceOp))
+      return op->emitOpError("reduces with ")
+             << shard::stringifyReductionKind(kind)
+             << "; the mx runtime reduces with sum and max";
+    if (element != resultType.getElementType() ||
+        !(element.isF32() || element.isBF16() || element.isF16()))
+      return op->emitOpError("reduces ")
+             << inputType << " into " << resultType
+             << "; the mx runtime reduces f32, bf16 and f16 in their own type";
+    if (scatterAxis && !isOutermost(resultType, *scatterAxis))
+      return op->emitOpError("scatters along dimension ")
+             << *scatterAxis << " of " << resultType
+             << ", after dimensions that are not 1: NCCL scatters whole "
+                "buffers, so the mx runtime scatters along the outermost "
+                "dimension";
+    FailureOr<LLVM::LLVMFuncOp> callee =
+        getCallee(op, scatterAxis ? kReduceScatter : kAllReduce);
+    if (failed(callee))
+      return failure();
+
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    int64_t sendCount = inputType.getNumElements();
+    int64_t recvCount = resultType.getNumElements();
+    Value recv = allocDevice(b, b.getLoc(), resultType);
+    auto call = [&](Value send, Value target, int32_t type) {
+      emitCall(b, *callee,
+               {getDevicePointer(b, b.getLoc(), send),
+                getDevicePointer(b, b.getLoc(), target),
+                i64(b, scatterAxis ? recvCount : sendCount), i32(b, type),
+                i32(b, *reduceOp), i32(b, devices)});
+    };
+    if (*reduceOp == MXRT_REDUCE_SUM) {
+      call(toBuffer(b, b.getLoc(), input), recv,
+           *getRuntimeElementType(element));
+    } else {
+      // max over keys: keys of the input, reduced (in place for an
+      // all-reduce; NCCL's in-place reduce-scatter writes at an offset that
+      // depends on the rank, so it gets a buffer of its own), turned back
+      // into floats.
+      auto keysType = [&](int64_t count) {
+        return RankedTensorType::get({count}, b.getI32Type());
+      };
+      Value keys = allocDevice(b, b.getLoc(), keysType(sendCount));
+      Value reduced =
+          scatterAxis ? allocDevice(b, b.getLoc(), keysType(recvCount)) : keys;
+      Value flatInput = flatten(b, toBuffer(b, b.getLoc(), input));
+      buildElementwiseKernel(
+          b, sendCount, [&](ImplicitLocOpBuilder &kb, Value i) {
+            Value value = memref::LoadOp::create(kb, flatInput, i);
+            memref::StoreOp::create(kb, buildOrderKey(kb, value), keys, i);
+          });
+      call(keys, reduced, MXRT_TYPE_U32);
+      Value flatRecv = flatten(b, recv);
+      buildElementwiseKernel(
+          b, recvCount, [&](ImplicitLocOpBuilder &kb, Value i) {
+            Value key = memref::LoadOp::create(kb, reduced, i);
+            memref::StoreOp::create(kb, buildKeyValue(kb, key, element),
+                                    flatRecv, i);
+          });
+      gpu::DeallocOp::create(b, Type(), ValueRange(), keys);
+      if (scatterAxis)
+        gpu::DeallocOp::create(b, Type(), ValueRange(), reduced);
+    }
+    rewriter.replaceOp(op, toTensor(b, b.getLoc(), recv));
+    return success();
+  }
+
+  LogicalResult lowerTruncF(arith::TruncFOp op) {
+    auto resultType = cast<RankedTensorType>(op.getType());
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value result = allocDevice(b, b.getLoc(), resultType);
+    Value flatInput = flatten(b, toBuffer(b, b.getLoc(), op.getIn()));
+    Value flatResult = flatten(b, result);
+    Type element = resultType.getElementType();
+    buildElementwiseKernel(
+        b, resultType.getNumElements(), [&](ImplicitLocOpBuilder &kb, Value i) {
+          Value value = memref::LoadOp::create(kb, flatInput, i);
+          memref::StoreOp::create(
+              kb, arith::TruncFOp::create(kb, element, value), flatResult, i);
+        });
+    rewriter.replaceOp(op, toTensor(b, b.getLoc(), result));
+    return success();
+  }
+
+  ModuleOp module;
+  SymbolTableCollection &symbols;
+  IRRewriter rewriter;
+};
+
+struct ConvertShardToMXRuntimePass
+    : mx::impl::ConvertShardToMXRuntimeBase<ConvertShardToMXRuntimePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<shard::ShardDialect>(op->getDialect()) ||
+          (isa<arith::TruncFOp>(op) &&
+           isa<RankedTensorType>(op->getResult(0).getType())))
+        ops.push_back(op);
+    });
+    SymbolTableCollection symbols;
+    CollectiveLowering lowering(module, symbols);
+    for (Operation *op : ops)
+      if (failed(lowering.lower(op)))
+        return signalPassFailure();
+    for (Operation *op : ops)
+      if (isa<shard::GridOp>(op))
+        op->erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,531 @@
+//===- Nccl.cpp - Collectives of libmx_runtime on NCCL --------------------===//
+//
+// The process's communicator (mxrtCommInit) and the collectives that
+// compiled code calls (mxrtAllGather, mxrtAllReduce, mxrtReduceScatter), on
+// NCCL. NCCL is loaded at run time with dlopen, so the runtime builds
+// without nccl.h and runs where NCCL is absent; the few types and entry
+// points used are declared here with NCCL's C ABI (enums are ints, the
+// unique id a 128-byte struct passed by value), which NcclAbiCheck.cpp
+// compares with nccl.h wherever that header is found.
+//
+// Nothing waits forever without a message. Every collective is followed by
+// an event on its stream; in call-stream mode a watchdog thread polls the
+// events and ncclCommGetAsyncError, otherwise the calling thread does
+// before returning. An NCCL error, or a collective still running after the
+// communicator's timeout (a rank that never joined, a peer that died),
+// aborts the communicator -- ncclCommAbort ends the pending NCCL kernels, so
+// the streams move on -- and records the error (printed, sticky); later
+// collectives fail at once with it. ncclCommInitRank runs on a helper
+// thread that the caller stops waiting for after the timeout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NcclApi.h"
+#include "RuntimeInternal.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+using namespace mxrt;
+using nccl::Comm;
+using nccl::Result;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The entry points of the loaded library, or why it did not load.
+struct Library {
+  std::string error;
+  Result (*getVersion)(int *) = nullptr;
+  Result (*getUniqueId)(nccl::UniqueId *) = nullptr;
+  Result (*commInitRank)(Comm *, int, nccl::UniqueId, int) = nullptr;
+  Result (*commDestroy)(Comm) = nullptr;
+  Result (*commAbort)(Comm) = nullptr;
+  Result (*commGetAsyncError)(Comm, Result *) = nullptr;
+  const char *(*getErrorString)(Result) = nullptr;
+  const char *(*getLastError)(Comm) = nullptr; // NCCL >= 2.13; optional.
+  Result (*allGather)(const void *, void *, size_t, int, Comm,
+                      CUstream) = nullptr;
+  Result (*allReduce)(const void *, void *, size_t, int, int, Comm,
+                      CUstream) = nullptr;
+  Result (*reduceScatter)(const void *, void *, size_t, int, int, Comm,
+                          CUstream) = nullptr;
+};
+
+template <typename Fn> bool bind(void *handle, const char *name, Fn &fn) {
+  fn = reinterpret_cast<Fn>(dlsym(handle, name));
+  return fn != nullptr;
+}
+
+Library loadLibrary() {
+  Library lib;
+  const char *override = std::getenv("MX_NCCL_LIBRARY");
+  const char *path = override && *override ? override : "libnccl.so.2";
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *reason = dlerror();
+    lib.error = format("NCCL is not available: dlopen(\"%s\") failed (%s); "
+                       "install NCCL (e.g. the nvidia-nccl-cu13 wheel that "
+                       "torch uses) or set MX_NCCL_LIBRARY to its "
+                       "libnccl.so.2",
+                       path, reason ? reason : "no reason given");
+    return lib;
+  }
+  const char *missing = nullptr;
+  auto need = [&](const char *name, auto &fn) {
+    if (!missing && !bind(handle, name, fn))
+      missing = name;
+  };
+  need("ncclGetVersion", lib.getVersion);
+  need("ncclGetUniqueId", lib.getUniqueId);
+  need("ncclCommInitRank", lib.commInitRank);
+  need("ncclCommDestroy", lib.commDestroy);
+  need("ncclCommAbort", lib.commAbort);
+  need("ncclCommGetAsyncError", lib.commGetAsyncError);
+  need("ncclGetErrorString", lib.getErrorString);
+  need("ncclAllGather", lib.allGather);
+  need("ncclAllReduce", lib.allReduce);
+  need("ncclReduceScatter", lib.reduceScatter);
+  bind(handle, "ncclGetLastError", lib.getLastError);
+  if (missing)
+    lib.error = format("%s has no %s: mx needs NCCL 2.x", path, missing);
+  return lib;
+}
+
+const Library &getLibrary() {
+  static const Library library = loadLibrary();
+  return library;
+}
+
+// "<call> failed with ncclInvalidUsage (5): <error string>: <last error>".
+std::string describeFailure(const char *call, Result result, Comm comm) {
+  static const char *const names[] = {
+      "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+      "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+      "ncclRemoteError",   "ncclInProgress"};
+  const Library &lib = getLibrary();
+  bool known = result >= 0 && result < static_cast<int>(std::size(names));
+  std::string text = format("%s failed with %s (%d): %s", call,
+                            known ? names[result] : "an unknown result", result,
+                            lib.getErrorString(result));
+  const char *last = lib.getLastError ? lib.getLastError(comm) : nullptr;
+  if (last && *last)
+    text += format(": %s", last);
+  return text;
+}
+
+// A collective enqueued on a stream, marked by an event recorded after it.
+struct Pending {
+  CUevent event;
+  Clock::time_point start;
+  std::string what;
+};
+
+// The process's communicator. Its mutex orders NCCL calls on it (NCCL's
+// communicators are not thread-safe) and guards the pending list, which
+// the watchdog polls.
+struct Communicator {
+  Comm comm = nullptr;
+  int size = 0, rank = 0, device = 0;
+  std::chrono::seconds timeout{0};
+  std::mutex mutex;
+  std::deque<Pending> pending;
+  std::string failure; // Why it was aborted; sticky.
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread watchdog;
+};
+
+std::mutex commMutex; // Guards `current` (creation and destruction).
+std::unique_ptr<Communicator> current;
+
+// Aborts `c` for `reason` (with c.mutex held): the pending NCCL kernels end,
+// every later collective fails with the reason, which is recorded now.
+int32_t abortCommunicator(Communicator &c, const std::string &reason) {
+  if (c.failure.empty()) {
+    c.failure = reason;
+    getLibrary().commAbort(c.comm);
+    c.comm = nullptr;
+  }
+  for (Pending &p : c.pending)
+    cuEventDestroy(p.event);
+  c.pending.clear();
+  return fail(MXRT_ERROR_NCCL, reason + "; the communicator is aborted");
+}
+
+enum class Progress { done, running, failed };
+
+// One look at a pending collective (with c.mutex held and the device's
+// context current): complete, still running, or failed (c aborted).
+Progress poll(Communicator &c, const Pending &p, int32_t *status) {
+  CUresult query = cuEventQuery(p.event);
+  if (query == CUDA_SUCCESS)
+    return Progress::done;
+  if (query != CUDA_ERROR_NOT_READY) {
+    *status = abortCommunicator(
+        c, p.what + ": " + format("cuEventQuery failed (%d)", int(query)));
+    return Progress::failed;
+  }
+  Result async = nccl::Success;
+  Result result = getLibrary().commGetAsyncError(c.comm, &async);
+  if (result != nccl::Success ||
+      (async != nccl::Success && async != nccl::InProgress)) {
+    *status = abortCommunicator(
+        c,
+        p.what + ": " +
+            describeFailure("NCCL (asynchronously)",
+                            result != nccl::Success ? result : async, c.comm));
+    return Progress::failed;
+  }
+  if (Clock::now() - p.start > c.timeout) {
+    *status = abortCommunicator(
+        c, format("%s did not complete within %lld s: a rank did not join "
+                  "the collective, or is stuck",
+                  p.what.c_str(), static_cast<long long>(c.timeout.count())));
+    return Progress::failed;
+  }
+  return Progress::running;
+}
+
+// The watchdog of call-stream mode: polls the pending collectives every
+// millisecond until the communicator is destroyed.
+void watch(Communicator *c) {
+  setDefaultDevice(c->device);
+  std::unique_lock<std::mutex> lock(c->mutex);
+  while (!c->stopping) {
+    c->wake.wait_for(lock, std::chrono::milliseconds(1));
+    if (c->pending.empty() || !c->failure.empty())
+      continue;
+    DeviceScope scope;
+    if (!scope)
+      continue;
+    int32_t status;
+    while (!c->pending.empty()) {
+      Progress progress = poll(*c, c->pending.front(), &status);
+      if (progress != Progress::done)
+        break;
+      cuEventDestroy(c->pending.front().event);
+      c->pending.pop_front();
+    }
+  }
+}
+
+// Waits (with c.mutex held by `lock`, the context current) for `p` on the
+// calling thread; the event is destroyed either way.
+int32_t waitFor(Communicator &c, Pending p,
+                std::unique_lock<std::mutex> &lock) {
+  int32_t status = MXRT_SUCCESS;
+  Progress progress;
+  while ((progress = poll(c, p, &status)) == Progress::running) {
+    // Let the watchdog and other threads at the communicator meanwhile.
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    lock.lock();
+    if (!c.failure.empty()) {
+      status = fail(MXRT_ERROR_NCCL,
+                    p.what + ": the communicator was aborted: " + c.failure);
+      progress = Progress::failed;
+      break;
+    }
+  }
+  cuEventDestroy(p.event);
+  return progress == Progress::done ? MXRT_SUCCESS : status;
+}
+
+// Runs the collective `enqueue(comm, stream)` described by `what` for a
+// program partitioned over `groupSize` devices, and waits for it or hands it
+// to the watchdog (see the file comment).
+template <typename Enqueue>
+int32_t runCollective(const char *call, const std::string &what,
+                      int32_t groupSize, void *stream, Enqueue &&enqueue) {
+  const Library &lib = getLibrary();
+  if (!lib.error.empty())
+    return fail(MXRT_ERROR_NCCL, format("%s: %s", call, lib.error.c_str()));
+  std::lock_guard<std::mutex> guard(commMutex);
+  if (!current)
+    return fail(MXRT_ERROR_NCCL,
+                format("%s: no communicator: call mxrtCommInit first "
+                       "(mx.runtime.init_process_group)",
+                       call));
+  Communicator &c = *current;
+  std::unique_lock<std::mutex> lock(c.mutex);
+  if (!c.failure.empty())
+    return fail(MXRT_ERROR_NCCL, format("%s: the communicator was aborted: %s",
+                                        call, c.failure.c_str()));
+  if (groupSize != c.size)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("%s: the program was partitioned for %d devices, the "
+                       "communicator has %d ranks",
+                       call, groupSize, c.size));
+  DeviceScope scope;
+  if (!scope)
+    return scope.status();
+  if (scope.ordinal() != c.device)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("%s: called on device %d, the communicator is on "
+                       "device %d (mgpuSetDefaultDevice)",
+                       call, scope.ordinal(), c.device));
+  auto cuStream = static_cast<CUstream>(stream);
+  bool watched = stream != nullptr || getCallStream(&cuStream);
+  if (Result result = enqueue(c.comm, cuStream))
+    return fail(MXRT_ERROR_NCCL, describeFailure(call, result, c.comm));
+  Pending p{nullptr, Clock::now(), what};
+  int32_t status;
+  if ((status = checkCu(cuEventCreate(&p.event, CU_EVENT_DISABLE_TIMING),
+                        "cuEventCreate")) ||
+      (status = checkCu(cuEventRecord(p.event, cuStream), "cuEventRecord")))
+    return status;
+  if (!watched)
+    return waitFor(c, std::move(p), lock);
+  c.pending.push_back(std::move(p));
+  return MXRT_SUCCESS;
+}
+
+std::string describeBytes(const char *call, uint64_t bytes) {
+  return format("%s of %llu bytes", call,
+                static_cast<unsigned long long>(bytes));
+}
+
+// NCCL's type and size of an mxrtElemType the reductions take.
+bool getDataType(int32_t elemType, int *type, uint64_t *bytes) {
+  switch (elemType) {
+  case MXRT_TYPE_F32:
+    *type = nccl::Float32, *bytes = 4;
+    return true;
+  case MXRT_TYPE_U32:
+    *type = nccl::Uint32, *bytes = 4;
+    return true;
+  case MXRT_TYPE_BF16:
+    *type = nccl::Bfloat16, *bytes = 2;
+    return true;
+  case MXRT_TYPE_F16:
+    *type = nccl::Float16, *bytes = 2;
+    return true;
+  default:
+    return false;
+  }
+}
+
+// Checks the element type and reduction of mxrtAllReduce/ReduceScatter.
+int32_t getReduction(const char *call, int32_t elemType, int32_t op, int *type,
+                     uint64_t *bytes, int *redOp) {
+  if (!getDataType(elemType, type, bytes))
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("%s: element type %d is not F32, BF16, F16 or U32", call,
+                       elemType));
+  if (op != MXRT_REDUCE_SUM && op != MXRT_REDUCE_MAX)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("%s: reduction %d is neither MXRT_REDUCE_SUM nor "
+                       "MXRT_REDUCE_MAX",
+                       call, op));
+  *redOp = op == MXRT_REDUCE_SUM ? nccl::Sum : nccl::Max;
+  return MXRT_SUCCESS;
+}
+
+// The result of ncclCommInitRank on its helper thread, which outlives the
+// caller when the caller stops waiting.
+struct InitState {
+  std::mutex mutex;
+  std::condition_variable done;
+  bool finished = false, abandoned = false;
+  Result result = nccl::Success;
+  int32_t status = MXRT_SUCCESS;
+  Comm comm = nullptr;
+};
+
+void initOnThread(std::shared_ptr<InitState> state, nccl::UniqueId id, int size,
+                  int rank, int device) {
+  setDefaultDevice(device);
+  Comm comm = nullptr;
+  Result result = nccl::Success;
+  int32_t status;
+  {
+    DeviceScope scope;
+    status = scope.status();
+    if (scope)
+      result = getLibrary().commInitRank(&comm, size, id, rank);
+  }
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (state->abandoned) {
+    if (comm)
+      getLibrary().commDestroy(comm);
+    return;
+  }
+  state->finished = true;
+  state->result = result;
+  state->status = status;
+  state->comm = comm;
+  state->done.notify_all();
+}
+
+} // namespace
+
+extern "C" {
+
+MXRT_API int32_t mxrtCommUniqueId(void *id) {
+  const Library &lib = getLibrary();
+  if (!lib.error.empty())
+    return fail(MXRT_ERROR_NCCL, "mxrtCommUniqueId: " + lib.error);
+  if (!id)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtCommUniqueId: id is NULL");
+  nccl::UniqueId unique;
+  if (Result result = lib.getUniqueId(&unique))
+    return fail(MXRT_ERROR_NCCL,
+                describeFailure("ncclGetUniqueId", result, nullptr));
+  std::memcpy(id, unique.internal, sizeof(unique.internal));
+  return MXRT_SUCCESS;
+}
+
+MXRT_API int32_t mxrtCommInit(const void *id, int32_t size, int32_t rank,
+                              int32_t timeoutSeconds) {
+  const Library &lib = getLibrary();
+  if (!lib.error.empty())
+    return fail(MXRT_ERROR_NCCL, "mxrtCommInit: " + lib.error);
+  if (!id || size < 1 || rank < 0 || rank >= size || timeoutSeconds <= 0)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("mxrtCommInit: bad arguments (id %s, size %d, rank %d, "
+                       "timeout %d s)",
+                       id ? "given" : "NULL", size, rank, timeoutSeconds));
+  std::lock_guard<std::mutex> guard(commMutex);
+  if (current)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("mxrtCommInit: this process is already rank %d of %d "
+                       "(mxrtCommDestroy first)",
+                       current->rank, current->size));
+  int device;
+  {
+    DeviceScope scope;
+    if (!scope)
+      return scope.status();
+    device = scope.ordinal();
+  }
+  nccl::UniqueId unique;
+  std::memcpy(unique.internal, id, sizeof(unique.internal));
+  auto state = std::make_shared<InitState>();
+  std::thread(initOnThread, state, unique, size, rank, device).detach();
+  std::unique_lock<std::mutex> lock(state->mutex);
+  if (!state->done.wait_for(lock, std::chrono::seconds(timeoutSeconds),
+                            [&] { return state->finished; })) {
+    state->abandoned = true;
+    return fail(MXRT_ERROR_NCCL,
+                format("mxrtCommInit: ncclCommInitRank (rank %d of %d) did "
+                       "not complete within %d s: every rank must call "
+                       "mxrtCommInit with the same id and size",
+                       rank, size, timeoutSeconds));
+  }
+  if (state->status)
+    return state->status;
+  if (state->result != nccl::Success)
+    return fail(MXRT_ERROR_NCCL,
+                describeFailure("ncclCommInitRank", state->result, nullptr));
+  auto c = std::make_unique<Communicator>();
+  c->comm = state->comm;
+  c->size = size;
+  c->rank = rank;
+  c->device = device;
+  c->timeout = std::chrono::seconds(timeoutSeconds);
+  c->watchdog = std::thread(watch, c.get());
+  current = std::move(c);
+  return MXRT_SUCCESS;
+}
+
+MXRT_API int32_t mxrtCommDestroy(void) {
+  std::lock_guard<std::mutex> guard(commMutex);
+  if (!current)
+    return MXRT_SUCCESS;
+  Communicator &c = *current;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.stopping = true;
+  }
+  c.wake.notify_all();
+  c.watchdog.join();
+  int32_t status = MXRT_SUCCESS;
+  {
+    std::unique_lock<std::mutex> lock(c.mutex);
+    DeviceScope scope;
+    while (scope && status == MXRT_SUCCESS && !c.pending.empty()) {
+      Pending p = std::move(c.pending.front());
+      c.pending.pop_front();
+      status = waitFor(c, std::move(p), lock);
+    }
+    if (c.comm) {
+      if (Result result = getLibrary().commDestroy(c.comm))
+        status = fail(MXRT_ERROR_NCCL,
+                      describeFailure("ncclCommDestroy", result, c.comm));
+    }
+  }
+  current.reset();
+  return status;
+}
+
+MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank) {
+  if (!size || !rank)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtCommRank: NULL output");
+  std::lock_guard<std::mutex> guard(commMutex);
+  if (!current)
+    return fail(MXRT_ERROR_NCCL,
+                "mxrtCommRank: no communicator (mxrtCommInit)");
+  *size = current->size;
+  *rank = current->rank;
+  return MXRT_SUCCESS;
+}
+
+MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,
+                               int32_t groupSize, void *stream) {
+  if (sendBytes == 0)
+    return MXRT_SUCCESS;
+  return runCollective("mxrtAllGather", describeBytes("all-gather", sendBytes),
+                       groupSize, stream, [&](Comm comm, CUstream s) {
+                         return getLibrary().allGather(send, recv, sendBytes,
+                                                       nccl::Uint8, comm, s);
+                       });
+}
+
+MXRT_API int32_t mxrtAllReduce(const void *send, void *recv, uint64_t count,
+                               int32_t elemType, int32_t op, int32_t groupSize,
+                               void *stream) {
+  int type = 0, redOp = 0;
+  uint64_t bytes = 0;
+  if (int32_t status =
+          getReduction("mxrtAllReduce", elemType, op, &type, &bytes, &redOp))
+    return status;
+  if (count == 0)
+    return MXRT_SUCCESS;
+  return runCollective(
+      "mxrtAllReduce", describeBytes("all-reduce", count * bytes), groupSize,
+      stream, [&](Comm comm, CUstream s) {
+        return getLibrary().allReduce(send, recv, count, type, redOp, comm, s);
+      });
+}
+
+MXRT_API int32_t mxrtReduceScatter(const void *send, void *recv,
+                                   uint64_t recvCount, int32_t elemType,
+                                   int32_t op, int32_t groupSize,
+                                   void *stream) {
+  int type = 0, redOp = 0;
+  uint64_t bytes = 0;
+  if (int32_t status = getReduction("mxrtReduceScatter", elemType, op, &type,
+                                    &bytes, &redOp))
+    return status;
+  if (recvCount == 0)
+    return MXRT_SUCCESS;
+  return runCollective(
+      "mxrtReduceScatter",
+      describeBytes("reduce-scatter", recvCount * bytes * groupSize), groupSize,
+      stream, [&](Comm comm, CUstream s) {
+        return getLibrary().reduceScatter(send, recv, recvCount, type, redOp,
+                                          comm, s);
+      });
+}
+
+} // extern "C"

@@ -1,0 +1,472 @@
+"""Programs partitioned over 2 GPUs (mx-partition) against the unpartitioned ones on one GPU.
+
+Skipped without 2 GPUs and torch (whose torch.multiprocessing launches one process per GPU). Each
+process takes rank r of an NCCL communicator (mx.runtime.init_process_group), runs every check on its
+shard of the same inputs (one seed for both) and compares with the whole program run on its own GPU:
+
+* every recipe's sharded quantize is bit-identical to the quantize of the whole tensor: MX rowwise and
+  columnwise, FP8 blockwise 1x128 and 128x128, per-tensor current scaling (amax all-reduced, a NaN
+  in one shard reaching both), delayed scaling with its history (all-reduced at the update), MXFP4,
+  NVFP4 with a computed tensor scale; also in call-stream mode, where the collectives are asynchronous;
+* a quantized all-gather followed by the swizzle gives the bytes of quantize + swizzle of the whole;
+* K-split scaled_matmuls (all-reduce, reduce-scatter) are within the spec's tolerance of the exact
+  product;
+* what must fail does, with a message and without hanging: a rank that never joins a collective
+  (timeout), a communicator that never forms, a program partitioned for another number of devices,
+  NCCL missing.
+
+The programs are compiled ahead of time like the other GPU tests: here when MLIR is on the machine,
+else loaded from $MX_GPU_ARTIFACTS, built elsewhere with `python python/tests/test_gpu_distributed.py
+DIR [chip]`. NCCL_NVLS_ENABLE=0 is set for every process (no NVLink multicast).
+"""
+
+import dataclasses
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import assert_bits_equal, build_gpu_programs, exact_matmul, random_input
+
+from mx import reference, runtime, tools
+
+BF16, F32 = ml_dtypes.bfloat16, np.float32
+DEVICES = 2
+TIMEOUT_S = 20  # of the communicator in the timeout check
+
+# Quantize programs, split along rows over the 2 devices: input shape and dtype, block (None: one block
+# over the whole tensor), element type, scale type, rounding (None for NVFP4).
+QUANTIZE = {
+    "mx_rowwise": ((512, 1024), BF16, (1, 32), "f8E4M3FN", "f8E8M0FNU", "ceil"),
+    "mx_columnwise": ((512, 256), BF16, (32, 1), "f8E5M2", "f8E8M0FNU", "floor"),
+    "blockwise_1x128": ((512, 1024), BF16, (1, 128), "f8E4M3FN", "f32", "ceil"),
+    "blockwise_128x128": ((512, 1024), F32, (128, 128), "f8E4M3FN", "f32", "exact"),
+    "per_tensor": ((512, 1024), BF16, None, "f8E4M3FN", "f32", "ceil"),
+    "per_tensor_exact": ((256, 512), F32, None, "f8E5M2", "f32", "exact"),
+    "mxfp4": ((512, 1024), BF16, (1, 32), "f4E2M1FN", "f8E8M0FNU", "ceil"),
+    "nvfp4": ((512, 1024), BF16, (1, 16), "f4E2M1FN", "f8E4M3FN", None),
+}
+# K-split products: M, N, K, lhs block, rhs block, scale type, and whether the product is reduce-scattered
+# along M (else all-reduced).
+MATMUL = {
+    "matmul_mx_allreduce": (256, 256, 1024, (1, 32), (1, 32), "f8E8M0FNU", False),
+    "matmul_mx_reduce_scatter": (256, 256, 1024, (1, 32), (1, 32), "f8E8M0FNU", True),
+    "matmul_blockwise_allreduce": (256, 256, 1024, (1, 128), (128, 128), "f32", False),
+}
+DELAYED_SHAPES = ((512, 1024), (1024, 512))  # x split along rows, y along columns
+GATHER = {"gather_swizzle": ((512, 1024), (1, 32), "f8E8M0FNU"),  # shape, block, scale type
+          "gather_swizzle_blockwise": ((256, 1024), (1, 128), "f32")}
+MATMUL_TOLERANCE = 4e-3  # bf16 output (spec section 5)
+
+
+def _type(shape, dtype):
+    return tools.mlir_type(shape, dtype)
+
+
+@dataclasses.dataclass
+class Program:
+    """A function of mx ops: its arguments (name, type), body and results (value, type). The sharded
+    version splits the arguments named in `splits` (split_axes text); its body reads `%<arg>s`, the
+    annotated argument, and `consumers` annotates what the consumers need, its results replacing
+    `results` (`sharded_results`)."""
+    args: list
+    body: list
+    results: list
+    splits: dict
+    consumers: list = dataclasses.field(default_factory=list)
+    sharded_results: list | None = None
+
+    def sharded(self, name):
+        lines = []
+        for arg, decl in self.args:
+            lines += [f"  %{arg}_sharding = shard.sharding @grid split_axes = "
+                      f"{self.splits.get(arg, '[[]]')} : !shard.sharding",
+                      f"  %{arg}s = shard.shard %{arg} to %{arg}_sharding : {decl}"]
+        return (f"shard.grid @grid(shape = {DEVICES})\n" + tools.function_source(
+            name, self._params(), lines + self.body + self.consumers, self.sharded_results or self.results))
+
+    def whole(self, name):
+        lines = [f"  %{arg}s = tensor.cast %{arg} : {decl} to {decl}" for arg, decl in self.args]
+        return tools.function_source(name, self._params(), lines + self.body, self.results)
+
+    def _params(self):
+        return [f"%{arg}: {decl}" for arg, decl in self.args]
+
+
+def _block(shape, block):
+    return tuple(shape) if block is None else block
+
+
+def quantize_program(name):
+    shape, dtype, block, elem, scale_type, rounding = QUANTIZE[name]
+    block = _block(shape, block)
+    x, data = _type(shape, dtype), _type(shape, tools.NUMPY_DTYPES[elem])
+    scales = _type(reference.scales_shape(shape, block), tools.NUMPY_DTYPES[scale_type])
+    nvfp4 = rounding is None
+    results = [("%r#0", data), ("%r#1", scales)] + ([("%r#2", "tensor<f32>")] if nvfp4 else [])
+    body = [f"  %r:{len(results)} = mx.quantize %xs block [{', '.join(map(str, block))}]"
+            f"{'' if nvfp4 else ' rounding ' + rounding} : {x} -> {', '.join(t for _, t in results)}"]
+    return Program([("x", x)], body, results, {"x": "[[0]]"})
+
+
+def delayed_program(name):
+    (xm, xk), (ym, yk) = DELAYED_SHAPES
+    x, y = _type((xm, xk), BF16), _type((ym, yk), BF16)
+    s, h = _type((2,), F32), _type((16, 2), F32)
+    e4m3 = ml_dtypes.float8_e4m3fn
+    xd, yd, inv = _type((xm, xk), e4m3), _type((ym, yk), e4m3), _type((1, 1), F32)
+    body = [f"  %xd, %xi, %h1 = mx.quantize_delayed %xs, %ss, %hs index 0 : {x}, {s}, {h} -> {xd}, {inv}, {h}",
+            f"  %yd, %yi, %h2 = mx.quantize_delayed %ys, %ss, %h1 index 1 : {y}, {s}, {h} -> {yd}, {inv}, {h}",
+            f"  %h3, %s3 = mx.update_amax_history %h2, %ss element f8E4M3FN : {h}, {s} -> {h}, {s}"]
+    results = [("%xd", xd), ("%yd", yd), ("%xi", inv), ("%h3", h), ("%s3", s)]
+    return Program([("x", x), ("y", y), ("s", s), ("h", h)], body, results, {"x": "[[0]]", "y": "[[], [0]]"})
+
+
+def gather_program(name):
+    shape, block, scale_type = GATHER[name]
+    x, data = _type(shape, BF16), _type(shape, ml_dtypes.float8_e4m3fn)
+    scales_shape = reference.scales_shape(shape, block)
+    scales = _type(scales_shape, tools.NUMPY_DTYPES[scale_type])
+    blockwise = scale_type == "f32"
+    swizzled_shape = ((scales_shape[1], -(-shape[0] // 4), 4) if blockwise else
+                      (-(-shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4))
+    tiles = _type(swizzled_shape, tools.NUMPY_DTYPES[scale_type])
+    body = [f"  %d, %s = mx.quantize %xs block [{', '.join(map(str, block))}] : {x} -> {data}, {scales}",
+            f"  %t = mx.swizzle %s{' layout blockwise' if blockwise else ''} : {scales} -> {tiles}"]
+    # The consumers need both whole: the data before its use, the swizzled scales as they are made.
+    consumers = ["  %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding",
+                 f"  %dw = shard.shard %d to %whole annotate_for_users : {data}",
+                 f"  %tw = shard.shard %t to %whole : {tiles}"]
+    return Program([("x", x)], body, [("%d", data), ("%t", tiles)], {"x": "[[0]]"}, consumers,
+                   [("%dw", data), ("%tw", tiles)])
+
+
+def matmul_program(name):
+    m, n, k, a_block, b_block, scale_type, scatter = MATMUL[name]
+    a, b = _type((m, k), ml_dtypes.float8_e4m3fn), _type((n, k), ml_dtypes.float8_e4m3fn)
+    scale = tools.NUMPY_DTYPES[scale_type]
+    a_scales = _type(reference.scales_shape((m, k), a_block), scale)
+    b_scales = _type(reference.scales_shape((n, k), b_block), scale)
+    out = _type((m, n), BF16)
+    body = [f"  %c = mx.scaled_matmul %as, %a_ss, %bs, %b_ss lhs_block [{', '.join(map(str, a_block))}] "
+            f"rhs_block [{', '.join(map(str, b_block))}] : {a}, {a_scales}, {b}, {b_scales} -> {out}"]
+    args = [("a", a), ("a_s", a_scales), ("b", b), ("b_s", b_scales)]
+    program = Program(args, body, [("%c", out)], {arg: "[[], [0]]" for arg, _ in args})
+    if scatter:  # the sum made whole, then wanted split along M: a reduce-scatter
+        program.consumers = ["  %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding",
+                             "  %rows = shard.sharding @grid split_axes = [[0]] : !shard.sharding",
+                             f"  %cw = shard.shard %c to %whole : {out}",
+                             f"  %cr = shard.shard %cw to %rows annotate_for_users : {out}"]
+        program.sharded_results = [("%cr", out)]
+    return program
+
+
+PROGRAMS = {**{n: quantize_program(n) for n in QUANTIZE}, "delayed": delayed_program("delayed"),
+            **{n: gather_program(n) for n in GATHER}, **{n: matmul_program(n) for n in MATMUL}}
+
+
+def sources():
+    """Every program annotated for 2 devices (partitioned by build()) and unpartitioned (`_whole`)."""
+    result = {}
+    for name, program in PROGRAMS.items():
+        result[name] = program.sharded(name)
+        result[name + "_whole"] = program.whole(name + "_whole")
+    return result
+
+
+def build(directory, chip=None):
+    """Partitions the annotated programs for 2 devices and compiles every program for `chip`."""
+    programs = {name: tools.run_mx_opt(source, "--mx-partition") if name in PROGRAMS else source
+                for name, source in sources().items()}
+    build_gpu_programs(directory, programs, chip)
+
+
+#===--------------------------------------------------------------------------------------------===#
+# What each process runs
+#===--------------------------------------------------------------------------------------------===#
+
+def _call(libraries, name, inputs, dtypes):
+    """Runs compiled `name` on host arrays; its results as host arrays of `dtypes`."""
+    buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(a)) for a in inputs]
+    try:
+        results = runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[
+            len(shape) for shape in _result_shapes(libraries[name], name)])
+        try:
+            return [r.to_numpy(d) for r, d in zip(results, dtypes)]
+        finally:
+            for r in results:
+                r.free()
+    finally:
+        for b in buffers:
+            b.close()
+
+
+def _result_shapes(library, name):
+    import ctypes
+    text = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(library, "_mx_signatures"))).decode()
+    function = next(f for f in json.loads(text)["functions"] if f["name"] == name)
+    return [r["shape"] for r in function["results"]]
+
+
+def _rows(array, rank, axis=0):
+    """This rank's shard of `array` along `axis`."""
+    return np.split(array, DEVICES, axis=axis)[rank]
+
+
+def _quantize_input(rng, name):
+    shape, dtype, *_ = QUANTIZE[name]
+    x = random_input(rng, shape, F32)
+    if name.startswith("per_tensor"):
+        # Specials stay in the second shard only: its NaN must reach the first shard's scale too, in
+        # half of the runs (the other half checks finite per-tensor scaling).
+        x = np.where(np.isfinite(x), x, np.float32(2.5))
+        if rng.integers(2):
+            x[-1, -1] = np.nan
+    return x.astype(dtype)
+
+
+def check_quantize(libraries, rank, rng, name):
+    shape, dtype, block, elem, scale_type, rounding = QUANTIZE[name]
+    x = _quantize_input(rng, name)
+    dtypes = [tools.NUMPY_DTYPES[elem], tools.NUMPY_DTYPES[scale_type]] + ([F32] if rounding is None
+                                                                                   else [])
+    whole = _call(libraries, name + "_whole", [x], dtypes)
+    got = _call(libraries, name, [_rows(x, rank)], dtypes)
+    assert_bits_equal(got[0], _rows(whole[0], rank), f"{name} data")
+    per_tensor = block is None
+    assert_bits_equal(got[1], whole[1] if per_tensor else _rows(whole[1], rank), f"{name} scales")
+    if rounding is None:
+        assert_bits_equal(got[2], whole[2], f"{name} tensor scale")
+
+
+def check_delayed(libraries, rank, rng, name="delayed"):
+    (xm, xk), (ym, yk) = DELAYED_SHAPES
+    x = random_input(rng, (xm, xk), F32, specials=False).astype(BF16)
+    y = random_input(rng, (ym, yk), F32, specials=False).astype(BF16)
+    s = np.exp2(rng.integers(-4, 4, size=2)).astype(F32)
+    h = np.abs(rng.standard_normal((16, 2))).astype(F32) * 100
+    e4m3 = ml_dtypes.float8_e4m3fn
+    dtypes = [e4m3, e4m3, F32, F32, F32]
+    whole = _call(libraries, name + "_whole", [x, y, s, h], dtypes)
+    got = _call(libraries, name, [_rows(x, rank), _rows(y, rank, axis=1), s, h], dtypes)
+    assert_bits_equal(got[0], _rows(whole[0], rank), "delayed x data")
+    assert_bits_equal(got[1], _rows(whole[1], rank, axis=1), "delayed y data")
+    for index, what in ((2, "scale_inv"), (3, "history"), (4, "scales")):
+        assert_bits_equal(got[index], whole[index], f"delayed {what}")
+
+
+def check_gather(libraries, rank, rng, name):
+    shape, block, scale_type = GATHER[name]
+    x = random_input(rng, shape, F32).astype(BF16)
+    dtypes = [ml_dtypes.float8_e4m3fn, tools.NUMPY_DTYPES[scale_type]]
+    whole = _call(libraries, name + "_whole", [x], dtypes)
+    got = _call(libraries, name, [_rows(x, rank)], dtypes)
+    assert_bits_equal(got[0], whole[0], f"{name} gathered data")
+    assert_bits_equal(got[1], whole[1], f"{name} swizzled scales")
+
+
+def check_matmul(libraries, rank, rng, name):
+    m, n, k, a_block, b_block, scale_type, scatter = MATMUL[name]
+
+    def operand(rows, block):
+        return reference.quantize(random_input(rng, (rows, k), F32, specials=False), block, "f8E4M3FN",
+                                  scale_type)
+    (a, a_scales), (b, b_scales) = operand(m, a_block), operand(n, b_block)
+    exact = exact_matmul(a, a_scales, b, b_scales, a_block, b_block)
+    shards = [_rows(array, rank, axis=1) for array in (a, a_scales, b, b_scales)]
+    got = _call(libraries, name, shards, [BF16])[0].astype(np.float64)
+    whole = _call(libraries, name + "_whole", [a, a_scales, b, b_scales], [BF16])[0].astype(np.float64)
+    want = _rows(exact, rank) if scatter else exact
+    for product, what in ((got, "K-split product"), (_rows(whole, rank) if scatter else whole, "whole product")):
+        error = np.linalg.norm(product - want) / np.linalg.norm(want)
+        assert error < MATMUL_TOLERANCE, f"{name}: {what} relative error {error:.2e}"
+
+
+def check_call_stream(libraries, rank, rng, name="per_tensor"):
+    """The per-tensor quantize with its amax all-reduce in call-stream mode (the legacy stream): the
+    collective is enqueued and followed by the watchdog, the host does not wait for it."""
+    lib = runtime.load_library()
+    assert lib.mxrtSetCallStream(None, 1) == 0
+    try:
+        check_quantize(libraries, rank, rng, name)
+    finally:
+        lib.mxrtSetCallStream(None, 0)
+        runtime.synchronize()
+
+
+CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
+          "delayed": (check_delayed, "delayed"),
+          **{n: (check_gather, n) for n in GATHER},
+          **{n: (check_matmul, n) for n in MATMUL},
+          "call_stream": (check_call_stream, "per_tensor")}
+
+
+def _setup(rank, directory):
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    runtime.set_device(rank)
+    return {name: runtime.load_compiled(Path(directory) / f"{name}.so") for name in sources()}
+
+
+def _report(out, rank, results):
+    (Path(out) / f"rank{rank}.json").write_text(json.dumps(results))
+
+
+def run_checks(rank, directory, out, seed):
+    """One process of the 2-GPU run: every check, its failure (or None) reported in out/rank<r>.json."""
+    results = {}
+    try:
+        libraries = _setup(rank, directory)
+        runtime.init_process_group(rank, DEVICES, id_file=Path(out) / "nccl.id", timeout=120)
+        for index, (check, (function, name)) in enumerate(CHECKS.items()):
+            rng = np.random.default_rng([seed, index])  # the same inputs on both ranks
+            try:
+                function(libraries, rank, rng, name)
+                results[check] = None
+            except Exception:  # reported per check; the next one still runs
+                results[check] = traceback.format_exc()
+        runtime.destroy_process_group()
+    except Exception:
+        results["setup"] = traceback.format_exc()
+    _report(out, rank, results)
+
+
+def run_timeout(rank, directory, out, seed):
+    """Rank 1 never joins the gather that rank 0 calls: rank 0 must fail after the communicator's
+    timeout, with a message, and every later collective at once."""
+    results = {}
+    flag = Path(out) / "rank0.done"
+    try:
+        libraries = _setup(rank, directory)
+        runtime.init_process_group(rank, DEVICES, id_file=Path(out) / "nccl.id", timeout=TIMEOUT_S)
+        if rank == 0:
+            x = np.zeros((256, 1024), BF16)
+            start = time.monotonic()
+            for attempt in ("first", "later"):
+                try:
+                    _call(libraries, "gather_swizzle", [x], [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu])
+                    results[attempt] = "the gather returned without its peer"
+                except runtime.MXRuntimeError as error:
+                    expected = "did not complete within" if attempt == "first" else "aborted"
+                    results[attempt] = None if expected in str(error) else f"unexpected message: {error}"
+            elapsed = time.monotonic() - start
+            results["elapsed"] = None if elapsed < TIMEOUT_S + 30 else f"took {elapsed:.0f} s"
+            flag.touch()
+        else:
+            deadline = time.monotonic() + TIMEOUT_S + 60
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+    except Exception:
+        results["setup"] = traceback.format_exc()
+    _report(out, rank, results)
+    os._exit(0)  # the communicator of rank 1 still waits for its aborted peer: do not tear it down
+
+
+def run_single(rank, directory, out, check):
+    """One process on GPU 0 for the failures that need no peer."""
+    results = {}
+    try:
+        if check == "nccl_missing":
+            os.environ["MX_NCCL_LIBRARY"] = str(Path(out) / "no-such-libnccl.so.2")
+        libraries = _setup(0, directory)
+        start = time.monotonic()
+        try:
+            if check == "nccl_missing":
+                runtime.init_process_group(0, 1, id_file=Path(out) / "nccl.id")
+            elif check == "init_timeout":
+                runtime.init_process_group(0, 2, uid=runtime.unique_id(), timeout=5)
+            else:
+                runtime.init_process_group(0, 1, uid=runtime.unique_id())
+                _call(libraries, "gather_swizzle", [np.zeros((256, 1024), BF16)],
+                      [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu])
+            results[check] = "no error"
+        except (runtime.MXRuntimeError, OSError) as error:
+            expected = {"nccl_missing": "NCCL is not available",
+                        "init_timeout": "did not complete within 5 s",
+                        "group_size": "partitioned for 2 devices, the communicator has 1 ranks"}[check]
+            results[check] = None if expected in str(error) else f"unexpected message: {error}"
+        if time.monotonic() - start > 60:
+            results[check] = f"took {time.monotonic() - start:.0f} s"
+    except Exception:
+        results["setup"] = traceback.format_exc()
+    _report(out, 0, results)
+    os._exit(0)  # the communicator of init_timeout's helper thread still waits
+
+
+#===--------------------------------------------------------------------------------------------===#
+# The tests
+#===--------------------------------------------------------------------------------------------===#
+
+def _gpu_count():
+    try:
+        import torch
+        return torch.cuda.device_count()
+    except ImportError:
+        return 0
+
+
+def _require_gpus(count):
+    """Skips unless torch sees `count` GPUs; asked in the test process only (the spawned workers import
+    this module too, and must not touch a GPU before set_device)."""
+    if _gpu_count() < count or not runtime.device_available():
+        pytest.skip(f"needs torch and {count} CUDA GPU{'s' if count > 1 else ''}")
+
+
+def _programs(tmp_path_factory):
+    """The compiled programs: $MX_GPU_ARTIFACTS, or built here once."""
+    directory = os.environ.get("MX_GPU_ARTIFACTS")
+    if not directory:
+        directory = tmp_path_factory.getbasetemp() / "distributed"
+        if not directory.is_dir():
+            build(directory)
+    return directory
+
+
+def _spawn(tmp_path_factory, target, nprocs, *args):
+    """Runs target(rank, programs, out, *args) in `nprocs` processes; their reports by rank."""
+    import torch.multiprocessing as mp
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    out = tmp_path_factory.mktemp(target.__name__)
+    mp.start_processes(target, args=(*args[:1], str(out), *args[1:]), nprocs=nprocs, join=True,
+                       start_method="spawn")
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(nprocs)]
+
+
+@pytest.fixture(scope="module")
+def two_gpu_results(tmp_path_factory):
+    _require_gpus(DEVICES)
+    programs = _programs(tmp_path_factory)
+    seed = np.random.SeedSequence().entropy
+    print(f"seed = {seed}")
+    return _spawn(tmp_path_factory, run_checks, DEVICES, programs, seed)
+
+
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_two_gpus(two_gpu_results, check):
+    for rank, results in enumerate(two_gpu_results):
+        assert "setup" not in results, f"rank {rank}: {results['setup']}"
+        assert results[check] is None, f"rank {rank}: {results[check]}"
+
+
+def test_a_rank_that_never_joins_times_out(tmp_path_factory):
+    _require_gpus(DEVICES)
+    programs = _programs(tmp_path_factory)
+    for rank, results in enumerate(_spawn(tmp_path_factory, run_timeout, DEVICES, programs, 0)):
+        assert "setup" not in results, f"rank {rank}: {results['setup']}"
+        assert all(value is None for value in results.values()), f"rank {rank}: {results}"
+
+
+@pytest.mark.parametrize("check", ["nccl_missing", "init_timeout", "group_size"])
+def test_failures_are_reported(tmp_path_factory, check):
+    _require_gpus(1)
+    results = _spawn(tmp_path_factory, run_single, 1, _programs(tmp_path_factory), check)[0]
+    assert "setup" not in results, results["setup"]
+    assert results[check] is None, results[check]
+
+
+if __name__ == "__main__":
+    build(sys.argv[1], *sys.argv[2:])

@@ -1,0 +1,73 @@
+// What convert-shard-to-mxrt does not lower, reported on the op.
+// RUN: mx-opt %s --convert-shard-to-mxrt --split-input-file -verify-diagnostics
+
+shard.grid @grid(shape = 2)
+func.func @inner_gather(%s: tensor<128x8xf8E8M0FNU>) -> tensor<128x16xf8E8M0FNU> {
+  // expected-error @+1 {{'shard.all_gather' op gathers along dimension 1 of 'tensor<128x8xf8E8M0FNU>', after dimensions that are not 1: NCCL concatenates whole buffers, so the mx runtime gathers along the outermost dimension}}
+  %g = shard.all_gather %s on @grid grid_axes = [0] gather_axis = 1 : tensor<128x8xf8E8M0FNU> -> tensor<128x16xf8E8M0FNU>
+  return %g : tensor<128x16xf8E8M0FNU>
+}
+
+// -----
+
+shard.grid @grid(shape = 2)
+func.func @inner_scatter(%p: tensor<64x32xf32>) -> tensor<64x16xf32> {
+  // expected-error @+1 {{'shard.reduce_scatter' op scatters along dimension 1 of 'tensor<64x16xf32>', after dimensions that are not 1: NCCL scatters whole buffers, so the mx runtime scatters along the outermost dimension}}
+  %s = shard.reduce_scatter %p on @grid grid_axes = [0] scatter_axis = 1 : tensor<64x32xf32> -> tensor<64x16xf32>
+  return %s : tensor<64x16xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @sub_group(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op runs over a group that is not the whole static grid @grid: the mx runtime has one communicator per process, over all devices}}
+  %r = shard.all_reduce %x on @grid grid_axes = [1] : tensor<64x32xf32> -> tensor<64x32xf32>
+  return %r : tensor<64x32xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2)
+func.func @min(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op reduces with min; the mx runtime reduces with sum and max}}
+  %r = shard.all_reduce %x on @grid grid_axes = [0] reduction = min : tensor<64x32xf32> -> tensor<64x32xf32>
+  return %r : tensor<64x32xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2)
+func.func @widening(%x: tensor<64x32xbf16>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op reduces 'tensor<64x32xbf16>' into 'tensor<64x32xf32>'; the mx runtime reduces f32, bf16 and f16 in their own type}}
+  %r = shard.all_reduce %x on @grid grid_axes = [0] : tensor<64x32xbf16> -> tensor<64x32xf32>
+  return %r : tensor<64x32xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2)
+func.func @slice(%x: tensor<64x32xf32>) -> tensor<32x32xf32> {
+  // expected-error @+1 {{'shard.all_slice' op is not lowered to the mx runtime, which runs all_gather, all_reduce (sum, max) and reduce_scatter (sum, max) of partitioned programs (mx-partition)}}
+  %s = shard.all_slice %x on @grid grid_axes = [0] slice_axis = 0 : tensor<64x32xf32> -> tensor<32x32xf32>
+  return %s : tensor<32x32xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2)
+llvm.func @mxrtAllGather(i32) -> i32
+func.func @clash(%d: tensor<128x512xf8E4M3FN>) -> tensor<256x512xf8E4M3FN> {
+  // expected-error @+1 {{'shard.all_gather' op the module defines @mxrtAllGather as !llvm.func<i32 (i32)>, not the runtime's !llvm.func<i32 (ptr, ptr, i64, i32, ptr)>}}
+  %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
+  return %g : tensor<256x512xf8E4M3FN>
+}
+
+// -----
+
+shard.grid @one(shape = 1)
+func.func @local_conversion(%x: tensor<64x32xf32>) -> tensor<64x32xf64> {
+  // expected-error @+1 {{'shard.all_reduce' op converts its element type, which the mx runtime does not}}
+  %r = shard.all_reduce %x on @one grid_axes = [0] : tensor<64x32xf32> -> tensor<64x32xf64>
+  return %r : tensor<64x32xf64>
+}
