@@ -3,7 +3,8 @@
 Two steps, because the GPU machine has no MLIR:
   python bench/gemm.py build DIR [--gemm G] [--variants V;V...] [--recipes R,...] [--shapes MxNxK,...]
   python bench/gemm.py run DIR [--recipes R,...] [--shapes MxNxK,...]     # on the GPU: check, time, table
-`--gemm` (auto, kernel or cublas) is the pipeline's gemm option (`--mx-lower-to-nvvm=chip=sm_90a`).
+`--gemm` (auto, kernel or cublas; default kernel, the generated kernels being what is measured) is the
+pipeline's gemm option (`--mx-lower-to-nvvm=chip=sm_90a`).
 `--variants` adds, per recipe and shape, programs built with those `gemm-config` choices (GemmConfig.h,
 e.g. "consumers=3,waves=1;epilogue=tma"), each timed as a row of its own, so that one GPU run compares
 the generator's default with other tiles, clusters and epilogues on the same inputs.
@@ -106,7 +107,7 @@ def _ptxas_report(source, options, directory, name):
     return lines or ["no PTX in the lowered module"]
 
 
-def build(directory, gemm="auto", variants=(), recipes=RECIPES, shapes=SHAPES):
+def build(directory, gemm="kernel", variants=(), recipes=RECIPES, shapes=SHAPES):
     """Compiles every (recipe, shape) program, the default and one per `gemm-config` variant."""
     from mx import tools
     directory = Path(directory)
@@ -700,7 +701,8 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("step", choices=("build", "run", "profile"))
     parser.add_argument("directory")
-    parser.add_argument("--gemm", default="auto", choices=("auto", "kernel", "cublas"))
+    parser.add_argument("--gemm", default="kernel", choices=("auto", "kernel", "cublas"),
+                        help="the pipeline's gemm option (default kernel: the generated kernels are what is measured)")
     parser.add_argument("--variants", default="",
                         help="build: gemm-config choices separated by ';'; profile: variant numbers, e.g. 0,2")
     parser.add_argument("--recipes", default=",".join(RECIPES))

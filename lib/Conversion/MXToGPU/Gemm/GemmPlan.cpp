@@ -18,8 +18,9 @@
 //   (the consumers read them from shared memory), 128x128 scales are copied
 //   once per tile.
 // * MX exact, bounded by its dequantization, takes two consumers and the
-//   widest wgmma (128x256). Stages are as many as fit in the chip's shared
-//   memory after its two dequantized bf16 buffers.
+//   widest wgmma (128x256); A is converted in registers, B into two bf16
+//   buffers. Stages are as many as fit in the chip's shared memory after
+//   those buffers.
 //
 // On SM100 the generator covers MX, scaled by the tensor core: a 128x256
 // tile (the widest one-CTA tcgen05.mma), its f32 accumulator in 256 columns
@@ -318,8 +319,8 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
     plan.dequantK = 64; // bf16 elements in one 128-byte swizzled row
     plan.dequantBuffers = 2;
   }
-  int64_t dequantBytes =
-      plan.dequantBuffers * 2 * plan.dequantK * (plan.tileM + plan.tileN);
+  // MX exact converts B into bf16 buffers (A goes to registers).
+  int64_t dequantBytes = plan.dequantBuffers * 2 * plan.dequantK * plan.tileN;
   int64_t outputBytes =
       plan.epilogue == GemmEpilogue::tmaStore
           ? plan.tileM * plan.tileN * plan.outputType.getIntOrFloatBitWidth() /
@@ -351,9 +352,8 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
     offset += aTile + bTile;
   }
   for (int64_t i = 0; i < plan.dequantBuffers; ++i) {
-    plan.dequantA.push_back(offset);
-    plan.dequantB.push_back(offset + 2 * plan.dequantK * plan.tileM);
-    offset += 2 * plan.dequantK * (plan.tileM + plan.tileN);
+    plan.dequantB.push_back(offset);
+    offset += 2 * plan.dequantK * plan.tileN;
   }
   plan.outputTile = offset; // 1024-aligned: tiles are whole swizzle repeats
   offset += outputBytes;
@@ -492,7 +492,7 @@ void GemmPlan::print(raw_ostream &os) const {
   if (stageScaleBytes(a, tileM) || stageScaleBytes(b, tileN))
     os << ",sa:" << stageLayout[0].aScales << ",sb:" << stageLayout[0].bScales;
   if (recipe == GemmRecipe::mxExact)
-    os << " bf16=a:" << dequantA[0] << ",b:" << dequantB[0];
+    os << " bf16_b=" << dequantB[0];
   if (a.scales == ScaleStaging::tileBlocks ||
       b.scales == ScaleStaging::tileBlocks)
     os << " tile_scales=" << tileScalesA << "," << tileScalesB;

@@ -144,7 +144,7 @@ struct GemmPlan {
   // MMA instruction: wgmma m64 x tileN x mmaK (SM90) or tcgen05.mma
   // tileM x tileN x mmaK (SM100), operands from shared memory.
   int64_t mmaK = 32;
-  // MX only: K elements of one dequantized bf16 buffer (one 128-byte row)
+  // MX exact only: K elements of one bf16 buffer of B (one 128-byte row)
   // and how many such buffers rotate.
   int64_t dequantK = 0, dequantBuffers = 0;
   // Persistent grid: at most this many CTAs (the chip's SM count); clusters
@@ -153,7 +153,7 @@ struct GemmPlan {
 
   // Shared memory, bytes from the 1024-aligned base.
   llvm::SmallVector<StageLayout> stageLayout;
-  llvm::SmallVector<int64_t> dequantA, dequantB; // per bf16 buffer
+  llvm::SmallVector<int64_t> dequantB; // per bf16 buffer of B
   /// tileBlocks scales of the current tile, [tile rows / 128, KB] f32.
   int64_t tileScalesA = 0, tileScalesB = 0;
   /// tmaStore: the output tile, tileN / 64 panels of [tileM, 128 bytes].
