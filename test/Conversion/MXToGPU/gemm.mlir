@@ -4,19 +4,22 @@
 // epilogues, and the host code that launches them.
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
 
-// MX exact: bf16 wgmma on operands dequantized in shared memory; the E8M0
-// chunks arrive by bulk copy next to the TMA boxes of A and B.
+// MX exact: bf16 wgmma on operands converted from FP8 x 2^(b-127); the E8M0
+// chunks arrive by bulk copy next to the TMA boxes of A and B. A is
+// converted in registers (two 4-byte loads per K step, one row and the row 8
+// below) and fed to a register-A wgmma (inline asm); B goes through a bf16
+// buffer of shared memory, its K words stored permuted like A's.
 // CHECK-LABEL: func.func @mx_exact
 // CHECK: llvm.call @mxrtTensorMap
 // CHECK: llvm.call @mxrtTensorMap
-// CHECK: gpu.launch_func  @mx_gemm_mx_exact_256x128x512::@kernel blocks in (%c2, %c1, %c1) threads in (%c384, %c1, %c1)  dynamic_shared_memory_size %c200736_i32 args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
+// CHECK: gpu.launch_func @mx_gemm_mx_exact_256x128x512::@kernel blocks in (%c2, %c1, %c1) threads in (%c384, %c1, %c1) dynamic_shared_memory_size %c218672_i32 args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
 // CHECK: gpu.module @mx_gemm_mx_exact_256x128x512
 // CHECK: llvm.mlir.global external @mx_gemm_shared() {addr_space = 3 : i32, alignment = 1024 : i64}
 // CHECK: gpu.func @kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel attributes
 // CHECK-SAME: mx.gemm_lowering = "kernel: gemm=kernel"
-// CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x256x128 stages=2 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n256k16 ctas=2 cluster=1x1 group=8 epilogue=registers dequant=2x64 scales=128x4,128x4 smem=200736 stage0=a:0,b:16384,sa:196608,sb:197120 bf16=a:98304,b:114688 barriers=199680,199696"
+// CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x256x128 stages=3 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n256k16 ctas=2 cluster=1x1 group=8 epilogue=registers dequant=2x64 scales=128x4,128x4 smem=218672 stage0=a:0,b:16384,sa:212992,sb:213504 bf16_b=147456 barriers=217600,217624"
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
-// CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK-COUNT-6: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: nvvm.setmaxregister  decrease 40
 // CHECK: nvvm.elect.sync
@@ -27,16 +30,20 @@
 // CHECK: nvvm.cp.async.bulk.shared.cluster.global
 // CHECK: nvvm.cp.async.bulk.shared.cluster.global
 // CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.shfl.sync  idx
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> vector<4xi8>
 // CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E4M3FN)
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-4: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $261, 0;\0Awgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {$0, {{.*}}, $127}, {$256, $257, $258, $259}, $260, p, 1, 1, 0;\0A}", "=f,
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
+// CHECK-COUNT-4: llvm.inline_asm has_side_effects
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<1>
 func.func @mx_exact(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
