@@ -141,7 +141,8 @@ CASES = [
     Case("pt", *LONG_K, "f32"),
     Case("pt", *MID, "f16"),
     # More tiles than CTAs (the ring and the epilogue carried across tiles), and the generator's
-    # other choices: the TMA-store epilogue, clusters sharing A (1x2) or B (2x1), three consumers.
+    # other choices: the TMA-store epilogue, clusters sharing A (1x2) or B (2x1), three consumers;
+    # MX exact with more tiles than CTAs.
     Case("pt", 4096, 2048, 256, "bf16"),
     Case("bw2d", 4096, 2048, 384, "bf16", config="epilogue=tma"),
     Case("pt", *MID, "bf16", config="epilogue=tma"),
@@ -151,6 +152,7 @@ CASES = [
     Case("bw2d", *MID, "f32", config="consumers=2,waves=1,cluster=2x1"),
     Case("bw1d", *MID, "bf16", config="cluster=2x1,epilogue=tma"),
     Case("mx", *MID, "f32", swizzled=True, config="cluster=2x1"),
+    Case("mx", 1024, 512, 384, "bf16", swizzled=True),
 ]
 
 
