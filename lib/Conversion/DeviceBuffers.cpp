@@ -43,6 +43,8 @@ std::optional<int32_t> mx::getRuntimeElementType(Type type) {
     return MXRT_TYPE_F8E5M2;
   if (isa<Float4E2M1FNType>(type))
     return MXRT_TYPE_F4E2M1;
+  if (isa<Float8E8M0FNUType>(type))
+    return MXRT_TYPE_E8M0;
   if (type.isBF16())
     return MXRT_TYPE_BF16;
   if (type.isF16())

@@ -45,8 +45,7 @@
 // TMA warp: the skeleton's loads, the same as on SM90.
 // CHECK: nvvm.elect.sync
 // CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
-// CHECK-COUNT-3: nvvm.cp.async.bulk.shared.cluster.global
+// CHECK-COUNT-5: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
 // Epilogue: 8 loads of 32 columns, the accumulator released after the
 // last, 16-byte stores of bf16.
 // CHECK: nvvm.mbarrier.try_wait.parity

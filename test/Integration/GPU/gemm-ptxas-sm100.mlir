@@ -21,7 +21,6 @@
 // PTX-DAG: tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.block32
 // PTX-DAG: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
-// PTX-DAG: cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes
 // PTX-DAG: tcgen05.ld.sync.aligned.32x32b.x32.b32
 // PTX-DAG: tcgen05.wait::ld.sync.aligned;
 // PTX: tcgen05.dealloc.cta_group::1.sync.aligned.b32

@@ -17,7 +17,6 @@
 // MX: setmaxnreg.dec.sync.aligned.u32 {{.*}}40;
 // MX: mbarrier.try_wait.parity.shared.b64
 // MX: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
-// MX: cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes
 // MX: setmaxnreg.inc.sync.aligned.u32 {{.*}}232;
 // MX: cvt.rn.f16x2.e4m3x2
 // MX: fence.proxy.async.shared::cta

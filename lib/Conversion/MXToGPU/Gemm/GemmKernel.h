@@ -41,8 +41,9 @@ enum class KernelParameter {
   aScales,          // swizzled E8M0 or f32
   bScales,          //
   out,              // row-major [M, N] of the output type
-  tensorMapAScales, // stageRows: CUtensorMap of A's GEMM-ready [KB, M'] f32
-  tensorMapBScales, // stageRows: of B's [KB, N']
+  tensorMapAScales, // stageRows: CUtensorMap of A's GEMM-ready [KB, M'] f32;
+                    // chunks: of A's swizzled E8M0 as rows of 128 bytes
+  tensorMapBScales, // the same of B's
   tensorMapOut,     // tmaStore epilogue: CUtensorMap of the output
 };
 
@@ -210,8 +211,8 @@ private:
   void loadOperandTile(mlir::Value map, int64_t StageLayout::*buffer,
                        mlir::Value k, mlir::Value rowOrigin, int64_t tileRows,
                        bool shared, mlir::Value full, RingSlot slot);
-  void loadStageScales(const OperandPlan &operand, mlir::Value scales,
-                       mlir::Value map, int64_t StageLayout::*buffer,
+  void loadStageScales(const OperandPlan &operand, mlir::Value map,
+                       int64_t StageLayout::*buffer,
                        mlir::Value kBlock, mlir::Value rowOrigin,
                        int64_t tileRows, mlir::Value full, RingSlot slot);
   void storeWavesThroughSharedMemory(

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mx;
@@ -170,12 +171,21 @@ TensorMapRequest getOperandMap(Value data, const GemmPlan &plan,
           boxRows, kSwizzleBytes,      MXRT_SWIZZLE_128B};
 }
 
-/// The tensor map of GEMM-ready 1x128 scales [KB, R'] read one K-block row
-/// of `tileRows` f32 at a time.
-TensorMapRequest getScaleRowsMap(OpBuilder &b, Value data,
-                                 const GemmPlan &plan,
-                                 const OperandPlan &operand,
-                                 int64_t tileRows) {
+/// The tensor map of an operand's scales as its stage loads take them:
+/// GEMM-ready 1x128 scales [KB, R'] one K-block row of `tileRows` f32 at a
+/// time, or the 128x4 chunks of swizzled E8M0 scales (512 bytes each, R'/128
+/// x KB of them) as rows of 128 bytes, four rows a chunk.
+TensorMapRequest getStageScalesMap(OpBuilder &b, Value data,
+                                   const GemmPlan &plan,
+                                   const OperandPlan &operand,
+                                   Type scaleType, int64_t tileRows) {
+  if (operand.scales == ScaleStaging::chunks) {
+    int64_t chunks =
+        llvm::divideCeil(operand.rows, kScaleChunkRows) * plan.kBlocks();
+    int64_t lines = kScaleChunkBytes / kScaleChunkLine;
+    return {data,  scaleType,       chunks * lines, kScaleChunkLine,
+            lines, kScaleChunkLine, MXRT_SWIZZLE_NONE};
+  }
   return {data,     b.getF32Type(), plan.kBlocks(), operand.scaleRowPitch,
           1,        tileRows,       MXRT_SWIZZLE_NONE};
 }
@@ -274,12 +284,14 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
         arguments.push_back(pointer(out));
         break;
       case KernelParameter::tensorMapAScales:
-        arguments.push_back(map(
-            getScaleRowsMap(b, pointer(aScales), *plan, plan->a, plan->tileM)));
+        arguments.push_back(map(getStageScalesMap(
+            b, pointer(aScales), *plan, plan->a,
+            getElementTypeOrSelf(aScales.getType()), plan->tileM)));
         break;
       case KernelParameter::tensorMapBScales:
-        arguments.push_back(map(
-            getScaleRowsMap(b, pointer(bScales), *plan, plan->b, plan->tileN)));
+        arguments.push_back(map(getStageScalesMap(
+            b, pointer(bScales), *plan, plan->b,
+            getElementTypeOrSelf(bScales.getType()), plan->tileN)));
         break;
       case KernelParameter::tensorMapOut:
         arguments.push_back(map({pointer(out), plan->outputType, plan->m,

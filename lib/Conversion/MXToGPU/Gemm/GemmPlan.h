@@ -36,6 +36,8 @@ constexpr int64_t kWaveRows = 64;
 /// 128 rows x one stage's 128 K (4 blocks of 32), 512 contiguous bytes.
 constexpr int64_t kScaleChunkRows = 128;
 constexpr int64_t kScaleChunkBytes = 512;
+/// The chunks' tensor map reads them as rows of this many bytes.
+constexpr int64_t kScaleChunkLine = 128;
 /// FP8 blockwise scales cover 128 K (and 128 rows for [128, 128] blocks).
 constexpr int64_t kFP8ScaleBlock = 128;
 

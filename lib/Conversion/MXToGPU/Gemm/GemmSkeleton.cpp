@@ -47,9 +47,13 @@ SmallVector<KernelParameter> gemm::getKernelParameters(const GemmPlan &plan) {
   SmallVector<KernelParameter> parameters = {
       KernelParameter::tensorMapA, KernelParameter::tensorMapB,
       KernelParameter::aScales, KernelParameter::bScales, KernelParameter::out};
-  if (plan.a.scales == ScaleStaging::stageRows)
+  auto byTma = [](const OperandPlan &operand) {
+    return operand.scales == ScaleStaging::stageRows ||
+           operand.scales == ScaleStaging::chunks;
+  };
+  if (byTma(plan.a))
     parameters.push_back(KernelParameter::tensorMapAScales);
-  if (plan.b.scales == ScaleStaging::stageRows)
+  if (byTma(plan.b))
     parameters.push_back(KernelParameter::tensorMapBScales);
   if (plan.epilogue == GemmEpilogue::tmaStore)
     parameters.push_back(KernelParameter::tensorMapOut);
@@ -345,31 +349,34 @@ void GemmKernelBuilder::loadOperandTile(Value map,
 }
 
 void GemmKernelBuilder::loadStageScales(const OperandPlan &operand,
-                                        Value scales, Value map,
+                                        Value map,
                                         int64_t StageLayout::*buffer,
                                         Value kBlock, Value rowOrigin,
                                         int64_t tileRows, Value full,
                                         RingSlot slot) {
   Value destination = stageAddress(buffer, slot.stage);
+  auto load = [&](Value target, ValueRange coordinates) {
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, sharedPointer(target), map, coordinates, full, ValueRange(),
+        Value(), Value(),
+        NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
+        b.getBoolAttr(true), NVVM::CTAGroupKindAttr(), Value());
+  };
   if (operand.scales == ScaleStaging::stageRows) {
     // The K-block's row of the GEMM-ready [KB, R'] scales: tileRows f32
     // from the tile's first row (TMA fills rows past R' with zeros).
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, sharedPointer(destination), map, ValueRange{rowOrigin, kBlock},
-        full, ValueRange(), Value(), Value(),
-        NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
-        b.getBoolAttr(true), NVVM::CTAGroupKindAttr(), Value());
+    load(destination, ValueRange{rowOrigin, kBlock});
     return;
   }
   if (operand.scales != ScaleStaging::chunks)
     return;
   // The 128x4 chunk of (row tile, K tile) is 512 contiguous bytes of the
-  // swizzled scales: one bulk copy per 128 rows. A tile reaching past the
-  // last chunk row (N = 72 with 256-row tiles) re-reads the last chunk: the
-  // rows it would scale are TMA's zero fill and are never stored.
-  auto globalPtr = LLVM::LLVMPointerType::get(
-      b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
-  Value global = LLVM::AddrSpaceCastOp::create(b, globalPtr, scales);
+  // swizzled scales, which the map reads as 4 rows of 128 bytes: one box
+  // per 128 tile rows. A tile reaching past the last chunk row (N = 72 with
+  // 256-row tiles) re-reads the last chunk: the rows it would scale are
+  // TMA's zero fill and are never stored. (TMA rather than a plain bulk
+  // copy: compute-sanitizer's racecheck follows the mbarrier of a tensor
+  // copy, not of a bulk one.)
   int64_t lastChunkRow = llvm::divideCeil(operand.rows, kScaleChunkRows) - 1;
   for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
     Value rowTile = arith::MinUIOp::create(
@@ -380,16 +387,10 @@ void GemmKernelBuilder::loadStageScales(const OperandPlan &operand,
         i32(lastChunkRow));
     Value index = arith::AddIOp::create(
         b, arith::MulIOp::create(b, rowTile, i32(plan.kBlocks())), kBlock);
-    Value source = LLVM::GEPOp::create(
-        b, globalPtr, b.getI8Type(), global,
-        ArrayRef<LLVM::GEPArg>{Value(arith::MulIOp::create(
-            b, arith::ExtUIOp::create(b, b.getI64Type(), index),
-            i64(kScaleChunkBytes)))});
-    NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
-        b,
-        sharedPointer(
-            sharedAddress(destination, i32(kScaleChunkBytes * chunk))),
-        source, full, i32(kScaleChunkBytes), Value(), Value());
+    load(sharedAddress(destination, i32(kScaleChunkBytes * chunk)),
+         ValueRange{i32(0), arith::MulIOp::create(
+                                b, index, i32(kScaleChunkBytes /
+                                              kScaleChunkLine))});
   }
 }
 
@@ -404,12 +405,10 @@ void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
                   /*shared=*/plan.clusterN > 1, full, slot);
   loadOperandTile(args.tensorMapB, &StageLayout::b, k, origin.n, plan.tileN,
                   /*shared=*/plan.clusterM > 1, full, slot);
-  loadStageScales(plan.a, args.aScales, args.tensorMapAScales,
-                  &StageLayout::aScales, kBlock, origin.m, plan.tileM, full,
-                  slot);
-  loadStageScales(plan.b, args.bScales, args.tensorMapBScales,
-                  &StageLayout::bScales, kBlock, origin.n, plan.tileN, full,
-                  slot);
+  loadStageScales(plan.a, args.tensorMapAScales, &StageLayout::aScales, kBlock,
+                  origin.m, plan.tileM, full, slot);
+  loadStageScales(plan.b, args.tensorMapBScales, &StageLayout::bScales, kBlock,
+                  origin.n, plan.tileN, full, slot);
 }
 
 void GemmKernelBuilder::buildProducer() {
