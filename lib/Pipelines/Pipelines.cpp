@@ -113,14 +113,20 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
 }
 
 void mx::registerMXPipelines() {
-  PassPipelineRegistration<>(
-      "mx-lower-to-cpu",
-      "Lower mx ops through linalg and loops to the LLVM dialect for the CPU "
-      "(the reference path; run the result with mlir-runner).",
-      buildMXToCPUPipeline);
-  PassPipelineRegistration<MXToNVVMPipelineOptions>(
-      "mx-lower-to-nvvm",
-      "Lower mx ops to GPU kernels compiled for an NVIDIA chip (embedded "
-      "binary) and host code calling the mx_runtime library.",
-      buildMXToNVVMPipeline);
+  // A pipeline name registered twice is an error in assertion builds of MLIR;
+  // a compiler and a library it links may both call this.
+  static const bool registered = [] {
+    PassPipelineRegistration<>(
+        "mx-lower-to-cpu",
+        "Lower mx ops through linalg and loops to the LLVM dialect for the CPU "
+        "(the reference path; run the result with mlir-runner).",
+        buildMXToCPUPipeline);
+    PassPipelineRegistration<MXToNVVMPipelineOptions>(
+        "mx-lower-to-nvvm",
+        "Lower mx ops to GPU kernels compiled for an NVIDIA chip (embedded "
+        "binary) and host code calling the mx_runtime library.",
+        buildMXToNVVMPipeline);
+    return true;
+  }();
+  (void)registered;
 }

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mx/Conversion/Passes.h"
-#include "mx/Dialect/MX/IR/MXDialect.h"
-#include "mx/Pipelines/Pipelines.h"
+#include "mx/InitAllDialects.h"
+#include "mx/InitAllExtensions.h"
+#include "mx/InitAllPasses.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -19,14 +19,14 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
-  mx::registerMXConversionPasses();
-  mx::registerMXPipelines();
+  mx::registerAllPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
-  registry.insert<mx::MXDialect>();
+  mx::registerAllDialects(registry);
+  mx::registerAllExtensions(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mx optimizer driver\n", registry));
 }

@@ -55,7 +55,7 @@ void buildMXToCPUPipeline(mlir::OpPassManager &pm);
 void buildMXToNVVMPipeline(mlir::OpPassManager &pm,
                            const MXToNVVMPipelineOptions &options);
 
-/// Registers every mx pipeline with the global pass registry.
+/// Registers every mx pipeline with the global pass registry. Idempotent.
 void registerMXPipelines();
 
 } // namespace mx
