@@ -116,11 +116,13 @@ void mx::registerMXPipelines() {
   // A pipeline name registered twice is an error in assertion builds of MLIR;
   // a compiler and a library it links may both call this.
   static const bool registered = [] {
-    PassPipelineRegistration<>(
+    PassPipelineRegistration<MXToCPUPipelineOptions>(
         "mx-lower-to-cpu",
         "Lower mx ops through linalg and loops to the LLVM dialect for the CPU "
         "(the reference path; run the result with mlir-runner).",
-        buildMXToCPUPipeline);
+        [](OpPassManager &pm, const MXToCPUPipelineOptions &) {
+          buildMXToCPUPipeline(pm);
+        });
     PassPipelineRegistration<MXToNVVMPipelineOptions>(
         "mx-lower-to-nvvm",
         "Lower mx ops to GPU kernels compiled for an NVIDIA chip (embedded "

@@ -22,9 +22,11 @@ elements to a byte, element 2i in the low nibble: a torch argument is a `uint8` 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import math
+import numbers
 import os
 import shutil
 import tempfile
@@ -51,6 +53,33 @@ TORCH_DTYPES = {  # MLIR element type -> torch dtype names that carry it (the fi
     "f8E4M3FN": ("float8_e4m3fn", "uint8"), "f8E5M2": ("float8_e5m2", "uint8"),
     "f8E8M0FNU": ("float8_e8m0fnu", "uint8"), "f4E2M1FN": ("float4_e2m1fn_x2", "uint8"),
 }
+
+
+@functools.lru_cache(maxsize=None)
+def _element_type_name(dtype) -> str | None:
+    if dtype is None:  # np.dtype(None) is float64
+        return None
+    if isinstance(dtype, str):
+        if dtype in NUMPY_DTYPES:
+            return dtype
+    elif type(dtype).__module__.startswith("torch"):
+        name = str(dtype).removeprefix("torch.")
+        return next((t for t, names in TORCH_DTYPES.items() if names[0] == name), None)
+    try:
+        return tools.MLIR_TYPES.get(np.dtype(dtype))
+    except TypeError:
+        return None
+
+
+def element_type_name(dtype) -> str | None:
+    """The MLIR element type that `dtype` names: an MLIR type name ("bf16", "f8E4M3FN"), a numpy or
+    ml_dtypes dtype, scalar type or dtype name (np.float32, ml_dtypes.float8_e4m3fn, "float16"), or a
+    torch dtype (torch.bfloat16; torch.uint8, which carries several mx types, names none). None for
+    anything else."""
+    try:
+        return _element_type_name(dtype)
+    except TypeError:  # Unhashable: no dtype.
+        return None
 
 
 class CompileError(tools.ToolError):
@@ -265,9 +294,25 @@ class Kernel:
         return values[0] if len(values) == 1 else tuple(values)
 
 
+_INTEGER_BITS = {"i32": 32, "i64": 64, "index": 64}
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _scalar(kernel: Kernel, index: int, spec: TensorSpec, value):
-    if spec.dtype not in _SCALAR_CTYPES or not isinstance(value, (int, float, np.number)):
+    """A scalar argument as its C type. Integers must be ints in the type's range and floats real
+    numbers that the type holds (or an infinity or NaN): ctypes would wrap or round them silently."""
+    integer = spec.dtype in _INTEGER_BITS
+    kind = numbers.Integral if integer else numbers.Real
+    if spec.dtype not in _SCALAR_CTYPES or not isinstance(value, kind) or isinstance(value, bool):
         raise kernel._mismatch(index, spec, repr(value))
+    if integer:
+        bound = 1 << (_INTEGER_BITS[spec.dtype] - 1)
+        if not -bound <= int(value) < bound:
+            raise ValueError(f"@{kernel._entry} argument {index} ({spec.dtype}) must be in "
+                             f"[-2**{_INTEGER_BITS[spec.dtype] - 1}, 2**{_INTEGER_BITS[spec.dtype] - 1}), "
+                             f"got {int(value)}")
+    elif spec.dtype == "f32" and math.isfinite(value) and abs(value) > _F32_MAX:
+        raise ValueError(f"@{kernel._entry} argument {index} (f32) {value!r} is out of f32's range")
     return _SCALAR_CTYPES[spec.dtype](value)
 
 

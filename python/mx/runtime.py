@@ -25,7 +25,7 @@ import numpy as np
 from mx import dlpack, reference, toolchain
 
 __all__ = [
-    "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
+    "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "GPUUnavailableError", "DeviceBuffer", "MemRef",
     "load_library", "load_compiled", "last_error", "device_available", "compute_capability",
     "synchronize", "scale_nbytes", "scaled_matmul", "tensor_map", "call_mlir_function",
 ]
@@ -97,6 +97,10 @@ class MXRuntimeError(RuntimeError):
         self.status = Status(status) if status in Status._value2member_map_ else status
 
 
+class GPUUnavailableError(OSError):
+    """This machine cannot run GPU code: there is no NVIDIA driver (libcuda.so.1) for libmx_runtime."""
+
+
 _lib: ctypes.CDLL | None = None
 
 _i32, _i64, _u64, _ptr = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p
@@ -121,7 +125,8 @@ _SIGNATURES = {
 
 
 def load_library() -> ctypes.CDLL:
-    """Loads libmx_runtime once; raises OSError if it (or libcuda) is missing."""
+    """Loads libmx_runtime once; raises OSError if it is missing, GPUUnavailableError (an OSError)
+    where there is no NVIDIA driver."""
     global _lib
     if _lib is None:
         candidates = toolchain.runtime_library_candidates()
@@ -129,7 +134,15 @@ def load_library() -> ctypes.CDLL:
         if path is None:
             raise OSError("libmx_runtime.so not found (set MX_RUNTIME_LIB or build it); "
                           f"looked at {', '.join(map(str, candidates))}")
-        lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        try:
+            lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError as error:
+            if "libcuda" not in str(error):
+                raise
+            raise GPUUnavailableError(
+                "this machine has no NVIDIA driver (libcuda.so.1 does not load), so code compiled for a GPU "
+                "target (sm_90a, sm_100a) cannot run here; compiling it works anywhere (mx.compile loads "
+                f"nothing until the first call). Loading {path}: {error}") from None
         for name, (restype, argtypes) in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
