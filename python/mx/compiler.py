@@ -14,9 +14,11 @@ arrays (or any CPU DLPack tensor) and returns numpy arrays that own the memory t
 allocated. On a GPU it takes torch tensors, any CUDA DLPack tensor, or numpy arrays (uploaded), runs
 on the caller's current stream (torch's, when torch tensors are given; the legacy default stream
 otherwise) without synchronizing, and returns torch tensors that own the device memory (freed
-stream-ordered through their DLPack deleter). FP4 (`f4E2M1FN`) crosses the GPU boundary packed two
-elements to a byte, element 2i in the low nibble: a torch argument is a `uint8` or
-`float4_e2m1fn_x2` tensor whose last dimension is half the logical one.
+stream-ordered through their DLPack deleter). A torch argument that does not start 16-byte aligned
+(a view at an element offset) is copied first, since the kernels cannot take it; another DLPack
+tensor is requested with the stream of the call and refused when misaligned. FP4 (`f4E2M1FN`)
+crosses the GPU boundary packed two elements to a byte, element 2i in the low nibble: a torch
+argument is a `uint8` or `float4_e2m1fn_x2` tensor whose last dimension is half the logical one.
 """
 
 from __future__ import annotations
@@ -424,25 +426,27 @@ class _GpuCall:
             kernel._gpu = _GpuLayouts(kernel._signature)
         layouts = self.layouts = kernel._gpu
         self.kernel = kernel
-        self.keep, self.arguments, self.stream = [], [], None
+        self.keep, self.arguments = [], []
         tensor_type = layouts.torch.Tensor
+        # torch's current stream where torch tensors are given, else the legacy default stream
+        # (torch's default): DLPack producers are asked to order their writes before it.
+        self.stream = layouts.current_stream(0) if any(isinstance(a, tensor_type) for a in args) else 0
         for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
             descriptor_type, sizes, strides, stored, dtypes = layouts.arguments[index]
             if isinstance(arg, tensor_type) and arg.shape == stored and arg.dtype in dtypes and arg.is_cuda \
                     and arg.device.index == 0:  # The common case, checked in one expression.
                 if not arg.is_contiguous():
                     arg = arg.contiguous()
+                if arg.data_ptr() % layouts.runtime.ARGUMENT_ALIGNMENT:
+                    # A view at an element offset: the kernels take 16-byte aligned bases only.
+                    arg = arg.clone(memory_format=layouts.torch.contiguous_format)
                 self.keep.append(arg)
-                if self.stream is None:
-                    self.stream = layouts.current_stream(0)
                 data = arg.data_ptr()
             else:
                 data = self._device_argument(index, spec, arg)
             descriptor = descriptor_type(data, data, 0, sizes, strides)
             self.keep.append(descriptor)
             self.arguments.append(ctypes.addressof(descriptor))
-        if self.stream is None:  # No torch argument: the legacy default stream, torch's default.
-            self.stream = 0
 
     def _device_argument(self, index: int, spec: TensorSpec, arg) -> int:
         """Any other argument: a numpy array (uploaded), a DLPack tensor, or a mismatch to report."""
@@ -457,9 +461,12 @@ class _GpuCall:
             buffer = runtime.DeviceBuffer.from_numpy(arg)
             self.keep.append(buffer)
             return buffer.ptr
-        memref = runtime.MemRef.from_dlpack(arg)
+        memref = runtime.MemRef.from_dlpack(arg, self.stream)
         if memref.strides != tuple(_row_major(memref.shape)) or not spec.matches(memref.shape):
             raise kernel._mismatch(index, spec, f"a row-major-contiguous tensor of shape {memref.shape}")
+        if memref.aligned % runtime.ARGUMENT_ALIGNMENT:
+            raise kernel._mismatch(index, spec, f"a tensor at address {memref.aligned:#x}, which is not "
+                                   f"{runtime.ARGUMENT_ALIGNMENT}-byte aligned (pass a copy)")
         self.keep.append(memref)
         return memref.aligned
 

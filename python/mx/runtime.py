@@ -72,6 +72,8 @@ class Status(enum.IntEnum):
     NOT_SUPPORTED = 4
 
 
+ARGUMENT_ALIGNMENT = 16  # MXRT_ARGUMENT_ALIGNMENT: what compiled GPU functions take as device arguments
+
 NUMPY_DTYPES = {
     ElemType.F8E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
     ElemType.F8E5M2: np.dtype(ml_dtypes.float8_e5m2),
@@ -117,6 +119,7 @@ _SIGNATURES = {
     "mxrtSynchronize": (_i32, []),
     "mxrtInvoke": (_i32, [_ptr, _ptr, _i32, ctypes.POINTER(_ptr), _ptr, _i32, ctypes.c_void_p,
                           ctypes.POINTER(_ptr), ctypes.POINTER(_i32)]),
+    "mxrtTakeLastCallStatus": (_i32, []),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
                          + [_ptr, _ptr, _i32, _ptr]),
@@ -373,12 +376,16 @@ class MemRef:
         self.strides = tuple(int(s) for s in strides)
 
     @classmethod
-    def from_dlpack(cls, tensor) -> MemRef:
+    def from_dlpack(cls, tensor, stream: int | None = None) -> MemRef:
         """A view of any CUDA tensor that speaks DLPack (torch, cupy, jax, ...), without a copy.
 
-        The returned MemRef keeps the producer's tensor alive; strides are taken as given.
+        `stream` is the CUDA stream (a CUstream handle) the memref will be used on, which the
+        producer orders after its pending work on the tensor, as DLPack's `__dlpack__(stream=)`
+        promises; None is the legacy default stream, which a compiled function called in default mode
+        (call_mlir_function) orders itself after. The returned MemRef keeps the producer's tensor
+        alive; strides are taken as given.
         """
-        view = dlpack.Imported(tensor)
+        view = dlpack.Imported(tensor, stream)
         if view.device_type not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
             raise ValueError(f"DLPack tensor is on device type {view.device_type}, not CUDA")
         memref = cls(view.data, view.shape, view.strides)
@@ -431,7 +438,9 @@ def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
     memrefs and scalar results are not supported. Results are returned as
     MemRefs and not freed (use MemRef.free for gpu.alloc memory). Errors
     recorded by the runtime during the call (it cannot return a status to
-    compiled code) are raised as MXRuntimeError.
+    compiled code) are raised as MXRuntimeError with the call's status: a
+    device argument that is not 16-byte aligned, for one, is refused before
+    anything of the call is launched (INVALID_ARGUMENT).
     """
     fn = getattr(lib, "_mlir_ciface_" + name)
     fn.restype, fn.argtypes = None, None
@@ -455,11 +464,13 @@ def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
         else:
             raise TypeError(f"unsupported argument {arg!r}: pass a DeviceBuffer, MemRef "
                             "or ctypes scalar")
+    library = load_library()
     last_error()  # Drop errors from before the call.
+    library.mxrtTakeLastCallStatus()
     fn(*call_args)
-    message = last_error()
+    message, status = last_error(), library.mxrtTakeLastCallStatus()
     if message:
-        raise MXRuntimeError(Status.CUDA, message)
+        raise MXRuntimeError(status or Status.CUDA, message)
     if len(result_ranks) == 1:
         return [MemRef.from_descriptor(result)]
     return [MemRef.from_descriptor(getattr(result, f"r{i}")) for i in range(len(result_ranks))]

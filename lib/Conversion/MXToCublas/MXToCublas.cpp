@@ -8,7 +8,8 @@
 // MXRuntime.h, the header the runtime implements, so the two cannot drift.
 // What no cuBLASLt mode expresses, and what cuBLASLt does not run on the
 // chip the pass compiles for (MX before SM100, Target.h), is rejected here
-// rather than left to fail at run time. With `skip-generated`, the ops the
+// rather than left to fail at run time, and so are shapes cuBLASLt refuses
+// (checkCublasGemm). With `skip-generated`, the ops the
 // GEMM generator has a kernel for are left to convert-mx-to-gpu.
 //
 //===----------------------------------------------------------------------===//
@@ -127,12 +128,43 @@ LLVM::LLVMFunctionType getScaledMatmulFnType(MLIRContext *context) {
                                            ptr, i32, ptr});
 }
 
+/// Batch slices of `op`: one cuBLASLt call each.
+int64_t getBatchSlices(ScaledMatmulOp op) {
+  int64_t slices = 1;
+  for (int64_t size : op.getResult().getType().getShape().drop_back(2))
+    slices *= size;
+  return slices;
+}
+
+/// `op`'s cuBLASLt GEMM (one batch slice) with scale modes `modes`.
+CublasGemm getCublasGemm(ScaledMatmulOp op,
+                         std::pair<mxrtScaleMode, mxrtScaleMode> modes) {
+  auto code = [](Value v) {
+    return static_cast<mxrtElemType>(
+        *getRuntimeElementType(getElementTypeOrSelf(v.getType())));
+  };
+  MatmulOperandShape lhs = op.getLhsShape(), rhs = op.getRhsShape();
+  return CublasGemm{lhs.rows,
+                    rhs.rows,
+                    lhs.k,
+                    code(op.getLhs()),
+                    code(op.getRhs()),
+                    code(op.getResult()),
+                    getRuntimeLayout(op.getLhsLayout()),
+                    getRuntimeLayout(op.getRhsLayout()),
+                    modes.first,
+                    modes.second,
+                    getBatchSlices(op) > 1};
+}
+
 /// The scale modes of `op`'s cuBLASLt call, or why it can have none: no
-/// mode for its scales on `chip`, or a module symbol in the way of the call.
+/// mode for its scales on `chip`, shapes cuBLASLt refuses, or a module symbol
+/// in the way of the call.
 FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
 getCublasCall(ScaledMatmulOp op, Chip chip, std::string &reason) {
   auto modes = getScaleModes(op, chip, reason);
   if (failed(modes) ||
+      failed(checkCublasGemm(getCublasGemm(op, *modes), reason)) ||
       failed(checkRuntimeFunction(op->getParentOfType<ModuleOp>(),
                                   kScaledMatmulFn,
                                   getScaledMatmulFnType(op.getContext()),
@@ -217,9 +249,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     SmallVector<Value> bases = llvm::map_to_vector(
         buffers, [&](Value v) { return getDevicePointer(rewriter, loc, v); });
     int64_t batchRank = resultType.getRank() - 2;
-    int64_t slices = 1;
-    for (int64_t size : resultType.getShape().drop_back(2))
-      slices *= size;
+    int64_t slices = getBatchSlices(op);
     if (slices == 1) {
       emitCall(rewriter, loc, *callee, op, *modes, bases, alpha);
     } else {
@@ -264,16 +294,12 @@ private:
     auto i32 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
     };
-    auto code = [&](Value v) {
-      return i32(*getRuntimeElementType(getElementTypeOrSelf(v.getType())));
-    };
-    MatmulOperandShape lhs = op.getLhsShape(), rhs = op.getRhsShape();
+    CublasGemm gemm = getCublasGemm(op, modes);
     SmallVector<Value> args = {
-        i64(lhs.rows), i64(rhs.rows), i64(lhs.k), pointers[0],
-        code(op.getLhs()), i32(getRuntimeLayout(op.getLhsLayout())),
-        pointers[1], i32(modes.first), pointers[2], code(op.getRhs()),
-        i32(getRuntimeLayout(op.getRhsLayout())), pointers[3],
-        i32(modes.second), alpha, pointers[4], code(op.getResult()),
+        i64(gemm.m), i64(gemm.n), i64(gemm.k), pointers[0],
+        i32(gemm.aType), i32(gemm.aLayout), pointers[1], i32(gemm.aMode),
+        pointers[2], i32(gemm.bType), i32(gemm.bLayout), pointers[3],
+        i32(gemm.bMode), alpha, pointers[4], i32(gemm.outType),
         // The legacy default stream: ordered with the caller's copies.
         LLVM::ZeroOp::create(b, loc,
                              LLVM::LLVMPointerType::get(b.getContext()))};
