@@ -438,9 +438,10 @@ def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
     memrefs and scalar results are not supported. Results are returned as
     MemRefs and not freed (use MemRef.free for gpu.alloc memory). Errors
     recorded by the runtime during the call (it cannot return a status to
-    compiled code) are raised as MXRuntimeError with the call's status: a
-    device argument that is not 16-byte aligned, for one, is refused before
-    anything of the call is launched (INVALID_ARGUMENT).
+    compiled code) are raised as MXRuntimeError with the call's status, after
+    the results the call allocated are freed: a device argument that is not
+    16-byte aligned, for one, is refused before anything of the call is
+    launched (INVALID_ARGUMENT).
     """
     fn = getattr(lib, "_mlir_ciface_" + name)
     fn.restype, fn.argtypes = None, None
@@ -469,8 +470,16 @@ def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
     library.mxrtTakeLastCallStatus()
     fn(*call_args)
     message, status = last_error(), library.mxrtTakeLastCallStatus()
-    if message:
-        raise MXRuntimeError(status or Status.CUDA, message)
     if len(result_ranks) == 1:
-        return [MemRef.from_descriptor(result)]
-    return [MemRef.from_descriptor(getattr(result, f"r{i}")) for i in range(len(result_ranks))]
+        results = [MemRef.from_descriptor(result)]
+    else:
+        results = [MemRef.from_descriptor(getattr(result, f"r{i}")) for i in range(len(result_ranks))]
+    if message:
+        # The results of a failed call are garbage: free what it allocated (default mode waited for
+        # its work), not what it was given.
+        given = {desc.allocated for desc in keep_alive}
+        for allocated in {r.allocated for r in results} - given - {0}:
+            library.mxrtFree(allocated)
+        last_error()
+        raise MXRuntimeError(status or Status.CUDA, message)
+    return results
