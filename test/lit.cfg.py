@@ -8,7 +8,7 @@ from lit.llvm import llvm_config
 
 config.name = "MX"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".c"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mx_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
@@ -22,6 +22,7 @@ runner_libs = ",".join(
 config.substitutions.append(("%mlir_runner_libs", runner_libs))
 
 tools = [
+    "mx-capi-test",
     "mx-opt",
     "mlir-runner",
     "mlir-translate",

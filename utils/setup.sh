@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every dependency of mx on a fresh Debian 12 machine and builds it:
 # LLVM/MLIR 22 from Debian, CMake + Ninja + ccache, GoogleTest for the C++ unit
-# tests, a Python venv (.venv) with the mx package (python/, installed editable:
+# tests, a Python venv (.venv) with the mx package (python/mx, installed editable:
 # numpy, ml_dtypes), pytest and nvdisasm (NVIDIA's wheel) for the lit tests that
 # read SASS.
 # The CUDA toolkit is optional and found under /usr/local/cuda when present
@@ -18,7 +18,7 @@ $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recomme
 
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -r python/requirements.txt --editable ./python
+.venv/bin/python -m pip install --quiet -r python/requirements.txt --editable .
 
 export PATH=/usr/local/cuda/bin:$PATH
 cmake -S . -B build -G Ninja \

@@ -12,6 +12,7 @@
 #include "mx/Conversion/DeviceBuffers.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mx;
@@ -118,8 +119,8 @@ std::optional<ScaledMatmulRecipe> mx::classifyScaledMatmul(ScaledMatmulOp op) {
   return std::nullopt;
 }
 
-FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
-mx::getCublasScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
+FailureOr<CublasGemm> mx::getCublasGemm(ScaledMatmulOp op, Chip chip,
+                                         std::string &reason) {
   FailureOr<mxrtScaleMode> lhs =
       getScaleMode(op.getLhs().getType(), op.getLhsLayout(), op.getLhsBlock(),
                    op.getLhsScales().getType(), reason);
@@ -143,12 +144,29 @@ mx::getCublasScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
              "operands, not one of each";
     return failure();
   }
-  if (failed(checkRuntimeFunction(op->getParentOfType<ModuleOp>(),
+  auto code = [](Value v) {
+    return static_cast<mxrtElemType>(
+        *getRuntimeElementType(getElementTypeOrSelf(v.getType())));
+  };
+  MatmulOperandShape lhsShape = op.getLhsShape(), rhsShape = op.getRhsShape();
+  CublasGemm gemm{lhsShape.rows,
+                  rhsShape.rows,
+                  lhsShape.k,
+                  code(op.getLhs()),
+                  code(op.getRhs()),
+                  code(op.getResult()),
+                  getRuntimeLayout(op.getLhsLayout()),
+                  getRuntimeLayout(op.getRhsLayout()),
+                  *lhs,
+                  *rhs,
+                  op.getResult().getType().getRank() > 2};
+  if (failed(checkCublasGemm(gemm, reason)) ||
+      failed(checkRuntimeFunction(op->getParentOfType<ModuleOp>(),
                                   kScaledMatmulFn,
                                   getScaledMatmulFnType(op.getContext()),
                                   reason)))
     return failure();
-  return std::make_pair(*lhs, *rhs);
+  return gemm;
 }
 
 FailureOr<GemmLoweringChoice>
@@ -157,7 +175,7 @@ mx::chooseGemmLowering(ScaledMatmulOp op, Chip chip, GemmLowering option,
   std::string kernelReason, cublasReason;
   bool kernel =
       succeeded(gemm::checkKernelSupport(op, chip, config, kernelReason));
-  bool cublas = succeeded(getCublasScaleModes(op, chip, cublasReason));
+  bool cublas = succeeded(getCublasGemm(op, chip, cublasReason));
   auto choose = [&](GemmLowering lowering, const Twine &why)
       -> FailureOr<GemmLoweringChoice> {
     return GemmLoweringChoice{lowering,

@@ -7,6 +7,7 @@
 
 #include "mx/Conversion/Target.h"
 
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include <array>
@@ -144,4 +145,88 @@ llvm::LogicalResult mx::checkCublasOperandLayout(Chip chip,
             "data or quantize it rowwise")
                .str();
   return llvm::failure();
+}
+
+namespace {
+
+int64_t getElementBits(mxrtElemType type) {
+  switch (type) {
+  case MXRT_TYPE_F4E2M1:
+    return 4;
+  case MXRT_TYPE_BF16:
+  case MXRT_TYPE_F16:
+    return 16;
+  case MXRT_TYPE_F32:
+    return 32;
+  default:
+    return 8;
+  }
+}
+
+bool isVec128(mxrtScaleMode mode) {
+  return mode == MXRT_SCALE_VEC128_F32 ||
+         mode == MXRT_SCALE_VEC128_F32_KB_ROWS;
+}
+
+/// Why one operand (rows = M or N) breaks a cuBLASLt shape rule, or "".
+std::string checkCublasOperand(const char *name, int64_t rows, int64_t k,
+                               mxrtElemType type, mxrtOperandLayout layout,
+                               mxrtScaleMode mode, bool batched) {
+  int64_t stored = layout == MXRT_LAYOUT_K_OUTER ? rows : k;
+  if (stored * getElementBits(type) % (8 * MXRT_CUBLAS_ROW_BYTES))
+    return (llvm::Twine(name) + "'s stored rows of " + llvm::Twine(stored) +
+            " elements (" +
+            (layout == MXRT_LAYOUT_K_OUTER ? "its rows" : "K") +
+            ") are not a multiple of " + llvm::Twine(MXRT_CUBLAS_ROW_BYTES) +
+            " bytes")
+        .str();
+  if (isVec128(mode) && rows % MXRT_CUBLAS_VEC128_ROWS)
+    return (llvm::Twine(name) + " has " + llvm::Twine(rows) +
+            " rows, not a multiple of " +
+            llvm::Twine(MXRT_CUBLAS_VEC128_ROWS) +
+            ", which cuBLASLt needs for its 1x128 (VEC128_32F) scales")
+        .str();
+  int64_t blockRows = (rows + 127) / 128, kBlocks = (k + 127) / 128;
+  if (batched && mode == MXRT_SCALE_BLK128X128_F32 &&
+      blockRows * kBlocks * 4 % 16)
+    return (llvm::Twine(name) + "'s 128x128 scales take " +
+            llvm::Twine(blockRows * kBlocks * 4) +
+            " bytes a batch slice, so the next slice's are not 16-byte "
+            "aligned")
+        .str();
+  return "";
+}
+
+} // namespace
+
+llvm::LogicalResult mx::checkCublasGemm(const CublasGemm &gemm,
+                                        std::string &reason) {
+  if (gemm.aType == MXRT_TYPE_F8E5M2 && gemm.bType == MXRT_TYPE_F8E5M2) {
+    reason = "cuBLASLt has no f8E5M2 x f8E5M2 GEMM; quantize one operand to "
+             "f8E4M3FN";
+    return llvm::failure();
+  }
+  if (gemm.aMode == MXRT_SCALE_BLK128X128_F32 &&
+      gemm.bMode == MXRT_SCALE_BLK128X128_F32) {
+    reason = "cuBLASLt takes 128x128 scales on one operand only; quantize "
+             "the other with [1, 128] blocks";
+    return llvm::failure();
+  }
+  for (const std::string &why :
+       {checkCublasOperand("lhs", gemm.m, gemm.k, gemm.aType, gemm.aLayout,
+                           gemm.aMode, gemm.batched),
+        checkCublasOperand("rhs", gemm.n, gemm.k, gemm.bType, gemm.bLayout,
+                           gemm.bMode, gemm.batched)})
+    if (!why.empty()) {
+      reason = why;
+      return llvm::failure();
+    }
+  if (gemm.n * getElementBits(gemm.outType) % (8 * MXRT_CUBLAS_ROW_BYTES)) {
+    reason = (llvm::Twine("the result's rows of N = ") + llvm::Twine(gemm.n) +
+              " elements are not a multiple of " +
+              llvm::Twine(MXRT_CUBLAS_ROW_BYTES) + " bytes")
+                 .str();
+    return llvm::failure();
+  }
+  return llvm::success();
 }

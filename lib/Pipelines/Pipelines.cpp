@@ -10,7 +10,9 @@
 // bf16 arithmetic is expanded to integer ops because LLVM's x86 backend has
 // no native bf16 conversions. The NVVM pipeline bufferizes the host code the
 // same way but without deallocation: its results live in device memory from
-// `gpu.alloc` and belong to the caller; upstream's GPU-to-NVVM pipeline then
+// `gpu.alloc` and belong to the caller; each public function becomes a
+// guarded call of the runtime (mx-guard-device-calls); upstream's GPU-to-NVVM
+// pipeline then
 // outlines the kernels, compiles them for the chosen chip and lowers the host
 // side to `mgpu*` calls. `mx.scaled_matmul` goes through a generated kernel
 // or cuBLASLt as the `gemm` option says (GemmLowering, Target.h).
@@ -113,6 +115,9 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createRejectHostCompute());
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
+  // Checks the arguments of each call and skips its device work after a
+  // failure, so that no bad input launches a kernel.
+  pm.addPass(createGuardDeviceCalls());
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   // Folding hoisted the kernels' constants to the host function; sink them
   // back so that outlining does not turn each one into a kernel argument.
@@ -132,20 +137,28 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
 }
 
 void mx::registerMXPipelines() {
-  PassPipelineRegistration<>(
-      "mx-partition",
-      "Partition the functions of a module whose values carry shard.sharding "
-      "annotations into one program per device (sharding propagation, "
-      "partitioning, reduce-scatters from all-reduces that are sliced).",
-      buildPartitionPipeline);
-  PassPipelineRegistration<>(
-      "mx-lower-to-cpu",
-      "Lower mx ops through linalg and loops to the LLVM dialect for the CPU "
-      "(the reference path; run the result with mlir-runner).",
-      buildMXToCPUPipeline);
-  PassPipelineRegistration<MXToNVVMPipelineOptions>(
-      "mx-lower-to-nvvm",
-      "Lower mx ops to GPU kernels compiled for an NVIDIA chip (embedded "
-      "binary) and host code calling the mx_runtime library.",
-      buildMXToNVVMPipeline);
+  // A pipeline name registered twice is an error in assertion builds of MLIR;
+  // a compiler and a library it links may both call this.
+  static const bool registered = [] {
+    PassPipelineRegistration<>(
+        "mx-partition",
+        "Partition the functions of a module whose values carry shard.sharding "
+        "annotations into one program per device (sharding propagation, "
+        "partitioning, reduce-scatters from all-reduces that are sliced).",
+        buildPartitionPipeline);
+    PassPipelineRegistration<MXToCPUPipelineOptions>(
+        "mx-lower-to-cpu",
+        "Lower mx ops through linalg and loops to the LLVM dialect for the CPU "
+        "(the reference path; run the result with mlir-runner).",
+        [](OpPassManager &pm, const MXToCPUPipelineOptions &) {
+          buildMXToCPUPipeline(pm);
+        });
+    PassPipelineRegistration<MXToNVVMPipelineOptions>(
+        "mx-lower-to-nvvm",
+        "Lower mx ops to GPU kernels compiled for an NVIDIA chip (embedded "
+        "binary) and host code calling the mx_runtime library.",
+        buildMXToNVVMPipeline);
+    return true;
+  }();
+  (void)registered;
 }

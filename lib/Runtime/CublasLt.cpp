@@ -216,16 +216,18 @@ int32_t validate(const Problem &p) {
                   {"B", p.bType, p.bLayout, p.n}};
   for (const auto &op : operands) {
     int64_t row = storedRow(op.layout, op.rows, p.k);
-    if (row * elementBits(op.type) % 128)
+    if (row * elementBits(op.type) % (8 * MXRT_CUBLAS_ROW_BYTES))
       return invalid(format("%s's stored rows of %ld %s elements are not a "
                             "multiple of 16 bytes",
                             op.name, long(row), typeName(op.type)));
   }
   int64_t outBytes = p.outType == MXRT_TYPE_F32 ? 4 : 2;
-  if (p.n * outBytes % 16)
-    return invalid(format("n=%ld: output rows must be a multiple of 16 bytes "
+  if (p.n * outBytes % MXRT_CUBLAS_ROW_BYTES)
+    return invalid(format("n=%ld: output rows must be a multiple of %d bytes "
                           "(n a multiple of %ld for %s)",
-                          long(p.n), long(16 / outBytes), typeName(p.outType)));
+                          long(p.n), MXRT_CUBLAS_ROW_BYTES,
+                          long(MXRT_CUBLAS_ROW_BYTES / outBytes),
+                          typeName(p.outType)));
   struct { const char *name; const void *ptr; size_t align; } pointers[] = {
       {"a", p.a, 16}, {"b", p.b, 16}, {"out", p.out, 16},
       {"aScales", p.aScales, p.aMode == MXRT_SCALE_TENSOR_F32 ? 4u : 16u},
@@ -242,7 +244,8 @@ int32_t validate(const Problem &p) {
   // VEC128 scales are stored outer-dimension-major; cuBLASLt rejects rows
   // that leave their columns unaligned (seen on H100 with cuBLAS 13.1:
   // heuristic NOT_SUPPORTED for rows % 4 != 0, fine for 4, 12, 132, 204).
-  if ((isVec128(p.aMode) && p.m % 4) || (isVec128(p.bMode) && p.n % 4))
+  if ((isVec128(p.aMode) && p.m % MXRT_CUBLAS_VEC128_ROWS) ||
+      (isVec128(p.bMode) && p.n % MXRT_CUBLAS_VEC128_ROWS))
     return notSupported(p, "cuBLASLt needs m (n) to be a multiple of 4 when "
                            "A (B) has VEC128_F32 scales");
   return MXRT_SUCCESS;
@@ -648,6 +651,9 @@ extern "C" MXRT_API int32_t mxrtScaledMatmul(
     int32_t aLayout, const void *aScales, int32_t aScaleMode, const void *b,
     int32_t bType, int32_t bLayout, const void *bScales, int32_t bScaleMode,
     const float *alpha, void *out, int32_t outType, void *stream) {
+  // A compiled call that already failed enqueues nothing more.
+  if (int32_t status = getCallFailure())
+    return status;
   Problem p{m,       n,       k,          a,      aScales, b,
             bScales, alpha,   out,        aType,  aLayout, aScaleMode,
             bType,   bLayout, bScaleMode, outType};

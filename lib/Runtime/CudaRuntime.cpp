@@ -14,7 +14,10 @@
 // handle or nothing); mxrt* functions return a status. In call-stream mode
 // (mxrtSetCallStream, per host thread) the mgpu* stream and memory entry
 // points run compiled code on the caller's stream with stream-ordered
-// allocation instead of a private stream that the host waits for.
+// allocation instead of a private stream that the host waits for. Compiled
+// functions bracket themselves with the call guard (mxrtCallBegin/End): after
+// a failure inside a call, the entry points that enqueue device work return
+// without doing it, so that no kernel starts on arguments it cannot take.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +69,17 @@ thread_local CallStream callStream;
 bool isCallStream(CUstream stream) {
   return callStream.enabled && stream == callStream.stream;
 }
+
+// The call guard (mxrtCallBegin .. mxrtCallEnd), per host thread like the
+// call stream: a failure recorded by this thread inside a compiled call stops
+// the call's later device work.
+struct CallGuard {
+  int32_t depth = 0;
+  int32_t status = MXRT_SUCCESS;     // The call's first failure.
+  const char *function = nullptr;    // The innermost call's name.
+  int32_t lastStatus = MXRT_SUCCESS; // Of the last outermost call.
+};
+thread_local CallGuard callGuard;
 } // namespace
 
 static void recordError(const std::string &message) {
@@ -104,7 +118,17 @@ bool hasPendingError() {
 
 int32_t fail(int32_t status, const std::string &what) {
   recordError(what + " [" + describeDevice(defaultDevice) + "]");
+  if (callGuard.depth && callGuard.status == MXRT_SUCCESS)
+    callGuard.status = status;
   return status;
+}
+
+int32_t getCallFailure() {
+  return callGuard.depth ? callGuard.status : MXRT_SUCCESS;
+}
+
+int32_t takeLastCallStatus() {
+  return std::exchange(callGuard.lastStatus, MXRT_SUCCESS);
 }
 
 std::string cudaStatusText(CUresult result) {
@@ -378,6 +402,8 @@ MGPU_API void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
                           "(see the earlier error)");
     return;
   }
+  if (getCallFailure())
+    return;
   DeviceScope scope;
   if (!scope || !prepareSharedMemory(function, smem))
     return;
@@ -403,6 +429,8 @@ MGPU_API void mgpuLaunchClusterKernel(CUfunction function, intptr_t clusterX,
                           "failed (see the earlier error)");
     return;
   }
+  if (getCallFailure())
+    return;
   DeviceScope scope;
   if (!scope || !prepareSharedMemory(function, smem))
     return;
@@ -441,8 +469,10 @@ MGPU_API CUstream mgpuStreamCreate() {
   // Call-stream mode: compiled code runs on the caller's stream.
   if (callStream.enabled)
     return callStream.stream;
+  // Blocking: the call's work waits for what the caller queued on the legacy
+  // default stream before it (DLPack's contract for stream=None).
   CUstream stream = nullptr;
-  runOnDevice([&] { return cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING); },
+  runOnDevice([&] { return cuStreamCreate(&stream, CU_STREAM_DEFAULT); },
               [] { return "cuStreamCreate"; });
   return stream;
 }
@@ -529,6 +559,8 @@ MGPU_API void mgpuMemFree(void *ptr, CUstream stream) {
 
 MGPU_API void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,
                          CUstream stream) {
+  if (getCallFailure())
+    return;
   runOnDevice(
       [&] {
         return cuMemcpyAsync(devicePtr(dst), devicePtr(src), sizeBytes, stream);
@@ -538,6 +570,8 @@ MGPU_API void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,
 
 MGPU_API void mgpuMemset32(void *dst, unsigned int value, size_t count,
                            CUstream stream) {
+  if (getCallFailure())
+    return;
   runOnDevice(
       [&] { return cuMemsetD32Async(devicePtr(dst), value, count, stream); },
       [&] { return bytesText("cuMemsetD32Async", 4 * count); });
@@ -545,6 +579,8 @@ MGPU_API void mgpuMemset32(void *dst, unsigned int value, size_t count,
 
 MGPU_API void mgpuMemset16(void *dst, unsigned short value, size_t count,
                            CUstream stream) {
+  if (getCallFailure())
+    return;
   runOnDevice(
       [&] { return cuMemsetD16Async(devicePtr(dst), value, count, stream); },
       [&] { return bytesText("cuMemsetD16Async", 2 * count); });
@@ -623,6 +659,49 @@ MXRT_API int32_t mxrtFree(void *ptr) {
   return onDevice(ptr != nullptr, [&](int) {
     return checkCu(cuMemFree(devicePtr(ptr)), "cuMemFree");
   });
+}
+
+MXRT_API void mxrtCallBegin(const char *function) {
+  if (callGuard.depth++ == 0)
+    callGuard.status = MXRT_SUCCESS;
+  callGuard.function = function;
+}
+
+MXRT_API int32_t mxrtCallEnd(void) {
+  int32_t status = callGuard.status;
+  if (callGuard.depth > 0 && --callGuard.depth == 0) {
+    callGuard.lastStatus = status;
+    callGuard.status = MXRT_SUCCESS;
+  }
+  return status;
+}
+
+MXRT_API int32_t mxrtTakeLastCallStatus(void) { return takeLastCallStatus(); }
+
+MXRT_API void mxrtCheckArgument(int32_t index, const void *pointer,
+                                int64_t alignment) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  if (pointer && alignment > 0 && address % alignment == 0)
+    return;
+  const char *function =
+      callGuard.function ? callGuard.function : "<compiled function>";
+  if (!pointer) {
+    fail(MXRT_ERROR_INVALID_ARGUMENT,
+         format("@%s argument %d is a NULL pointer; nothing of the call was "
+                "launched",
+                function, index));
+    return;
+  }
+  fail(MXRT_ERROR_INVALID_ARGUMENT,
+       format("@%s argument %d: device pointer %p is %llu bytes past a "
+              "%lld-byte boundary; the compiled kernels need arguments that "
+              "start %lld-byte aligned (a view at an element offset of a "
+              "larger tensor may not: pass a copy). Nothing of the call was "
+              "launched",
+              function, index, pointer,
+              static_cast<unsigned long long>(address % alignment),
+              static_cast<long long>(alignment),
+              static_cast<long long>(alignment)));
 }
 
 MXRT_API int32_t mxrtSetCallStream(void *stream, int32_t enabled) {

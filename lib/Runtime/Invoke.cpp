@@ -88,26 +88,35 @@ extern "C" MXRT_API int32_t mxrtInvoke(void *function, void *stream,
   if (int32_t status = mxrtSetCallStream(stream, 1))
     return status;
   mxrtGetLastError(); // Errors from before this call are not its own.
+  mxrt::takeLastCallStatus();
   kCallers[numArgs](function, numResults ? results : nullptr, args);
   mxrtSetCallStream(nullptr, 0);
-  // The results of a failed call are not exported (nor freed): the error,
-  // left for mxrtGetLastError(), is what the caller reports.
-  if (mxrt::hasPendingError())
-    return MXRT_ERROR_CUDA;
 
+  DescriptorHead *heads[kMaxArguments];
   void *allocations[kMaxArguments];
   auto *cursor = static_cast<char *>(results);
   for (int32_t i = 0; i < numResults; ++i) {
+    heads[i] = reinterpret_cast<DescriptorHead *>(cursor);
+    cursor += sizeof(DescriptorHead) + 2 * sizeof(int64_t) * layouts[i].rank;
+    allocations[i] = heads[i]->allocated;
+    owned[i] = !isAliased(heads[i]->allocated, numArgs, args, allocations, i);
+  }
+  // A failed call exports nothing and frees what it allocated; its error,
+  // left for mxrtGetLastError(), is what the caller reports.
+  if (mxrt::hasPendingError()) {
+    int32_t status = mxrt::takeLastCallStatus();
+    for (int32_t i = 0; i < numResults; ++i)
+      if (owned[i])
+        mxrtFreeAsync(allocations[i], stream);
+    return status ? status : MXRT_ERROR_CUDA;
+  }
+  for (int32_t i = 0; i < numResults; ++i) {
     const mxrtResultLayout &layout = layouts[i];
-    auto *head = reinterpret_cast<DescriptorHead *>(cursor);
-    cursor += sizeof(DescriptorHead) + 2 * sizeof(int64_t) * layout.rank;
-    allocations[i] = head->allocated;
-    owned[i] = !isAliased(head->allocated, numArgs, args, allocations, i);
-    exported[i] =
-        mxrtExportDLPack(head->aligned + head->offset * layout.itemBytes,
-                         owned[i] ? head->allocated : nullptr,
-                         layout.storedRank, layout.storedShape, layout.code,
-                         layout.bits, mxrt::getDefaultDevice(), stream);
+    exported[i] = mxrtExportDLPack(
+        heads[i]->aligned + heads[i]->offset * layout.itemBytes,
+        owned[i] ? heads[i]->allocated : nullptr, layout.storedRank,
+        layout.storedShape, layout.code, layout.bits,
+        mxrt::getDefaultDevice(), stream);
     if (!exported[i])
       return MXRT_ERROR_INVALID_ARGUMENT;
   }

@@ -31,6 +31,16 @@ int32_t fail(int32_t status, const std::string &what);
 // still returns it).
 bool hasPendingError();
 
+// The status of the first failure recorded by this thread inside the
+// current compiled call (mxrtCallBegin .. mxrtCallEnd), MXRT_SUCCESS if
+// none or outside calls: the entry points that enqueue device work skip it
+// when this is not MXRT_SUCCESS.
+int32_t getCallFailure();
+
+// The status the last outermost call of this thread ended with (mxrtCallEnd),
+// and clears it.
+int32_t takeLastCallStatus();
+
 // Records "`call` failed with <status>" and returns MXRT_ERROR_CUDA.
 int32_t cudaFailure(CUresult result, const std::string &call);
 

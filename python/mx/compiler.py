@@ -14,17 +14,21 @@ arrays (or any CPU DLPack tensor) and returns numpy arrays that own the memory t
 allocated. On a GPU it takes torch tensors, any CUDA DLPack tensor, or numpy arrays (uploaded), runs
 on the caller's current stream (torch's, when torch tensors are given; the legacy default stream
 otherwise) without synchronizing, and returns torch tensors that own the device memory (freed
-stream-ordered through their DLPack deleter). FP4 (`f4E2M1FN`) crosses the GPU boundary packed two
-elements to a byte, element 2i in the low nibble: a torch argument is a `uint8` or
-`float4_e2m1fn_x2` tensor whose last dimension is half the logical one.
+stream-ordered through their DLPack deleter). A torch argument that does not start 16-byte aligned
+(a view at an element offset) is copied first, since the kernels cannot take it; another DLPack
+tensor is requested with the stream of the call and refused when misaligned. FP4 (`f4E2M1FN`)
+crosses the GPU boundary packed two elements to a byte, element 2i in the low nibble: a torch
+argument is a `uint8` or `float4_e2m1fn_x2` tensor whose last dimension is half the logical one.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import math
+import numbers
 import os
 import shutil
 import tempfile
@@ -51,6 +55,33 @@ TORCH_DTYPES = {  # MLIR element type -> torch dtype names that carry it (the fi
     "f8E4M3FN": ("float8_e4m3fn", "uint8"), "f8E5M2": ("float8_e5m2", "uint8"),
     "f8E8M0FNU": ("float8_e8m0fnu", "uint8"), "f4E2M1FN": ("float4_e2m1fn_x2", "uint8"),
 }
+
+
+@functools.lru_cache(maxsize=None)
+def _element_type_name(dtype) -> str | None:
+    if dtype is None:  # np.dtype(None) is float64
+        return None
+    if isinstance(dtype, str):
+        if dtype in NUMPY_DTYPES:
+            return dtype
+    elif type(dtype).__module__.startswith("torch"):
+        name = str(dtype).removeprefix("torch.")
+        return next((t for t, names in TORCH_DTYPES.items() if names[0] == name), None)
+    try:
+        return tools.MLIR_TYPES.get(np.dtype(dtype))
+    except TypeError:
+        return None
+
+
+def element_type_name(dtype) -> str | None:
+    """The MLIR element type that `dtype` names: an MLIR type name ("bf16", "f8E4M3FN"), a numpy or
+    ml_dtypes dtype, scalar type or dtype name (np.float32, ml_dtypes.float8_e4m3fn, "float16"), or a
+    torch dtype (torch.bfloat16; torch.uint8, which carries several mx types, names none). None for
+    anything else."""
+    try:
+        return _element_type_name(dtype)
+    except TypeError:  # Unhashable: no dtype.
+        return None
 
 
 class CompileError(tools.ToolError):
@@ -265,9 +296,25 @@ class Kernel:
         return values[0] if len(values) == 1 else tuple(values)
 
 
+_INTEGER_BITS = {"i32": 32, "i64": 64, "index": 64}
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _scalar(kernel: Kernel, index: int, spec: TensorSpec, value):
-    if spec.dtype not in _SCALAR_CTYPES or not isinstance(value, (int, float, np.number)):
+    """A scalar argument as its C type. Integers must be ints in the type's range and floats real
+    numbers that the type holds (or an infinity or NaN): ctypes would wrap or round them silently."""
+    integer = spec.dtype in _INTEGER_BITS
+    kind = numbers.Integral if integer else numbers.Real
+    if spec.dtype not in _SCALAR_CTYPES or not isinstance(value, kind) or isinstance(value, bool):
         raise kernel._mismatch(index, spec, repr(value))
+    if integer:
+        bound = 1 << (_INTEGER_BITS[spec.dtype] - 1)
+        if not -bound <= int(value) < bound:
+            raise ValueError(f"@{kernel._entry} argument {index} ({spec.dtype}) must be in "
+                             f"[-2**{_INTEGER_BITS[spec.dtype] - 1}, 2**{_INTEGER_BITS[spec.dtype] - 1}), "
+                             f"got {int(value)}")
+    elif spec.dtype == "f32" and math.isfinite(value) and abs(value) > _F32_MAX:
+        raise ValueError(f"@{kernel._entry} argument {index} (f32) {value!r} is out of f32's range")
     return _SCALAR_CTYPES[spec.dtype](value)
 
 
@@ -379,25 +426,27 @@ class _GpuCall:
             kernel._gpu = _GpuLayouts(kernel._signature)
         layouts = self.layouts = kernel._gpu
         self.kernel = kernel
-        self.keep, self.arguments, self.stream = [], [], None
+        self.keep, self.arguments = [], []
         tensor_type = layouts.torch.Tensor
+        # torch's current stream where torch tensors are given, else the legacy default stream
+        # (torch's default): DLPack producers are asked to order their writes before it.
+        self.stream = layouts.current_stream(0) if any(isinstance(a, tensor_type) for a in args) else 0
         for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
             descriptor_type, sizes, strides, stored, dtypes = layouts.arguments[index]
             if isinstance(arg, tensor_type) and arg.shape == stored and arg.dtype in dtypes and arg.is_cuda \
                     and arg.device.index == 0:  # The common case, checked in one expression.
                 if not arg.is_contiguous():
                     arg = arg.contiguous()
+                if arg.data_ptr() % layouts.runtime.ARGUMENT_ALIGNMENT:
+                    # A view at an element offset: the kernels take 16-byte aligned bases only.
+                    arg = arg.clone(memory_format=layouts.torch.contiguous_format)
                 self.keep.append(arg)
-                if self.stream is None:
-                    self.stream = layouts.current_stream(0)
                 data = arg.data_ptr()
             else:
                 data = self._device_argument(index, spec, arg)
             descriptor = descriptor_type(data, data, 0, sizes, strides)
             self.keep.append(descriptor)
             self.arguments.append(ctypes.addressof(descriptor))
-        if self.stream is None:  # No torch argument: the legacy default stream, torch's default.
-            self.stream = 0
 
     def _device_argument(self, index: int, spec: TensorSpec, arg) -> int:
         """Any other argument: a numpy array (uploaded), a DLPack tensor, or a mismatch to report."""
@@ -412,9 +461,12 @@ class _GpuCall:
             buffer = runtime.DeviceBuffer.from_numpy(arg)
             self.keep.append(buffer)
             return buffer.ptr
-        memref = runtime.MemRef.from_dlpack(arg)
+        memref = runtime.MemRef.from_dlpack(arg, self.stream)
         if memref.strides != tuple(_row_major(memref.shape)) or not spec.matches(memref.shape):
             raise kernel._mismatch(index, spec, f"a row-major-contiguous tensor of shape {memref.shape}")
+        if memref.aligned % runtime.ARGUMENT_ALIGNMENT:
+            raise kernel._mismatch(index, spec, f"a tensor at address {memref.aligned:#x}, which is not "
+                                   f"{runtime.ARGUMENT_ALIGNMENT}-byte aligned (pass a copy)")
         self.keep.append(memref)
         return memref.aligned
 

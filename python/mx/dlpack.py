@@ -47,12 +47,27 @@ _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
 
 
+KDL_CUDA_LEGACY_STREAM = 1  # DLPack's code for CUDA's legacy default stream (0 is not allowed).
+
+
+def stream_argument(tensor, stream: int | None):
+    """What to pass `tensor.__dlpack__(stream=)` for use on CUstream `stream` (None or 0: the legacy
+    default stream): the producer then orders that stream after its pending work on the tensor.
+    Only CUDA tensors take a stream."""
+    device_type, _ = tensor.__dlpack_device__()
+    if device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
+        return None
+    return stream or KDL_CUDA_LEGACY_STREAM
+
+
 class Imported:
     """A borrowed view of a producer's tensor: data address, shape, strides (None: row-major),
-    device type and id, DLPack dtype. Keeps the producer's tensor and capsule alive."""
+    device type and id, DLPack dtype. Keeps the producer's tensor and capsule alive. A CUDA tensor is
+    asked for with the stream it will be used on (`stream`, a CUstream; None: the legacy default
+    stream), so that its producer's pending writes come first."""
 
-    def __init__(self, tensor):
-        self.capsule = tensor.__dlpack__()
+    def __init__(self, tensor, stream: int | None = None):
+        self.capsule = tensor.__dlpack__(stream=stream_argument(tensor, stream))
         managed = DLManagedTensor.from_address(_capsule_pointer(self.capsule, _CAPSULE_NAME))
         dl = managed.dl_tensor
         self.owner = tensor

@@ -1,19 +1,28 @@
 """mx.ops: the mx ops as functions on numpy arrays and torch tensors, compiled once per shape.
 
 `quantize`, `dequantize`, `swizzle`, `unswizzle` and `scaled_matmul` have the contracts of their
-mx.reference namesakes. Each call checks its arguments (dtypes, ranks, block shapes, K against the
-blocks) before anything is compiled, builds the one-op program for its shapes with mx.builder,
-compiles it through mx.compiler (memoized here, cached on disk there) and runs it where the inputs
-live: numpy arrays and CPU torch tensors on the CPU pipeline (numpy results), CUDA torch tensors on
-the GPU's chip (torch results, on the current stream). `target=` overrides that choice (numpy inputs
-are then uploaded). The `*_kernel` functions return the compiled Kernel for given shapes without
+mx.reference namesakes. Each call checks its arguments (array types, dtypes, ranks, block shapes, K
+against the blocks) before anything is compiled and raises TypeError or ValueError saying what was
+expected; a combination that only the op's verifier rejects (say, E4M3 scales with FP8 data) is a
+ValueError carrying the verifier's message. Then it builds the one-op program for its shapes with
+mx.builder, compiles it through mx.compiler (memoized here, cached on disk there) and runs it where the
+inputs live: numpy arrays and CPU torch tensors on the CPU pipeline (numpy results), CUDA torch tensors
+on the GPU's chip (torch results, on the current stream). `target=` overrides that choice (numpy
+inputs are then uploaded). The `*_kernel` functions return the compiled Kernel for given shapes without
 running it, which is how programs are compiled ahead of time for a machine without mx-opt.
+
+Element types are MLIR names ("f8E4M3FN", "bf16"), numpy / ml_dtypes dtypes (ml_dtypes.float8_e5m2,
+np.float32) or torch dtypes (torch.float8_e4m3fn). A block is one entry per dimension, or an int n:
+n elements along the last dimension (along K for a GEMM operand) and 1 elsewhere, so the default
+`block=32` is MXFP8's [1, 32] for a matrix and [1, 1, 32] for a 3-D tensor.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+import numbers
+import re
+from typing import Sequence, Union
 
 import numpy as np
 
@@ -22,31 +31,37 @@ from . import builder, compiler, reference
 WIDE_TYPES = ("f32", "bf16", "f16")  # what quantize reads and dequantize / matmul write
 _ELEMENTS = ("f8E4M3FN", "f8E5M2", "f4E2M1FN")
 _SCALES = ("f8E8M0FNU", "f32", "f8E4M3FN")
-_ROUNDINGS = ("ceil", "floor", "even", "exact")
-_NAMES = {str(dtype): name for name, dtype in compiler.NUMPY_DTYPES.items()}
-_TORCH_NAMES = {names[0]: name for name, names in compiler.TORCH_DTYPES.items()}  # torch -> MLIR
+_ROUNDINGS = reference.ROUNDING_MODES
+_LAYOUTS = reference.LAYOUTS
+Block = Union[int, Sequence[int]]
 
 
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-@functools.cache
-def _torch_element_type(dtype) -> str:
-    name = str(dtype).removeprefix("torch.")
-    if name not in _TORCH_NAMES:
-        raise TypeError(f"torch dtype {name} is not an mx element type")
-    return _TORCH_NAMES[name]
+def _check_tensor(op: str, name: str, x) -> None:
+    if not (_is_torch(x) or isinstance(x, np.ndarray)):
+        raise TypeError(f"mx.{op}: {name} must be a numpy array or a torch tensor, got "
+                        f"{type(x).__name__}")
 
 
 def element_type(x) -> str:
     """The MLIR element type of a numpy array or torch tensor (uint8 torch tensors are not typed:
     view FP8 data as its torch float8 dtype first)."""
-    if _is_torch(x):
-        return _torch_element_type(x.dtype)
-    name = _NAMES.get(str(np.asarray(x).dtype))
+    dtype = x.dtype if _is_torch(x) else np.asarray(x).dtype
+    name = compiler.element_type_name(dtype)
     if name is None:
-        raise TypeError(f"numpy dtype {np.asarray(x).dtype} is not an mx element type")
+        kind = "torch" if _is_torch(x) else "numpy"
+        raise TypeError(f"{kind} dtype {str(dtype).removeprefix('torch.')} is not an mx element type")
+    return name
+
+
+def _type_name(op: str, what: str, dtype, allowed: Sequence[str]) -> str:
+    """`dtype` (an MLIR name, numpy / ml_dtypes or torch dtype) as one of the MLIR names `allowed`."""
+    name = compiler.element_type_name(dtype)
+    _check(name in allowed, op, f"{what} {getattr(dtype, '__name__', dtype)!s} is not one of "
+                                f"{', '.join(allowed)} (or their numpy / ml_dtypes / torch dtypes)")
     return name
 
 
@@ -94,8 +109,19 @@ def _host(x):
     return x.detach().contiguous().view(carrier).numpy().view(dtype)
 
 
-def _run(kernel_of, target, values, *args):
-    kernel = kernel_of(*args, target=target)
+_VERIFIER_ERROR = re.compile(r"error: (.*'mx\.\w+'.*)")
+
+
+def _run(op: str, kernel_of, target, values, *args):
+    """Compiles (or finds) the op's kernel for these arguments and runs it where the inputs live. The
+    op's verifier rejecting the program means the arguments were wrong: that is a ValueError."""
+    try:
+        kernel = kernel_of(*args, target=target)
+    except compiler.CompileError as error:
+        found = _VERIFIER_ERROR.search(str(error))
+        if found is None:
+            raise
+        raise ValueError(f"mx.{op}: {found.group(1)}") from None
     inputs = values if target != "cpu" else [_host(v) for v in values]
     return kernel(*inputs)
 
@@ -105,11 +131,21 @@ def _check(condition: bool, op: str, message: str) -> None:
         raise ValueError(f"mx.{op}: {message}")
 
 
-def _check_block(op: str, shape: Sequence[int], block: Sequence[int]) -> tuple[int, ...]:
+def _check_block(op: str, shape: Sequence[int], block: Block, along: int | None = None) -> tuple[int, ...]:
+    """`block` as one positive int per dimension of `shape`; an int n is n along dimension `along`
+    (default the last) and 1 elsewhere."""
+    rank = len(shape)
+    _check(rank >= 2, op, f"input has rank {rank}; mx ops take rank >= 2")
+    if isinstance(block, numbers.Integral) and not isinstance(block, bool):
+        along = rank - 1 if along is None else along
+        block = tuple(int(block) if d == along else 1 for d in range(rank))
+    if isinstance(block, (str, bytes)) or not isinstance(block, Sequence):
+        raise TypeError(f"mx.{op}: block must be an int or a sequence of ints, got {block!r}")
+    bad = [b for b in block if not isinstance(b, numbers.Integral) or isinstance(b, bool)]
+    _check(not bad, op, f"block {tuple(block)} has the non-integer entry {bad[0]!r}" if bad else "")
     block = tuple(int(b) for b in block)
-    _check(len(shape) >= 2, op, f"input has rank {len(shape)}; mx ops take rank >= 2")
-    _check(len(block) == len(shape), op, f"block {block} has {len(block)} entries but the input "
-                                          f"{tuple(shape)} has rank {len(shape)}")
+    _check(len(block) == rank, op, f"block {block} has {len(block)} entries but the input "
+                                   f"{tuple(shape)} has rank {rank}")
     _check(all(b >= 1 for b in block), op, f"block {block} has an entry below 1")
     return block
 
@@ -131,10 +167,9 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
                     scale_type: str = "f8E8M0FNU", rounding: str | None = "ceil", swizzle: bool = False,
                     columnwise: bool = False, *, target: str = "cpu") -> compiler.Kernel:
     """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type)."""
-    _check(dtype in WIDE_TYPES, "quantize",
-           f"input dtype {dtype} is not supported; expected one of {', '.join(WIDE_TYPES)}")
-    _check(elem in _ELEMENTS, "quantize", f"element type {elem} is not one of {', '.join(_ELEMENTS)}")
-    _check(scale_type in _SCALES, "quantize", f"scale type {scale_type} is not one of {', '.join(_SCALES)}")
+    dtype = _type_name("quantize", "input dtype", dtype, WIDE_TYPES)
+    elem = _type_name("quantize", "element type", elem, _ELEMENTS)
+    scale_type = _type_name("quantize", "scale type", scale_type, _SCALES)
     _check(rounding is None or rounding in _ROUNDINGS, "quantize",
            f"rounding {rounding} is not one of {', '.join(_ROUNDINGS)}")
     block = _check_block("quantize", shape, block)
@@ -152,41 +187,73 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
     return compiler.compile(f, target)
 
 
-def quantize(x, block: Sequence[int] = (1, 32), elem: str = "f8E4M3FN", scale_type: str = "f8E8M0FNU",
-             rounding: str = "ceil", *, swizzle: bool = False, columnwise: bool = False,
-             target: str | None = None):
+def quantize(x, block: Block = 32, elem="f8E4M3FN", scale_type="f8E8M0FNU", rounding: str = "ceil", *,
+             swizzle: bool = False, columnwise: bool = False, target: str | None = None):
     """`mx.quantize` of x (float32, bfloat16 or float16; numpy or torch): (data, scales) as
-    reference.quantize returns them, plus the tensor scale NVFP4 computes (f8E4M3FN scales).
+    reference.quantize returns them, plus the tensor scale (a 0-D f32) that NVFP4 computes
+    (f4E2M1FN data with f8E4M3FN scales, block 16; `rounding` does not apply to E4M3 scales).
     `swizzle` lays the scales out for the GEMM (128x4 tiles; GEMM-ready blockwise for f32 scales).
     `columnwise` also quantizes with the block transposed in the last two dimensions, in the same
     program (one fused kernel on the GPU), and appends that pair: (data, scales, col_data,
     col_scales)."""
+    _check_tensor("quantize", "x", x)
     target = _target_of([x], target)
-    return _run(quantize_kernel, target, [x], logical_shape(x), element_type(x), tuple(block), elem,
-                scale_type, rounding, swizzle, columnwise)
+    shape = logical_shape(x)
+    return _run("quantize", quantize_kernel, target, [x], shape, element_type(x),
+                _check_block("quantize", shape, block), _type_name("quantize", "element type", elem, _ELEMENTS),
+                _type_name("quantize", "scale type", scale_type, _SCALES), rounding, swizzle, columnwise)
 
 
 @functools.cache
 def dequantize_kernel(shape: tuple[int, ...], dtype: str, scales_shape: tuple[int, ...], scale_type: str,
-                      block: tuple[int, ...], out_dtype: str = "f32", *, target: str = "cpu") -> compiler.Kernel:
-    """The compiled dequantize of `dequantize` for one data shape."""
-    _check(dtype in _ELEMENTS, "dequantize", f"data dtype {dtype} is not one of {', '.join(_ELEMENTS)}")
-    _check(out_dtype in WIDE_TYPES, "dequantize", f"result dtype {out_dtype} is not one of {', '.join(WIDE_TYPES)}")
+                      block: tuple[int, ...], out_dtype: str = "f32", tensor_scale: bool = False, *,
+                      target: str = "cpu") -> compiler.Kernel:
+    """The compiled dequantize of `dequantize` for one data shape (`tensor_scale`: with NVFP4's tensor
+    scale as a third argument)."""
+    dtype = _type_name("dequantize", "data dtype", dtype, _ELEMENTS)
+    out_dtype = _type_name("dequantize", "result dtype", out_dtype, WIDE_TYPES)
     block = _check_block("dequantize", shape, block)
     expected = reference.scales_shape(shape, block)
     _check(tuple(scales_shape) == expected, "dequantize",
            f"scales have shape {tuple(scales_shape)}; data {tuple(shape)} in blocks {block} needs {expected}")
     f = builder.Function("dequantize")
     data, scales = f.arg(shape, dtype), f.arg(scales_shape, scale_type)
-    f.returns(f.dequantize(data, scales, block, out_dtype))
+    t = f.arg((), "f32") if tensor_scale else None
+    f.returns(f.dequantize(data, scales, block, out_dtype, t))
     return compiler.compile(f, target)
 
 
-def dequantize(data, scales, block: Sequence[int], out_dtype: str = "f32", *, target: str | None = None):
-    """`mx.dequantize`: float(data) * scale per block, as `out_dtype` ("f32", "bf16" or "f16")."""
-    target = _target_of([data, scales], target)
-    return _run(dequantize_kernel, target, [data, scales], logical_shape(data), element_type(data),
-                logical_shape(scales), element_type(scales), tuple(block), out_dtype)
+def _check_tensor_scale(op: str, name: str, t) -> None:
+    _check_tensor(op, name, t)
+    _check(tuple(t.shape) == () and element_type(t) == "f32", op,
+           f"{name} must be a 0-D float32 tensor (what quantize returns for NVFP4), got shape "
+           f"{tuple(t.shape)} and dtype {element_type(t)}")
+
+
+def dequantize(data, scales, block: Block = 32, out_dtype="f32", *, tensor_scale=None,
+               target: str | None = None):
+    """`mx.dequantize`: float(data) * scale per block, as `out_dtype` (f32, bf16 or f16), times NVFP4's
+    `tensor_scale` (the 0-D f32 that quantize returned) where given."""
+    _check_tensor("dequantize", "data", data)
+    _check_tensor("dequantize", "scales", scales)
+    values = [data, scales]
+    if tensor_scale is not None:
+        _check_tensor_scale("dequantize", "tensor_scale", tensor_scale)
+        values.append(tensor_scale)
+    target = _target_of(values, target)
+    shape = logical_shape(data)
+    return _run("dequantize", dequantize_kernel, target, values, shape, element_type(data),
+                logical_shape(scales), element_type(scales), _check_block("dequantize", shape, block),
+                _type_name("dequantize", "result dtype", out_dtype, WIDE_TYPES), tensor_scale is not None)
+
+
+def _check_unscaled_dim(op: str, shape: Sequence[int], unscaled_dim: int | None) -> None:
+    rank = len(shape)
+    _check(rank >= 2, op, f"scales have rank {rank}; expected >= 2")
+    _check(unscaled_dim is None or (isinstance(unscaled_dim, numbers.Integral)
+                                    and unscaled_dim in (rank - 2, rank - 1)), op,
+           f"unscaled_dim {unscaled_dim!r} is not one of the last two dimensions ({rank - 2} or {rank - 1}) "
+           f"of the scales {tuple(shape)}")
 
 
 @functools.cache
@@ -194,9 +261,11 @@ def swizzle_kernel(shape: tuple[int, ...], scale_type: str, unscaled_dim: int | 
                    layout: str = "tiles", inverse_of: tuple[int, ...] | None = None, *,
                    target: str = "cpu") -> compiler.Kernel:
     """The compiled swizzle (or, with `inverse_of` = the compact shape, unswizzle)."""
-    _check(scale_type in _SCALES, "swizzle", f"scale type {scale_type} is not one of {', '.join(_SCALES)}")
-    _check(layout in ("tiles", "blockwise"), "swizzle", f"layout {layout} is not tiles or blockwise")
-    f = builder.Function("swizzle")
+    op = "swizzle" if inverse_of is None else "unswizzle"
+    scale_type = _type_name(op, "scale type", scale_type, _SCALES)
+    _check(layout in ("tiles", "blockwise"), op, f"layout {layout} is not tiles or blockwise")
+    _check_unscaled_dim(op, shape if inverse_of is None else inverse_of, unscaled_dim)
+    f = builder.Function(op)
     scales = f.arg(shape, scale_type)
     if inverse_of is None:
         f.returns(f.swizzle(scales, unscaled_dim, layout))
@@ -207,23 +276,32 @@ def swizzle_kernel(shape: tuple[int, ...], scale_type: str, unscaled_dim: int | 
 
 def swizzle(scales, unscaled_dim: int | None = None, layout: str = "tiles", *, target: str | None = None):
     """`mx.swizzle` of compact scales (`unscaled_dim`: absolute, default the rank's row dimension)."""
+    _check_tensor("swizzle", "scales", scales)
     target = _target_of([scales], target)
-    return _run(swizzle_kernel, target, [scales], logical_shape(scales), element_type(scales),
+    return _run("swizzle", swizzle_kernel, target, [scales], logical_shape(scales), element_type(scales),
                 unscaled_dim, layout, None)
 
 
 def unswizzle(tiles, shape: Sequence[int], unscaled_dim: int | None = None, layout: str = "tiles", *,
               target: str | None = None):
     """`mx.unswizzle` back to the compact scales of `shape`."""
+    _check_tensor("unswizzle", "tiles", tiles)
     target = _target_of([tiles], target)
-    return _run(swizzle_kernel, target, [tiles], logical_shape(tiles), element_type(tiles), unscaled_dim,
-                layout, tuple(shape))
+    return _run("unswizzle", swizzle_kernel, target, [tiles], logical_shape(tiles), element_type(tiles),
+                unscaled_dim, layout, tuple(int(d) for d in shape))
 
 
 def _gemm_rows_and_k(op: str, shape: Sequence[int], layout: str, name: str) -> tuple[int, int]:
-    _check(layout in ("k_contiguous", "k_outer"), op, f"{name} layout {layout} is not k_contiguous or k_outer")
+    _check(layout in _LAYOUTS, op, f"{name} layout {layout} is not one of {', '.join(_LAYOUTS)}")
     _check(len(shape) >= 2, op, f"{name} has rank {len(shape)}; expected >= 2")
     return (shape[-2], shape[-1]) if layout == "k_contiguous" else (shape[-1], shape[-2])
+
+
+def _gemm_block(op: str, shape: Sequence[int], block: Block, layout: str, name: str) -> tuple[int, ...]:
+    """An operand's block; an int is that many elements along K (the last dimension of a K-contiguous
+    operand, the second to last of a K-outer one)."""
+    _gemm_rows_and_k(op, shape, layout, name)
+    return _check_block(op, shape, block, len(shape) - (1 if layout == "k_contiguous" else 2))
 
 
 @functools.cache
@@ -231,40 +309,54 @@ def scaled_matmul_kernel(a_shape: tuple[int, ...], a_type: str, a_scales_shape: 
                          a_scale_type: str, b_shape: tuple[int, ...], b_type: str,
                          b_scales_shape: tuple[int, ...], b_scale_type: str, a_block: tuple[int, ...],
                          b_block: tuple[int, ...], out_dtype: str = "f32",
-                         a_layout: str = "k_contiguous", b_layout: str = "k_contiguous", *,
-                         target: str = "cpu") -> compiler.Kernel:
-    """The compiled product of `scaled_matmul` for one set of operand shapes."""
+                         a_layout: str = "k_contiguous", b_layout: str = "k_contiguous",
+                         tensor_scales: bool = False, *, target: str = "cpu") -> compiler.Kernel:
+    """The compiled product of `scaled_matmul` for one set of operand shapes (`tensor_scales`: with both
+    operands' NVFP4 tensor scales as two more arguments)."""
     op = "scaled_matmul"
-    for name, elem in (("lhs", a_type), ("rhs", b_type)):
-        _check(elem in _ELEMENTS, op, f"{name} dtype {elem} is not one of {', '.join(_ELEMENTS)}")
-    _check(out_dtype in WIDE_TYPES, op, f"result dtype {out_dtype} is not one of {', '.join(WIDE_TYPES)}")
+    a_type, b_type = (_type_name(op, f"{name} dtype", t, _ELEMENTS) for name, t in (("lhs", a_type), ("rhs", b_type)))
+    out_dtype = _type_name(op, "result dtype", out_dtype, WIDE_TYPES)
     _check(a_shape[:-2] == b_shape[:-2], op, f"batch dimensions differ: {a_shape} and {b_shape}")
     _, k = _gemm_rows_and_k(op, a_shape, a_layout, "lhs")
     _, k_rhs = _gemm_rows_and_k(op, b_shape, b_layout, "rhs")
     _check(k == k_rhs, op, f"lhs {a_shape} ({a_layout}) has K = {k} but rhs {b_shape} ({b_layout}) has "
                            f"K = {k_rhs}")
     for name, block, layout, shape in (("lhs", a_block, a_layout, a_shape), ("rhs", b_block, b_layout, b_shape)):
-        _check_block(op, shape, block)
+        block = _gemm_block(op, shape, block, layout, name)
         k_block = block[-1] if layout == "k_contiguous" else block[-2]
         _check(k % k_block == 0, op, f"K = {k} is not a multiple of the {name} block's K extent {k_block}")
     f = builder.Function("scaled_matmul")
     a, a_scales = f.arg(a_shape, a_type), f.arg(a_scales_shape, a_scale_type)
     b, b_scales = f.arg(b_shape, b_type), f.arg(b_scales_shape, b_scale_type)
-    f.returns(f.scaled_matmul(a, a_scales, b, b_scales, a_block, b_block, out_dtype, a_layout, b_layout))
+    scalars = (f.arg((), "f32"), f.arg((), "f32")) if tensor_scales else None
+    f.returns(f.scaled_matmul(a, a_scales, b, b_scales, a_block, b_block, out_dtype, a_layout, b_layout,
+                              scalars))
     return compiler.compile(f, target)
 
 
-def scaled_matmul(a, a_scales, b, b_scales, a_block: Sequence[int], b_block: Sequence[int],
-                  out_dtype: str = "f32", a_layout: str = "k_contiguous", b_layout: str = "k_contiguous",
-                  *, target: str | None = None):
+def scaled_matmul(a, a_scales, b, b_scales, a_block: Block = 32, b_block: Block = 32, out_dtype="f32",
+                  a_layout: str = "k_contiguous", b_layout: str = "k_contiguous", *, tensor_scales=None,
+                  target: str | None = None):
     """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k] (B as [..., N, K]
-    for k_contiguous, [..., K, N] for k_outer); scales compact, tiled or GEMM-ready."""
+    for k_contiguous, [..., K, N] for k_outer); scales compact, tiled or GEMM-ready. `tensor_scales`
+    = (t_a, t_b): both operands' NVFP4 tensor scales (the 0-D f32s quantize returned)."""
+    op = "scaled_matmul"
     values = [a, a_scales, b, b_scales]
+    for name, value in zip(("a", "a_scales", "b", "b_scales"), values):
+        _check_tensor(op, name, value)
+    if tensor_scales is not None:
+        _check(isinstance(tensor_scales, (tuple, list)) and len(tensor_scales) == 2, op,
+               "tensor_scales must be a pair (t_a, t_b)")
+        for name, t in zip(("tensor_scales[0]", "tensor_scales[1]"), tensor_scales):
+            _check_tensor_scale(op, name, t)
+        values += list(tensor_scales)
     target = _target_of(values, target)
-    return _run(scaled_matmul_kernel, target, values, logical_shape(a), element_type(a),
-                logical_shape(a_scales), element_type(a_scales), logical_shape(b), element_type(b),
-                logical_shape(b_scales), element_type(b_scales), tuple(a_block), tuple(b_block), out_dtype,
-                a_layout, b_layout)
+    a_shape, b_shape = logical_shape(a), logical_shape(b)
+    return _run(op, scaled_matmul_kernel, target, values, a_shape, element_type(a),
+                logical_shape(a_scales), element_type(a_scales), b_shape, element_type(b),
+                logical_shape(b_scales), element_type(b_scales), _gemm_block(op, a_shape, a_block, a_layout, "lhs"),
+                _gemm_block(op, b_shape, b_block, b_layout, "rhs"), _type_name(op, "result dtype", out_dtype, WIDE_TYPES),
+                a_layout, b_layout, tensor_scales is not None)
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """mx.reference: bit-exact NumPy oracle for the mx dialect's MXFP8 / MXFP4 / NVFP4 / FP8 numerics.
 
-This module is the executable form of the numerical contract in shared/spec/mx-spec.md plus the project
+This module is the executable form of the numerical contract in docs/spec.md plus the project
 decisions recorded alongside it:
 
 * block-scaled quantization of f32/bf16/f16 tensors to f8E4M3FN, f8E5M2 or f4E2M1FN with f8E8M0FNU or

@@ -37,7 +37,7 @@ import numpy as np
 from mx import dlpack, reference, toolchain
 
 __all__ = [
-    "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "DeviceBuffer", "MemRef",
+    "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "GPUUnavailableError", "DeviceBuffer", "MemRef",
     "load_library", "load_compiled", "last_error", "device_available", "compute_capability",
     "synchronize", "scale_nbytes", "scaled_matmul", "tensor_map", "call_mlir_function",
     "set_device", "unique_id", "init_process_group", "destroy_process_group", "process_group",
@@ -87,6 +87,8 @@ class Status(enum.IntEnum):
     NCCL = 5
 
 
+ARGUMENT_ALIGNMENT = 16  # MXRT_ARGUMENT_ALIGNMENT: what compiled GPU functions take as device arguments
+
 NUMPY_DTYPES = {
     ElemType.F8E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
     ElemType.F8E5M2: np.dtype(ml_dtypes.float8_e5m2),
@@ -112,6 +114,10 @@ class MXRuntimeError(RuntimeError):
         self.status = Status(status) if status in Status._value2member_map_ else status
 
 
+class GPUUnavailableError(OSError):
+    """This machine cannot run GPU code: there is no NVIDIA driver (libcuda.so.1) for libmx_runtime."""
+
+
 _lib: ctypes.CDLL | None = None
 
 _i32, _i64, _u64, _ptr = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p
@@ -128,6 +134,7 @@ _SIGNATURES = {
     "mxrtSynchronize": (_i32, []),
     "mxrtInvoke": (_i32, [_ptr, _ptr, _i32, ctypes.POINTER(_ptr), _ptr, _i32, ctypes.c_void_p,
                           ctypes.POINTER(_ptr), ctypes.POINTER(_i32)]),
+    "mxrtTakeLastCallStatus": (_i32, []),
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
                          + [_ptr, _ptr, _i32, _ptr]),
@@ -143,7 +150,8 @@ UNIQUE_ID_BYTES = 128  # MXRT_UNIQUE_ID_BYTES, NCCL's ncclUniqueId.
 
 
 def load_library() -> ctypes.CDLL:
-    """Loads libmx_runtime once; raises OSError if it (or libcuda) is missing."""
+    """Loads libmx_runtime once; raises OSError if it is missing, GPUUnavailableError (an OSError)
+    where there is no NVIDIA driver."""
     global _lib
     if _lib is None:
         candidates = toolchain.runtime_library_candidates()
@@ -151,7 +159,15 @@ def load_library() -> ctypes.CDLL:
         if path is None:
             raise OSError("libmx_runtime.so not found (set MX_RUNTIME_LIB or build it); "
                           f"looked at {', '.join(map(str, candidates))}")
-        lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        try:
+            lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError as error:
+            if "libcuda" not in str(error):
+                raise
+            raise GPUUnavailableError(
+                "this machine has no NVIDIA driver (libcuda.so.1 does not load), so code compiled for a GPU "
+                "target (sm_90a, sm_100a) cannot run here; compiling it works anywhere (mx.compile loads "
+                f"nothing until the first call). Loading {path}: {error}") from None
         for name, (restype, argtypes) in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
@@ -382,12 +398,16 @@ class MemRef:
         self.strides = tuple(int(s) for s in strides)
 
     @classmethod
-    def from_dlpack(cls, tensor) -> MemRef:
+    def from_dlpack(cls, tensor, stream: int | None = None) -> MemRef:
         """A view of any CUDA tensor that speaks DLPack (torch, cupy, jax, ...), without a copy.
 
-        The returned MemRef keeps the producer's tensor alive; strides are taken as given.
+        `stream` is the CUDA stream (a CUstream handle) the memref will be used on, which the
+        producer orders after its pending work on the tensor, as DLPack's `__dlpack__(stream=)`
+        promises; None is the legacy default stream, which a compiled function called in default mode
+        (call_mlir_function) orders itself after. The returned MemRef keeps the producer's tensor
+        alive; strides are taken as given.
         """
-        view = dlpack.Imported(tensor)
+        view = dlpack.Imported(tensor, stream)
         if view.device_type not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
             raise ValueError(f"DLPack tensor is on device type {view.device_type}, not CUDA")
         memref = cls(view.data, view.shape, view.strides)
@@ -440,7 +460,10 @@ def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
     memrefs and scalar results are not supported. Results are returned as
     MemRefs and not freed (use MemRef.free for gpu.alloc memory). Errors
     recorded by the runtime during the call (it cannot return a status to
-    compiled code) are raised as MXRuntimeError.
+    compiled code) are raised as MXRuntimeError with the call's status, after
+    the results the call allocated are freed: a device argument that is not
+    16-byte aligned, for one, is refused before anything of the call is
+    launched (INVALID_ARGUMENT).
     """
     fn = getattr(lib, "_mlir_ciface_" + name)
     fn.restype, fn.argtypes = None, None
@@ -464,14 +487,24 @@ def call_mlir_function(lib: ctypes.CDLL, name: str, args: Sequence,
         else:
             raise TypeError(f"unsupported argument {arg!r}: pass a DeviceBuffer, MemRef "
                             "or ctypes scalar")
+    library = load_library()
     last_error()  # Drop errors from before the call.
+    library.mxrtTakeLastCallStatus()
     fn(*call_args)
-    message = last_error()
-    if message:
-        raise MXRuntimeError(Status.CUDA, message)
+    message, status = last_error(), library.mxrtTakeLastCallStatus()
     if len(result_ranks) == 1:
-        return [MemRef.from_descriptor(result)]
-    return [MemRef.from_descriptor(getattr(result, f"r{i}")) for i in range(len(result_ranks))]
+        results = [MemRef.from_descriptor(result)]
+    else:
+        results = [MemRef.from_descriptor(getattr(result, f"r{i}")) for i in range(len(result_ranks))]
+    if message:
+        # The results of a failed call are garbage: free what it allocated (default mode waited for
+        # its work), not what it was given.
+        given = {desc.allocated for desc in keep_alive}
+        for allocated in {r.allocated for r in results} - given - {0}:
+            library.mxrtFree(allocated)
+        last_error()
+        raise MXRuntimeError(status or Status.CUDA, message)
+    return results
 
 
 def set_device(ordinal: int) -> None:

@@ -26,7 +26,7 @@ from .toolchain import LLVM_LIB, find_tool, runtime_library_dir
 
 
 # numpy dtype <-> MLIR element type.
-_MLIR_TYPES = {
+MLIR_TYPES = {
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
     np.dtype(np.float16): "f16",
@@ -40,7 +40,7 @@ _MLIR_TYPES = {
     np.dtype(np.int32): "i32",
     np.dtype(np.int64): "i64",
 }
-NUMPY_DTYPES = {name: dtype for dtype, name in _MLIR_TYPES.items()}  # MLIR element type -> numpy
+NUMPY_DTYPES = {name: dtype for dtype, name in MLIR_TYPES.items()}  # MLIR element type -> numpy
 
 
 def _bit_width(dtype) -> int:
@@ -114,7 +114,7 @@ def compile_gpu_library(source: str, output: str | os.PathLike, chip: str | None
 
 def mlir_type(shape: Sequence[int], dtype) -> str:
     """The MLIR tensor type of an array: `tensor<4x32xbf16>`."""
-    return "tensor<" + "".join(f"{d}x" for d in shape) + _MLIR_TYPES[np.dtype(dtype)] + ">"
+    return "tensor<" + "".join(f"{d}x" for d in shape) + MLIR_TYPES[np.dtype(dtype)] + ">"
 
 
 def scaled_matmul_source(name: str, operand_types: Sequence[str], lhs_block: Sequence[int],
@@ -169,7 +169,7 @@ def run_program(inputs: dict[str, np.ndarray], body: str, outputs: Sequence[Outp
     for index, out in enumerate(outputs):
         width = _bit_width(out.dtype)
         src = mlir_type(out.shape, out.dtype)
-        ints = src.replace(_MLIR_TYPES[np.dtype(out.dtype)], f"i{width}")
+        ints = src.replace(MLIR_TYPES[np.dtype(out.dtype)], f"i{width}")
         wide = mlir_type(out.shape, np.int32)
         lines.append(f"  %bits{index} = arith.bitcast %{out.name} : {src} to {ints}")
         value = f"%bits{index}"

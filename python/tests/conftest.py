@@ -3,6 +3,7 @@
 The tests import the installed `mx` package (utils/setup.sh installs python/ editable into .venv).
 """
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -110,3 +111,14 @@ def run_gpu_program(libraries, name, inputs, expected):
             result.free()
         for buffer in buffers:
             buffer.close()
+
+
+def build_cache_main(test_file, compile_programs):
+    """The `python <test file> build CACHE_DIR [CHIP]` entry point of a GPU test module whose programs
+    come from mx.compile's cache: runs `compile_programs(chip)` with $MX_CACHE_DIR = CACHE_DIR on a
+    machine with mx-opt, for the GPU machine (which has none) to be served from that directory."""
+    if len(sys.argv) < 3 or sys.argv[1] != "build":
+        sys.exit(f"usage: {Path(test_file).name} build CACHE_DIR [CHIP]")
+    os.environ["MX_CACHE_DIR"] = sys.argv[2]
+    compile_programs(sys.argv[3] if len(sys.argv) > 3 else "sm_90a")
+    sys.exit(0)

@@ -156,3 +156,34 @@ def test_delayed_history_of_the_caller_is_kept(rng, cache, monkeypatch):
     for got, expected, what in zip((data, scale_inv, new_history),
                                    reference.quantize_delayed(x, scales, kept, 1), ("data", "scale_inv", "history")):
         assert_bits_equal(got, expected, what)
+
+
+SCALARS = """
+func.func @offset(%x: tensor<4xi32>, %n: i32, %s: f32) -> (tensor<4xi32>, tensor<4xf32>) {
+  %nn = tensor.splat %n : tensor<4xi32>
+  %y = arith.addi %x, %nn : tensor<4xi32>
+  %f = tensor.splat %s : tensor<4xf32>
+  return %y, %f : tensor<4xi32>, tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("n, s, error, message", [
+    (2**31, 1.0, ValueError, r"argument 1 \(i32\) must be in \[-2\*\*31, 2\*\*31\), got 2147483648"),
+    (-2**31 - 1, 1.0, ValueError, r"must be in \[-2\*\*31, 2\*\*31\)"),
+    (1.5, 1.0, TypeError, "argument 1 must be i32, got 1.5"),
+    (True, 1.0, TypeError, "argument 1 must be i32, got True"),
+    (1, 1e39, ValueError, r"argument 2 \(f32\) 1e\+39 is out of f32's range"),
+    (1, "2", TypeError, "argument 2 must be f32, got '2'"),
+])
+def test_scalar_arguments_out_of_range(cache, n, s, error, message):
+    """ctypes would wrap 2**31 to -2**31 and round 1e39 to inf without a word."""
+    kernel = mx.compile(SCALARS, cache=cache)
+    with pytest.raises(error, match=message):
+        kernel(np.zeros(4, np.int32), n, s)
+
+
+def test_scalar_arguments_in_range(cache):
+    kernel = mx.compile(SCALARS, cache=cache)
+    y, f = kernel(np.arange(4, dtype=np.int32), np.int32(2**31 - 4), float("inf"))
+    assert y.tolist() == [2**31 - 4, 2**31 - 3, 2**31 - 2, 2**31 - 1] and np.isinf(f).all()

@@ -29,6 +29,9 @@ PASSES = [
     ["--convert-mx-to-cublas=chip=sm_90a gemm=auto"], ["--convert-mx-to-cublas=chip=sm_100a"],
     ["--mx-lower-to-nvvm=chip=sm_90a format=isa"], ["--mx-lower-to-nvvm=chip=sm_100a format=isa"],
     ["--mx-lower-to-nvvm=chip=sm_90a format=isa gemm=cublas"],
+    ["--mx-lower-to-nvvm=chip=sm_100a format=isa gemm=cublas"], ["--mx-lower-to-nvvm=chip=sm_90a format=isa gemm=kernel"],
+    ["--convert-mx-to-cublas=chip=sm_100a gemm=auto"], ["--mx-lower-to-nvvm=chip=sm_90a format=isa gemm-config=consumers=3,waves=1,cluster=1x2"],
+    ["--one-shot-bufferize=bufferize-function-boundaries", "--mx-guard-device-calls"],
 ]
 EDGE_VALUES = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 127, 128, 129, 255, 256, 257,
                512, 1024, 2**31 - 1, 2**31, 2**32, 2**47, 2**48, 2**62, 2**63 - 1]

@@ -230,27 +230,46 @@ extern "C" __global__ void scale(float *x, float factor, int n) {
 """
 
 
-def test_mgpu_module_launch_and_streams(tmp_path):
-    """The entry points gpu-to-llvm code calls, driven by hand on an nvcc-built cubin."""
+_vp = ctypes.c_void_p
+# Types of the runtime entry points that compiled code calls and these tests drive by hand.
+ENTRY_POINTS = {
+    "mgpuModuleLoad": (_vp, [_vp, ctypes.c_size_t]),
+    "mgpuModuleGetFunction": (_vp, [_vp, ctypes.c_char_p]),
+    "mgpuLaunchKernel": (None, [_vp] + [ctypes.c_ssize_t] * 6 + [ctypes.c_int32, _vp, _vp, _vp, ctypes.c_size_t]),
+    "mgpuLaunchClusterKernel": (None, [_vp] + [ctypes.c_ssize_t] * 9 + [ctypes.c_int32, _vp, _vp, _vp,
+                                                                       ctypes.c_size_t]),
+    "mgpuStreamCreate": (_vp, []), "mgpuEventCreate": (_vp, []), "mgpuEventRecord": (None, [_vp, _vp]),
+    "mgpuStreamWaitEvent": (None, [_vp, _vp]), "mgpuStreamSynchronize": (None, [_vp]),
+    "mgpuStreamDestroy": (None, [_vp]), "mgpuEventDestroy": (None, [_vp]), "mgpuModuleUnload": (None, [_vp]),
+    "mgpuMemset32": (None, [_vp, ctypes.c_uint, ctypes.c_size_t, _vp]),
+    "mxrtCallBegin": (None, [ctypes.c_char_p]), "mxrtCallEnd": (ctypes.c_int32, []),
+    "mxrtCheckArgument": (None, [ctypes.c_int32, _vp, ctypes.c_int64]),
+}
+
+
+def typed_runtime():
+    """libmx_runtime with ENTRY_POINTS typed."""
+    lib = rt.load_library()
+    for name, (restype, argtypes) in ENTRY_POINTS.items():
+        getattr(lib, name).restype, getattr(lib, name).argtypes = restype, argtypes
+    return lib
+
+
+def build_cubin(directory, source_text, stem):
+    """A cubin of CUDA source for this GPU, built with nvcc (skips where there is none)."""
     nvcc = shutil.which("nvcc") or shutil.which("/usr/local/cuda/bin/nvcc")
     if nvcc is None:
         pytest.skip("no nvcc to build a cubin")
-    source, cubin = tmp_path / "scale.cu", tmp_path / "scale.cubin"
-    source.write_text(KERNEL)
+    source, cubin = directory / f"{stem}.cu", directory / f"{stem}.cubin"
+    source.write_text(source_text)
     subprocess.run([nvcc, "-cubin", f"-arch=sm_{CC[0]}{CC[1]}", "-o", cubin, source], check=True)
-    lib, vp = rt.load_library(), ctypes.c_void_p
-    for name, restype, argtypes in [
-            ("mgpuModuleLoad", vp, [vp, ctypes.c_size_t]),
-            ("mgpuModuleGetFunction", vp, [vp, ctypes.c_char_p]),
-            ("mgpuLaunchKernel", None, [vp] + [ctypes.c_ssize_t] * 6 + [ctypes.c_int32, vp, vp, vp,
-                                                                      ctypes.c_size_t]),
-            ("mgpuLaunchClusterKernel", None, [vp] + [ctypes.c_ssize_t] * 9 + [
-                ctypes.c_int32, vp, vp, vp, ctypes.c_size_t]),
-            ("mgpuStreamCreate", vp, []), ("mgpuEventCreate", vp, []),
-            ("mgpuEventRecord", None, [vp, vp]), ("mgpuStreamWaitEvent", None, [vp, vp]),
-            ("mgpuStreamSynchronize", None, [vp]), ("mgpuStreamDestroy", None, [vp]),
-            ("mgpuEventDestroy", None, [vp]), ("mgpuModuleUnload", None, [vp])]:
-        getattr(lib, name).restype, getattr(lib, name).argtypes = restype, argtypes
+    return cubin
+
+
+def test_mgpu_module_launch_and_streams(tmp_path):
+    """The entry points gpu-to-llvm code calls, driven by hand on an nvcc-built cubin."""
+    cubin = build_cubin(tmp_path, KERNEL, "scale")
+    lib, vp = typed_runtime(), ctypes.c_void_p
     blob = cubin.read_bytes()
     module = lib.mgpuModuleLoad(ctypes.create_string_buffer(blob, len(blob)), len(blob))
     function = lib.mgpuModuleGetFunction(module, b"scale")
@@ -278,6 +297,80 @@ def test_mgpu_module_launch_and_streams(tmp_path):
     lib.mgpuStreamDestroy(second)
     lib.mgpuModuleUnload(module)
     assert rt.last_error() == ""
+
+
+POKE_KERNEL = r"""
+extern "C" __global__ void poke(int *p) { *p = 1; }
+"""
+
+
+@pytest.fixture(scope="module")
+def poke(tmp_path_factory):
+    """(runtime library with the guard's and launch entry points typed, the `poke` kernel): a kernel
+    that stores to its pointer, so that a launch on a bad pointer would fault."""
+    cubin = build_cubin(tmp_path_factory.mktemp("poke"), POKE_KERNEL, "poke")
+    lib = typed_runtime()
+    blob = cubin.read_bytes()
+    module = lib.mgpuModuleLoad(ctypes.create_string_buffer(blob, len(blob)), len(blob))
+    function = lib.mgpuModuleGetFunction(module, b"poke")
+    assert module and function, rt.last_error()
+    return lib, function
+
+
+def launch_poke(lib, function, pointer):
+    target = ctypes.c_void_p(pointer)
+    params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(target), ctypes.c_void_p))
+    lib.mgpuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, None, params, None, 1)
+
+
+def assert_context_alive():
+    with rt.DeviceBuffer.zeros((4,), np.int32) as buf:
+        rt.synchronize()
+        np.testing.assert_array_equal(buf.to_numpy(), np.zeros(4, np.int32))
+
+
+def test_call_guard_skips_device_work_after_a_failure(poke):
+    """Inside a guarded call (what mx-lower-to-nvvm makes of each public function), a refused
+    argument or a failed tensor-map encode stops every later launch and memset of the call: the
+    launches here would store to a misaligned or NULL pointer and kill the context."""
+    lib, function = poke
+    rt.last_error()
+    with rt.DeviceBuffer.zeros((16,), np.int32) as buf:
+        lib.mxrtCallBegin(b"misaligned")
+        lib.mxrtCheckArgument(0, buf.ptr + 2, rt.ARGUMENT_ALIGNMENT)
+        launch_poke(lib, function, buf.ptr + 2)
+        lib.mgpuMemset32(buf.ptr + 2, 7, 4, None)
+        assert lib.mxrtCallEnd() == rt.Status.INVALID_ARGUMENT
+        message = rt.last_error()
+        assert "@misaligned argument 0: device pointer" in message and "2 bytes past a 16-byte boundary" in message
+        assert_context_alive()
+
+        lib.mxrtCallBegin(b"tensor_map")
+        assert not lib.mxrtTensorMap(buf.ptr + 8, int(rt.ElemType.F32), 2, (ctypes.c_int64 * 2)(4, 4),
+                                     (ctypes.c_int32 * 2)(4, 4), int(rt.Swizzle.NONE))
+        launch_poke(lib, function, 0)
+        assert lib.mxrtCallEnd() == rt.Status.INVALID_ARGUMENT
+        assert "not 16-byte aligned" in rt.last_error()
+        assert_context_alive()
+
+        # The guard ends with the call: the next one runs.
+        lib.mxrtCallBegin(b"valid")
+        lib.mxrtCheckArgument(0, buf.ptr, rt.ARGUMENT_ALIGNMENT)
+        launch_poke(lib, function, buf.ptr)
+        assert lib.mxrtCallEnd() == rt.Status.SUCCESS
+        assert rt.last_error() == ""
+        assert buf.to_numpy()[0] == 1 and not buf.to_numpy()[1:].any()
+
+
+def test_call_guard_refuses_null_arguments(poke):
+    lib, function = poke
+    rt.last_error()
+    lib.mxrtCallBegin(b"null")
+    lib.mxrtCheckArgument(3, None, rt.ARGUMENT_ALIGNMENT)
+    launch_poke(lib, function, 0)
+    assert lib.mxrtCallEnd() == rt.Status.INVALID_ARGUMENT
+    assert "@null argument 3 is a NULL pointer" in rt.last_error()
+    assert_context_alive()
 
 
 # mxrtTensorMap. There is no driver call that reads a CUtensorMap back, and a

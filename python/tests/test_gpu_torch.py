@@ -7,16 +7,13 @@ mx.compile's cache: `python python/tests/test_gpu_torch.py build DIR [CHIP]` com
 tests use into the cache DIR on a machine with mx-opt; run the tests there with MX_CACHE_DIR=DIR.
 """
 
-import os
-import sys
-
 import ml_dtypes
 import numpy as np
 import pytest
 
 import mx
 from mx import ops, reference
-from conftest import assert_bits_equal, random_input
+from conftest import assert_bits_equal, build_cache_main, random_input
 
 QUANTIZE_SHAPE = (256, 512)
 OPS_SHAPES = {"quantize": (384, 256), "matmul": (256, 192, 512)}
@@ -50,11 +47,7 @@ def programs(target):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] != "build":
-        sys.exit("usage: test_gpu_torch.py build CACHE_DIR [CHIP]")
-    os.environ["MX_CACHE_DIR"] = sys.argv[2]
-    programs(sys.argv[3] if len(sys.argv) > 3 else "sm_90a")
-    sys.exit(0)
+    build_cache_main(__file__, programs)
 
 
 torch = pytest.importorskip("torch")

@@ -1,4 +1,4 @@
-"""The mx package as a user installs it: `pip install` into a fresh venv (not editable), then
+"""The mx package as a user installs it: `pip install .` at the repository root into a fresh venv (not editable), then
 import it from there and compile and run a CPU kernel, finding mx-opt through $MX_BUILD_DIR. Also checks
 that these tests themselves import the installed package (utils/setup.sh's editable install)."""
 
@@ -23,6 +23,14 @@ x = np.linspace(-3, 3, 64 * 64, dtype=np.float32).reshape(64, 64)
 data, scales = mx.quantize(x)
 ref_data, ref_scales = reference.quantize(x, (1, 32))
 assert (data.view(np.uint8) == ref_data.view(np.uint8)).all() and (scales.view(np.uint8) == ref_scales.view(np.uint8)).all()
+from importlib import metadata
+from pathlib import Path
+installed, = metadata.distributions(name="mx-mlir", path=[str(Path(mx.__file__).parents[1])])
+assert installed.metadata["License-Expression"] == "Apache-2.0 WITH LLVM-exception"
+files = installed.files
+assert any(f.name == "LICENSE" for f in files)
+stray = [str(f) for f in files if not str(f).startswith(("mx/", "mx_mlir-", "../../../bin/"))]
+assert not stray, f"the wheel holds files outside the package: {stray[:5]}"
 print("ok", mx.__version__)
 """
 
@@ -37,7 +45,7 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=False)
     python = env_dir / "bin" / "python"
-    install = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", str(ROOT / "python")],
+    install = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", str(ROOT)],
                              capture_output=True, text=True)
     if install.returncode and "No matching distribution found for setuptools" in install.stderr:
         pytest.skip("pip's isolated build needs setuptools from a package index, which is unreachable")

@@ -124,6 +124,16 @@ def test_readme_block(block, env):
         run([sys.executable, "-"], env, f"README block {index}", stdin=text)
 
 
+def test_readme_links_resolve():
+    """Every relative link of the README names a file of the checkout or of the build (the generated
+    op and pass reference, which the default build target makes)."""
+    targets = re.findall(r"\]\(([^)#\s]+)\)", README.read_text())
+    relative = [t for t in targets if "://" not in t]
+    assert relative, "the README links the contract and the generated reference"
+    missing = [t for t in relative if not (ROOT / t).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+
+
 def test_readme_setup_is_two_commands():
     """The set-up block is the newcomer's two commands, which the runner above leaves out."""
     setup = [b for b in BLOCKS if b[1] == "sh" and any(is_setup_command(line) for line in b[2].splitlines())]

@@ -1,4 +1,4 @@
-"""Tests for mx.reference against the spec (shared/spec/mx-spec.md) and independent slow oracles.
+"""Tests for mx.reference against the spec (docs/spec.md) and independent slow oracles.
 
 The oracles here deliberately share no code with the reference: fp8 rounding is done on integer bit
 patterns, scale exponents with math.frexp, blocks with Python loops over slices.  Inputs are fresh random

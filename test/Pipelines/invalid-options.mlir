@@ -8,6 +8,9 @@
 // RUN: not mx-opt %s --mx-lower-to-nvvm="gemm=foo" 2>&1 | FileCheck %s --check-prefix=GEMM
 // RUN: not mx-opt %s --convert-mx-to-gpu="chip=sm_80" 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not mx-opt %s --convert-mx-to-cublas="chip=banana" 2>&1 | FileCheck %s --check-prefix=BANANA
+// The CPU pipeline has no options; one given is named, not swallowed.
+// RUN: not mx-opt %s --mx-lower-to-cpu=opt=3 2>&1 | FileCheck %s --check-prefix=CPUOPT
+// RUN: not mx-opt %s --mx-lower-to-nvvm=opt=3 2>&1 | FileCheck %s --check-prefix=NVVMOPT
 
 // SM80: for the --chip option: Cannot find option named 'sm_80'!
 // SM80-NOT: func.func
@@ -17,6 +20,10 @@
 // CUBIN-NOT: func.func
 // GEMM: for the --gemm option: Cannot find option named 'foo'!
 // GEMM-NOT: func.func
+// CPUOPT: no such option opt
+// CPUOPT-NOT: func.func
+// NVVMOPT: no such option opt
+// NVVMOPT-NOT: func.func
 
 func.func @quantize(%x: tensor<64x64xbf16>) -> (tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32] : tensor<64x64xbf16> -> tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>

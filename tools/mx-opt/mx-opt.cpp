@@ -7,10 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mx/Conversion/Passes.h"
-#include "mx/Dialect/MX/IR/MXDialect.h"
-#include "mx/Dialect/MX/Transforms/ShardingInterfaceImpl.h"
-#include "mx/Pipelines/Pipelines.h"
+#include "mx/InitAllDialects.h"
+#include "mx/InitAllExtensions.h"
+#include "mx/InitAllPasses.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -21,15 +20,14 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
-  mx::registerMXConversionPasses();
-  mx::registerMXPipelines();
+  mx::registerAllPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
-  registry.insert<mx::MXDialect>();
-  mx::registerShardingInterfaceExternalModels(registry);
+  mx::registerAllDialects(registry);
+  mx::registerAllExtensions(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mx optimizer driver\n", registry));
 }

@@ -32,11 +32,13 @@ inline constexpr llvm::StringLiteral kGemmLoweringAttrName =
 /// The recipe of `op` as gemm=auto weighs it, if it is one of those.
 std::optional<ScaledMatmulRecipe> classifyScaledMatmul(ScaledMatmulOp op);
 
-/// The cuBLASLt scale modes of `op`'s operands, or why cuBLASLt cannot run it
-/// on `chip` (no mode for its scales, a mode or layout the chip's cuBLASLt
-/// does not run, or a module symbol in the way of the runtime call).
-mlir::FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
-getCublasScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason);
+/// `op`'s cuBLASLt call (one per batch slice): sizes, types, layouts and the
+/// scale modes its blocks and scales imply; or why cuBLASLt cannot run it on
+/// `chip` (no mode for its scales, a mode or layout the chip's cuBLASLt does
+/// not run, shapes it refuses (checkCublasGemm), or a module symbol in the
+/// way of the runtime call).
+mlir::FailureOr<CublasGemm> getCublasGemm(ScaledMatmulOp op, Chip chip,
+                                          std::string &reason);
 
 struct GemmLoweringChoice {
   GemmLowering lowering; // kernel or cublas

@@ -314,6 +314,53 @@ def ReadOnlyArguments : Pass<"mx-readonly-arguments", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
 }
 
+def GuardDeviceCalls : Pass<"mx-guard-device-calls", "mlir::ModuleOp"> {
+  let summary = "Make each public GPU function a guarded call of the runtime";
+  let description = [{
+    Brackets every public, defined `func.func` with the call guard of
+    `libmx_runtime` (`include/mx/Runtime/MXRuntime.h`): at its entry
+    `mxrtCallBegin(name)` and, for each memref argument,
+    `mxrtCheckArgument(index, pointer, MXRT_ARGUMENT_ALIGNMENT)`; before each
+    `func.return`, `mxrtCallEnd()`. The runtime refuses a NULL or misaligned
+    argument, and from the first failure inside a call (a refused argument, a
+    tensor map that does not encode, a failed allocation or launch) it skips
+    every later kernel launch, copy, memset and cuBLASLt matmul of the call,
+    so that no kernel starts on memory it cannot take: that would kill the
+    CUDA context of the whole process. The failure is reported through
+    `mxrtGetLastError()` and the status `mxrtCallEnd` returns.
+
+    `mx-lower-to-nvvm` runs it on the host code after bufferization, when
+    public arguments are memrefs. Private functions are left alone: they run
+    inside a public one's call. The function's name goes into an internal
+    global `@__mx_call_name_<name>`; a module that already defines that
+    symbol, or the runtime functions with other types, is an error.
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-guard-device-calls
+    func.func @f(%x: memref<64x64xbf16>) -> memref<64x64xbf16> {
+      ...
+      return %y : memref<64x64xbf16>
+    }
+    // becomes
+    func.func @f(%x: memref<64x64xbf16>) -> memref<64x64xbf16> {
+      llvm.call @mxrtCallBegin(%name) : (!llvm.ptr) -> ()
+      llvm.call @mxrtCheckArgument(%c0_i32, %x_ptr, %c16_i64)
+          : (i32, !llvm.ptr, i64) -> ()
+      ...
+      %status = llvm.call @mxrtCallEnd() : () -> i32
+      return %y : memref<64x64xbf16>
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::LLVM::LLVMDialect",
+    "mlir::arith::ArithDialect",
+    "mlir::memref::MemRefDialect"
+  ];
+}
+
 def ExportSignatures : Pass<"mx-export-signatures", "mlir::ModuleOp"> {
   let summary = "Record the signatures of the public functions in a global";
   let description = [{

@@ -101,6 +101,29 @@ llvm::LogicalResult checkCublasOperandLayout(Chip chip,
                                              mxrtOperandLayout layout,
                                              std::string &reason);
 
+/// One cuBLASLt GEMM of an `mx.scaled_matmul` (one batch slice): the problem
+/// size, the operands' element types (mxrtElemType) and how they are stored,
+/// their scale modes, and the output type.
+struct CublasGemm {
+  int64_t m, n, k;
+  mxrtElemType aType, bType, outType;
+  mxrtOperandLayout aLayout, bLayout;
+  mxrtScaleMode aMode, bMode;
+  /// One call per batch slice, every pointer advanced by its slice's bytes.
+  bool batched;
+};
+
+/// Whether cuBLASLt takes `gemm`'s shapes, and if not, why: what
+/// `mxrtScaledMatmul` would refuse at run time (MXRuntime.h), decided here
+/// when compiling since the shapes are static. Stored operand rows and
+/// output rows of MXRT_CUBLAS_ROW_BYTES multiples, MXRT_CUBLAS_VEC128_ROWS
+/// multiples of rows for VEC128 scales, no E5M2 x E5M2, not 128x128 scales
+/// on both operands, and in a batched GEMM 16-byte aligned 128x128 scales
+/// for every slice. Chip-independent: checkCublasScaleMode and
+/// checkCublasOperandLayout say what each chip runs.
+llvm::LogicalResult checkCublasGemm(const CublasGemm &gemm,
+                                    std::string &reason);
+
 } // namespace mx
 
 #endif // MX_CONVERSION_TARGET_H

@@ -16,6 +16,13 @@
 
 namespace mx {
 
+/// Options of the CPU pipeline: none. The pipeline is registered with this
+/// empty struct rather than without options so that the option parser names
+/// an option it is given (`mx-lower-to-cpu{opt=3}`: "no such option opt")
+/// instead of failing in silence.
+struct MXToCPUPipelineOptions
+    : public mlir::PassPipelineOptions<MXToCPUPipelineOptions> {};
+
 /// Options of the GPU pipeline. Each takes a fixed set of values, so the
 /// option parser rejects anything else before a pass runs.
 struct MXToNVVMPipelineOptions
@@ -57,7 +64,7 @@ void buildMXToCPUPipeline(mlir::OpPassManager &pm);
 void buildMXToNVVMPipeline(mlir::OpPassManager &pm,
                            const MXToNVVMPipelineOptions &options);
 
-/// Registers every mx pipeline with the global pass registry.
+/// Registers every mx pipeline with the global pass registry. Idempotent.
 void registerMXPipelines();
 
 } // namespace mx

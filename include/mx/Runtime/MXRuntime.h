@@ -112,8 +112,14 @@ MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
  * stream (torch's default stream). enabled = 0 restores the default mode
  * (`stream` is then ignored), in which each call creates its own stream,
  * allocates with cuMemAlloc, frees temporaries with cuMemFree and waits for
- * its work before returning. Only the flag and the stream are stored, so it
- * is cheap to set around every call. In call-stream mode:
+ * its work before returning. That stream is a blocking one (not
+ * CU_STREAM_NON_BLOCKING): its work starts after the work queued on the
+ * legacy default stream before the call, which is what DLPack promises a
+ * consumer that asks a producer for a tensor with stream=None (or 1), so a
+ * compiled function never reads an input that torch has not finished
+ * writing. Only the flag and the stream are stored, so it is cheap to set
+ * around every call. In call-stream mode (which orders the call after the
+ * caller's earlier work on `stream` by construction):
  *  - The mgpu* entry points use the call stream: creating a stream returns
  *    it, and destroying or synchronizing it does nothing, so a compiled
  *    function returns as soon as its work is enqueued. Its results are ready
@@ -136,6 +142,44 @@ MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
  * Returns MXRT_ERROR_INVALID_ARGUMENT if enabled is neither 0 nor 1; never
  * touches the device. */
 MXRT_API int32_t mxrtSetCallStream(void *stream, int32_t enabled);
+
+/* The call guard of compiled functions. mx-lower-to-nvvm brackets every
+ * public function with mxrtCallBegin (at its entry, which then checks each
+ * memref argument with mxrtCheckArgument) and mxrtCallEnd (before each
+ * return); calls nest, per host thread. From the first failure the runtime
+ * records inside a call (a refused argument, a failed tensor-map encode,
+ * allocation, module load or launch) to the end of the outermost call, the
+ * runtime enqueues no further device work of that call: kernel launches,
+ * cuBLASLt matmuls, copies and memsets are skipped (allocations, frees and
+ * synchronizations still run), so a kernel never starts on memory it cannot
+ * use, which would kill the CUDA context. The call's results are then
+ * garbage; the failure is mxrtGetLastError()'s message and the status that
+ * mxrtCallEnd returns (and mxrtInvoke). Outside calls nothing is skipped. */
+MXRT_API void mxrtCallBegin(const char *function);
+
+/* The status of the call's first failure (MXRT_SUCCESS if none); ends the
+ * call (the outermost one: resets the guard). */
+MXRT_API int32_t mxrtCallEnd(void);
+
+/* The status the last outermost compiled call of the calling thread ended
+ * with (what its mxrtCallEnd returned), and resets it to MXRT_SUCCESS: how a
+ * caller of `_mlir_ciface_*` learns that the call failed and why (with
+ * mxrtGetLastError()). */
+MXRT_API int32_t mxrtTakeLastCallStatus(void);
+
+/* Every device memory argument of a compiled function must start at a
+ * multiple of this many bytes: the kernels load and store 16-byte vectors,
+ * TMA and cuBLASLt need 16-byte aligned bases. torch's and the runtime's
+ * allocations are (256 bytes and more); views at an element offset may not
+ * be, and the Python binding copies those first. */
+#define MXRT_ARGUMENT_ALIGNMENT 16
+
+/* Checks memref argument `index` (of the function named at mxrtCallBegin)
+ * whose data starts at `pointer`: NULL, or not a multiple of `alignment`
+ * bytes, fails the call (MXRT_ERROR_INVALID_ARGUMENT) with a message that
+ * names the function, the argument and the pointer. */
+MXRT_API void mxrtCheckArgument(int32_t index, const void *pointer,
+                                int64_t alignment);
 
 /* Frees device memory from the stream-ordered allocator (the results of a
  * compiled function called in call-stream mode) with cuMemFreeAsync,
@@ -180,14 +224,27 @@ typedef struct mxrtResultLayout {
  * (on the calling thread's default device, mgpuSetDefaultDevice).
  * owned[i] is 0 when that result's allocation is an argument's or an earlier
  * result's: it is then exported without being freed (copy it). Errors
- * earlier than the call are dropped; a failure of the call returns
- * MXRT_ERROR_CUDA with its message left for mxrtGetLastError() and exports
- * nothing. This is the Python binding's fast path (one foreign call). */
+ * earlier than the call are dropped; a failure of the call returns the
+ * status of its first failure (mxrtCallEnd's; MXRT_ERROR_CUDA for a failure
+ * outside the call guard) with its message left for mxrtGetLastError(),
+ * frees the results the call allocated and exports nothing. This is the
+ * Python binding's fast path (one foreign call). */
 MXRT_API int32_t mxrtInvoke(void *function, void *stream, int32_t numArgs,
                             void *const *args, void *results,
                             int32_t numResults,
                             const mxrtResultLayout *layouts, void **exported,
                             int32_t *owned);
+
+/* Shape rules of mxrtScaledMatmul that come from cuBLASLt (and are stated
+ * again below): every stored operand row and every output row is a multiple
+ * of MXRT_CUBLAS_ROW_BYTES bytes, and an operand with VEC128_F32 or
+ * VEC128_F32_KB_ROWS scales has a multiple of MXRT_CUBLAS_VEC128_ROWS rows
+ * (cuBLASLt reads those scales with the rows as the leading dimension; it
+ * answers NOT_SUPPORTED otherwise, seen on H100 with cuBLAS 13.1). The
+ * runtime refuses requests that break them; the cuBLAS lowering rejects such
+ * ops when compiling, their shapes being static. */
+#define MXRT_CUBLAS_ROW_BYTES 16
+#define MXRT_CUBLAS_VEC128_ROWS 4
 
 /* out[m, n] = alpha * sum_k deq(A)[m, k] * deq(B)[n, k] with f32
  * accumulation, on cuBLASLt, enqueued on `stream` (NULL: legacy default

@@ -2,7 +2,7 @@
 //
 // mx.scaled_matmul becomes one call of `mxrtScaledMatmul` on device buffers
 // (one per batch slice), with the cuBLASLt scale modes its blocks and scales
-// imply (getCublasScaleModes, GemmLowering.h). Which ops this pass takes is
+// imply (getCublasGemm, GemmLowering.h). Which ops this pass takes is
 // `chooseGemmLowering`'s answer under the `gemm` option, the same function
 // convert-mx-to-gpu asks, so the two passes split the ops without overlap;
 // what neither lowering runs on the chip is rejected here, with both
@@ -85,15 +85,14 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
       return rewriter.notifyMatchFailure(op, reason);
     if (choice->lowering != GemmLowering::cublas)
       return rewriter.notifyMatchFailure(op, choice->reason);
-    FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>> modes =
-        getCublasScaleModes(op, chip, reason);
-    if (failed(modes))
+    FailureOr<CublasGemm> gemm = getCublasGemm(op, chip, reason);
+    if (failed(gemm))
       return rewriter.notifyMatchFailure(op, reason);
 
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     auto module = op->getParentOfType<ModuleOp>();
-    // getCublasScaleModes checked that the module has no other
+    // getCublasGemm checked that the module has no other
     // @mxrtScaledMatmul.
     LLVM::LLVMFunctionType fnType = getScaledMatmulFnType(ctx);
     FailureOr<LLVM::LLVMFuncOp> callee =
@@ -120,7 +119,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
     for (int64_t size : resultType.getShape().drop_back(2))
       slices *= size;
     if (slices == 1) {
-      emitCall(rewriter, loc, *callee, op, *modes, bases, alpha,
+      emitCall(rewriter, loc, *callee, *gemm, bases, alpha,
                choice->reason);
     } else {
       // One call per batch slice, each pointer advanced by its slice.
@@ -142,7 +141,7 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
                                                rewriter.getI8Type(), base,
                                                ValueRange{offset}));
       }
-      emitCall(rewriter, loc, *callee, op, *modes, pointers, alpha,
+      emitCall(rewriter, loc, *callee, *gemm, pointers, alpha,
                choice->reason);
     }
     // cuMemFree waits for the calls that read alpha.
@@ -156,8 +155,7 @@ private:
   /// One `mxrtScaledMatmul` on the 2-D slices at `pointers` (lhs, its
   /// scales, rhs, its scales, out), marked with why cuBLASLt runs it.
   static void emitCall(OpBuilder &b, Location loc, LLVM::LLVMFuncOp callee,
-                       ScaledMatmulOp op,
-                       std::pair<mxrtScaleMode, mxrtScaleMode> modes,
+                       const CublasGemm &gemm,
                        ArrayRef<Value> pointers, Value alpha,
                        StringRef why) {
     auto i64 = [&](int64_t v) {
@@ -166,16 +164,11 @@ private:
     auto i32 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
     };
-    auto code = [&](Value v) {
-      return i32(*getRuntimeElementType(getElementTypeOrSelf(v.getType())));
-    };
-    MatmulOperandShape lhs = op.getLhsShape(), rhs = op.getRhsShape();
     SmallVector<Value> args = {
-        i64(lhs.rows), i64(rhs.rows), i64(lhs.k), pointers[0],
-        code(op.getLhs()), i32(getRuntimeLayout(op.getLhsLayout())),
-        pointers[1], i32(modes.first), pointers[2], code(op.getRhs()),
-        i32(getRuntimeLayout(op.getRhsLayout())), pointers[3],
-        i32(modes.second), alpha, pointers[4], code(op.getResult()),
+        i64(gemm.m), i64(gemm.n), i64(gemm.k), pointers[0],
+        i32(gemm.aType), i32(gemm.aLayout), pointers[1], i32(gemm.aMode),
+        pointers[2], i32(gemm.bType), i32(gemm.bLayout), pointers[3],
+        i32(gemm.bMode), alpha, pointers[4], i32(gemm.outType),
         // The legacy default stream: ordered with the caller's copies.
         LLVM::ZeroOp::create(b, loc,
                              LLVM::LLVMPointerType::get(b.getContext()))};

@@ -378,6 +378,16 @@ func.func @delayed_index(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<
 
 // -----
 
+// Delayed scaling casts to FP8 only (the odd innermost extent would not even pack).
+func.func @quantize_delayed_fp4(%x: tensor<4x33xf32>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op casts to FP8 (f8E4M3FN or f8E5M2) only, got 'f4E2M1FN' data: FP4 is quantized with block scales (mx.quantize, MXFP4 or NVFP4)}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
+      : tensor<4x33xf32>, tensor<3xf32>, tensor<16x3xf32> -> tensor<4x33xf4E2M1FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return
+}
+
+// -----
+
 func.func @delayed_new_history(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
   // expected-error @+1 {{'mx.quantize_delayed' op new_history must have the history's type 'tensor<16x3xf32>', got 'tensor<8x3xf32>'}}
   %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 0

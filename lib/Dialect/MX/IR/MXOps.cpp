@@ -461,6 +461,14 @@ static LogicalResult verifyHistory(Operation *op, RankedTensorType history,
 }
 
 LogicalResult QuantizeDelayedOp::verify() {
+  // Per-tensor scaling has FP8 elements (docs/spec.md, section 8); FP4 takes
+  // block scales, and its packed bytes could not even hold an odd extent.
+  Type element = getData().getType().getElementType();
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(element))
+    return emitOpError("casts to FP8 (f8E4M3FN or f8E5M2) only, got ")
+           << element
+           << " data: FP4 is quantized with block scales (mx.quantize, MXFP4 "
+              "or NVFP4)";
   if (failed(verifyQuantizedData(*this, getInput().getType(),
                                  getData().getType())))
     return failure();

@@ -29,7 +29,7 @@ def MX_Dialect : Dialect {
     `[32, 1]` columnwise, `[128, 128]` the FP8 2-D blockwise recipe, and the
     full tensor shape is per-tensor scaling); scales have shape
     `ceil(shape / block)`, trailing partial blocks included. The numerics are
-    fixed by the project's spec (docs/numerics.md) and every lowering matches
+    fixed by the project's contract (docs/spec.md) and every lowering matches
     them bit for bit.
   }];
   let useDefaultAttributePrinterParser = 1;

@@ -359,8 +359,9 @@ def MX_QuantizeDelayedOp : MX_Op<"quantize_delayed", [Pure]> {
     recipe), reading the input once. With `s = scales[index]`:
 
     * `data = sat(x * s)`: one f32 multiplication per element, rounded to
-      nearest even into the element type with saturation to +-maxfinite
-      (NaN gives the element NaN);
+      nearest even into the FP8 element type (f8E4M3FN or f8E5M2; the
+      verifier rejects FP4, which takes block scales) with saturation to
+      +-maxfinite (NaN gives the element NaN);
     * `scale_inv = 1 / s` (f32 division), of shape `[1, ..., 1]`, the
       per-tensor scale that `mx.dequantize` (block = the whole shape) and
       `mx.scaled_matmul` take;
