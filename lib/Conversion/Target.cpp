@@ -6,10 +6,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/Target.h"
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mx;
+using mlir::TypeID;
 
 namespace {
 
@@ -18,15 +23,34 @@ struct ChipFacts {
   llvm::StringLiteral name, ptxFeatures;
   bool blockScaledTensorCores;
   GemmKernelResources gemm;
+  /// The element types that `cvt` converts from f32 (`.rn.satfinite`, two at
+  /// a time) and back.
+  llvm::SmallVector<TypeID> convertedElementTypes;
 };
 
 const ChipFacts &getChipFacts(Chip chip) {
   // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block. B200: 148
   // SMs, 227 KiB of shared memory per block, 512 columns of tensor memory per
   // SM. PTX 8.6 is the oldest ISA CUDA 13 takes for sm_90a; 8.8 the first
-  // with `tcgen05.mma ... block_scale.block32`.
-  static const ChipFacts sm90a{"sm_90a", "+ptx86", false, {132, 232448, 0}};
-  static const ChipFacts sm100a{"sm_100a", "+ptx88", true, {148, 232448, 512}};
+  // with `tcgen05.mma ... block_scale.block32`. `cvt` takes the FP8 formats
+  // from sm_89 on, and FP6 and FP4 on sm_100a only.
+  static const ChipFacts sm90a{
+      "sm_90a",
+      "+ptx86",
+      false,
+      {132, 232448, 0},
+      {TypeID::get<mlir::Float8E4M3FNType>(),
+       TypeID::get<mlir::Float8E5M2Type>()}};
+  static const ChipFacts sm100a{
+      "sm_100a",
+      "+ptx88",
+      true,
+      {148, 232448, 512},
+      {TypeID::get<mlir::Float8E4M3FNType>(),
+       TypeID::get<mlir::Float8E5M2Type>(),
+       TypeID::get<mlir::Float6E3M2FNType>(),
+       TypeID::get<mlir::Float6E2M3FNType>(),
+       TypeID::get<mlir::Float4E2M1FNType>()}};
   switch (chip) {
   case Chip::sm_90a:
     return sm90a;
@@ -55,6 +79,11 @@ bool mx::hasBlockScaledTensorCores(Chip chip) {
   return getChipFacts(chip).blockScaledTensorCores;
 }
 
+bool mx::hasHardwareConversion(Chip chip, mlir::Type elementType) {
+  return llvm::is_contained(getChipFacts(chip).convertedElementTypes,
+                            elementType.getTypeID());
+}
+
 GemmKernelResources mx::getGemmKernelResources(Chip chip) {
   return getChipFacts(chip).gemm;
 }
@@ -80,6 +109,18 @@ llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
     return llvm::success();
   }
   llvm_unreachable("unknown scale mode");
+}
+
+llvm::LogicalResult mx::checkCublasElementType(mlir::Type elementType,
+                                               std::string &reason) {
+  ElementFormat format = getVerifiedElementFormat(elementType);
+  if (format.takesFP8Recipes() || format.takesNVFP4Scales())
+    return llvm::success();
+  llvm::raw_string_ostream(reason)
+      << "cuBLASLt takes FP8 (f8E4M3FN, f8E5M2) or FP4 (f4E2M1FN) operands, "
+         "got "
+      << elementType;
+  return llvm::failure();
 }
 
 llvm::LogicalResult mx::checkCublasOperandLayout(Chip chip,

@@ -17,45 +17,54 @@ from typing import Sequence
 
 import numpy as np
 
-from . import builder, compiler, reference
+from . import builder, compiler, formats, reference
 
-WIDE_TYPES = ("f32", "bf16", "f16")  # what quantize reads and dequantize / matmul write
-_ELEMENTS = ("f8E4M3FN", "f8E5M2", "f4E2M1FN")
-_SCALES = ("f8E8M0FNU", "f32", "f8E4M3FN")
+WIDE_TYPES = formats.WIDE_TYPES  # what quantize reads and dequantize / matmul write
+_ELEMENTS = formats.ELEMENT_TYPES
+_SCALES = (*formats.SCALE_TYPES, "f8E4M3FN")  # E8M0, f32 and NVFP4's E4M3
 _ROUNDINGS = ("ceil", "floor", "even", "exact")
-_NAMES = {str(dtype): name for name, dtype in compiler.NUMPY_DTYPES.items()}
-_TORCH_NAMES = {names[0]: name for name, names in compiler.TORCH_DTYPES.items()}  # torch -> MLIR
 
 
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-@functools.cache
-def _torch_element_type(dtype) -> str:
-    name = str(dtype).removeprefix("torch.")
-    if name not in _TORCH_NAMES:
-        raise TypeError(f"torch dtype {name} is not an mx element type")
-    return _TORCH_NAMES[name]
+def _dtype_name(x) -> str:
+    return str(x.dtype).removeprefix("torch.") if _is_torch(x) else str(np.asarray(x).dtype)
 
 
-def element_type(x) -> str:
-    """The MLIR element type of a numpy array or torch tensor (uint8 torch tensors are not typed:
-    view FP8 data as its torch float8 dtype first)."""
+def element_type(x, declared: str | None = None) -> str:
+    """The MLIR element type of a numpy array or torch tensor. A torch tensor whose dtype names no mx
+    type (uint8 carrying FP8 bytes or packed FP6) needs `declared`, which must be a type that the
+    tensor's dtype carries (mx.formats); FP8 data may instead be viewed as its torch float8 dtype."""
+    name = _dtype_name(x)
+    if declared is not None:
+        fmt = formats.get(declared)
+        if name not in (fmt.torch if _is_torch(x) else (str(fmt.dtype),)):
+            raise TypeError(f"a {name} {'tensor' if _is_torch(x) else 'array'} does not carry {declared}")
+        return declared
     if _is_torch(x):
-        return _torch_element_type(x.dtype)
-    name = _NAMES.get(str(np.asarray(x).dtype))
-    if name is None:
-        raise TypeError(f"numpy dtype {np.asarray(x).dtype} is not an mx element type")
-    return name
+        if name not in formats.TORCH_NAMES:
+            hint = " (name the element type it carries)" if name == "uint8" else ""
+            raise TypeError(f"torch dtype {name} is not an mx element type{hint}")
+        return formats.TORCH_NAMES[name]
+    fmt = formats.BY_DTYPE.get(np.asarray(x).dtype)
+    if fmt is None:
+        raise TypeError(f"numpy dtype {name} is not an mx element type")
+    return fmt.name
 
 
-def logical_shape(x) -> tuple[int, ...]:
-    """The tensor's shape in elements (a packed torch FP4 tensor holds two per byte)."""
+def logical_shape(x, elem: str) -> tuple[int, ...]:
+    """The shape in elements of `x` holding `elem`: a torch tensor of a packed type (FP4, FP6) is its
+    memory, fewer bytes than elements in the innermost dimension; numpy holds an element per entry."""
     shape = tuple(x.shape)
-    if _is_torch(x) and element_type(x) == "f4E2M1FN":
-        shape = shape[:-1] + (2 * shape[-1],)
-    return shape
+    return formats.get(elem).logical_shape(shape) if _is_torch(x) else shape
+
+
+def _describe(x, declared: str | None = None) -> tuple[tuple[int, ...], str]:
+    """(logical shape, element type) of an argument, as the *_kernel functions take them."""
+    elem = element_type(x, declared)
+    return logical_shape(x, elem), elem
 
 
 @functools.cache
@@ -80,23 +89,23 @@ def _target_of(values: Sequence, target: str | None) -> str:
     return _chip(next(iter(devices)))
 
 
-def _host(x):
-    """A CPU torch tensor as the numpy array the CPU pipeline takes (bf16 and FP8 through their bits,
-    packed FP4 unpacked to a byte an element); numpy passes through."""
+def _host(x, elem: str):
+    """A CPU torch tensor holding `elem` as the numpy array the CPU pipeline takes (bf16 and FP8 through
+    their bits, packed types unpacked to an element an entry); numpy passes through."""
     if not _is_torch(x):
         return np.asarray(x)
     import torch
-    elem = element_type(x)
-    if elem == "f4E2M1FN":
-        return reference.unpack_fp4(x.detach().contiguous().view(torch.uint8).numpy())
-    dtype = compiler.NUMPY_DTYPES[elem]
-    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[dtype.itemsize]
-    return x.detach().contiguous().view(carrier).numpy().view(dtype)
+    fmt = formats.get(elem)
+    if fmt.packed:
+        return fmt.unpack(x.detach().contiguous().view(torch.uint8).numpy())
+    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[fmt.dtype.itemsize]
+    return x.detach().contiguous().view(carrier).numpy().view(fmt.dtype)
 
 
-def _run(kernel_of, target, values, *args):
+def _run(kernel_of, target, values, elems, *args):
+    """Runs the kernel of `args` on `values` (holding `elems`) on `target`."""
     kernel = kernel_of(*args, target=target)
-    inputs = values if target != "cpu" else [_host(v) for v in values]
+    inputs = values if target != "cpu" else [_host(v, e) for v, e in zip(values, elems)]
     return kernel(*inputs)
 
 
@@ -162,8 +171,9 @@ def quantize(x, block: Sequence[int] = (1, 32), elem: str = "f8E4M3FN", scale_ty
     program (one fused kernel on the GPU), and appends that pair: (data, scales, col_data,
     col_scales)."""
     target = _target_of([x], target)
-    return _run(quantize_kernel, target, [x], logical_shape(x), element_type(x), tuple(block), elem,
-                scale_type, rounding, swizzle, columnwise)
+    shape, dtype = _describe(x)
+    return _run(quantize_kernel, target, [x], [dtype], shape, dtype, tuple(block), elem, scale_type,
+                rounding, swizzle, columnwise)
 
 
 @functools.cache
@@ -182,11 +192,14 @@ def dequantize_kernel(shape: tuple[int, ...], dtype: str, scales_shape: tuple[in
     return compiler.compile(f, target)
 
 
-def dequantize(data, scales, block: Sequence[int], out_dtype: str = "f32", *, target: str | None = None):
-    """`mx.dequantize`: float(data) * scale per block, as `out_dtype` ("f32", "bf16" or "f16")."""
+def dequantize(data, scales, block: Sequence[int], out_dtype: str = "f32", *, elem: str | None = None,
+               target: str | None = None):
+    """`mx.dequantize`: float(data) * scale per block, as `out_dtype` ("f32", "bf16" or "f16"). `elem`
+    names the element type of data whose dtype does not (a torch uint8 tensor of packed FP6)."""
     target = _target_of([data, scales], target)
-    return _run(dequantize_kernel, target, [data, scales], logical_shape(data), element_type(data),
-                logical_shape(scales), element_type(scales), tuple(block), out_dtype)
+    (shape, dtype), (scales_shape, scale_type) = _describe(data, elem), _describe(scales)
+    return _run(dequantize_kernel, target, [data, scales], [dtype, scale_type], shape, dtype, scales_shape,
+                scale_type, tuple(block), out_dtype)
 
 
 @functools.cache
@@ -208,16 +221,17 @@ def swizzle_kernel(shape: tuple[int, ...], scale_type: str, unscaled_dim: int | 
 def swizzle(scales, unscaled_dim: int | None = None, layout: str = "tiles", *, target: str | None = None):
     """`mx.swizzle` of compact scales (`unscaled_dim`: absolute, default the rank's row dimension)."""
     target = _target_of([scales], target)
-    return _run(swizzle_kernel, target, [scales], logical_shape(scales), element_type(scales),
-                unscaled_dim, layout, None)
+    shape, scale_type = _describe(scales)
+    return _run(swizzle_kernel, target, [scales], [scale_type], shape, scale_type, unscaled_dim, layout, None)
 
 
 def unswizzle(tiles, shape: Sequence[int], unscaled_dim: int | None = None, layout: str = "tiles", *,
               target: str | None = None):
     """`mx.unswizzle` back to the compact scales of `shape`."""
     target = _target_of([tiles], target)
-    return _run(swizzle_kernel, target, [tiles], logical_shape(tiles), element_type(tiles), unscaled_dim,
-                layout, tuple(shape))
+    tiles_shape, scale_type = _describe(tiles)
+    return _run(swizzle_kernel, target, [tiles], [scale_type], tiles_shape, scale_type, unscaled_dim, layout,
+                tuple(shape))
 
 
 def _gemm_rows_and_k(op: str, shape: Sequence[int], layout: str, name: str) -> tuple[int, int]:
@@ -256,14 +270,16 @@ def scaled_matmul_kernel(a_shape: tuple[int, ...], a_type: str, a_scales_shape: 
 
 def scaled_matmul(a, a_scales, b, b_scales, a_block: Sequence[int], b_block: Sequence[int],
                   out_dtype: str = "f32", a_layout: str = "k_contiguous", b_layout: str = "k_contiguous",
-                  *, target: str | None = None):
+                  *, a_elem: str | None = None, b_elem: str | None = None, target: str | None = None):
     """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k] (B as [..., N, K]
-    for k_contiguous, [..., K, N] for k_outer); scales compact, tiled or GEMM-ready."""
+    for k_contiguous, [..., K, N] for k_outer); scales compact, tiled or GEMM-ready. `a_elem` and
+    `b_elem` name the element types of operands whose dtype does not (torch uint8 tensors of packed
+    FP6)."""
     values = [a, a_scales, b, b_scales]
     target = _target_of(values, target)
-    return _run(scaled_matmul_kernel, target, values, logical_shape(a), element_type(a),
-                logical_shape(a_scales), element_type(a_scales), logical_shape(b), element_type(b),
-                logical_shape(b_scales), element_type(b_scales), tuple(a_block), tuple(b_block), out_dtype,
+    described = [_describe(a, a_elem), _describe(a_scales), _describe(b, b_elem), _describe(b_scales)]
+    return _run(scaled_matmul_kernel, target, values, [elem for _, elem in described],
+                *[field for pair in described for field in pair], tuple(a_block), tuple(b_block), out_dtype,
                 a_layout, b_layout)
 
 

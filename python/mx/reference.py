@@ -32,20 +32,19 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 
-ELEMENT_TYPES = {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-                 "f4E2M1FN": ml_dtypes.float4_e2m1fn}
-SCALE_TYPES = {"f8E8M0FNU": ml_dtypes.float8_e8m0fnu, "f32": np.float32}
+from . import formats
+
+ELEMENT_TYPES = {name: formats.get(name).dtype.type for name in formats.ELEMENT_TYPES}
+SCALE_TYPES = {name: formats.get(name).dtype.type for name in formats.SCALE_TYPES}
 ROUNDING_MODES = ("ceil", "floor", "exact")
 LAYOUTS = ("k_contiguous", "k_outer")          # scaled_matmul operand layouts (spec section 7)
 AMAX_ALGORITHMS = ("max", "most_recent")       # delayed-scaling history reductions (spec section 8)
 FP8_ELEMENT_TYPES = ("f8E4M3FN", "f8E5M2")     # the per-tensor (current / delayed) scaling elements
 NVFP4_BLOCK = 16                               # NVFP4: one f8E4M3FN scale per 16 elements of the last dim
 
-_INPUT_DTYPES = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16))
+_INPUT_DTYPES = tuple(formats.get(name).dtype for name in formats.WIDE_TYPES)
 _OUTPUT_DTYPES = _INPUT_DTYPES
 _NAN_ELEMENT = 0x7F        # positive NaN in both f8E4M3FN (S.1111.111) and f8E5M2 (S.11111.11)
-# Code written for every element of a NaN block.  E2M1 has no NaN: the spec gives such blocks code 0.
-_NAN_CODE = {"f8E4M3FN": _NAN_ELEMENT, "f8E5M2": _NAN_ELEMENT, "f4E2M1FN": 0x0}
 _E4M3_NAN = 0x7F           # positive NaN byte of an f8E4M3FN scale (NVFP4 NaN blocks)
 _NAN_SCALE = 255           # E8M0 byte 0xFF
 _MAX_SCALE = 254           # 2**127, the largest finite E8M0 scale
@@ -68,13 +67,29 @@ def _check_name(name: str, table: dict | tuple, what: str) -> None:
 
 
 def max_finite(elem: str) -> float:
-    """Largest finite value of the element type: 448.0 (f8E4M3FN), 57344.0 (f8E5M2) or 6.0 (f4E2M1FN)."""
+    """Largest finite value of the element type: 448.0 (f8E4M3FN), 57344.0 (f8E5M2), 28.0 (f6E3M2FN),
+    7.5 (f6E2M3FN), 6.0 (f4E2M1FN) or 127/64 (i8, MXINT8: code c means c * 2**-6)."""
     _check_name(elem, ELEMENT_TYPES, "element type")
-    return float(ml_dtypes.finfo(ELEMENT_TYPES[elem]).max)
+    fmt = formats.get(elem)
+    if fmt.int_fraction_bits is not None:
+        return 127 / 2 ** fmt.int_fraction_bits
+    return float(ml_dtypes.finfo(fmt.dtype).max)
+
+
+def nan_block_code(elem: str) -> int:
+    """The code of every element of a NaN block: the positive NaN with every other bit set where the
+    format has NaN (0x7F for both FP8 formats), else 0 (E3M2, E2M3, E2M1 and MXINT8 have no NaN: spec
+    sections 10 and 11)."""
+    _check_name(elem, ELEMENT_TYPES, "element type")
+    fmt = formats.get(elem)
+    if fmt.int_fraction_bits is not None:
+        return 0
+    all_ones = (1 << (fmt.bits - 1)) - 1
+    return all_ones if np.isnan(np.array(all_ones, np.uint8).view(fmt.dtype).astype(np.float32)) else 0
 
 
 def emax(elem: str) -> int:
-    """Exponent of the largest power of two not above max_finite(elem): 8, 15 or 2."""
+    """Exponent of the largest power of two not above max_finite(elem): 8, 15, 4, 2, 2 or 0."""
     return math.frexp(max_finite(elem))[1] - 1
 
 
@@ -187,16 +202,39 @@ def _round_to_fp4(y: np.ndarray) -> np.ndarray:
     return code.astype(np.uint8).view(ml_dtypes.float4_e2m1fn)
 
 
+def _round_to_integer(y: np.ndarray, elem: str) -> np.ndarray:
+    """float32 -> MXINT8 code c = clamp(rne(y * 2**6), -127, 127) (-128 is never produced); NaN gives 0
+    (callers overwrite NaN blocks anyway).  The multiply by a power of two is exact in f32."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.asarray(y, np.float32) * np.float32(2 ** formats.get(elem).int_fraction_bits)
+        code = np.clip(np.rint(scaled), -127, 127)       # np.rint rounds half to even
+    return np.where(np.isnan(code), 0, code).astype(np.int8)
+
+
 def _round_to_element(y: np.ndarray, elem: str) -> np.ndarray:
     """float32 -> element type with round-to-nearest-even and saturation to +-maxfinite (Inf too),
-    subnormals kept, sign of zero kept.  FP8: clipping first is exact (the bounds are f32 values), and
-    ml_dtypes rounds f32 -> fp8 in one correctly rounded step (checked bit-exactly by the tests).  FP4 is
-    rounded explicitly by _round_to_fp4."""
+    subnormals kept, sign of zero kept.  FP8 and FP6: clipping first is exact (the bounds are f32 values),
+    and ml_dtypes rounds f32 -> fp8 / fp6 in one correctly rounded step (checked bit-exactly by the tests).
+    FP4 is rounded explicitly by _round_to_fp4, MXINT8 by _round_to_integer."""
     if elem == "f4E2M1FN":
         return _round_to_fp4(y)
+    if formats.get(elem).int_fraction_bits is not None:
+        return _round_to_integer(y, elem)
     mf = np.float32(max_finite(elem))
     with np.errstate(invalid="ignore"):   # NaN passes through (NaN blocks are overwritten by the caller)
         return np.clip(np.asarray(y, np.float32), -mf, mf).astype(ELEMENT_TYPES[elem])
+
+
+def element_values(data: np.ndarray) -> np.ndarray:
+    """The exact f32 values of an array of element codes (FP8, FP6, FP4 dtypes; int8 as MXINT8, c * 2**-6)."""
+    data = np.asarray(data)
+    fmt = formats.BY_DTYPE.get(data.dtype)
+    if fmt is None or fmt.role != "element":
+        raise TypeError(f"data must be of an mx element type {list(ELEMENT_TYPES)}, got {data.dtype}")
+    values = data.astype(np.float32)
+    if fmt.int_fraction_bits is not None:
+        values = values * np.float32(2.0 ** -fmt.int_fraction_bits)
+    return values
 
 
 def quantize(x: np.ndarray, block: Shape, elem: str = "f8E4M3FN", scale_type: str = "f8E8M0FNU",
@@ -206,13 +244,15 @@ def quantize(x: np.ndarray, block: Shape, elem: str = "f8E4M3FN", scale_type: st
     Leading dims are batch dims with block extent 1 (spec section 6), e.g. (1, 1, 1, 32) for Q [B, H, S, D]
     scaled along D and (1, 1, 32, 1) for V scaled along S; nothing here depends on the rank.
 
-    Returns (data, scales): data has x's shape and the ml_dtypes dtype of `elem` (one element per array
-    entry, also for f4E2M1FN: see pack_fp4 for the two-per-byte memory form); scales has shape
-    scales_shape(x.shape, block) and dtype SCALE_TYPES[scale_type] (E8M0 bytes, or f32 values
-    2**(b-127) for ceil/floor, q itself for exact).
+    Returns (data, scales): data has x's shape and the dtype of `elem` (one element per array entry, also
+    for the packed FP4 and FP6 types: see pack / unpack for their memory form; int8 codes for i8);
+    scales has shape scales_shape(x.shape, block) and dtype SCALE_TYPES[scale_type] (E8M0 bytes, or f32
+    values 2**(b-127) for ceil/floor, q itself for exact).
 
-    MXFP4 is elem="f4E2M1FN" with a block of 32 along the last dim: section 3 with max finite 6 and
-    emax 2; a NaN block gets scale byte 0xFF (f32: NaN) and element codes 0 (E2M1 has no NaN)."""
+    MXFP4, MXFP6 and MXINT8 are elem="f4E2M1FN", "f6E3M2FN" / "f6E2M3FN" and "i8" with a block of 32
+    along one of the last two dims: section 3 with their max finite and emax (sections 10, 11); a NaN
+    block gets scale byte 0xFF (f32: NaN) and element codes nan_block_code(elem), 0 for these formats
+    without NaN.  MXINT8's code is clamp(rne(y * 64), -127, 127)."""
     _check_name(elem, ELEMENT_TYPES, "element type")
     _check_name(scale_type, SCALE_TYPES, "scale type")
     _check_name(rounding, ROUNDING_MODES, "rounding mode")
@@ -235,7 +275,7 @@ def quantize(x: np.ndarray, block: Shape, elem: str = "f8E4M3FN", scale_type: st
                 else _scale_value(b)
     data = _round_to_element(y, elem)
     # Every element of a NaN block is the positive NaN byte (FP8) or code 0 (FP4), whatever its own value.
-    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = _NAN_CODE[elem]
+    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = nan_block_code(elem)
     return data, scales
 
 
@@ -261,14 +301,13 @@ def _dequantize_f32(data: np.ndarray, scales: np.ndarray, block: Shape, tensor_s
     """f32(data) * f32 scale value (one f32 multiply), then * f32 tensor_scale when given (a second f32
     multiply: NVFP4's x' = float(q) * float(s) * t, left to right).  NaN results are canonical."""
     data = np.asarray(data)
-    if data.dtype not in [np.dtype(t) for t in ELEMENT_TYPES.values()]:
-        raise TypeError(f"data must be an fp8 or fp4 element type, got {data.dtype}")
+    values = element_values(data)
     eff, nb = _block_layout(data.shape, block)
     if tuple(np.shape(scales)) != nb:
         raise ValueError(f"scales shape {np.shape(scales)} != {nb} for data {data.shape}, block {tuple(block)}")
     _require_subnormals()
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        x = data.astype(np.float32) * _expand(_scale_values(scales), eff, data.shape)
+        x = values * _expand(_scale_values(scales), eff, data.shape)
         if tensor_scale is not None:
             x = x * np.float32(tensor_scale)
     # NaN sign and payload are not portable (GPU arithmetic returns a canonical NaN), so every NaN
@@ -562,27 +601,36 @@ def update_amax_history(history: np.ndarray, scales: np.ndarray, algorithm: str 
 # FP4 (spec section 10): nibble packing, NVFP4.  MXFP4 is quantize(x, (..., 1, 32), "f4E2M1FN").
 # ---------------------------------------------------------------------------------------------------
 
+def pack(a: np.ndarray) -> np.ndarray:
+    """An array of a packed element type (float4_e2m1fn, float6_e3m2fn, float6_e2m3fn) [..., n] -> its
+    memory, uint8 [..., n * bits / 8]: FP4 element 2i in the low nibble of byte i (PyTorch's
+    float4_e2m1fn_x2, cuBLASLt's CUDA_R_4F_E2M1); FP6 element 4i + j in bits 6j..6j+5 of the little-endian
+    24-bit word of bytes 3i..3i+2 (the order of the sub-byte tensor-map types, docs/numerics.md).  Other
+    element types are returned as their bytes."""
+    a = np.asarray(a)
+    fmt = formats.BY_DTYPE.get(a.dtype)
+    if fmt is None or fmt.role != "element":
+        raise TypeError(f"pack needs an array of an mx element type, got {a.dtype}")
+    return fmt.pack(a)
+
+
+def unpack(packed: np.ndarray, elem: str) -> np.ndarray:
+    """uint8 memory [..., stored n] of element type `elem` -> its elements (inverse of pack)."""
+    _check_name(elem, ELEMENT_TYPES, "element type")
+    return formats.get(elem).unpack(packed)
+
+
 def pack_fp4(a: np.ndarray) -> np.ndarray:
-    """float4_e2m1fn array [..., 2n] -> uint8 [..., n]: element 2i in the low nibble, 2i+1 in the high one
-    (PyTorch's float4_e2m1fn_x2, cuBLASLt's CUDA_R_4F_E2M1)."""
+    """float4_e2m1fn array [..., 2n] -> uint8 [..., n]: pack for FP4."""
     a = np.asarray(a)
     if a.dtype != np.dtype(ml_dtypes.float4_e2m1fn):
         raise TypeError(f"pack_fp4 needs a float4_e2m1fn array, got {a.dtype}")
-    if a.ndim < 1 or a.shape[-1] % 2:
-        raise ValueError(f"pack_fp4 needs rank >= 1 and an even last dim, got shape {a.shape}")
-    codes = a.view(np.uint8) & 0xF
-    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    return pack(a)
 
 
 def unpack_fp4(packed: np.ndarray) -> np.ndarray:
     """uint8 [..., n] -> float4_e2m1fn [..., 2n] (inverse of pack_fp4)."""
-    p = np.asarray(packed)
-    if p.dtype != np.dtype(np.uint8) or p.ndim < 1:
-        raise TypeError(f"unpack_fp4 needs a uint8 array of rank >= 1, got {p.dtype} of shape {p.shape}")
-    out = np.empty(p.shape[:-1] + (2 * p.shape[-1],), np.uint8)
-    out[..., 0::2] = p & 0xF
-    out[..., 1::2] = p >> 4
-    return out.view(ml_dtypes.float4_e2m1fn)
+    return unpack(packed, "f4E2M1FN")
 
 
 def _nvfp4_block(shape: Shape) -> tuple[int, ...]:
@@ -632,7 +680,7 @@ def quantize_nvfp4(x: np.ndarray, tensor_scale=None) -> tuple[np.ndarray, np.nda
         r = (np.float32(1) / t) / scales.astype(np.float32)
         y = np.clip(x32 * _expand(r, eff, x32.shape), -_FP4_MAX, _FP4_MAX)
     data = _round_to_fp4(y)
-    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = _NAN_CODE["f4E2M1FN"]
+    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = nan_block_code("f4E2M1FN")
     return data, scales, t
 
 

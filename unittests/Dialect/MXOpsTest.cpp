@@ -1,9 +1,8 @@
 //===- MXOpsTest.cpp - Unit tests of the mx shape arithmetic --------------===//
 //
-// The scale shapes and element-type limits of MXOps.h, which the verifiers,
-// every lowering and the runtime's buffer sizes rely on: ragged blocks round
-// up, the swizzled layout pads rows to 128 and scale columns to 4, and the
-// limits are those of the OCP FP8 formats.
+// The scale shapes of MXOps.h, which the verifiers, every lowering and the
+// runtime's buffer sizes rely on: ragged blocks round up, and the swizzled
+// layout pads rows to 128 and scale columns to 4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,17 +42,6 @@ TEST(SwizzledShape, PadsToWholeTiles) {
   EXPECT_EQ(getSwizzledShape(129, 5), Shape({2, 2, 32, 4, 4}));
   EXPECT_EQ(getSwizzledShape(1, 1), Shape({1, 1, 32, 4, 4}));
   EXPECT_EQ(getSwizzledShape(512, 16), Shape({4, 4, 32, 4, 4}));
-}
-
-TEST(ElementLimits, OcpFp8Formats) {
-  mlir::MLIRContext context;
-  auto e4m3 = mlir::Float8E4M3FNType::get(&context);
-  auto e5m2 = mlir::Float8E5M2Type::get(&context);
-  EXPECT_EQ(getMaxFinite(e4m3), 448.0);
-  EXPECT_EQ(getMaxFinite(e5m2), 57344.0);
-  // emax is the exponent of the largest power of two not above maxfinite.
-  EXPECT_EQ(getEmax(e4m3), 8);
-  EXPECT_EQ(getEmax(e5m2), 15);
 }
 
 } // namespace

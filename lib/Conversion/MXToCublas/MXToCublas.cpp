@@ -91,6 +91,10 @@ FailureOr<mxrtScaleMode> getScaleMode(RankedTensorType operand,
 /// `chip`.
 FailureOr<std::pair<mxrtScaleMode, mxrtScaleMode>>
 getScaleModes(ScaledMatmulOp op, Chip chip, std::string &reason) {
+  for (Value operand : {op.getLhs(), op.getRhs()})
+    if (failed(checkCublasElementType(getElementTypeOrSelf(operand.getType()),
+                                      reason)))
+      return failure();
   FailureOr<mxrtScaleMode> lhs =
       getScaleMode(op.getLhs().getType(), op.getLhsLayout(), op.getLhsBlock(),
                    op.getLhsScales().getType(), reason);

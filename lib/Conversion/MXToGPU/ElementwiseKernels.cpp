@@ -313,8 +313,10 @@ struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
 
   LogicalResult matchAndRewrite(DequantizeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (isa<Float4E2M1FNType>(op.getData().getType().getElementType()))
-      return rewriter.notifyMatchFailure(op, "FP4 data (Fp4Kernels.cpp)");
+    ElementFormat format =
+        getVerifiedElementFormat(op.getData().getType().getElementType());
+    if (!format.takesFP8Recipes())
+      return rewriter.notifyMatchFailure(op, "not FP8 data");
     Location loc = op.getLoc();
     Value data = toBuffer(rewriter, loc, op.getData());
     Value scales = toBuffer(rewriter, loc, op.getScales());

@@ -254,7 +254,7 @@ Value packPairInHardware(OpBuilder &b, Location loc, Value lo, Value hi) {
 /// Packs an even-length f32 vector, already multiplied by its block's factor,
 /// into E2M1 codes two to a byte (element 2i in the low nibble).
 Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
-  if (chip != Chip::sm_100a)
+  if (!hasHardwareConversion(chip, b.getType<Float4E2M1FNType>()))
     return packCodesInSoftware(b, loc, buildE2M1Codes(b, loc, scaled),
                                /*codesPerWord=*/1, kF32MagicBits);
   int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
@@ -373,7 +373,8 @@ Value packRowBlock(OpBuilder &b, Location loc, Value values, Value amax,
   auto pair = [&](OpBuilder &nb, Location nl, Value v) {
     return vector::ShuffleOp::create(nb, nl, v, v, order).getResult();
   };
-  if (chip != Chip::sm_100a && !tensorScale && type.getElementType().isBF16()) {
+  bool hardware = hasHardwareConversion(chip, b.getType<Float4E2M1FNType>());
+  if (!hardware && !tensorScale && type.getElementType().isBF16()) {
     Value factors = vector::BroadcastOp::create(
         b, loc, type, arith::TruncFOp::create(b, loc, b.getBF16Type(), factor));
     Value scaled = arith::MulFOp::create(b, loc, pair(b, loc, values), factors);
@@ -387,7 +388,7 @@ Value packRowBlock(OpBuilder &b, Location loc, Value values, Value amax,
   Value products = arith::MulFOp::create(
       b, loc, f32Values,
       vector::BroadcastOp::create(b, loc, f32Values.getType(), factor));
-  if (chip == Chip::sm_100a)
+  if (hardware)
     return packFP4(b, loc, products, chip);
   auto packRoundedToOdd = [&](OpBuilder &nb, Location nl) {
     auto [rounded, truncated] = roundToOddBF16(nb, nl, pair(nb, nl, products));
@@ -757,7 +758,7 @@ struct FP4DequantizeToGPU : OpRewritePattern<DequantizeOp> {
   LogicalResult matchAndRewrite(DequantizeOp op,
                                 PatternRewriter &rewriter) const override {
     Type f4 = op.getData().getType().getElementType();
-    if (!isa<Float4E2M1FNType>(f4))
+    if (!getVerifiedElementFormat(f4).takesNVFP4Scales())
       return rewriter.notifyMatchFailure(op, "not FP4 data");
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();

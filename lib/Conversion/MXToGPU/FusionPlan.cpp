@@ -42,8 +42,15 @@ bool isFusableRowwise(QuantizeOp op) {
 std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op,
                                                   std::string &reason) {
   MatrixBlock m = getMatrixBlock(op);
+  ElementFormat format =
+      getVerifiedElementFormat(op.getData().getType().getElementType());
+  if (!format.takesFP8Recipes() && !format.takesNVFP4Scales()) {
+    llvm::raw_string_ostream(reason)
+        << "no GPU quantize kernel writes " << format.type << " data";
+    return std::nullopt;
+  }
   // FP4 has kernels of its own, which write no swizzle.
-  if (isa<Float4E2M1FNType>(op.getData().getType().getElementType())) {
+  if (format.isPacked()) {
     if (succeeded(checkFP4Quantize(op, reason)))
       return QuantizeKernel::fp4;
     return std::nullopt;

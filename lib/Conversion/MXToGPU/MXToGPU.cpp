@@ -215,8 +215,12 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
     if (auto quantize = dyn_cast<QuantizeOp>(op))
       return plan.getUnsupportedReason(quantize).str();
     if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
-      std::string reason;
+      std::string reason, cublasReason;
       (void)checkGemmKernelSupport(matmul, chip, reason);
+      for (Value operand : {matmul.getLhs(), matmul.getRhs()})
+        if (failed(checkCublasElementType(
+                getElementTypeOrSelf(operand.getType()), cublasReason)))
+          return reason + "; nor does cuBLASLt: " + cublasReason;
       return reason + "; cuBLASLt may run it instead (mx-lower-to-nvvm "
                       "gemm=cublas)";
     }

@@ -64,18 +64,6 @@ MatmulOperandShape mx::getMatmulOperandShape(ArrayRef<int64_t> shape,
   return result;
 }
 
-double mx::getMaxFinite(Type elementType) {
-  if (isa<Float4E2M1FNType>(elementType))
-    return 6.0;
-  return isa<Float8E4M3FNType>(elementType) ? 448.0 : 57344.0;
-}
-
-int64_t mx::getEmax(Type elementType) {
-  if (isa<Float4E2M1FNType>(elementType))
-    return 2;
-  return isa<Float8E4M3FNType>(elementType) ? 8 : 15;
-}
-
 bool mx::isNVFP4Scale(Type scaleType) {
   return isa<Float8E4M3FNType>(scaleType);
 }
@@ -149,25 +137,48 @@ static LogicalResult verifyBlockScales(Operation *op, StringRef shapeName,
   return success();
 }
 
-/// Checks which scales and blocks go with FP4 data: E8M0 scales per 32
-/// elements (MXFP4) or E4M3 scales per 16 (NVFP4), along one of the last two
-/// dimensions; E4M3 scales only with FP4 data.
+/// The name of the MX recipe of `format` (E8M0 scales per 32 elements):
+/// "MXFP8", "MXFP6", "MXFP4" or "MXINT8".
+static std::string getMXRecipeName(const ElementFormat &format) {
+  return (llvm::Twine("MX") + (format.isInteger ? "INT" : "FP") +
+          llvm::Twine(format.bitWidth))
+      .str();
+}
+
+/// Checks which scales and blocks go with the element format of `data`: the
+/// FP8 formats take every scale type but NVFP4's; the others take E8M0
+/// scales per 32 elements (MX) along one of the last two dimensions, and E2M1
+/// also E4M3 scales per 16 (NVFP4). Packed formats need whole groups of
+/// elements in the innermost dimension.
 static LogicalResult verifyFormat(Operation *op, StringRef name,
                                   RankedTensorType data, Type scaleType,
                                   ArrayRef<int64_t> block) {
   Type element = data.getElementType();
+  ElementFormat format = getVerifiedElementFormat(element);
   bool nvfp4 = isNVFP4Scale(scaleType);
-  if (!isa<Float4E2M1FNType>(element)) {
-    if (nvfp4)
-      return op->emitOpError("f8E4M3FN scales are NVFP4's and need "
-                             "f4E2M1FN ")
-             << name << ", got " << element;
+  if (nvfp4 && !format.takesNVFP4Scales())
+    return op->emitOpError("f8E4M3FN scales are NVFP4's and need f4E2M1FN ")
+           << name << ", got " << element;
+  if (format.isPacked() &&
+      data.getShape().back() % format.packedElements != 0)
+    return op->emitOpError()
+           << element << " " << name << " stores " << format.packedElements
+           << " elements in " << format.packedBytes
+           << (format.packedBytes == 1 ? " byte" : " bytes")
+           << ": its innermost extent must be a multiple of "
+           << format.packedElements << ", got " << data;
+  if (format.takesFP8Recipes())
     return success();
+  std::string mx = getMXRecipeName(format);
+  if (scaleType.isF32()) {
+    InFlightDiagnostic diag = op->emitOpError()
+                              << element << " " << name
+                              << " takes f8E8M0FNU scales (" << mx
+                              << ", block " << kMXBlock << ")";
+    if (format.takesNVFP4Scales())
+      diag << " or f8E4M3FN scales (NVFP4, block " << kNVFP4Block << ")";
+    return diag << ", got f32";
   }
-  if (scaleType.isF32())
-    return op->emitOpError("f4E2M1FN ")
-           << name << " takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN "
-           << "scales (NVFP4, block 16), got f32";
   int64_t extent = nvfp4 ? kNVFP4Block : kMXBlock;
   int64_t rank = block.size();
   auto isOne = [](int64_t size) { return size == 1; };
@@ -177,14 +188,10 @@ static LogicalResult verifyFormat(Operation *op, StringRef name,
                          block.back() == 1 &&
                          llvm::all_of(block.drop_back(2), isOne);
   if (!alongLast && !alongSecondLast)
-    return op->emitOpError(nvfp4 ? "NVFP4" : "MXFP4")
+    return op->emitOpError(nvfp4 ? "NVFP4" : mx)
            << " needs a block of " << extent
            << " along one of the last two dimensions and 1 elsewhere, got "
            << formatShape(block);
-  if (data.getShape().back() % 2 != 0)
-    return op->emitOpError("f4E2M1FN ")
-           << name << " stores two elements per byte: its innermost extent "
-           << "must be even, got " << data;
   return success();
 }
 
@@ -457,6 +464,11 @@ LogicalResult QuantizeDelayedOp::verify() {
   if (failed(verifyQuantizedData(*this, getInput().getType(),
                                  getData().getType())))
     return failure();
+  Type element = getData().getType().getElementType();
+  if (!getVerifiedElementFormat(element).takesFP8Recipes())
+    return emitOpError("delayed scaling casts to an FP8 element type "
+                       "(f8E4M3FN or f8E5M2), got ")
+           << element;
   ArrayRef<int64_t> shape = getInput().getType().getShape();
   SmallVector<int64_t> ones(shape.size(), 1);
   if (getScaleInv().getType().getShape() != ArrayRef<int64_t>(ones))

@@ -10,6 +10,7 @@
 #ifndef MX_DIALECT_MX_IR_MXOPS_H
 #define MX_DIALECT_MX_IR_MXOPS_H
 
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 #include "mx/Dialect/MX/IR/MXDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
@@ -55,12 +56,8 @@ struct MatmulOperandShape {
 MatmulOperandShape getMatmulOperandShape(llvm::ArrayRef<int64_t> shape,
                                          OperandLayout layout);
 
-/// The largest finite value and emax (exponent of the largest power of two not
-/// above it) of an mx element type (f8E4M3FN, f8E5M2 or f4E2M1FN).
-double getMaxFinite(mlir::Type elementType);
-int64_t getEmax(mlir::Type elementType);
-
-/// Block extents of the FP4 recipes along their scaled dimension.
+/// Block extents along their scaled dimension: MX (E8M0 scales, every element
+/// format) and NVFP4 (E4M3 scales, E2M1 data).
 constexpr int64_t kMXBlock = 32;
 constexpr int64_t kNVFP4Block = 16;
 

@@ -15,11 +15,15 @@ include "mx/Dialect/MX/IR/MXDialect.td"
 include "mx/Dialect/MX/IR/MXAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def MX_WideFloat : AnyTypeOf<[F32, BF16, F16]>;
-def MX_ElementFloat : AnyTypeOf<[F8E4M3FN, F8E5M2]>;
+// The element types of quantized data are those of the element-format model
+// (ElementFormat.h), asked here rather than listed.
+def MX_ElementType : Type<CPred<"::mx::isElementType($_self)">,
+                          "mx element type">;
+def MX_FP8ElementType : Type<CPred<"::mx::isFP8ElementType($_self)">,
+                             "FP8 element type">;
 
 def MX_WideTensor : RankedTensorOf<[F32, BF16, F16]>;
-def MX_ElementTensor : RankedTensorOf<[F8E4M3FN, F8E5M2, F4E2M1FN]>;
+def MX_ElementTensor : RankedTensorOf<[MX_ElementType]>;
 def MX_ScaleTensor : RankedTensorOf<[F8E8M0FNU, F32, F8E4M3FN]>;
 def MX_TensorScale : 0DTensorOf<[F32]>;
 
@@ -400,7 +404,7 @@ def MX_UpdateAmaxHistoryOp : MX_Op<"update_amax_history", [Pure]> {
   }];
 
   let arguments = (ins 2DTensorOf<[F32]>:$history, 1DTensorOf<[F32]>:$scales,
-                       TypeAttrOf<MX_ElementFloat>:$element,
+                       TypeAttrOf<MX_FP8ElementType>:$element,
                        DefaultValuedAttr<MX_AmaxAlgorithmAttr,
                            "::mx::AmaxAlgorithm::max">:$algorithm,
                        DefaultValuedAttr<I64Attr, "0">:$margin);
