@@ -109,15 +109,14 @@ def _prod(shape):
     return n
 
 
+def _tiles(scales_shape, unscaled_dim):
+    """mx.swizzle's shape for compact scales (mx.reference's, imported when first needed)."""
+    from mx import reference
+    return reference.swizzled_shape(scales_shape, unscaled_dim)
+
+
 def _block(block):
     return "[" + ", ".join(map(str, block)) + "]"
-
-
-def _tiles(scales_shape, unscaled_dim):
-    """mx.swizzle's shape for compact scales (batch dims kept): [..., R/128, C/4, 32, 4, 4]."""
-    rank = len(scales_shape)
-    rows, cols = scales_shape[unscaled_dim], scales_shape[2 * rank - 3 - unscaled_dim]
-    return (*scales_shape[:-2], -(-rows // 128), -(-cols // 4), 32, 4, 4)
 
 
 def _function(name, args, body, results):

@@ -333,12 +333,35 @@ def _raw(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
-def _tiles(r: int, c: int) -> tuple[int, int]:
-    return -(-r // 128), -(-c // 4)
+# The 128x4 tiles (spec section 4): a tile is 32 rows of 16 entries, tile row i holding rows i, i + 32,
+# i + 64, i + 96 of the tile, 4 columns each; compact (r, c) sits at [r/128, c/4, r%32, (r%128)/32, c%4].
+TILE_ROWS, TILE_COLS, _TILE_ROW_STRIDE = 128, 4, 32
+_TILE_ROW_GROUPS = TILE_ROWS // _TILE_ROW_STRIDE
 
 
 def _pad4(n: int) -> int:
     return -(-n // 4) * 4
+
+
+def swizzled_shape(shape: Shape, unscaled_dim: int, layout: str = "tiles") -> tuple[int, ...]:
+    """The shape swizzle gives compact scales of `shape` (batch dims kept), R along `unscaled_dim`:
+    [..., R'/128, C'/4, 32, 4, 4] for "tiles", [..., C, ceil(R/4), 4] for "blockwise" (GEMM-ready)."""
+    shape = tuple(int(n) for n in shape)
+    rank = len(shape)
+    d = _check_unscaled_dim(rank, unscaled_dim, "swizzled_shape")
+    rows, cols = shape[d], shape[2 * rank - 3 - d]
+    if layout == "tiles":
+        return (*shape[:-2], -(-rows // TILE_ROWS), -(-cols // TILE_COLS), _TILE_ROW_STRIDE,
+                _TILE_ROW_GROUPS, TILE_COLS)
+    if layout == "blockwise":
+        return (*shape[:-2], cols, _pad4(rows) // 4, 4)
+    raise ValueError(f"unknown swizzle layout {layout!r}; expected 'tiles' or 'blockwise'")
+
+
+def _transpose_tiles(a: np.ndarray, batch: int) -> np.ndarray:
+    """Tiling a padded [..., R', C'] matrix is one transpose of its view [..., R'/128, 4, 32, C'/4, 4]
+    that swaps the 4 row groups and the C'/4 tile columns; it is its own inverse (tiles <-> view)."""
+    return a.transpose(tuple(range(batch)) + tuple(batch + k for k in (0, 3, 2, 1, 4)))
 
 
 def _check_unscaled_dim(rank: int, unscaled_dim: int, what: str) -> int:
@@ -363,14 +386,11 @@ def swizzle(scales: np.ndarray, unscaled_dim: int = 0) -> np.ndarray:
     d = _check_unscaled_dim(s.ndim, unscaled_dim, "swizzle")
     raw = _raw(s if d == s.ndim - 2 else np.swapaxes(s, -1, -2))
     batch, (r, c) = raw.shape[:-2], raw.shape[-2:]
-    tr, tc = _tiles(r, c)
-    padded = np.zeros(batch + (tr * 128, tc * 4), raw.dtype)
+    tr, tc = swizzled_shape(raw.shape, raw.ndim - 2)[-5:-3]
+    padded = np.zeros(batch + (tr * TILE_ROWS, tc * TILE_COLS), raw.dtype)
     padded[..., :r, :c] = raw
-    # padded[..., r, c] with r = 128*t + 32*i + j, c = 4*u + v  ->  out[..., t, u, j, i, v]
-    nb = len(batch)
-    out = padded.reshape(batch + (tr, 4, 32, tc, 4))
-    out = out.transpose(tuple(range(nb)) + tuple(nb + k for k in (0, 3, 2, 1, 4)))
-    return np.ascontiguousarray(out).view(s.dtype)
+    view = padded.reshape(batch + (tr, _TILE_ROW_GROUPS, _TILE_ROW_STRIDE, tc, TILE_COLS))
+    return np.ascontiguousarray(_transpose_tiles(view, len(batch))).view(s.dtype)
 
 
 def unswizzle(swizzled: np.ndarray, shape: Shape, unscaled_dim: int = 0) -> np.ndarray:
@@ -381,12 +401,12 @@ def unswizzle(swizzled: np.ndarray, shape: Shape, unscaled_dim: int = 0) -> np.n
     d = _check_unscaled_dim(len(shape), unscaled_dim, "unswizzle")
     batch = shape[:-2]
     r, c = (shape[-2], shape[-1]) if d == len(shape) - 2 else (shape[-1], shape[-2])
-    tr, tc = _tiles(r, c)
-    if s.shape != batch + (tr, tc, 32, 4, 4):
-        raise ValueError(f"swizzled shape {s.shape} != {batch + (tr, tc, 32, 4, 4)} for scales {shape}")
-    nb = len(batch)
-    lin = _raw(s).transpose(tuple(range(nb)) + tuple(nb + k for k in (0, 3, 2, 1, 4)))
-    lin = lin.reshape(batch + (tr * 128, tc * 4))[..., :r, :c]
+    expected = swizzled_shape(shape, d)
+    if s.shape != expected:
+        raise ValueError(f"swizzled shape {s.shape} != {expected} for scales {shape}")
+    tr, tc = expected[-5:-3]
+    lin = _transpose_tiles(_raw(s), len(batch))
+    lin = lin.reshape(batch + (tr * TILE_ROWS, tc * TILE_COLS))[..., :r, :c]
     return np.ascontiguousarray(lin if d == len(shape) - 2 else np.swapaxes(lin, -1, -2)).view(s.dtype)
 
 

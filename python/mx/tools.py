@@ -245,20 +245,10 @@ def _swizzle_op(op: str, source: np.ndarray, result_shape: Sequence[int], unscal
     return run_program({"s": source}, body, [Output("t", tuple(result_shape), source.dtype)])[0]
 
 
-def swizzled_shape(shape: Sequence[int], unscaled_dim: int, layout: str = "tiles") -> tuple[int, ...]:
-    """The shape `mx.swizzle` gives compact scales of `shape` (batch dimensions kept): `[..., R'/128,
-    C'/4, 32, 4, 4]` for `tiles`, `[..., C, ceil(R/4), 4]` for `blockwise` (R along `unscaled_dim`)."""
-    rank = len(shape)
-    rows, cols = shape[unscaled_dim], shape[2 * rank - 3 - unscaled_dim]
-    if layout == "tiles":
-        return (*shape[:-2], -(-rows // 128), -(-cols // 4), 32, 4, 4)
-    return (*shape[:-2], cols, -(-rows // 4), 4)
-
-
 def cpu_swizzle(scales: np.ndarray, unscaled_dim: int = 0, layout: str = "tiles") -> np.ndarray:
     """`mx.swizzle` through the CPU pipeline; same contract as `reference.swizzle` (`tiles`) and
     `reference.blockwise_gemm_ready` (`blockwise`)."""
-    return _swizzle_op("swizzle", scales, swizzled_shape(scales.shape, unscaled_dim, layout),
+    return _swizzle_op("swizzle", scales, reference.swizzled_shape(scales.shape, unscaled_dim, layout),
                        unscaled_dim, layout)
 
 

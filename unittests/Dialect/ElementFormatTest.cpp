@@ -20,49 +20,40 @@ using namespace mx;
 
 namespace {
 
-/// The fields of one format as the spec states them.
-struct Expected {
-  unsigned bitWidth, exponentBits, mantissaBits;
-  int bias;
-  double maxFinite;
-  uint32_t maxFiniteCode;
-  int emax;
-  std::optional<uint32_t> nanCode;
-  bool hasInfinity;
-  int64_t packedElements, packedBytes;
-};
-
-void expectFormat(mlir::Type type, const Expected &e) {
-  std::optional<ElementFormat> format = getElementFormat(type);
+/// Checks every field of the format of `expected.type` against `expected`,
+/// the spec's numbers.
+void expectFormat(const ElementFormat &expected) {
+  std::optional<ElementFormat> format = getElementFormat(expected.type);
   ASSERT_TRUE(format.has_value());
-  EXPECT_EQ(format->type, type);
-  EXPECT_FALSE(format->isInteger);
-  EXPECT_EQ(format->bitWidth, e.bitWidth);
-  EXPECT_EQ(format->exponentBits, e.exponentBits);
-  EXPECT_EQ(format->mantissaBits, e.mantissaBits);
-  EXPECT_EQ(format->bias, e.bias);
-  EXPECT_EQ(format->maxFinite, e.maxFinite);
-  EXPECT_EQ(format->maxFiniteCode, e.maxFiniteCode);
-  EXPECT_EQ(format->emax, e.emax);
-  EXPECT_EQ(format->nanCode, e.nanCode);
-  EXPECT_EQ(format->hasInfinity, e.hasInfinity);
-  EXPECT_EQ(format->packedElements, e.packedElements);
-  EXPECT_EQ(format->packedBytes, e.packedBytes);
+  EXPECT_EQ(format->isInteger, expected.isInteger);
+  EXPECT_EQ(format->bitWidth, expected.bitWidth);
+  EXPECT_EQ(format->exponentBits, expected.exponentBits);
+  EXPECT_EQ(format->mantissaBits, expected.mantissaBits);
+  EXPECT_EQ(format->bias, expected.bias);
+  EXPECT_EQ(format->maxFinite, expected.maxFinite);
+  EXPECT_EQ(format->maxFiniteCode, expected.maxFiniteCode);
+  EXPECT_EQ(format->emax, expected.emax);
+  EXPECT_EQ(format->nanCode, expected.nanCode);
+  EXPECT_EQ(format->hasInfinity, expected.hasInfinity);
+  EXPECT_EQ(format->packedElements, expected.packedElements);
+  EXPECT_EQ(format->packedBytes, expected.packedBytes);
 }
 
 TEST(ElementFormat, FloatFormats) {
   mlir::MLIRContext context;
   mlir::Builder b(&context);
-  expectFormat(b.getType<mlir::Float8E4M3FNType>(),
-               {8, 4, 3, 7, 448.0, 0x7E, 8, 0x7F, false, 1, 1});
-  expectFormat(b.getType<mlir::Float8E5M2Type>(),
-               {8, 5, 2, 15, 57344.0, 0x7B, 15, 0x7F, true, 1, 1});
-  expectFormat(b.getType<mlir::Float6E3M2FNType>(),
-               {6, 3, 2, 3, 28.0, 0x1F, 4, std::nullopt, false, 4, 3});
-  expectFormat(b.getType<mlir::Float6E2M3FNType>(),
-               {6, 2, 3, 1, 7.5, 0x1F, 2, std::nullopt, false, 4, 3});
-  expectFormat(b.getType<mlir::Float4E2M1FNType>(),
-               {4, 2, 1, 1, 6.0, 0x7, 2, std::nullopt, false, 2, 1});
+  // type, bits, integer, exponent and mantissa bits, bias, max finite, its
+  // code, emax, NaN code, Inf, packing.
+  expectFormat({b.getType<mlir::Float8E4M3FNType>(), 8, false, 4, 3, 7, 448.0,
+                0x7E, 8, 0x7F, false, 1, 1});
+  expectFormat({b.getType<mlir::Float8E5M2Type>(), 8, false, 5, 2, 15, 57344.0,
+                0x7B, 15, 0x7F, true, 1, 1});
+  expectFormat({b.getType<mlir::Float6E3M2FNType>(), 6, false, 3, 2, 3, 28.0,
+                0x1F, 4, std::nullopt, false, 4, 3});
+  expectFormat({b.getType<mlir::Float6E2M3FNType>(), 6, false, 2, 3, 1, 7.5,
+                0x1F, 2, std::nullopt, false, 4, 3});
+  expectFormat({b.getType<mlir::Float4E2M1FNType>(), 4, false, 2, 1, 1, 6.0,
+                0x7, 2, std::nullopt, false, 2, 1});
 }
 
 TEST(ElementFormat, MXINT8) {
@@ -85,9 +76,12 @@ TEST(ElementFormat, MXINT8) {
 TEST(ElementFormat, RecipesAndStorage) {
   mlir::MLIRContext context;
   mlir::Builder b(&context);
-  ElementFormat e4m3 = getVerifiedElementFormat(b.getType<mlir::Float8E4M3FNType>());
-  ElementFormat e3m2 = getVerifiedElementFormat(b.getType<mlir::Float6E3M2FNType>());
-  ElementFormat e2m1 = getVerifiedElementFormat(b.getType<mlir::Float4E2M1FNType>());
+  ElementFormat e4m3 =
+      getVerifiedElementFormat(b.getType<mlir::Float8E4M3FNType>());
+  ElementFormat e3m2 =
+      getVerifiedElementFormat(b.getType<mlir::Float6E3M2FNType>());
+  ElementFormat e2m1 =
+      getVerifiedElementFormat(b.getType<mlir::Float4E2M1FNType>());
   EXPECT_TRUE(e4m3.takesFP8Recipes() && !e4m3.takesNVFP4Scales());
   EXPECT_TRUE(!e3m2.takesFP8Recipes() && !e3m2.takesNVFP4Scales());
   EXPECT_TRUE(!e2m1.takesFP8Recipes() && e2m1.takesNVFP4Scales());

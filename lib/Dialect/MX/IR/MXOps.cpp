@@ -33,8 +33,10 @@ SmallVector<int64_t> mx::getScalesShape(ArrayRef<int64_t> shape,
 }
 
 SmallVector<int64_t> mx::getSwizzledShape(int64_t rows, int64_t cols) {
-  return {llvm::divideCeilSigned(rows, kSwizzleTileRows),
-          llvm::divideCeilSigned(cols, kSwizzleTileCols), 32, 4, 4};
+  return {llvm::divideCeilSigned(rows, SwizzleTiles::kRows),
+          llvm::divideCeilSigned(cols, SwizzleTiles::kCols),
+          SwizzleTiles::kRowStride, SwizzleTiles::kRowGroups,
+          SwizzleTiles::kCols};
 }
 
 SmallVector<int64_t> mx::getSwizzledScalesShape(ArrayRef<int64_t> shape,

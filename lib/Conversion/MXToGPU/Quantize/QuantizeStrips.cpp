@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
@@ -77,18 +78,18 @@ StripGrid getStripGrid(RankedTensorType inputType,
   grid.gridStrips = grid.cols / kStripCols;
   if (columnwise.swizzle) {
     grid.gridRowBlocks = std::max<int64_t>(
-        grid.gridRowBlocks, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols));
+        grid.gridRowBlocks, llvm::alignTo(grid.rowBlocks, SwizzleTiles::kCols));
     grid.gridStrips = std::max<int64_t>(
         grid.gridStrips,
-        llvm::alignTo(grid.cols, kSwizzleTileRows) / kStripCols);
+        llvm::alignTo(grid.cols, SwizzleTiles::kRows) / kStripCols);
   }
   if (rowwise && rowwise->swizzle) {
     grid.gridRowBlocks = std::max<int64_t>(
         grid.gridRowBlocks,
-        llvm::alignTo(grid.rows, kSwizzleTileRows) / kMXBlock);
+        llvm::alignTo(grid.rows, SwizzleTiles::kRows) / kMXBlock);
     grid.gridStrips = std::max<int64_t>(
         grid.gridStrips,
-        llvm::alignTo(grid.colBlocks, kSwizzleTileCols) * kLanesPerRowBlock);
+        llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols) * kLanesPerRowBlock);
   }
   // Whole half-warps per row block: the rowwise shuffles (8-lane groups)
   // and the column-half shuffle (xor 16) then stay inside one block.
@@ -99,9 +100,7 @@ StripGrid getStripGrid(RankedTensorType inputType,
 /// `slice * extent + local`: a slice's entry in a folded buffer.
 Value inSlice(OpBuilder &b, Location loc, Value slice, int64_t extent,
               Value local) {
-  return arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, slice, cIndex(b, loc, extent)),
-      local);
+  return IndexArith{b, loc}.fma(slice, extent, local);
 }
 
 /// How the strip's amaxes are reduced. 16-bit inputs stay packed two to a
@@ -200,25 +199,21 @@ struct Strip {
 /// so that all lanes take part in the shuffles; stores are predicated.
 Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
                 Value input, VectorType laneType) {
-  auto div = [&](Value x, int64_t d) {
-    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  auto rem = [&](Value x, int64_t d) {
-    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
+  IndexArith index{b, l};
   Strip s;
   s.reduction.elementType = laneType.getElementType();
-  Value warp = div(thread, 2 * kHalfWarp), lane = rem(thread, 2 * kHalfWarp);
+  Value warp = index.div(thread, 2 * kHalfWarp),
+        lane = index.rem(thread, 2 * kHalfWarp);
   s.lane = lane;
-  Value half = div(lane, kHalfWarp);
+  Value half = index.div(lane, kHalfWarp);
   int64_t warpsPerRowBlock = grid.gridStrips / kHalfWarp;
-  Value gridRowBlock = div(warp, warpsPerRowBlock);
-  s.slice = div(gridRowBlock, grid.gridRowBlocks);
+  Value gridRowBlock = index.div(warp, warpsPerRowBlock);
+  s.slice = index.div(gridRowBlock, grid.gridRowBlocks);
   s.sliceValid = cmpLT(b, l, s.slice, cIndex(b, l, grid.slices));
-  s.rowBlock = rem(gridRowBlock, grid.gridRowBlocks);
+  s.rowBlock = index.rem(gridRowBlock, grid.gridRowBlocks);
   s.firstHalf = isZeroIndex(b, l, half);
-  s.strip = inSlice(b, l, rem(warp, warpsPerRowBlock), kHalfWarp,
-                    rem(lane, kHalfWarp));
+  s.strip = inSlice(b, l, index.rem(warp, warpsPerRowBlock), kHalfWarp,
+                    index.rem(lane, kHalfWarp));
   s.col = arith::MulIOp::create(b, l, s.strip, cIndex(b, l, kStripCols));
   s.colValid = cmpLT(b, l, s.col, cIndex(b, l, grid.cols));
   Value loadCol =
@@ -264,27 +259,24 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
         {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), s.col});
     return;
   }
-  int64_t paddedCols = llvm::alignTo(grid.cols, kSwizzleTileRows);
+  int64_t paddedCols = llvm::alignTo(grid.cols, SwizzleTiles::kRows);
   Value rowBlockInTiles = andI(
       b, l, s.sliceValid,
       cmpLT(b, l, s.rowBlock,
-            cIndex(b, l, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols))));
+            cIndex(b, l, llvm::alignTo(grid.rowBlocks, SwizzleTiles::kCols))));
   for (auto [j, scale] : llvm::enumerate(scales)) {
     Value c = arith::AddIOp::create(b, l, s.col, cIndex(b, l, j));
     Value valid =
         andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, grid.cols)));
     Value inTiles =
         andI(b, l, rowBlockInTiles, cmpLT(b, l, c, cIndex(b, l, paddedCols)));
-    Value stored = arith::SelectOp::create(b, l, valid, scale.stored,
-                                           buildZeroBits(b, l, scaleType));
-    buildIf(b, l, andI(b, l, s.firstHalf, inTiles),
-            [&](OpBuilder &nb, Location nl) {
-              memref::StoreOp::create(
-                  nb, nl, stored, out.scales,
-                  swizzledIndices(nb, nl,
-                                  inSlice(nb, nl, s.slice, paddedCols, c),
-                                  s.rowBlock));
-            });
+    storeBlockScale(
+        b, l, out.scales, /*tiled=*/true, scale.stored, valid,
+        {s.firstHalf, inTiles},
+        [&](OpBuilder &nb, Location nl) {
+          return inSlice(nb, nl, s.slice, paddedCols, c);
+        },
+        s.rowBlock);
   }
 }
 
@@ -374,34 +366,28 @@ SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
 void storeRowScale(OpBuilder &b, Location l, const Strip &s,
                    const StripGrid &grid, const StripOutput &out, Value local,
                    Value block, Value stored) {
-  Type scaleType = stored.getType();
   Value rowValid =
       andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
   Value valid =
       andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
-  if (!out.swizzle) {
-    buildIf(b, l, valid, [&](OpBuilder &nb, Location nl) {
-      memref::StoreOp::create(
-          nb, nl, stored, out.scales,
-          ValueRange{inSlice(nb, nl, s.slice, grid.rows, local), block});
-    });
-    return;
+  SmallVector<Value, 1> guards;
+  int64_t sliceRows = grid.rows;
+  if (out.swizzle) {
+    sliceRows = llvm::alignTo(grid.rows, SwizzleTiles::kRows);
+    guards.push_back(andI(
+        b, l, s.sliceValid,
+        andI(b, l, cmpLT(b, l, local, cIndex(b, l, sliceRows)),
+             cmpLT(
+                 b, l, block,
+                 cIndex(b, l,
+                        llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols))))));
   }
-  int64_t paddedRows = llvm::alignTo(grid.rows, kSwizzleTileRows);
-  Value inTiles = andI(
-      b, l, s.sliceValid,
-      andI(b, l, cmpLT(b, l, local, cIndex(b, l, paddedRows)),
-           cmpLT(
-               b, l, block,
-               cIndex(b, l, llvm::alignTo(grid.colBlocks, kSwizzleTileCols)))));
-  Value zeroOrScale = arith::SelectOp::create(b, l, valid, stored,
-                                              buildZeroBits(b, l, scaleType));
-  buildIf(b, l, inTiles, [&](OpBuilder &nb, Location nl) {
-    memref::StoreOp::create(
-        nb, nl, zeroOrScale, out.scales,
-        swizzledIndices(nb, nl, inSlice(nb, nl, s.slice, paddedRows, local),
-                        block));
-  });
+  storeBlockScale(
+      b, l, out.scales, bool(out.swizzle), stored, valid, guards,
+      [&](OpBuilder &nb, Location nl) {
+        return inSlice(nb, nl, s.slice, sliceRows, local);
+      },
+      block);
 }
 
 /// Rowwise: the 8 lanes of a 32-column block reduce-scatter the rows'

@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Dialect/MX/Utils/Numerics.h"
@@ -361,18 +362,12 @@ SmallVector<Value> getSwizzledIndices(OpBuilder &b, Location loc,
 std::pair<Value, Value> getCompactPosition(OpBuilder &b, Location loc,
                                            ArrayRef<Value> indices,
                                            SwizzleLayout layout) {
-  auto fma = [&](Value x, int64_t scale, Value y) {
-    Value scaled = arith::MulIOp::create(b, loc, x, cIndex(b, loc, scale));
-    return arith::AddIOp::create(b, loc, scaled, y).getResult();
-  };
+  IndexArith index{b, loc};
   if (layout == SwizzleLayout::blockwise) {
     ArrayRef<Value> tail = indices.take_back(3);
-    return {fma(tail[1], kBlockwisePadding, tail[2]), tail[0]};
+    return {index.fma(tail[1], kBlockwisePadding, tail[2]), tail[0]};
   }
-  // [r/128, c/4, r%32, (r%128)/32, c%4]
-  ArrayRef<Value> tile = indices.take_back(5);
-  Value r = fma(fma(tile[0], 4, tile[3]), 32, tile[2]);
-  return {r, fma(tile[1], kSwizzleTileCols, tile[4])};
+  return SwizzleTiles::getCompactIndex(indices.take_back(5), index);
 }
 
 /// Whether the vector (un)swizzle covers compact scales of `compactType`
@@ -384,13 +379,9 @@ bool isVectorSwizzle(RankedTensorType compactType, int64_t unscaledDim,
                      SwizzleLayout layout) {
   return layout == SwizzleLayout::tiles &&
          unscaledDim == compactType.getRank() - 2 &&
-         compactType.getShape().back() % kSwizzleTileCols == 0;
+         compactType.getShape().back() % SwizzleTiles::kCols == 0;
 }
 
-/// A tile row (16 elements) holds compact rows i + kTileRowStride * k of its
-/// tile, k < kGroupsPerTileRow, 4 columns each.
-constexpr int64_t kTileRowStride = 32;
-constexpr int64_t kGroupsPerTileRow = kSwizzleTileRows / kTileRowStride;
 /// Contiguous bytes of a compact row that the lanes of a warp access
 /// together. Measured on the H200 at [8192, 256] (swizzle, unswizzle): 32
 /// bytes (whole sectors, 16 rows a warp) 1.8, 1.8 us; 64 bytes (8 rows) 1.7,
@@ -412,27 +403,28 @@ struct TileGroups {
     int64_t elementBytes =
         llvm::divideCeil(compactType.getElementTypeBitWidth(), 8);
     rows = compactType.getDimSize(batch);
-    int64_t tiles = compactType.getDimSize(batch + 1) / kSwizzleTileCols;
+    int64_t tiles = compactType.getDimSize(batch + 1) / SwizzleTiles::kCols;
     tilesPerThread = std::max<int64_t>(
-        1, kMaxAccessBytes / (kSwizzleTileCols * elementBytes));
+        1, kMaxAccessBytes / (SwizzleTiles::kCols * elementBytes));
     while (tiles % tilesPerThread != 0)
       tilesPerThread /= 2;
     groups = tiles / tilesPerThread;
-    int64_t groupBytes = kSwizzleTileCols * tilesPerThread * elementBytes;
+    int64_t groupBytes = SwizzleTiles::kCols * tilesPerThread * elementBytes;
     // Lanes beyond the groups of a row of tiles would idle.
     sharingLanes =
         std::min<int64_t>(std::max<int64_t>(1, kCompactRunBytes / groupBytes),
                           llvm::PowerOf2Ceil(groups));
-    rowType = VectorType::get({kSwizzleTileCols * tilesPerThread},
+    rowType = VectorType::get({SwizzleTiles::kCols * tilesPerThread},
                               compactType.getElementType());
-    tileRowType = VectorType::get({kGroupsPerTileRow * kSwizzleTileCols},
-                                  compactType.getElementType());
+    tileRowType =
+        VectorType::get({SwizzleTiles::kRowGroups * SwizzleTiles::kCols},
+                        compactType.getElementType());
   }
 
   /// Lanes past the last group of a row of tiles must not store.
   bool hasIdleLanes() const { return groups % sharingLanes != 0; }
   /// The last row of tiles has rows past the matrix.
-  bool hasPaddingRows() const { return rows % kSwizzleTileRows != 0; }
+  bool hasPaddingRows() const { return rows % SwizzleTiles::kRows != 0; }
 
   int64_t rows, tilesPerThread, groups, sharingLanes;
   /// A thread's part of one compact row, and a tile row.
@@ -461,7 +453,7 @@ struct TileGroupThread {
   std::pair<Value, SmallVector<Value>>
   getCompactRow(ImplicitLocOpBuilder &b, int64_t k, int64_t rows) const {
     Value compactRow = arith::AddIOp::create(
-        b, row, cIndex(b, b.getLoc(), k * kTileRowStride));
+        b, row, cIndex(b, b.getLoc(), k * SwizzleTiles::kRowStride));
     SmallVector<Value> indices(batch);
     indices.append({minIndex(b, b.getLoc(), compactRow, rows - 1), column});
     return {compactRow, indices};
@@ -482,41 +474,39 @@ void buildThreadPerTileGroupRow(
   // [..., R/128, group blocks, tile row high, tile row low, group low].
   SmallVector<int64_t> threads(tilesType.getShape().drop_back(4));
   threads.append({llvm::divideCeilSigned(groups.groups, lanes), lanes,
-                  kTileRowStride / lanes, lanes});
+                  SwizzleTiles::kRowStride / lanes, lanes});
   int64_t rank = threads.size();
   buildThreadPerItem(
       rewriter, loc, computeProduct(threads),
       [&](ImplicitLocOpBuilder &b, Value thread) {
         Location l = b.getLoc();
         SmallVector<Value> ids = delinearize(b, l, thread, threads);
-        auto fma = [&](Value x, int64_t scale, Value y) {
-          return arith::AddIOp::create(
-              b, arith::MulIOp::create(b, x, cIndex(b, l, scale)), y);
-        };
+        IndexArith index{b, l};
         TileGroupThread t;
         t.batch.assign(ids.begin(), ids.begin() + rank - 5);
         t.rowTile = ids[rank - 5];
-        Value group = fma(ids[rank - 4], lanes, ids[rank - 1]);
+        Value group = index.fma(ids[rank - 4], lanes, ids[rank - 1]);
         t.valid = cmpLT(b, l, group, cIndex(b, l, groups.groups));
         group = minIndex(b, l, group, groups.groups - 1);
         t.firstTile = arith::MulIOp::create(
             b, group, cIndex(b, l, groups.tilesPerThread));
-        t.tileRow = fma(ids[rank - 3], kTileRowStride / lanes, ids[rank - 2]);
-        t.row = fma(t.rowTile, kSwizzleTileRows, t.tileRow);
+        t.tileRow = index.fma(ids[rank - 3], SwizzleTiles::kRowStride / lanes,
+                              ids[rank - 2]);
+        t.row = index.fma(t.rowTile, SwizzleTiles::kRows, t.tileRow);
         t.column = arith::MulIOp::create(b, t.firstTile,
-                                         cIndex(b, l, kSwizzleTileCols));
+                                         cIndex(b, l, SwizzleTiles::kCols));
         body(b, groups, t);
       });
 }
 
-/// The concatenation of the `part`-th kSwizzleTileCols elements of each of
+/// The concatenation of the `part`-th SwizzleTiles::kCols elements of each of
 /// `vectors`: the 4 x 4 transposes between compact rows and tile rows.
 Value gatherColumns(ImplicitLocOpBuilder &b, ArrayRef<Value> vectors,
                     int64_t part) {
   SmallVector<Value> columns;
   for (Value vector : vectors)
-    columns.push_back(
-        extractSlice(b, vector, part * kSwizzleTileCols, kSwizzleTileCols));
+    columns.push_back(extractSlice(b, vector, part * SwizzleTiles::kCols,
+                                   SwizzleTiles::kCols));
   return concatenate(b, columns);
 }
 
@@ -534,7 +524,7 @@ void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
             b, groups.rowType,
             buildZeroBits(b, l, groups.rowType.getElementType()));
         SmallVector<Value> compactRows;
-        for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
+        for (int64_t k = 0; k < SwizzleTiles::kRowGroups; ++k) {
           // Padding rows read the last row (always there) and store zeros.
           auto [row, indices] = thread.getCompactRow(b, k, groups.rows);
           Value loaded = loadVector(b, l, groups.rowType, input, indices);
@@ -621,7 +611,7 @@ void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
         for (int64_t t = 0; t < groups.tilesPerThread; ++t)
           tileRows.push_back(loadVector(b, l, groups.tileRowType, input,
                                         thread.getTiledIndices(b, t)));
-        for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
+        for (int64_t k = 0; k < SwizzleTiles::kRowGroups; ++k) {
           auto [row, indices] = thread.getCompactRow(b, k, groups.rows);
           Value valid = groups.hasIdleLanes() ? thread.valid : Value();
           if (groups.hasPaddingRows()) {

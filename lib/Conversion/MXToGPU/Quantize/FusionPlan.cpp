@@ -8,8 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mx/Conversion/MXToGPU/FusionPlan.h"
+#include "mx/Conversion/MXToGPU/Quantize/FusionPlan.h"
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 using namespace mlir;
@@ -176,4 +177,16 @@ StringRef QuantizeFusionPlan::getUnsupportedReason(QuantizeOp op) const {
 
 QuantizeOp QuantizeFusionPlan::getFusedInto(SwizzleOp op) const {
   return fusedSwizzles.lookup(op);
+}
+
+void gpu_kernels::replaceQuantize(RewriterBase &rewriter, QuantizeOp op,
+                                  SwizzleOp swizzle, Value data, Value scales) {
+  if (!swizzle) {
+    rewriter.replaceOp(op, {data, scales});
+    return;
+  }
+  // The linear scales never exist: their only user reads the tiles.
+  rewriter.replaceOp(swizzle, scales);
+  rewriter.replaceAllUsesWith(op.getData(), data);
+  rewriter.eraseOp(op);
 }

@@ -1,5 +1,4 @@
-//===- FusionPlan.h - Which GPU kernel computes each mx.quantize -*- C++
-//-*-===//
+//===- FusionPlan.h - Which GPU kernel computes each quantize ---*- C++ -*-===//
 //
 // The quantize kernels of convert-mx-to-gpu share work: the rowwise and the
 // columnwise quantize of one input run as one strip kernel that reads the
@@ -16,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
-#define MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
+#ifndef MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H
+#define MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H
 
 #include "mx/Dialect/MX/IR/MXOps.h"
 
@@ -30,7 +29,7 @@ namespace mx {
 /// The kernel that computes a quantize op.
 enum class QuantizeKernel {
   /// A `[1, w]` quantize alone, w a power-of-two multiple of 16 up to 512:
-  /// MX (32) and FP8 blockwise 1-D (128) (MXToGPU.cpp).
+  /// MX (32) and FP8 blockwise 1-D (128) (RowwiseQuantize.cpp).
   rowwise,
   /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp).
   stripColumnwise,
@@ -89,4 +88,4 @@ private:
 
 } // namespace mx
 
-#endif // MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
+#endif // MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H

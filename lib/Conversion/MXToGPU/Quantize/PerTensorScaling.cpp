@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Conversion/MXToGPU/MXToGPU.h"

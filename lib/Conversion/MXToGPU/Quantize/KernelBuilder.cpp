@@ -1,6 +1,7 @@
-//===- KernelBuilder.cpp - Helpers for the mx GPU kernels -----------------===//
+//===- KernelBuilder.cpp - Building blocks of the mx GPU kernels ----------===//
 //
-// Shared building blocks of the mx GPU kernels; see KernelBuilder.h.
+// The chip-neutral building blocks of the quantize kernels; see
+// KernelBuilder.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,15 +22,21 @@ using namespace mlir;
 using namespace mx;
 using namespace mx::gpu_kernels;
 
-int64_t gpu_kernels::getRowwiseLanesPerBlock(int64_t width) {
-  int64_t lanes = width / kElementsPerLane;
-  bool covered = width % kElementsPerLane == 0 && llvm::isPowerOf2_64(lanes) &&
-                 lanes <= kWarpSize;
-  return covered ? lanes : 0;
-}
-
 Value gpu_kernels::cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value IndexArith::div(Value x, int64_t d) const {
+  return arith::DivUIOp::create(b, loc, x, cIndex(b, loc, d));
+}
+
+Value IndexArith::rem(Value x, int64_t d) const {
+  return arith::RemUIOp::create(b, loc, x, cIndex(b, loc, d));
+}
+
+Value IndexArith::fma(Value x, int64_t m, Value y) const {
+  Value scaled = arith::MulIOp::create(b, loc, x, cIndex(b, loc, m));
+  return arith::AddIOp::create(b, loc, scaled, y);
 }
 
 Value gpu_kernels::cmpLT(OpBuilder &b, Location loc, Value x, Value y) {
@@ -161,14 +168,28 @@ Value gpu_kernels::toUnfoldedTensor(OpBuilder &b, Location loc, Value buffer,
 
 SmallVector<Value> gpu_kernels::swizzledIndices(OpBuilder &b, Location loc,
                                                 Value r, Value c) {
-  auto div = [&](Value x, int64_t d) {
-    return arith::DivUIOp::create(b, loc, x, cIndex(b, loc, d)).getResult();
-  };
-  auto rem = [&](Value x, int64_t d) {
-    return arith::RemUIOp::create(b, loc, x, cIndex(b, loc, d)).getResult();
-  };
-  return {div(r, kSwizzleTileRows), div(c, kSwizzleTileCols), rem(r, 32),
-          div(rem(r, kSwizzleTileRows), 32), rem(c, kSwizzleTileCols)};
+  return llvm::to_vector(SwizzleTiles::getTiledIndex(r, c, IndexArith{b, loc}));
+}
+
+void gpu_kernels::storeBlockScale(
+    OpBuilder &b, Location loc, Value scales, bool tiled, Value scale,
+    Value valid, ArrayRef<Value> guards,
+    function_ref<Value(OpBuilder &, Location)> row, Value col) {
+  Value stored = scale;
+  if (tiled)
+    stored = arith::SelectOp::create(b, loc, valid, scale,
+                                     buildZeroBits(b, loc, scale.getType()));
+  Value condition;
+  for (Value guard : guards)
+    condition = condition ? andI(b, loc, condition, guard) : guard;
+  if (!tiled)
+    condition = condition ? andI(b, loc, condition, valid) : valid;
+  buildIf(b, loc, condition, [&](OpBuilder &nb, Location nl) {
+    Value r = row(nb, nl);
+    memref::StoreOp::create(nb, nl, stored, scales,
+                            tiled ? swizzledIndices(nb, nl, r, col)
+                                  : SmallVector<Value>{r, col});
+  });
 }
 
 /// The alignment of a vector access: its size, up to 16 bytes.
@@ -408,16 +429,4 @@ Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,
   return convertToElements(b, loc,
                            applyScaleFactors(b, loc, values, factors, rounding),
                            elementType, nanMask);
-}
-
-void gpu_kernels::replaceQuantize(RewriterBase &rewriter, QuantizeOp op,
-                                  SwizzleOp swizzle, Value data, Value scales) {
-  if (!swizzle) {
-    rewriter.replaceOp(op, {data, scales});
-    return;
-  }
-  // The linear scales never exist: their only user reads the tiles.
-  rewriter.replaceOp(swizzle, scales);
-  rewriter.replaceAllUsesWith(op.getData(), data);
-  rewriter.eraseOp(op);
 }

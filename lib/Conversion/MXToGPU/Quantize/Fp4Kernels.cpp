@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Dialect/MX/Utils/Numerics.h"

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Dialect/MX/Utils/Numerics.h"
@@ -50,25 +51,17 @@ struct TileLanes {
 Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
                const BlockGrid &grid, Value input, VectorType laneType,
                TileLanes &lanes) {
-  auto div = [&](Value x, int64_t d) {
-    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  auto rem = [&](Value x, int64_t d) {
-    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  auto fma = [&](Value x, int64_t scale, Value y) {
-    return arith::AddIOp::create(
-               b, l, arith::MulIOp::create(b, l, x, cIndex(b, l, scale)), y)
-        .getResult();
-  };
-  lanes.scaleRow = div(ids.block, grid.blockCols);
-  lanes.blockCol = rem(ids.block, grid.blockCols);
-  Value slice = div(lanes.scaleRow, grid.blockRows);
-  Value firstRow = fma(rem(lanes.scaleRow, grid.blockRows), kBlockwise2DExtent,
-                       div(ids.thread, kLanesPerRow));
-  lanes.col = fma(lanes.blockCol, kBlockwise2DExtent,
-                  arith::MulIOp::create(b, l, rem(ids.thread, kLanesPerRow),
-                                        cIndex(b, l, kElementsPerLane)));
+  IndexArith index{b, l};
+  lanes.scaleRow = index.div(ids.block, grid.blockCols);
+  lanes.blockCol = index.rem(ids.block, grid.blockCols);
+  Value slice = index.div(lanes.scaleRow, grid.blockRows);
+  Value firstRow =
+      index.fma(index.rem(lanes.scaleRow, grid.blockRows), kBlockwise2DExtent,
+                index.div(ids.thread, kLanesPerRow));
+  lanes.col =
+      index.fma(lanes.blockCol, kBlockwise2DExtent,
+                arith::MulIOp::create(b, l, index.rem(ids.thread, kLanesPerRow),
+                                      cIndex(b, l, kElementsPerLane)));
   Value colValid = cmpLT(b, l, lanes.col, cIndex(b, l, grid.cols));
   Value loadCol = arith::MinUIOp::create(
       b, l, lanes.col, cIndex(b, l, grid.cols - kElementsPerLane));
@@ -77,7 +70,7 @@ Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
   for (int64_t p = 0; p < kPasses; ++p) {
     Value local =
         arith::AddIOp::create(b, l, firstRow, cIndex(b, l, p * kRowsPerPass));
-    lanes.row.push_back(fma(slice, grid.rows, local));
+    lanes.row.push_back(index.fma(slice, grid.rows, local));
     lanes.valid.push_back(
         andI(b, l, colValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
     Value loadRow = arith::MinUIOp::create(
