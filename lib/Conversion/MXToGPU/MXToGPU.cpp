@@ -45,7 +45,7 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
     // The plan refers to ops by address: fold (unswizzle(swizzle(x)) -> x)
     // and erase dead ops first, so that the driver below erases none of them.
     (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
-    QuantizeFusionPlan plan(getOperation());
+    QuantizeFusionPlan plan(getOperation(), chip);
     RewritePatternSet patterns(&getContext());
     populateMXToGPUConversionPatterns(patterns, chip, plan);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
@@ -90,11 +90,11 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
 void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
                                            Chip chip,
                                            const QuantizeFusionPlan &plan) {
-  populateRowwiseQuantizePatterns(patterns, plan);
-  populateColumnwiseQuantizePatterns(patterns, plan);
-  populateBlockwiseQuantizePatterns(patterns, plan);
-  populatePerTensorScalingPatterns(patterns, plan);
-  populateElementwisePatterns(patterns, plan);
+  populateRowwiseQuantizePatterns(patterns, chip, plan);
+  populateColumnwiseQuantizePatterns(patterns, chip, plan);
+  populateBlockwiseQuantizePatterns(patterns, chip, plan);
+  populatePerTensorScalingPatterns(patterns, chip, plan);
+  populateElementwisePatterns(patterns, chip, plan);
   populateFP4Patterns(patterns, chip, plan);
   populateMXToGPUGemmPatterns(patterns, chip);
 }

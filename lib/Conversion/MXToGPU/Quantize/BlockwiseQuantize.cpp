@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementConversion.h"
 #include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
@@ -87,8 +88,10 @@ Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
 }
 
 struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
-  Blockwise2DQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : PlannedQuantizePattern(context, plan, QuantizeKernel::blockwise2D) {}
+  Blockwise2DQuantizeToGPU(MLIRContext *context, Chip chip,
+                           const QuantizeFusionPlan &plan)
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::blockwise2D,
+                               chip) {}
 
   LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
                                PatternRewriter &rewriter) const override {
@@ -100,11 +103,11 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
                    inputType.getDimSize(rank - 1),
                    scalesType.getDimSize(rank - 2),
                    scalesType.getDimSize(rank - 1)};
-    Type elementType = op.getData().getType().getElementType();
+    ElementConversion conversion = getConversion(op);
     ScaleRounding rounding = op.getRounding();
 
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
-    Value data = allocFolded(rewriter, loc, op.getData().getType(), 2);
+    DataBuffer data(rewriter, loc, op.getData().getType(), 2);
     Value scales = allocFolded(rewriter, loc, scalesType, 2);
     auto laneType =
         VectorType::get({kElementsPerLane}, inputType.getElementType());
@@ -115,13 +118,13 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
           TileLanes lanes;
           Value amax = loadTile(b, l, ids, grid, input, laneType, lanes);
           amax = buildCTAMax(b, l, amax, ids.thread, ids.workgroup.front());
-          BlockScale scale = buildBlockScale(b, l, amax, rounding, elementType,
+          BlockScale scale = buildBlockScale(b, l, amax, rounding, conversion,
                                              scalesType.getElementType());
           for (int64_t p = 0; p < kPasses; ++p)
-            storeVectorIf(b, l, lanes.valid[p],
-                          quantizeVector(b, l, lanes.values[p], scale, rounding,
-                                         elementType),
-                          data, {lanes.row[p], lanes.col});
+            data.store(b, l, lanes.valid[p],
+                       quantizeVector(b, l, lanes.values[p], scale, rounding,
+                                      conversion),
+                       {lanes.row[p], lanes.col});
           buildIf(b, l, isZeroIndex(b, l, ids.thread),
                   [&](OpBuilder &nb, Location nl) {
                     memref::StoreOp::create(
@@ -130,9 +133,9 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
                   });
         });
 
-    rewriter.replaceOp(
-        op, {toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),
-             toUnfoldedTensor(rewriter, loc, scales, scalesType)});
+    rewriter.replaceOp(op,
+                       {data.toTensor(rewriter, loc),
+                        toUnfoldedTensor(rewriter, loc, scales, scalesType)});
     return success();
   }
 };
@@ -140,6 +143,6 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
 } // namespace
 
 void gpu_kernels::populateBlockwiseQuantizePatterns(
-    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
-  patterns.add<Blockwise2DQuantizeToGPU>(patterns.getContext(), plan);
+    RewritePatternSet &patterns, Chip chip, const QuantizeFusionPlan &plan) {
+  patterns.add<Blockwise2DQuantizeToGPU>(patterns.getContext(), chip, plan);
 }

@@ -12,6 +12,8 @@
 #ifndef MX_LIB_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPOLICY_H
 #define MX_LIB_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPOLICY_H
 
+#include "ElementConversion.h"
+
 #include "mx/Conversion/MXToGPU/Quantize/FusionPlan.h"
 #include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
@@ -33,6 +35,11 @@ constexpr int64_t kBlockwise2DExtent = 128;
 /// so K must be a multiple of kStripCols.
 constexpr int64_t kStripCols = 4;
 
+/// The multiple of K that the strip kernel needs for `format`: kStripCols,
+/// or for a packed format the columns of the lanes whose codes fill whole
+/// 32-bit words together (16 for FP6).
+int64_t getStripColumnMultiple(const ElementFormat &format);
+
 /// Lanes of the rowwise kernel that share a `[1, width]` block, or 0 where
 /// it has no kernel for that width: the lanes of a block must be a power of
 /// two within one warp, for the xor-shuffles that combine their amax.
@@ -48,11 +55,13 @@ void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
 std::string getPerTensorUnsupportedReason(mlir::Operation *op);
 
 /// A pattern for the quantize ops that the fusion plan gives one kernel: it
-/// matches exactly those and hands their plan to `rewritePlanned`.
+/// matches exactly those and hands their plan to `rewritePlanned`, which
+/// builds the kernel for `chip`.
 struct PlannedQuantizePattern : mlir::OpRewritePattern<QuantizeOp> {
   PlannedQuantizePattern(mlir::MLIRContext *context,
-                         const QuantizeFusionPlan &plan, QuantizeKernel kernel)
-      : OpRewritePattern(context), plan(plan), kernel(kernel) {}
+                         const QuantizeFusionPlan &plan, QuantizeKernel kernel,
+                         Chip chip)
+      : OpRewritePattern(context), chip(chip), plan(plan), kernel(kernel) {}
 
   mlir::LogicalResult
   matchAndRewrite(QuantizeOp op, mlir::PatternRewriter &rewriter) const final {
@@ -66,6 +75,13 @@ struct PlannedQuantizePattern : mlir::OpRewritePattern<QuantizeOp> {
   rewritePlanned(QuantizeOp op, const QuantizePlan &planned,
                  mlir::PatternRewriter &rewriter) const = 0;
 
+protected:
+  /// How `op`'s kernel converts its elements on `chip` (the plan gives these
+  /// kernels only formats the chip converts).
+  ElementConversion getConversion(QuantizeOp op) const;
+
+  Chip chip;
+
 private:
   const QuantizeFusionPlan &plan;
   QuantizeKernel kernel;
@@ -75,19 +91,21 @@ private:
 /// is f4E2M1FN; if not, `reason` says why.
 mlir::LogicalResult checkFP4Quantize(QuantizeOp op, std::string &reason);
 
-/// The pattern files; the quantize and swizzle patterns follow `plan`, which
-/// must outlive them.
+/// The pattern files, building kernels for `chip`; the quantize and swizzle
+/// patterns follow `plan`, which must outlive them.
 void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
-                                     const QuantizeFusionPlan &plan);
+                                     Chip chip, const QuantizeFusionPlan &plan);
 void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
+                                        Chip chip,
                                         const QuantizeFusionPlan &plan);
 void populateBlockwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
+                                       Chip chip,
                                        const QuantizeFusionPlan &plan);
 void populatePerTensorScalingPatterns(mlir::RewritePatternSet &patterns,
+                                      Chip chip,
                                       const QuantizeFusionPlan &plan);
-void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
+void populateElementwisePatterns(mlir::RewritePatternSet &patterns, Chip chip,
                                  const QuantizeFusionPlan &plan);
-/// `chip` picks the E2M1 conversion: the hardware's on sm_100a.
 void populateFP4Patterns(mlir::RewritePatternSet &patterns, Chip chip,
                          const QuantizeFusionPlan &plan);
 

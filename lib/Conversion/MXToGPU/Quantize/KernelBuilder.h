@@ -3,9 +3,9 @@
 // Private to the quantize kernels of the MXToGPU conversion: the chip-neutral
 // pieces every one of them is built from (launches on device buffers, batch
 // dimensions folded into rows, vector loads and predicated stores, the
-// swizzled index map, a block's scale and its element conversion, warp- and
-// CTA-wide maxima, the atomic amax). Which kernel computes which op is
-// FusionPolicy.h's business.
+// swizzled index map and the scale store, warp- and CTA-wide maxima, the
+// atomic amax); ElementConversion.h adds the element codes. Which kernel
+// computes which op is FusionPolicy.h's business.
 //
 //===----------------------------------------------------------------------===//
 
@@ -183,45 +183,6 @@ mlir::Value buildCTAMax(
 void buildAtomicMaxMagnitude(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value amax, mlir::Value buffer,
                              mlir::ValueRange indices);
-
-//===----------------------------------------------------------------------===//
-// Quantization
-//===----------------------------------------------------------------------===//
-
-/// A block's scale as the quantize kernels apply it, from the Numerics.h
-/// rules that the CPU lowering uses too.
-struct BlockScale {
-  /// The scale as stored: the E8M0 byte or the f32 value.
-  mlir::Value stored;
-  /// The f32 that elements are multiplied by (2^(127-b) for power-of-two
-  /// scales) or divided by (the `exact` scale: the reference divides).
-  mlir::Value factor;
-  /// Whether the block holds a NaN, so that every element gets 0x7F.
-  mlir::Value isNaN;
-};
-
-BlockScale buildBlockScale(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::Value amax, ScaleRounding rounding,
-                           mlir::Type elementType, mlir::Type scaleType);
-
-/// `values` (an f32 vector) times `factors` (a vector of one factor per
-/// element), or divided by them for `exact` rounding.
-mlir::Value applyScaleFactors(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value values, mlir::Value factors,
-                              ScaleRounding rounding);
-
-/// Converts an even-length f32 vector (already multiplied by its factor) to
-/// FP8 with the hardware `cvt.rn.satfinite`, two elements per instruction.
-/// Elements whose `nanMask` bit (i1 vector of the same length) is set become
-/// 0x7F, the NaN byte of every NaN block (docs/numerics.md).
-mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value scaled, mlir::Type elementType,
-                              mlir::Value nanMask);
-
-/// The FP8 elements of an f32 vector whose block has the scale `scale`.
-mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::Value values, const BlockScale &scale,
-                           ScaleRounding rounding, mlir::Type elementType);
 
 } // namespace mx::gpu_kernels
 

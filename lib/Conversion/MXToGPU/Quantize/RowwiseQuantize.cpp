@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementConversion.h"
 #include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
@@ -56,8 +57,9 @@ std::pair<Value, Value> getSliceRow(OpBuilder &b, Location loc, Value gridRow,
 }
 
 struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
-  RowwiseQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : PlannedQuantizePattern(context, plan, QuantizeKernel::rowwise) {}
+  RowwiseQuantizeToGPU(MLIRContext *context, Chip chip,
+                       const QuantizeFusionPlan &plan)
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::rowwise, chip) {}
 
   LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &planned,
                                PatternRewriter &rewriter) const override {
@@ -81,9 +83,9 @@ struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
                              : blocksPerRow;
 
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
-    Value data = allocFolded(rewriter, loc, op.getData().getType(), 2);
+    DataBuffer data(rewriter, loc, op.getData().getType(), 2);
     Value scales = allocFolded(rewriter, loc, scalesType, swizzle ? 5 : 2);
-    Type elementType = op.getData().getType().getElementType();
+    ElementConversion conversion = getConversion(op);
     ScaleRounding rounding = op.getRounding();
     auto laneType =
         VectorType::get({kElementsPerLane}, inputType.getElementType());
@@ -119,12 +121,11 @@ struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
               b, l, vector::CombiningKind::MAXIMUMF, magnitudes);
           amax = buildGroupMax(b, l, amax, lanesPerBlock);
 
-          BlockScale scale = buildBlockScale(b, l, amax, rounding, elementType,
+          BlockScale scale = buildBlockScale(b, l, amax, rounding, conversion,
                                              scalesType.getElementType());
-          storeVectorIf(
-              b, l, andI(b, l, rowValid, colValid),
-              quantizeVector(b, l, values, scale, rounding, elementType), data,
-              {row, col});
+          data.store(b, l, andI(b, l, rowValid, colValid),
+                     quantizeVector(b, l, values, scale, rounding, conversion),
+                     {row, col});
           Value firstLane =
               isZeroIndex(b, l,
                           arith::RemUIOp::create(b, l, laneInRow,
@@ -142,10 +143,8 @@ struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
               block);
         });
 
-    replaceQuantize(
-        rewriter, op, swizzle,
-        toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),
-        toUnfoldedTensor(rewriter, loc, scales, scalesType));
+    replaceQuantize(rewriter, op, swizzle, data.toTensor(rewriter, loc),
+                    toUnfoldedTensor(rewriter, loc, scales, scalesType));
     return success();
   }
 };
@@ -153,6 +152,6 @@ struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
 } // namespace
 
 void gpu_kernels::populateRowwiseQuantizePatterns(
-    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
-  patterns.add<RowwiseQuantizeToGPU>(patterns.getContext(), plan);
+    RewritePatternSet &patterns, Chip chip, const QuantizeFusionPlan &plan) {
+  patterns.add<RowwiseQuantizeToGPU>(patterns.getContext(), chip, plan);
 }

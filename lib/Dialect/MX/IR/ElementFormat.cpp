@@ -1,13 +1,15 @@
 //===- ElementFormat.cpp - The element formats of mx data -----------------===//
 //
 // The mx element types are the OCP MX element types that MLIR has builtin
-// types for, plus `i8` for MXINT8. Every fact of a float format is read from
-// its APFloat semantics, so that no number is written twice.
+// types for, plus `i8` for MXINT8, listed once in getElementTypes. Every fact
+// of a float format is read from its APFloat semantics, so that no number is
+// written twice.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mx/Dialect/MX/IR/ElementFormat.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -65,13 +67,19 @@ static ElementFormat getFloatFormat(FloatType type) {
   return format;
 }
 
+SmallVector<Type> mx::getElementTypes(MLIRContext *context) {
+  Builder b(context);
+  return {b.getType<Float8E4M3FNType>(), b.getType<Float8E5M2Type>(),
+          b.getType<Float6E3M2FNType>(), b.getType<Float6E2M3FNType>(),
+          b.getType<Float4E2M1FNType>(), b.getI8Type()};
+}
+
 std::optional<ElementFormat> mx::getElementFormat(Type type) {
-  if (type.isSignlessInteger(8))
-    return getIntegerFormat(type);
-  if (isa<Float8E4M3FNType, Float8E5M2Type, Float6E3M2FNType, Float6E2M3FNType,
-          Float4E2M1FNType>(type))
-    return getFloatFormat(cast<FloatType>(type));
-  return std::nullopt;
+  if (!llvm::is_contained(getElementTypes(type.getContext()), type))
+    return std::nullopt;
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return getFloatFormat(floatType);
+  return getIntegerFormat(type);
 }
 
 bool mx::isElementType(Type type) { return getElementFormat(type).has_value(); }

@@ -22,19 +22,32 @@ using namespace mx;
 namespace {
 
 /// Small helper to keep the bit manipulation readable.
+/// Its values are scalars, or vectors of `shape` (the builders that say so
+/// take vectors, elementwise).
 struct BitBuilder {
   OpBuilder &b;
   Location loc;
+  VectorType shape = {};
 
-  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
-  Value f32(float v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  /// `type`, or the vector of it of `shape`.
+  Type shaped(Type type) { return shape ? shape.clone(type) : type; }
+  Value constant(TypedAttr scalar) {
+    if (!shape)
+      return arith::ConstantOp::create(b, loc, scalar);
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(shape.clone(scalar.getType()), scalar));
   }
+  Value i32(int64_t v) {
+    if (!shape)
+      return arith::ConstantIntOp::create(b, loc, v, 32);
+    return constant(b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  }
+  Value f32(float v) { return constant(b.getF32FloatAttr(v)); }
   Value bitsToF32(Value v) {
-    return arith::BitcastOp::create(b, loc, b.getF32Type(), v);
+    return arith::BitcastOp::create(b, loc, shaped(b.getF32Type()), v);
   }
   Value f32ToBits(Value v) {
-    return arith::BitcastOp::create(b, loc, b.getI32Type(), v);
+    return arith::BitcastOp::create(b, loc, shaped(b.getI32Type()), v);
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
@@ -143,6 +156,7 @@ Value mx::buildInverseScaleValue(OpBuilder &b, Location loc, Value exponent) {
 /// so that the code is the sum's bits minus the constant's. NaN gives 0.
 static Value buildTruncToIntegerCode(BitBuilder &bb, Value value,
                                      const ElementFormat &fmt) {
+  // Elementwise on vectors: the GPU kernels convert MXINT8 with this.
   OpBuilder &b = bb.b;
   Location loc = bb.loc;
   float limit = static_cast<float>(fmt.maxFiniteCode);
@@ -156,15 +170,17 @@ static Value buildTruncToIntegerCode(BitBuilder &bb, Value value,
       bb.f32ToBits(arith::AddFOp::create(b, loc, clamped, bb.f32(kMagic))),
       bb.f32ToBits(bb.f32(kMagic)));
   code = bb.select(bb.isNaN(value), bb.i32(fmt.getNaNBlockCode()), code);
-  return arith::TruncIOp::create(b, loc, b.getIntegerType(fmt.bitWidth), code);
+  return arith::TruncIOp::create(
+      b, loc, bb.shaped(b.getIntegerType(fmt.bitWidth)), code);
 }
 
 Value mx::buildTruncToElementBits(OpBuilder &b, Location loc, Value value,
                                   Type elementType) {
   ElementFormat fmt = getVerifiedElementFormat(elementType);
-  BitBuilder bb{b, loc};
+  BitBuilder bb{b, loc, dyn_cast<VectorType>(value.getType())};
   if (fmt.isInteger)
     return buildTruncToIntegerCode(bb, value, fmt);
+  assert(!bb.shape && "float formats convert scalars");
   using P = arith::CmpIPredicate;
   Value bits = bb.f32ToBits(value);
   int signShift = 32 - fmt.bitWidth;
@@ -218,14 +234,17 @@ Value mx::buildTruncToElementBits(OpBuilder &b, Location loc, Value value,
 Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
                                   Type elementType) {
   ElementFormat fmt = getVerifiedElementFormat(elementType);
-  BitBuilder bb{b, loc};
+  BitBuilder bb{b, loc, dyn_cast<VectorType>(bits.getType())};
   using P = arith::CmpIPredicate;
   if (fmt.isInteger) {
-    // c * 2^-fraction: both factors and the product are exact in f32.
+    // c * 2^-fraction: both factors and the product are exact in f32. Also
+    // elementwise on vectors, for the GPU kernels.
     return arith::MulFOp::create(
-        b, loc, arith::SIToFPOp::create(b, loc, b.getF32Type(), bits),
+        b, loc,
+        arith::SIToFPOp::create(b, loc, bb.shaped(b.getF32Type()), bits),
         bb.f32(std::ldexp(1.0f, -static_cast<int>(fmt.mantissaBits))));
   }
+  assert(!bb.shape && "float formats decode scalars");
   Value byte = arith::ExtUIOp::create(b, loc, b.getI32Type(), bits);
   Value sign = bb.shl(bb.band(byte, bb.i32(1 << (fmt.bitWidth - 1))),
                       bb.i32(32 - fmt.bitWidth));

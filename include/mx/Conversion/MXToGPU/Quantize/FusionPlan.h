@@ -18,6 +18,7 @@
 #ifndef MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H
 #define MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H
 
+#include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -61,12 +62,13 @@ struct QuantizePlan {
 /// none left to fold or erase).
 class QuantizeFusionPlan {
 public:
-  /// Plans every quantize op under `root`. A rowwise quantize is fused with
-  /// the first columnwise quantize of the same input in the same block (in
-  /// program order) that has the same element type, scale type and rounding
-  /// and no other partner; a swizzle is fused when it is the only user of
-  /// the scales and tiles them along the quantize's unscaled dimension.
-  explicit QuantizeFusionPlan(mlir::Operation *root);
+  /// Plans every quantize op under `root` for the kernels of `chip`. A
+  /// rowwise quantize is fused with the first columnwise quantize of the same
+  /// input in the same block (in program order) that has the same element
+  /// type, scale type and rounding and no other partner; a swizzle is fused
+  /// when it is the only user of the scales and tiles them along the
+  /// quantize's unscaled dimension.
+  QuantizeFusionPlan(mlir::Operation *root, Chip chip);
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;

@@ -16,6 +16,7 @@
 #define MX_DIALECT_MX_IR_ELEMENTFORMAT_H
 
 #include "mlir/IR/Types.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
 #include <optional>
@@ -70,7 +71,23 @@ struct ElementFormat {
   /// Whether NVFP4's two-level scaling (E4M3 scales per 16 elements and an
   /// f32 tensor scale) takes the format: E2M1 only.
   bool takesNVFP4Scales() const { return !isInteger && bitWidth == 4; }
+
+  /// Whether every value v of this float format times 2^(bias - wider.bias)
+  /// is a value of `wider` with the same exponent field and mantissa
+  /// bits, subnormals included: same mantissa bits, at least as many exponent
+  /// bits. Rounding into `wider` after that scaling is then rounding into
+  /// this format, up to its saturation (FP6 E3M2 into FP8 E5M2, E2M3 into
+  /// E4M3).
+  bool embedsIn(const ElementFormat &wider) const {
+    return !isInteger && !wider.isInteger &&
+           mantissaBits == wider.mantissaBits &&
+           exponentBits <= wider.exponentBits;
+  }
 };
+
+/// Every mx element type, the one list of them: f8E4M3FN, f8E5M2, f6E3M2FN,
+/// f6E2M3FN, f4E2M1FN and i8 (MXINT8).
+llvm::SmallVector<mlir::Type> getElementTypes(mlir::MLIRContext *context);
 
 /// The format of `type`, or none when `type` is not an mx element type.
 std::optional<ElementFormat> getElementFormat(mlir::Type type);

@@ -71,12 +71,13 @@ mlir::Value buildDequantized(mlir::OpBuilder &b, mlir::Location loc,
 /// the mx element type `elementType` with round-to-nearest-even, saturation
 /// to +-maxfinite and subnormal results (MXINT8: clamp(rne(value * 64),
 /// -127, 127)); NaN becomes the format's NaN-block code (the positive NaN
-/// byte 0x7F of FP8, 0 for the formats without NaN).
+/// byte 0x7F of FP8, 0 for the formats without NaN). MXINT8 (`i8`) also
+/// converts f32 vectors, elementwise.
 mlir::Value buildTruncToElementBits(mlir::OpBuilder &b, mlir::Location loc,
                                     mlir::Value value, mlir::Type elementType);
 
 /// Decodes the code (an integer of the element's width) of an `elementType`
-/// value to f32 exactly.
+/// value to f32 exactly (MXINT8: also vectors of codes, elementwise).
 mlir::Value buildExtFromElementBits(mlir::OpBuilder &b, mlir::Location loc,
                                     mlir::Value bits, mlir::Type elementType);
 
