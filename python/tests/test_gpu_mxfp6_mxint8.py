@@ -10,14 +10,17 @@ rows spread over the whole f32 range; every kernel that writes these formats (ro
 fused, each with its swizzle; dequantize, vector and per-group) under both power-of-two roundings.
 """
 
+import os
 import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 from conftest import build_gpu_programs, load_gpu_programs, random_input, run_gpu_program
 
-from mx import formats, reference, runtime, tools
+import mx
+from mx import formats, ops, reference, runtime, tools
 
 ROW, COL = (1, 32), (32, 1)
 E8M0 = ml_dtypes.float8_e8m0fnu
@@ -95,8 +98,23 @@ def sources():
     return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: dequantize_source(n) for n in DEQUANTIZE}}
 
 
+# mx.ops on torch CUDA tensors: input shape of the quantize and dequantize of each format.
+OPS_SHAPE = (256, 384)
+
+
+def ops_kernels(target):
+    """The mx.ops kernels test_ops_on_torch calls, compiled into (or found in) mx.compile's cache."""
+    for elem in ["f6E3M2FN", "i8"]:
+        ops.quantize_kernel(OPS_SHAPE, "bf16", (1, 32), elem, swizzle=True, columnwise=True, target=target)
+        ops.dequantize_kernel(OPS_SHAPE, elem, (OPS_SHAPE[0], OPS_SHAPE[1] // 32), "f8E8M0FNU", (1, 32),
+                              "bf16", target=target)
+
+
 def build(directory, chip=None):
+    """The test programs into DIRECTORY, and the mx.ops kernels into DIRECTORY/cache."""
     build_gpu_programs(directory, sources(), chip)
+    os.environ["MX_CACHE_DIR"] = str(Path(directory) / "cache")
+    ops_kernels(chip or "sm_90a")
 
 
 pytestmark = pytest.mark.skipif(not runtime.device_available(), reason="no CUDA GPU on this machine")
@@ -173,6 +191,32 @@ def test_dequantize(rng, libraries, name):
     scales.flat[:4] = [0, 254, 255, 127]
     scales = scales.view(E8M0)
     run_gpu_program(libraries, name, [data, scales], [reference.dequantize(data, scales, block, out)])
+
+
+@pytest.mark.parametrize("elem", ["f6E3M2FN", "i8"])
+def test_ops_on_torch(rng, monkeypatch, elem):
+    """mx.quantize and mx.dequantize on torch CUDA tensors: FP6 comes back as its packed bytes (a uint8
+    tensor, 3/4 of the logical last dimension) and goes in as one, named by `elem`; MXINT8 as int8."""
+    torch = pytest.importorskip("torch")
+    artifacts = os.environ.get("MX_GPU_ARTIFACTS")
+    if artifacts:  # no mx-opt on a GPU machine: the kernels come from the cache built with the programs
+        monkeypatch.setenv("MX_CACHE_DIR", str(Path(artifacts) / "cache"))
+    x = random_input(rng, OPS_SHAPE, np.float32).astype(ml_dtypes.bfloat16)
+    x_gpu = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16).cuda()
+    data, scales, col_data, col_scales = mx.quantize(x_gpu, (1, 32), elem, swizzle=True, columnwise=True)
+    fmt = formats.get(elem)
+    assert tuple(data.shape) == fmt.stored_shape(OPS_SHAPE)
+    assert data.dtype == (torch.uint8 if fmt.packed else torch.int8)
+    for (got, got_scales), block, dim in [((data, scales), ROW, 0), ((col_data, col_scales), COL, 1)]:
+        want, want_scales = reference.quantize(x, block, elem)
+        np.testing.assert_array_equal(got.cpu().numpy().view(np.uint8), reference.pack(want))
+        np.testing.assert_array_equal(got_scales.cpu().numpy().view(np.uint8),
+                                      reference.swizzle(want_scales, dim).view(np.uint8))
+    want, want_scales = reference.quantize(x, ROW, elem)
+    scales_gpu = torch.from_numpy(want_scales.view(np.uint8)).cuda().view(torch.float8_e8m0fnu)
+    back = mx.dequantize(data, scales_gpu, ROW, "bf16", elem=elem)
+    np.testing.assert_array_equal(back.cpu().view(torch.int16).numpy(),
+                                  reference.dequantize(want, want_scales, ROW, ml_dtypes.bfloat16).view(np.int16))
 
 
 @pytest.mark.parametrize("elem", ["f6E3M2FN", "f6E2M3FN"])

@@ -319,34 +319,51 @@ DataBuffer::DataBuffer(OpBuilder &b, Location loc, RankedTensorType type,
       bytes, cIndex(b, loc, 0), ValueRange{});
 }
 
-/// The codes (an i8 vector, `bits` significant bits each) packed from bit 0
-/// into 32-bit words, element 0 lowest; the last word may be partial.
+/// The codes (an i8 vector of a multiple of 4, `bits` significant bits each)
+/// packed from bit 0 into 32-bit words, element 0 lowest; the last word may
+/// be partial. A word of four codes is packed in place first (code i moves
+/// down by (8 - bits) * i bits: 4 shifts and masks a word, not 4 extracts),
+/// then the groups are joined.
 static SmallVector<Value> packCodeBits(OpBuilder &b, Location loc, Value codes,
                                        int64_t bits) {
   int64_t count = cast<VectorType>(codes.getType()).getNumElements();
-  SmallVector<Value> words(llvm::divideCeil(count * bits, 32));
-  auto place = [&](int64_t word, Value part) {
-    words[word] =
-        words[word]
-            ? arith::OrIOp::create(b, loc, words[word], part).getResult()
-            : part;
-  };
-  auto amount = [&](int64_t v) {
+  int64_t groupBits = 4 * bits;
+  Value words = vector::BitCastOp::create(
+      b, loc, VectorType::get({count / 4}, b.getI32Type()), codes);
+  auto constant = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, v, 32);
   };
-  for (int64_t e = 0; e < count; ++e) {
-    Value code = arith::ExtUIOp::create(
-        b, loc, b.getI32Type(), vector::ExtractOp::create(b, loc, codes, e));
-    int64_t first = e * bits / 32, offset = e * bits % 32;
-    place(first,
-          offset
-              ? arith::ShLIOp::create(b, loc, code, amount(offset)).getResult()
-              : code);
-    if (offset + bits > 32)
+  SmallVector<Value> packed(llvm::divideCeil(count * bits, 32));
+  auto place = [&](int64_t word, Value part) {
+    packed[word] =
+        packed[word]
+            ? arith::OrIOp::create(b, loc, packed[word], part).getResult()
+            : part;
+  };
+  for (int64_t g = 0; g < count / 4; ++g) {
+    Value word = vector::ExtractOp::create(b, loc, words, g);
+    Value group;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value moved =
+          i ? arith::ShRUIOp::create(b, loc, word, constant((8 - bits) * i))
+                  .getResult()
+            : word;
+      Value part = arith::AndIOp::create(
+          b, loc, moved, constant(((int64_t(1) << bits) - 1) << (bits * i)));
+      group =
+          group ? arith::OrIOp::create(b, loc, group, part).getResult() : part;
+    }
+    int64_t first = g * groupBits / 32, offset = g * groupBits % 32;
+    place(
+        first,
+        offset
+            ? arith::ShLIOp::create(b, loc, group, constant(offset)).getResult()
+            : group);
+    if (offset + groupBits > 32)
       place(first + 1,
-            arith::ShRUIOp::create(b, loc, code, amount(32 - offset)));
+            arith::ShRUIOp::create(b, loc, group, constant(32 - offset)));
   }
-  return words;
+  return packed;
 }
 
 Value DataBuffer::packWords(OpBuilder &b, Location loc, Value codes) const {
