@@ -1,17 +1,20 @@
-"""mx.reference: bit-exact NumPy oracle for the mx dialect's MXFP8 / MXFP4 / NVFP4 / FP8 numerics.
+"""mx.reference: bit-exact NumPy oracle for the mx dialect's MXFP8 / MXFP6 / MXFP4 / MXINT8 / NVFP4 / FP8
+numerics.
 
 This module is the executable form of the numerical contract in shared/spec/mx-spec.md plus the project
 decisions recorded alongside it:
 
-* block-scaled quantization of f32/bf16/f16 tensors to f8E4M3FN, f8E5M2 or f4E2M1FN with f8E8M0FNU or
-  f32 block scales (`ceil`, `floor` and `exact` scale rules, NaN/Inf/zero special blocks, RNE + satfinite
-  element rounding) and dequantization (sections 1-3, 10); leading dimensions are batch dimensions (6);
+* block-scaled quantization of f32/bf16/f16 tensors to the element types of mx.formats (f8E4M3FN,
+  f8E5M2, f6E3M2FN, f6E2M3FN, f4E2M1FN, and i8 for MXINT8) with f8E8M0FNU or f32 block scales (`ceil`,
+  `floor` and `exact` scale rules, NaN/Inf/zero special blocks, RNE + satfinite element rounding) and
+  dequantization (sections 1-3, 10, 11); leading dimensions are batch dimensions (6);
 * the cuBLASLt/cuDNN 128x4 swizzled scale layout, batched (sections 4, 6) and the FP8-blockwise
   compact <-> GEMM-ready scale conversion (section 9);
 * a scaled matmul with batch dimensions, K-contiguous or K-outer operands and linear, tiled or
   GEMM-ready scales (sections 5-7, 9, 10);
 * per-tensor amax, delayed-scaling casts and the amax-history / scale update (section 8);
-* FP4: the E2M1 element, nibble packing, MXFP4 and two-level NVFP4 (section 10).
+* FP4: the E2M1 element, nibble packing, MXFP4 and two-level NVFP4 (section 10); the packing of FP6
+  (section 11, mx.formats).
 
 Every CPU and GPU lowering is compared against it bit for bit, so it is written for clarity of the
 numerics rather than speed: everything is done in float32 exactly as the spec words it (one f32 division
