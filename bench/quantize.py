@@ -58,9 +58,10 @@ Most of a first run on a machine is spent compiling peers: torch.compile of 19 p
 autotuning of torchao's kernels, which compiles every configuration it tries. torchao's configurations
 with 512-row tiles take minutes each to compile (ptxas on fully unrolled code: 9 min for one on a 2-core
 build host), so the tuning is limited to ROW_TILE_SIZE <= 256 (the header says so; --torchao-all-configs
-restores all). On an H100 all 25 rows took about 2 minutes, of which 1 minute of compiling. Where
-a command has a time limit, split the rows with --only (e.g. `--only mxfp8_`, then `--only
-fp8_,mxfp4,nvfp4`); each row prints a progress line as soon as it is measured.
+restores all). On an H100 the 25 rows before MXFP6 and MXINT8 took about 2 minutes, of which 1 minute
+of compiling. Where a command has a time limit, split the rows with --only (e.g. `--only mxfp8_`, then
+`--only fp8_,mxfp4,nvfp4`, then `--only mxfp6,mxint8`); each row prints a progress line as soon as it
+is measured.
 """
 
 from __future__ import annotations
