@@ -18,14 +18,18 @@ current scaling (the amax pass and the cast, `exact` scale amax / 448); the dela
 (mx.quantize_delayed, history [16, 1024]); MXFP4 (E2M1 packed, E8M0 per [1, 32]) and NVFP4 (E2M1 packed,
 E4M3 per [1, 16]) with a given and with a computed tensor scale (8192^2 and 16384^2); the delayed-scaling
 history update (mx.update_amax_history) of 1024 tensors, history [16, 1024], as one launch; MXFP8
-dequantize to bf16 at 8192^2; swizzle and unswizzle of the E8M0 scales of 8192^2 data ([8192, 256]).
+dequantize to bf16 at 8192^2; swizzle and unswizzle of the E8M0 scales of 8192^2 data ([8192, 256]);
+MXFP6 (E3M2 and E2M3, packed four to three bytes) and MXINT8 at 8192^2: rowwise + columnwise fused,
+rowwise and columnwise, each with its scales swizzled, and dequantize to bf16.
 
 Bytes moved = bytes read + bytes written by the computation, once each: the bf16 input, every output
-(FP4 packed two to a byte, scales as stored), and the small inputs (scales, history). Per-tensor current
+(FP4 packed two to a byte, FP6 four to three bytes, scales as stored), and the small inputs (scales,
+history). Per-tensor current
 scaling and NVFP4 with a computed tensor scale read the input twice (an amax pass, then the cast), and
 both reads are counted. The bandwidth yardstick is a device-to-device copy of the same number of bytes
 (half read, half written); "% of copy" is mx's TB/s over the copy's. Goals: >= 90% of the copy for the
-quantize rows, >= 80% for dequantize / swizzle / unswizzle, < 10 us for the history update.
+quantize rows and the MXFP6 / MXINT8 dequantize rows, >= 80% for the MXFP8 dequantize / swizzle /
+unswizzle, < 10 us for the history update.
 
 Times: CUPTI kernel (and memcpy / memset) device times through torch.profiler, one profiler session
 per call, summed per call, and the median over the calls (50; 100 for rows under 64 MiB), so host
@@ -54,9 +58,10 @@ Most of a first run on a machine is spent compiling peers: torch.compile of 19 p
 autotuning of torchao's kernels, which compiles every configuration it tries. torchao's configurations
 with 512-row tiles take minutes each to compile (ptxas on fully unrolled code: 9 min for one on a 2-core
 build host), so the tuning is limited to ROW_TILE_SIZE <= 256 (the header says so; --torchao-all-configs
-restores all). On an H100 all 25 rows took about 2 minutes, of which 1 minute of compiling. Where
-a command has a time limit, split the rows with --only (e.g. `--only mxfp8_`, then `--only
-fp8_,mxfp4,nvfp4`); each row prints a progress line as soon as it is measured.
+restores all). On an H100 the 25 rows before MXFP6 and MXINT8 took about 2 minutes, of which 1 minute
+of compiling. Where a command has a time limit, split the rows with --only (e.g. `--only mxfp8_`, then
+`--only fp8_,mxfp4,nvfp4`, then `--only mxfp6,mxint8`); each row prints a progress line as soon as it
+is measured.
 """
 
 from __future__ import annotations
@@ -109,15 +114,14 @@ def _prod(shape):
     return n
 
 
+def _tiles(scales_shape, unscaled_dim):
+    """mx.swizzle's shape for compact scales (mx.reference's, imported when first needed)."""
+    from mx import reference
+    return reference.swizzled_shape(scales_shape, unscaled_dim)
+
+
 def _block(block):
     return "[" + ", ".join(map(str, block)) + "]"
-
-
-def _tiles(scales_shape, unscaled_dim):
-    """mx.swizzle's shape for compact scales (batch dims kept): [..., R/128, C/4, 32, 4, 4]."""
-    rank = len(scales_shape)
-    rows, cols = scales_shape[unscaled_dim], scales_shape[2 * rank - 3 - unscaled_dim]
-    return (*scales_shape[:-2], -(-rows // 128), -(-cols // 4), 32, 4, 4)
 
 
 def _function(name, args, body, results):
@@ -184,18 +188,39 @@ def _bytes(array):
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
-class MXFP8(Case):
-    """MXFP8 (E4M3, E8M0 per 32, `ceil`) with the scales swizzled: rowwise [1, 32], columnwise [32, 1],
-    or both from one read (the strip kernel)."""
+# The MX element types of the MX rows: name prefix and title of each.
+MX_FORMATS = {"f8E4M3FN": ("mxfp8", "MXFP8"), "f6E3M2FN": ("mxfp6_e3m2", "MXFP6 E3M2"),
+              "f6E2M3FN": ("mxfp6_e2m3", "MXFP6 E2M3"), "i8": ("mxint8", "MXINT8")}
 
-    def __init__(self, shape, parts):
+
+def _stored_bytes(elem, elements):
+    """Bytes of `elements` elements of `elem` in device memory (FP6: 4 in 3)."""
+    from mx import formats
+    return formats.get(elem).stored_shape((elements,))[0]
+
+
+def _packed(elem, data):
+    """An element array as device memory holds it, as bytes."""
+    from mx import reference
+    return _bytes(reference.pack(data))
+
+
+class MXFP8(Case):
+    """MX (E8M0 per 32, `ceil`) with the scales swizzled: rowwise [1, 32], columnwise [32, 1], or both
+    from one read (the strip kernel); MXFP8 (E4M3) unless `elem` says another MX element type."""
+
+    def __init__(self, shape, parts, elem="f8E4M3FN"):
         super().__init__(shape)
         self.parts = tuple(parts)          # "rowwise" / "columnwise"
-        self.name = "mxfp8_" + "_".join(self.parts) + "_" + _dims(self.shape)
+        self.elem = elem
+        prefix, title = MX_FORMATS[elem]
+        self.name = f"{prefix}_" + "_".join(self.parts) + "_" + _dims(self.shape)
         if self.parts == ("rowwise", "columnwise"):
-            self.title = "MXFP8 rowwise + columnwise fused, both scales swizzled"
+            self.title = f"{title} rowwise + columnwise fused, both scales swizzled"
         else:
-            self.title = f"MXFP8 {self.parts[0]} + swizzle" + (" (N-D input)" if len(self.shape) > 2 else "")
+            self.title = f"{title} {self.parts[0]} + swizzle" + (" (N-D input)" if len(self.shape) > 2 else "")
+        if elem != "f8E4M3FN":
+            self.torch_reason = "not written: only MXFP8 in torch ops"
 
     def layout(self, part):
         """(block, compact scales shape, unscaled dim) of one output."""
@@ -206,7 +231,7 @@ class MXFP8(Case):
 
     def source(self):
         x = _t(self.shape, "bf16")
-        data = _t(self.shape, "f8E4M3FN")
+        data = _t(self.shape, self.elem)
         body, results = [], []
         for i, part in enumerate(self.parts):
             block, scales, dim = self.layout(part)
@@ -220,7 +245,7 @@ class MXFP8(Case):
         out = []
         for part in self.parts:
             _, scales, dim = self.layout(part)
-            out += [(f"{part} data", _prod(self.shape), len(self.shape)),
+            out += [(f"{part} data", _stored_bytes(self.elem, _prod(self.shape)), len(self.shape)),
                     (f"{part} scales (swizzled)", _prod(_tiles(scales, dim)), len(self.shape) + 3)]
         return out
 
@@ -237,16 +262,20 @@ class MXFP8(Case):
             tiles = outs[2 * i + 1].view(ml_dtypes.float8_e8m0fnu).reshape(_tiles(scales_shape, dim))
             linear = reference.unswizzle(tiles, scales_shape, dim).reshape(-1, scales_shape[-1])
             if part == "rowwise":
-                want_data, want_scales = reference.quantize(xs, (1, 32))
+                want_data, want_scales = reference.quantize(xs, (1, 32), self.elem)
                 got_scales = linear[rows]
             else:
-                want_data, want_scales = reference.quantize(xs, (32, 1))
+                want_data, want_scales = reference.quantize(xs, (32, 1), self.elem)
                 got_scales = linear[rows[::32] // 32]
-            pairs += [(f"{part} data", _select(outs[2 * i], rows, self.k), want_data),
+            row_bytes = _stored_bytes(self.elem, self.k)
+            pairs += [(f"{part} data", _select(outs[2 * i], rows, row_bytes),
+                       _packed(self.elem, want_data).reshape(len(rows), row_bytes)),
                       (f"{part} scales", got_scales, want_scales)]
         return pairs
 
     def torch_program(self):
+        if self.elem != "f8E4M3FN":
+            return None
         parts, k = self.parts, self.k
 
         def program(x):
@@ -259,6 +288,8 @@ class MXFP8(Case):
         return program
 
     def torchao_program(self, tao):
+        if self.elem != "f8E4M3FN":
+            raise NotAvailable("no torchao kernel for this element type")
         kernels = tao.triton_kernels()
         parts, k = self.parts, self.k
 
@@ -516,24 +547,30 @@ class UpdateHistory(Case):
 
 
 class Dequantize(Case):
-    """MXFP8 dequantize: E4M3 data and compact E8M0 scales [M, K/32] -> bf16."""
+    """MX dequantize: data (E4M3 unless `elem` says another MX element type; FP6 packed) and compact
+    E8M0 scales [M, K/32] -> bf16."""
     goal = ("copy", OTHER_GOAL)
     uses_x = False
 
-    def __init__(self, shape):
+    def __init__(self, shape, elem="f8E4M3FN"):
         super().__init__(shape)
-        self.name = f"mxfp8_dequantize_{_dims(shape)}"
-        self.title = "MXFP8 dequantize -> bf16"
+        self.elem = elem
+        prefix, title = MX_FORMATS[elem]
+        self.name = f"{prefix}_dequantize_{_dims(shape)}"
+        self.title = f"{title} dequantize -> bf16"
+        if elem != "f8E4M3FN":
+            self.torch_reason = "not written: only MXFP8 in torch ops"
+            self.goal = ("copy", QUANTIZE_GOAL)   # issue 23: the new formats' kernels, both ways
 
     @property
     def shape_text(self):
-        return f"{_dims(self.shape)} E4M3 + {_dims(self.scales_shape())} E8M0"
+        return f"{_dims(self.shape)} {self.elem} + {_dims(self.scales_shape())} E8M0"
 
     def scales_shape(self):
         return (self.shape[0], self.k // 32)
 
     def source(self):
-        data, scales, out = _t(self.shape, "f8E4M3FN"), _t(self.scales_shape(), "f8E8M0FNU"), _t(self.shape, "bf16")
+        data, scales, out = _t(self.shape, self.elem), _t(self.scales_shape(), "f8E8M0FNU"), _t(self.shape, "bf16")
         body = [f"  %y = mx.dequantize %d, %s block [1, 32] : {data}, {scales} -> {out}"]
         return _function(self.name, [f"%d: {data}", f"%s: {scales}"], body, [("%y", out)])
 
@@ -541,21 +578,25 @@ class Dequantize(Case):
         return [("bf16", 2 * _prod(self.shape), 2)]
 
     def nbytes(self):
-        return _prod(self.shape) + _prod(self.scales_shape()) + 2 * _prod(self.shape)
+        return _stored_bytes(self.elem, _prod(self.shape)) + _prod(self.scales_shape()) + 2 * _prod(self.shape)
 
     def check(self, host, outs):
         import ml_dtypes
         from mx import reference
-        data = host["data_rows"].view(ml_dtypes.float8_e4m3fn)
+        data = reference.unpack(host["data_rows"], self.elem)
         scales = host["scale_rows"].view(ml_dtypes.float8_e8m0fnu)
         want = reference.dequantize(data, scales, (1, 32), ml_dtypes.bfloat16)
         return [("bf16", _select(outs[0], host["rows"], 2 * self.k), want)]
 
     def torch_program(self):
+        if self.elem != "f8E4M3FN":
+            return None
         return lambda data, scales: [torch_dequantize(data, scales)]
 
     def torchao_program(self, tao):
         import torch
+        if self.elem != "f8E4M3FN":
+            raise NotAvailable("no torchao kernel for this element type")
         kernels = tao.triton_kernels(gated=False)
 
         def program(data, scales):
@@ -636,6 +677,9 @@ def cases():
     rows += [NVFP4(s, True) for s in big] + [NVFP4(s, False) for s in big]
     rows += [UpdateHistory(HISTORY)]
     rows += [Dequantize((8192, 8192)), Swizzle((8192, 256), False), Swizzle((8192, 256), True)]
+    for elem in ["f6E3M2FN", "f6E2M3FN", "i8"]:
+        rows += [MXFP8(big[0], ("rowwise", "columnwise"), elem), MXFP8(big[0], ("rowwise",), elem),
+                 MXFP8(big[0], ("columnwise",), elem), Dequantize(big[0], elem)]
     return rows
 
 
@@ -970,10 +1014,16 @@ def make_inputs(case, seed):
         return [history, scales], {"history": host_bytes(history).view(np.float32).reshape(case.shape),
                                    "scales": host_bytes(scales).view(np.float32)}
     if isinstance(case, Dequantize):
-        data, scales = torch_mxfp8_linear(make_x(case.shape, seed))
+        if case.elem == "f8E4M3FN":
+            data, scales = torch_mxfp8_linear(make_x(case.shape, seed))
+        else:  # any bytes are codes (FP6 packed); the scales over E8M0's range
+            row_bytes = _stored_bytes(case.elem, case.k)
+            data = torch.randint(0, 256, (case.shape[0], row_bytes), device=DEVICE, dtype=torch.uint8, generator=g)
+            scales = torch.randint(96, 160, case.scales_shape(), device=DEVICE, dtype=torch.uint8, generator=g)
         rows = edge_rows(case.shape[0])
         index = torch.as_tensor(rows, device=DEVICE)
-        host = {"rows": rows, "data_rows": host_bytes(data[index]).reshape(len(rows), case.k),
+        host = {"rows": rows,
+                "data_rows": host_bytes(data[index]).reshape(len(rows), _stored_bytes(case.elem, case.k)),
                 "scale_rows": host_bytes(scales[index]).reshape(len(rows), case.k // 32)}
         return [data, scales], host
     if isinstance(case, Swizzle):
@@ -1384,8 +1434,8 @@ def simulated_outputs(case, host_full):
         out = []
         for part in case.parts:
             block, _, dim = case.layout(part)
-            data, scales = reference.quantize(host_full["x"], block)
-            out += [_bytes(data), _bytes(reference.swizzle(scales, dim))]
+            data, scales = reference.quantize(host_full["x"], block, case.elem)
+            out += [_packed(case.elem, data), _bytes(reference.swizzle(scales, dim))]
         return out
     if isinstance(case, Blockwise):
         data, scales = reference.quantize(host_full["x"], (case.block_rows, 128), "f8E4M3FN", "f32", "ceil")
@@ -1406,7 +1456,7 @@ def simulated_outputs(case, host_full):
         return [_bytes(a) for a in reference.update_amax_history(host_full["history"], host_full["scales"])]
     if isinstance(case, Dequantize):
         import ml_dtypes
-        return [_bytes(reference.dequantize(host_full["data"].view(ml_dtypes.float8_e4m3fn),
+        return [_bytes(reference.dequantize(reference.unpack(host_full["data"], case.elem),
                                             host_full["scales"].view(ml_dtypes.float8_e8m0fnu), (1, 32),
                                             ml_dtypes.bfloat16))]
     if isinstance(case, Swizzle):
@@ -1432,6 +1482,9 @@ def selftest():
              Blockwise((512, 256), 1), Blockwise((768, 256), 128), PerTensor((512, 256)), Delayed((512, 128)),
              MXFP4((512, 128)), NVFP4((512, 128), True), NVFP4((512, 128), False), UpdateHistory((16, 64)),
              Dequantize((512, 256)), Swizzle((512, 8), False), Swizzle((512, 8), True)]
+    for elem in ["f6E3M2FN", "f6E2M3FN", "i8"]:
+        small += [MXFP8((512, 256), ("rowwise", "columnwise"), elem), MXFP8((640, 128), ("rowwise",), elem),
+                  Dequantize((512, 256), elem)]
     for case in small:
         host_full, host = {}, {}
         if case.uses_x:
@@ -1451,8 +1504,9 @@ def selftest():
             host_full["history"] = host["history"] = rng.random(case.shape).astype(np.float32)
             host_full["scales"] = host["scales"] = (rng.random(case.shape[1]) + 0.5).astype(np.float32)
         elif isinstance(case, Dequantize):
-            data, scales = reference.quantize(rng.standard_normal(case.shape).astype(np.float32), (1, 32))
-            data, scales = data.view(np.uint8), scales.view(np.uint8)
+            data, scales = reference.quantize(rng.standard_normal(case.shape).astype(np.float32), (1, 32),
+                                              case.elem)
+            data, scales = reference.pack(data), scales.view(np.uint8)
             rows = edge_rows(case.shape[0])
             host_full = {"data": data, "scales": scales}
             host = {"rows": rows, "data_rows": data[rows], "scale_rows": scales[rows]}

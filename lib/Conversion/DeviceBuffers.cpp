@@ -45,6 +45,12 @@ std::optional<int32_t> mx::getRuntimeElementType(Type type) {
     return MXRT_TYPE_F4E2M1;
   if (isa<Float8E8M0FNUType>(type))
     return MXRT_TYPE_E8M0;
+  if (isa<Float6E3M2FNType>(type))
+    return MXRT_TYPE_F6E3M2;
+  if (isa<Float6E2M3FNType>(type))
+    return MXRT_TYPE_F6E2M3;
+  if (type.isSignlessInteger(8))
+    return MXRT_TYPE_I8;
   if (type.isBF16())
     return MXRT_TYPE_BF16;
   if (type.isF16())

@@ -121,6 +121,10 @@ std::optional<ScaledMatmulRecipe> mx::classifyScaledMatmul(ScaledMatmulOp op) {
 
 FailureOr<CublasGemm> mx::getCublasGemm(ScaledMatmulOp op, Chip chip,
                                          std::string &reason) {
+  for (Value operand : {op.getLhs(), op.getRhs()})
+    if (failed(checkCublasElementType(getElementTypeOrSelf(operand.getType()),
+                                      reason)))
+      return failure();
   FailureOr<mxrtScaleMode> lhs =
       getScaleMode(op.getLhs().getType(), op.getLhsLayout(), op.getLhsBlock(),
                    op.getLhsScales().getType(), reason);
@@ -189,7 +193,8 @@ mx::chooseGemmLowering(ScaledMatmulOp op, Chip chip, GemmLowering option,
               kernelReason +
               (cublas ? "; cuBLASLt runs it (mx-lower-to-nvvm gemm=cublas or "
                         "gemm=auto)"
-                      : ""))
+                      : "; nor has it a cuBLASLt lowering (" + cublasReason +
+                            ")"))
                  .str();
     return failure();
   case GemmLowering::cublas:
@@ -198,7 +203,9 @@ mx::chooseGemmLowering(ScaledMatmulOp op, Chip chip, GemmLowering option,
     reason = "has no cuBLASLt lowering: " + cublasReason +
              (kernel ? "; the generated kernel runs it (mx-lower-to-nvvm "
                        "gemm=kernel or gemm=auto)"
-                     : "");
+                     : "; nor has it a generated kernel on " +
+                           getChipName(chip).str() + " (" + kernelReason +
+                           ")");
     return failure();
   case GemmLowering::automatic:
     break;

@@ -6,13 +6,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/Target.h"
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <array>
 
 using namespace mx;
+using mlir::TypeID;
 
 namespace {
 
@@ -26,13 +31,17 @@ struct ChipFacts {
   bool blockScaledTensorCores;
   GemmKernelResources gemm;
   GemmLoweringFacts fasterGemm;
+  /// The element types that `cvt` converts from f32 (`.rn.satfinite`, two at
+  /// a time) and back.
+  llvm::SmallVector<TypeID> convertedElementTypes;
 };
 
 const ChipFacts &getChipFacts(Chip chip) {
   // H100 SXM / H200: 132 SMs, 227 KiB of shared memory per block. B200: 148
   // SMs, 227 KiB of shared memory per block, 512 columns of tensor memory per
   // SM. PTX 8.6 is the oldest ISA CUDA 13 takes for sm_90a; 8.8 the first
-  // with `tcgen05.mma ... block_scale.block32`. The GEMM figures are
+  // with `tcgen05.mma ... block_scale.block32`. `cvt` takes the FP8 formats
+  // from sm_89 on, and FP6 and FP4 on sm_100a only. The GEMM figures are
   // bench/gemm.py's (bench/RESULTS.md), generated kernel against cuBLASLt
   // in the same run, over its six shapes.
   static const ChipFacts sm90a{
@@ -49,7 +58,9 @@ const ChipFacts &getChipFacts(Chip chip) {
                                "kernel at 5 of 6 shapes on an H100 "
                                "(2026-11-26)"},
         {GemmLowering::kernel, "cuBLASLt has no MX GEMM before SM100"},
-        {GemmLowering::cublas, "the generator has no NVFP4 kernel"}}}};
+        {GemmLowering::cublas, "the generator has no NVFP4 kernel"}}},
+      {TypeID::get<mlir::Float8E4M3FNType>(),
+       TypeID::get<mlir::Float8E5M2Type>()}};
   static const ChipFacts sm100a{
       "sm_100a",
       "+ptx88",
@@ -61,7 +72,12 @@ const ChipFacts &getChipFacts(Chip chip) {
         {GemmLowering::kernel, "not measured (no SM100 GPU has run it): the "
                                "generated tcgen05 kernel is the project's "
                                "MX path"},
-        {GemmLowering::cublas, "the generator has no NVFP4 kernel"}}}};
+        {GemmLowering::cublas, "the generator has no NVFP4 kernel"}}},
+      {TypeID::get<mlir::Float8E4M3FNType>(),
+       TypeID::get<mlir::Float8E5M2Type>(),
+       TypeID::get<mlir::Float6E3M2FNType>(),
+       TypeID::get<mlir::Float6E2M3FNType>(),
+       TypeID::get<mlir::Float4E2M1FNType>()}};
   switch (chip) {
   case Chip::sm_90a:
     return sm90a;
@@ -88,6 +104,11 @@ llvm::StringRef mx::getPtxFeatures(Chip chip) {
 
 bool mx::hasBlockScaledTensorCores(Chip chip) {
   return getChipFacts(chip).blockScaledTensorCores;
+}
+
+bool mx::hasHardwareConversion(Chip chip, mlir::Type elementType) {
+  return llvm::is_contained(getChipFacts(chip).convertedElementTypes,
+                            elementType.getTypeID());
 }
 
 GemmKernelResources mx::getGemmKernelResources(Chip chip) {
@@ -133,6 +154,18 @@ llvm::LogicalResult mx::checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
   llvm_unreachable("unknown scale mode");
 }
 
+llvm::LogicalResult mx::checkCublasElementType(mlir::Type elementType,
+                                               std::string &reason) {
+  ElementFormat format = getVerifiedElementFormat(elementType);
+  if (format.takesFP8Recipes() || format.takesNVFP4Scales())
+    return llvm::success();
+  llvm::raw_string_ostream(reason)
+      << "cuBLASLt takes FP8 (f8E4M3FN, f8E5M2) or FP4 (f4E2M1FN) operands, "
+         "got "
+      << elementType;
+  return llvm::failure();
+}
+
 llvm::LogicalResult mx::checkCublasOperandLayout(Chip chip,
                                                  mxrtOperandLayout layout,
                                                  std::string &reason) {
@@ -153,10 +186,14 @@ int64_t getElementBits(mxrtElemType type) {
   switch (type) {
   case MXRT_TYPE_F4E2M1:
     return 4;
+  case MXRT_TYPE_F6E3M2:
+  case MXRT_TYPE_F6E2M3:
+    return 6;
   case MXRT_TYPE_BF16:
   case MXRT_TYPE_F16:
     return 16;
   case MXRT_TYPE_F32:
+  case MXRT_TYPE_U32:
     return 32;
   default:
     return 8;

@@ -72,9 +72,10 @@ struct Problem {
 };
 
 const char *typeName(int32_t type) {
-  static const char *names[] = {"F8E4M3", "F8E5M2", "BF16",  "F16",
-                                "F32",    "E8M0",   "F4E2M1"};
-  return type >= 0 && type <= MXRT_TYPE_F4E2M1 ? names[type] : "<invalid type>";
+  static const char *names[] = {"F8E4M3", "F8E5M2", "BF16",   "F16",
+                                "F32",    "E8M0",   "F4E2M1", "U32",
+                                "F6E3M2", "F6E2M3", "I8"};
+  return type >= 0 && type <= MXRT_TYPE_I8 ? names[type] : "<invalid type>";
 }
 
 const char *modeName(int32_t mode) {

@@ -8,6 +8,7 @@ The functions most users want are attributes of the package, loaded on first use
                                 names, numpy / ml_dtypes or torch dtypes; block=32 is (1, 32)
 Modules (none is loaded eagerly, so that `mx.ptx` works without numpy):
   mx.reference  numpy + ml_dtypes oracle of the numerics (docs/numerics.md)
+  mx.formats    the one table of element types (dtypes, packing, runtime and DLPack codes)
   mx.builder    write an mx program in Python
   mx.compiler   compile-once Kernels and their disk cache
   mx.ops        the high-level functions above, and their *_kernel specializations

@@ -2,7 +2,7 @@
 
 A `Function` collects typed arguments and mx ops and prints itself as one `func.func`; each op
 method computes its result types with the same shape rules as the dialect (mx.reference's
-scales_shape, mx.tools' swizzled_shape), so a program is a few lines:
+scales_shape and swizzled_shape), so a program is a few lines:
 
     f = Function("quantize")
     x = f.arg((1024, 1024), "f32")
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import reference
-from .tools import swizzled_shape
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class Function:
     def swizzle(self, scales: Value, unscaled_dim: int | None = None, layout: str = "tiles") -> Value:
         """`mx.swizzle` of compact scales (`unscaled_dim` defaults to the rank's row dimension)."""
         unscaled_dim = len(scales.shape) - 2 if unscaled_dim is None else unscaled_dim
-        result = self._value(swizzled_shape(scales.shape, unscaled_dim, layout), scales.dtype)
+        result = self._value(reference.swizzled_shape(scales.shape, unscaled_dim, layout), scales.dtype)
         self._op([result], f"mx.swizzle {scales.name} unscaled_dim {unscaled_dim} layout {layout} : "
                            f"{scales.type} -> {result.type}")
         return result

@@ -16,9 +16,11 @@ on the caller's current stream (torch's, when torch tensors are given; the legac
 otherwise) without synchronizing, and returns torch tensors that own the device memory (freed
 stream-ordered through their DLPack deleter). A torch argument that does not start 16-byte aligned
 (a view at an element offset) is copied first, since the kernels cannot take it; another DLPack
-tensor is requested with the stream of the call and refused when misaligned. FP4 (`f4E2M1FN`)
-crosses the GPU boundary packed two elements to a byte, element 2i in the low nibble: a torch
-argument is a `uint8` or `float4_e2m1fn_x2` tensor whose last dimension is half the logical one.
+tensor is requested with the stream of the call and refused when misaligned. The packed types cross
+the GPU boundary packed, as mx.formats says: FP4 (`f4E2M1FN`) two elements to a byte, a torch
+argument a `uint8` or `float4_e2m1fn_x2` tensor whose last dimension is half the logical one; FP6
+(`f6E3M2FN`, `f6E2M3FN`) four elements to three bytes, a `uint8` tensor whose last dimension is 3/4
+of the logical one.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import dlpack, tools, toolchain
+from . import dlpack, formats, tools, toolchain
 from .runtime import _descriptor_type
 
 TARGETS = ("cpu", "sm_90a", "sm_100a")
@@ -49,12 +51,8 @@ _COMPILE_TOOLS = ("mx-opt", "mlir-translate", "llc")
 NUMPY_DTYPES = tools.NUMPY_DTYPES
 _SCALAR_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32,
                   "i64": ctypes.c_int64, "index": ctypes.c_int64}
-TORCH_DTYPES = {  # MLIR element type -> torch dtype names that carry it (the first is returned).
-    "f32": ("float32",), "f16": ("float16",), "bf16": ("bfloat16",), "f64": ("float64",),
-    "i8": ("int8",), "i16": ("int16",), "i32": ("int32",), "i64": ("int64",),
-    "f8E4M3FN": ("float8_e4m3fn", "uint8"), "f8E5M2": ("float8_e5m2", "uint8"),
-    "f8E8M0FNU": ("float8_e8m0fnu", "uint8"), "f4E2M1FN": ("float4_e2m1fn_x2", "uint8"),
-}
+# MLIR element type -> torch dtype names that carry it (the first is returned; mx.formats).
+TORCH_DTYPES = {f.name: f.torch for f in formats.FORMATS}
 
 
 @functools.lru_cache(maxsize=None)
@@ -375,10 +373,10 @@ def _host_array(kernel: Kernel, index: int, spec: TensorSpec, arg) -> np.ndarray
 
 
 def _stored_shape(spec: TensorSpec) -> tuple[int, ...]:
-    """The shape of the memory holding a tensor: packed FP4 has half the innermost extent."""
-    if spec.dtype == "f4E2M1FN" and spec.shape:
-        return (*spec.shape[:-1], spec.shape[-1] // 2 if spec.shape[-1] >= 0 else -1)
-    return spec.shape
+    """The shape of the memory holding a tensor: packed types (FP4, FP6) have fewer bytes than elements
+    in the innermost dimension."""
+    fmt = formats.BY_NAME.get(spec.dtype)
+    return fmt.stored_shape(spec.shape) if fmt is not None else spec.shape
 
 
 class _GpuLayouts:
@@ -414,7 +412,8 @@ class _GpuLayouts:
             self.result_shapes.append(shape)  # kept alive: the layouts point at them
             layout.rank, layout.storedRank, layout.storedShape = len(spec.shape), len(stored), shape
             layout.code, layout.bits = dlpack.DL_TYPES[spec.dtype]
-            layout.itemBytes = 1 if spec.dtype == "f4E2M1FN" else NUMPY_DTYPES[spec.dtype].itemsize
+            fmt = formats.get(spec.dtype)
+            layout.itemBytes = 1 if fmt.packed else fmt.dtype.itemsize
             self.result_dtypes.append(getattr(torch, TORCH_DTYPES[spec.dtype][0], None))
 
 

@@ -3,22 +3,19 @@
 Importing reads a producer's `DLManagedTensor` (torch, cupy, jax, ...) without a copy; exporting hands
 device memory that compiled code allocated to a consumer (torch) as a capsule whose deleter, in
 libmx_runtime, frees it, so the consumer's tensor owns the memory. Element types DLPack has no code for in the consumers we
-meet (FP8, E8M0, packed FP4) travel as uint8 and are viewed as their own dtype on the other side.
+meet (FP8, E8M0, packed FP4 and FP6) travel as uint8 and are viewed as their own dtype on the other side.
 """
 
 from __future__ import annotations
 
 import ctypes
-KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
-KDL_INT, KDL_UINT, KDL_FLOAT, KDL_BFLOAT = 0, 1, 2, 4
 
-# MLIR element type -> (DLPack code, bits) of the array that carries it.
-DL_TYPES = {
-    "f32": (KDL_FLOAT, 32), "f16": (KDL_FLOAT, 16), "bf16": (KDL_BFLOAT, 16), "f64": (KDL_FLOAT, 64),
-    "i8": (KDL_INT, 8), "i16": (KDL_INT, 16), "i32": (KDL_INT, 32), "i64": (KDL_INT, 64),
-    "f8E4M3FN": (KDL_UINT, 8), "f8E5M2": (KDL_UINT, 8), "f8E8M0FNU": (KDL_UINT, 8),
-    "f4E2M1FN": (KDL_UINT, 8),
-}
+from .formats import FORMATS
+
+KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
+
+# MLIR element type -> (DLPack code, bits) of the array that carries it (mx.formats).
+DL_TYPES = {f.name: f.dlpack for f in FORMATS}
 
 
 class DLDevice(ctypes.Structure):

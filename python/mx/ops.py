@@ -26,11 +26,11 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from . import builder, compiler, reference
+from . import builder, compiler, formats, reference
 
-WIDE_TYPES = ("f32", "bf16", "f16")  # what quantize reads and dequantize / matmul write
-_ELEMENTS = ("f8E4M3FN", "f8E5M2", "f4E2M1FN")
-_SCALES = ("f8E8M0FNU", "f32", "f8E4M3FN")
+WIDE_TYPES = formats.WIDE_TYPES  # what quantize reads and dequantize / matmul write
+_ELEMENTS = formats.ELEMENT_TYPES
+_SCALES = (*formats.SCALE_TYPES, "f8E4M3FN")  # E8M0, f32 and NVFP4's E4M3
 _ROUNDINGS = reference.ROUNDING_MODES
 _LAYOUTS = reference.LAYOUTS
 Block = Union[int, Sequence[int]]
@@ -46,14 +46,22 @@ def _check_tensor(op: str, name: str, x) -> None:
                         f"{type(x).__name__}")
 
 
-def element_type(x) -> str:
-    """The MLIR element type of a numpy array or torch tensor (uint8 torch tensors are not typed:
-    view FP8 data as its torch float8 dtype first)."""
+def element_type(x, declared: str | None = None) -> str:
+    """The MLIR element type of a numpy array or torch tensor. A torch tensor whose dtype names no mx
+    type (uint8 carrying FP8 bytes or packed FP6) needs `declared`, which must be a type that the
+    tensor's dtype carries (mx.formats); FP8 data may instead be viewed as its torch float8 dtype."""
     dtype = x.dtype if _is_torch(x) else np.asarray(x).dtype
+    dtype_name = str(dtype).removeprefix("torch.")
+    kind = "torch" if _is_torch(x) else "numpy"
+    if declared is not None:
+        fmt = formats.get(compiler.element_type_name(declared) or str(declared))
+        if dtype_name not in (fmt.torch if _is_torch(x) else (str(fmt.dtype),)):
+            raise TypeError(f"a {kind} {dtype_name} tensor does not carry {fmt.name}")
+        return fmt.name
     name = compiler.element_type_name(dtype)
     if name is None:
-        kind = "torch" if _is_torch(x) else "numpy"
-        raise TypeError(f"{kind} dtype {str(dtype).removeprefix('torch.')} is not an mx element type")
+        hint = " (name the element type it carries)" if dtype_name == "uint8" else ""
+        raise TypeError(f"{kind} dtype {dtype_name} is not an mx element type{hint}")
     return name
 
 
@@ -65,12 +73,17 @@ def _type_name(op: str, what: str, dtype, allowed: Sequence[str]) -> str:
     return name
 
 
-def logical_shape(x) -> tuple[int, ...]:
-    """The tensor's shape in elements (a packed torch FP4 tensor holds two per byte)."""
+def logical_shape(x, elem: str) -> tuple[int, ...]:
+    """The shape in elements of `x` holding `elem`: a torch tensor of a packed type (FP4, FP6) is its
+    memory, fewer bytes than elements in the innermost dimension; numpy holds an element per entry."""
     shape = tuple(x.shape)
-    if _is_torch(x) and element_type(x) == "f4E2M1FN":
-        shape = shape[:-1] + (2 * shape[-1],)
-    return shape
+    return formats.get(elem).logical_shape(shape) if _is_torch(x) else shape
+
+
+def _describe(x, declared: str | None = None) -> tuple[tuple[int, ...], str]:
+    """(logical shape, element type) of an argument, as the *_kernel functions take them."""
+    elem = element_type(x, declared)
+    return logical_shape(x, elem), elem
 
 
 @functools.cache
@@ -95,26 +108,26 @@ def _target_of(values: Sequence, target: str | None) -> str:
     return _chip(next(iter(devices)))
 
 
-def _host(x):
-    """A CPU torch tensor as the numpy array the CPU pipeline takes (bf16 and FP8 through their bits,
-    packed FP4 unpacked to a byte an element); numpy passes through."""
+def _host(x, elem: str):
+    """A CPU torch tensor holding `elem` as the numpy array the CPU pipeline takes (bf16 and FP8 through
+    their bits, packed types unpacked to an element an entry); numpy passes through."""
     if not _is_torch(x):
         return np.asarray(x)
     import torch
-    elem = element_type(x)
-    if elem == "f4E2M1FN":
-        return reference.unpack_fp4(x.detach().contiguous().view(torch.uint8).numpy())
-    dtype = compiler.NUMPY_DTYPES[elem]
-    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[dtype.itemsize]
-    return x.detach().contiguous().view(carrier).numpy().view(dtype)
+    fmt = formats.get(elem)
+    if fmt.packed:
+        return fmt.unpack(x.detach().contiguous().view(torch.uint8).numpy())
+    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[fmt.dtype.itemsize]
+    return x.detach().contiguous().view(carrier).numpy().view(fmt.dtype)
 
 
 _VERIFIER_ERROR = re.compile(r"error: (.*'mx\.\w+'.*)")
 
 
-def _run(op: str, kernel_of, target, values, *args):
-    """Compiles (or finds) the op's kernel for these arguments and runs it where the inputs live. The
-    op's verifier rejecting the program means the arguments were wrong: that is a ValueError."""
+def _run(op: str, kernel_of, target, values, elems, *args):
+    """Compiles (or finds) the op's kernel for these arguments and runs it where the inputs live
+    (`values`, holding `elems`). The op's verifier rejecting the program means the arguments were
+    wrong: that is a ValueError."""
     try:
         kernel = kernel_of(*args, target=target)
     except compiler.CompileError as error:
@@ -122,7 +135,7 @@ def _run(op: str, kernel_of, target, values, *args):
         if found is None:
             raise
         raise ValueError(f"mx.{op}: {found.group(1)}") from None
-    inputs = values if target != "cpu" else [_host(v) for v in values]
+    inputs = values if target != "cpu" else [_host(v, e) for v, e in zip(values, elems)]
     return kernel(*inputs)
 
 
@@ -198,8 +211,8 @@ def quantize(x, block: Block = 32, elem="f8E4M3FN", scale_type="f8E8M0FNU", roun
     col_scales)."""
     _check_tensor("quantize", "x", x)
     target = _target_of([x], target)
-    shape = logical_shape(x)
-    return _run("quantize", quantize_kernel, target, [x], shape, element_type(x),
+    shape, dtype = _describe(x)
+    return _run("quantize", quantize_kernel, target, [x], [dtype], shape, dtype,
                 _check_block("quantize", shape, block), _type_name("quantize", "element type", elem, _ELEMENTS),
                 _type_name("quantize", "scale type", scale_type, _SCALES), rounding, swizzle, columnwise)
 
@@ -231,9 +244,10 @@ def _check_tensor_scale(op: str, name: str, t) -> None:
 
 
 def dequantize(data, scales, block: Block = 32, out_dtype="f32", *, tensor_scale=None,
-               target: str | None = None):
+               elem: str | None = None, target: str | None = None):
     """`mx.dequantize`: float(data) * scale per block, as `out_dtype` (f32, bf16 or f16), times NVFP4's
-    `tensor_scale` (the 0-D f32 that quantize returned) where given."""
+    `tensor_scale` (the 0-D f32 that quantize returned) where given. `elem` names the element type of
+    data whose dtype does not (a torch uint8 tensor of packed FP6)."""
     _check_tensor("dequantize", "data", data)
     _check_tensor("dequantize", "scales", scales)
     values = [data, scales]
@@ -241,9 +255,9 @@ def dequantize(data, scales, block: Block = 32, out_dtype="f32", *, tensor_scale
         _check_tensor_scale("dequantize", "tensor_scale", tensor_scale)
         values.append(tensor_scale)
     target = _target_of(values, target)
-    shape = logical_shape(data)
-    return _run("dequantize", dequantize_kernel, target, values, shape, element_type(data),
-                logical_shape(scales), element_type(scales), _check_block("dequantize", shape, block),
+    (shape, dtype), (scales_shape, scale_type) = _describe(data, elem), _describe(scales)
+    return _run("dequantize", dequantize_kernel, target, values, [dtype, scale_type, "f32"], shape, dtype,
+                scales_shape, scale_type, _check_block("dequantize", shape, block),
                 _type_name("dequantize", "result dtype", out_dtype, WIDE_TYPES), tensor_scale is not None)
 
 
@@ -278,8 +292,9 @@ def swizzle(scales, unscaled_dim: int | None = None, layout: str = "tiles", *, t
     """`mx.swizzle` of compact scales (`unscaled_dim`: absolute, default the rank's row dimension)."""
     _check_tensor("swizzle", "scales", scales)
     target = _target_of([scales], target)
-    return _run("swizzle", swizzle_kernel, target, [scales], logical_shape(scales), element_type(scales),
-                unscaled_dim, layout, None)
+    shape, scale_type = _describe(scales)
+    return _run("swizzle", swizzle_kernel, target, [scales], [scale_type], shape, scale_type, unscaled_dim,
+                layout, None)
 
 
 def unswizzle(tiles, shape: Sequence[int], unscaled_dim: int | None = None, layout: str = "tiles", *,
@@ -287,7 +302,8 @@ def unswizzle(tiles, shape: Sequence[int], unscaled_dim: int | None = None, layo
     """`mx.unswizzle` back to the compact scales of `shape`."""
     _check_tensor("unswizzle", "tiles", tiles)
     target = _target_of([tiles], target)
-    return _run("unswizzle", swizzle_kernel, target, [tiles], logical_shape(tiles), element_type(tiles),
+    tiles_shape, scale_type = _describe(tiles)
+    return _run("unswizzle", swizzle_kernel, target, [tiles], [scale_type], tiles_shape, scale_type,
                 unscaled_dim, layout, tuple(int(d) for d in shape))
 
 
@@ -336,10 +352,12 @@ def scaled_matmul_kernel(a_shape: tuple[int, ...], a_type: str, a_scales_shape: 
 
 def scaled_matmul(a, a_scales, b, b_scales, a_block: Block = 32, b_block: Block = 32, out_dtype="f32",
                   a_layout: str = "k_contiguous", b_layout: str = "k_contiguous", *, tensor_scales=None,
-                  target: str | None = None):
+                  a_elem: str | None = None, b_elem: str | None = None, target: str | None = None):
     """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k] (B as [..., N, K]
     for k_contiguous, [..., K, N] for k_outer); scales compact, tiled or GEMM-ready. `tensor_scales`
-    = (t_a, t_b): both operands' NVFP4 tensor scales (the 0-D f32s quantize returned)."""
+    = (t_a, t_b): both operands' NVFP4 tensor scales (the 0-D f32s quantize returned). `a_elem` and
+    `b_elem` name the element types of operands whose dtype does not (torch uint8 tensors of packed
+    FP6)."""
     op = "scaled_matmul"
     values = [a, a_scales, b, b_scales]
     for name, value in zip(("a", "a_scales", "b", "b_scales"), values):
@@ -351,10 +369,11 @@ def scaled_matmul(a, a_scales, b, b_scales, a_block: Block = 32, b_block: Block 
             _check_tensor_scale(op, name, t)
         values += list(tensor_scales)
     target = _target_of(values, target)
-    a_shape, b_shape = logical_shape(a), logical_shape(b)
-    return _run(op, scaled_matmul_kernel, target, values, a_shape, element_type(a),
-                logical_shape(a_scales), element_type(a_scales), b_shape, element_type(b),
-                logical_shape(b_scales), element_type(b_scales), _gemm_block(op, a_shape, a_block, a_layout, "lhs"),
+    (a_shape, a_type), (a_scales_shape, a_scale_type), (b_shape, b_type), (b_scales_shape, b_scale_type) = (
+        _describe(a, a_elem), _describe(a_scales), _describe(b, b_elem), _describe(b_scales))
+    elems = [a_type, a_scale_type, b_type, b_scale_type, "f32", "f32"]
+    return _run(op, scaled_matmul_kernel, target, values, elems, a_shape, a_type, a_scales_shape, a_scale_type,
+                b_shape, b_type, b_scales_shape, b_scale_type, _gemm_block(op, a_shape, a_block, a_layout, "lhs"),
                 _gemm_block(op, b_shape, b_block, b_layout, "rhs"), _type_name(op, "result dtype", out_dtype, WIDE_TYPES),
                 a_layout, b_layout, tensor_scales is not None)
 

@@ -1,17 +1,20 @@
-"""mx.reference: bit-exact NumPy oracle for the mx dialect's MXFP8 / MXFP4 / NVFP4 / FP8 numerics.
+"""mx.reference: bit-exact NumPy oracle for the mx dialect's MXFP8 / MXFP6 / MXFP4 / MXINT8 / NVFP4 / FP8
+numerics.
 
 This module is the executable form of the numerical contract in docs/spec.md plus the project
 decisions recorded alongside it:
 
-* block-scaled quantization of f32/bf16/f16 tensors to f8E4M3FN, f8E5M2 or f4E2M1FN with f8E8M0FNU or
-  f32 block scales (`ceil`, `floor` and `exact` scale rules, NaN/Inf/zero special blocks, RNE + satfinite
-  element rounding) and dequantization (sections 1-3, 10); leading dimensions are batch dimensions (6);
+* block-scaled quantization of f32/bf16/f16 tensors to the element types of mx.formats (f8E4M3FN,
+  f8E5M2, f6E3M2FN, f6E2M3FN, f4E2M1FN, and i8 for MXINT8) with f8E8M0FNU or f32 block scales (`ceil`,
+  `floor` and `exact` scale rules, NaN/Inf/zero special blocks, RNE + satfinite element rounding) and
+  dequantization (sections 1-3, 10, 11); leading dimensions are batch dimensions (6);
 * the cuBLASLt/cuDNN 128x4 swizzled scale layout, batched (sections 4, 6) and the FP8-blockwise
   compact <-> GEMM-ready scale conversion (section 9);
 * a scaled matmul with batch dimensions, K-contiguous or K-outer operands and linear, tiled or
   GEMM-ready scales (sections 5-7, 9, 10);
 * per-tensor amax, delayed-scaling casts and the amax-history / scale update (section 8);
-* FP4: the E2M1 element, nibble packing, MXFP4 and two-level NVFP4 (section 10).
+* FP4: the E2M1 element, nibble packing, MXFP4 and two-level NVFP4 (section 10); the packing of FP6
+  (section 11, mx.formats).
 
 Every CPU and GPU lowering is compared against it bit for bit, so it is written for clarity of the
 numerics rather than speed: everything is done in float32 exactly as the spec words it (one f32 division
@@ -32,20 +35,19 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 
-ELEMENT_TYPES = {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-                 "f4E2M1FN": ml_dtypes.float4_e2m1fn}
-SCALE_TYPES = {"f8E8M0FNU": ml_dtypes.float8_e8m0fnu, "f32": np.float32}
+from . import formats
+
+ELEMENT_TYPES = {name: formats.get(name).dtype.type for name in formats.ELEMENT_TYPES}
+SCALE_TYPES = {name: formats.get(name).dtype.type for name in formats.SCALE_TYPES}
 ROUNDING_MODES = ("ceil", "floor", "exact")
 LAYOUTS = ("k_contiguous", "k_outer")          # scaled_matmul operand layouts (spec section 7)
 AMAX_ALGORITHMS = ("max", "most_recent")       # delayed-scaling history reductions (spec section 8)
 FP8_ELEMENT_TYPES = ("f8E4M3FN", "f8E5M2")     # the per-tensor (current / delayed) scaling elements
 NVFP4_BLOCK = 16                               # NVFP4: one f8E4M3FN scale per 16 elements of the last dim
 
-_INPUT_DTYPES = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16))
+_INPUT_DTYPES = tuple(formats.get(name).dtype for name in formats.WIDE_TYPES)
 _OUTPUT_DTYPES = _INPUT_DTYPES
 _NAN_ELEMENT = 0x7F        # positive NaN in both f8E4M3FN (S.1111.111) and f8E5M2 (S.11111.11)
-# Code written for every element of a NaN block.  E2M1 has no NaN: the spec gives such blocks code 0.
-_NAN_CODE = {"f8E4M3FN": _NAN_ELEMENT, "f8E5M2": _NAN_ELEMENT, "f4E2M1FN": 0x0}
 _E4M3_NAN = 0x7F           # positive NaN byte of an f8E4M3FN scale (NVFP4 NaN blocks)
 _NAN_SCALE = 255           # E8M0 byte 0xFF
 _MAX_SCALE = 254           # 2**127, the largest finite E8M0 scale
@@ -68,13 +70,29 @@ def _check_name(name: str, table: dict | tuple, what: str) -> None:
 
 
 def max_finite(elem: str) -> float:
-    """Largest finite value of the element type: 448.0 (f8E4M3FN), 57344.0 (f8E5M2) or 6.0 (f4E2M1FN)."""
+    """Largest finite value of the element type: 448.0 (f8E4M3FN), 57344.0 (f8E5M2), 28.0 (f6E3M2FN),
+    7.5 (f6E2M3FN), 6.0 (f4E2M1FN) or 127/64 (i8, MXINT8: code c means c * 2**-6)."""
     _check_name(elem, ELEMENT_TYPES, "element type")
-    return float(ml_dtypes.finfo(ELEMENT_TYPES[elem]).max)
+    fmt = formats.get(elem)
+    if fmt.int_fraction_bits is not None:
+        return 127 / 2 ** fmt.int_fraction_bits
+    return float(ml_dtypes.finfo(fmt.dtype).max)
+
+
+def nan_block_code(elem: str) -> int:
+    """The code of every element of a NaN block: the positive NaN with every other bit set where the
+    format has NaN (0x7F for both FP8 formats), else 0 (E3M2, E2M3, E2M1 and MXINT8 have no NaN: spec
+    sections 10 and 11)."""
+    _check_name(elem, ELEMENT_TYPES, "element type")
+    fmt = formats.get(elem)
+    if fmt.int_fraction_bits is not None:
+        return 0
+    all_ones = (1 << (fmt.bits - 1)) - 1
+    return all_ones if np.isnan(np.array(all_ones, np.uint8).view(fmt.dtype).astype(np.float32)) else 0
 
 
 def emax(elem: str) -> int:
-    """Exponent of the largest power of two not above max_finite(elem): 8, 15 or 2."""
+    """Exponent of the largest power of two not above max_finite(elem): 8, 15, 4, 2, 2 or 0."""
     return math.frexp(max_finite(elem))[1] - 1
 
 
@@ -187,16 +205,39 @@ def _round_to_fp4(y: np.ndarray) -> np.ndarray:
     return code.astype(np.uint8).view(ml_dtypes.float4_e2m1fn)
 
 
+def _round_to_integer(y: np.ndarray, elem: str) -> np.ndarray:
+    """float32 -> MXINT8 code c = clamp(rne(y * 2**6), -127, 127) (-128 is never produced); NaN gives 0
+    (callers overwrite NaN blocks anyway).  The multiply by a power of two is exact in f32."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.asarray(y, np.float32) * np.float32(2 ** formats.get(elem).int_fraction_bits)
+        code = np.clip(np.rint(scaled), -127, 127)       # np.rint rounds half to even
+    return np.where(np.isnan(code), 0, code).astype(np.int8)
+
+
 def _round_to_element(y: np.ndarray, elem: str) -> np.ndarray:
     """float32 -> element type with round-to-nearest-even and saturation to +-maxfinite (Inf too),
-    subnormals kept, sign of zero kept.  FP8: clipping first is exact (the bounds are f32 values), and
-    ml_dtypes rounds f32 -> fp8 in one correctly rounded step (checked bit-exactly by the tests).  FP4 is
-    rounded explicitly by _round_to_fp4."""
+    subnormals kept, sign of zero kept.  FP8 and FP6: clipping first is exact (the bounds are f32 values),
+    and ml_dtypes rounds f32 -> fp8 / fp6 in one correctly rounded step (checked bit-exactly by the tests).
+    FP4 is rounded explicitly by _round_to_fp4, MXINT8 by _round_to_integer."""
     if elem == "f4E2M1FN":
         return _round_to_fp4(y)
+    if formats.get(elem).int_fraction_bits is not None:
+        return _round_to_integer(y, elem)
     mf = np.float32(max_finite(elem))
     with np.errstate(invalid="ignore"):   # NaN passes through (NaN blocks are overwritten by the caller)
         return np.clip(np.asarray(y, np.float32), -mf, mf).astype(ELEMENT_TYPES[elem])
+
+
+def element_values(data: np.ndarray) -> np.ndarray:
+    """The exact f32 values of an array of element codes (FP8, FP6, FP4 dtypes; int8 as MXINT8, c * 2**-6)."""
+    data = np.asarray(data)
+    fmt = formats.BY_DTYPE.get(data.dtype)
+    if fmt is None or fmt.role != "element":
+        raise TypeError(f"data must be of an mx element type {list(ELEMENT_TYPES)}, got {data.dtype}")
+    values = data.astype(np.float32)
+    if fmt.int_fraction_bits is not None:
+        values = values * np.float32(2.0 ** -fmt.int_fraction_bits)
+    return values
 
 
 def quantize(x: np.ndarray, block: Shape, elem: str = "f8E4M3FN", scale_type: str = "f8E8M0FNU",
@@ -206,13 +247,15 @@ def quantize(x: np.ndarray, block: Shape, elem: str = "f8E4M3FN", scale_type: st
     Leading dims are batch dims with block extent 1 (spec section 6), e.g. (1, 1, 1, 32) for Q [B, H, S, D]
     scaled along D and (1, 1, 32, 1) for V scaled along S; nothing here depends on the rank.
 
-    Returns (data, scales): data has x's shape and the ml_dtypes dtype of `elem` (one element per array
-    entry, also for f4E2M1FN: see pack_fp4 for the two-per-byte memory form); scales has shape
-    scales_shape(x.shape, block) and dtype SCALE_TYPES[scale_type] (E8M0 bytes, or f32 values
-    2**(b-127) for ceil/floor, q itself for exact).
+    Returns (data, scales): data has x's shape and the dtype of `elem` (one element per array entry, also
+    for the packed FP4 and FP6 types: see pack / unpack for their memory form; int8 codes for i8);
+    scales has shape scales_shape(x.shape, block) and dtype SCALE_TYPES[scale_type] (E8M0 bytes, or f32
+    values 2**(b-127) for ceil/floor, q itself for exact).
 
-    MXFP4 is elem="f4E2M1FN" with a block of 32 along the last dim: section 3 with max finite 6 and
-    emax 2; a NaN block gets scale byte 0xFF (f32: NaN) and element codes 0 (E2M1 has no NaN)."""
+    MXFP4, MXFP6 and MXINT8 are elem="f4E2M1FN", "f6E3M2FN" / "f6E2M3FN" and "i8" with a block of 32
+    along one of the last two dims: section 3 with their max finite and emax (sections 10, 11); a NaN
+    block gets scale byte 0xFF (f32: NaN) and element codes nan_block_code(elem), 0 for these formats
+    without NaN.  MXINT8's code is clamp(rne(y * 64), -127, 127)."""
     _check_name(elem, ELEMENT_TYPES, "element type")
     _check_name(scale_type, SCALE_TYPES, "scale type")
     _check_name(rounding, ROUNDING_MODES, "rounding mode")
@@ -235,7 +278,7 @@ def quantize(x: np.ndarray, block: Shape, elem: str = "f8E4M3FN", scale_type: st
                 else _scale_value(b)
     data = _round_to_element(y, elem)
     # Every element of a NaN block is the positive NaN byte (FP8) or code 0 (FP4), whatever its own value.
-    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = _NAN_CODE[elem]
+    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = nan_block_code(elem)
     return data, scales
 
 
@@ -261,14 +304,13 @@ def _dequantize_f32(data: np.ndarray, scales: np.ndarray, block: Shape, tensor_s
     """f32(data) * f32 scale value (one f32 multiply), then * f32 tensor_scale when given (a second f32
     multiply: NVFP4's x' = float(q) * float(s) * t, left to right).  NaN results are canonical."""
     data = np.asarray(data)
-    if data.dtype not in [np.dtype(t) for t in ELEMENT_TYPES.values()]:
-        raise TypeError(f"data must be an fp8 or fp4 element type, got {data.dtype}")
+    values = element_values(data)
     eff, nb = _block_layout(data.shape, block)
     if tuple(np.shape(scales)) != nb:
         raise ValueError(f"scales shape {np.shape(scales)} != {nb} for data {data.shape}, block {tuple(block)}")
     _require_subnormals()
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        x = data.astype(np.float32) * _expand(_scale_values(scales), eff, data.shape)
+        x = values * _expand(_scale_values(scales), eff, data.shape)
         if tensor_scale is not None:
             x = x * np.float32(tensor_scale)
     # NaN sign and payload are not portable (GPU arithmetic returns a canonical NaN), so every NaN
@@ -294,12 +336,35 @@ def _raw(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
-def _tiles(r: int, c: int) -> tuple[int, int]:
-    return -(-r // 128), -(-c // 4)
+# The 128x4 tiles (spec section 4): a tile is 32 rows of 16 entries, tile row i holding rows i, i + 32,
+# i + 64, i + 96 of the tile, 4 columns each; compact (r, c) sits at [r/128, c/4, r%32, (r%128)/32, c%4].
+TILE_ROWS, TILE_COLS, _TILE_ROW_STRIDE = 128, 4, 32
+_TILE_ROW_GROUPS = TILE_ROWS // _TILE_ROW_STRIDE
 
 
 def _pad4(n: int) -> int:
     return -(-n // 4) * 4
+
+
+def swizzled_shape(shape: Shape, unscaled_dim: int, layout: str = "tiles") -> tuple[int, ...]:
+    """The shape swizzle gives compact scales of `shape` (batch dims kept), R along `unscaled_dim`:
+    [..., R'/128, C'/4, 32, 4, 4] for "tiles", [..., C, ceil(R/4), 4] for "blockwise" (GEMM-ready)."""
+    shape = tuple(int(n) for n in shape)
+    rank = len(shape)
+    d = _check_unscaled_dim(rank, unscaled_dim, "swizzled_shape")
+    rows, cols = shape[d], shape[2 * rank - 3 - d]
+    if layout == "tiles":
+        return (*shape[:-2], -(-rows // TILE_ROWS), -(-cols // TILE_COLS), _TILE_ROW_STRIDE,
+                _TILE_ROW_GROUPS, TILE_COLS)
+    if layout == "blockwise":
+        return (*shape[:-2], cols, _pad4(rows) // 4, 4)
+    raise ValueError(f"unknown swizzle layout {layout!r}; expected 'tiles' or 'blockwise'")
+
+
+def _transpose_tiles(a: np.ndarray, batch: int) -> np.ndarray:
+    """Tiling a padded [..., R', C'] matrix is one transpose of its view [..., R'/128, 4, 32, C'/4, 4]
+    that swaps the 4 row groups and the C'/4 tile columns; it is its own inverse (tiles <-> view)."""
+    return a.transpose(tuple(range(batch)) + tuple(batch + k for k in (0, 3, 2, 1, 4)))
 
 
 def _check_unscaled_dim(rank: int, unscaled_dim: int, what: str) -> int:
@@ -324,14 +389,11 @@ def swizzle(scales: np.ndarray, unscaled_dim: int = 0) -> np.ndarray:
     d = _check_unscaled_dim(s.ndim, unscaled_dim, "swizzle")
     raw = _raw(s if d == s.ndim - 2 else np.swapaxes(s, -1, -2))
     batch, (r, c) = raw.shape[:-2], raw.shape[-2:]
-    tr, tc = _tiles(r, c)
-    padded = np.zeros(batch + (tr * 128, tc * 4), raw.dtype)
+    tr, tc = swizzled_shape(raw.shape, raw.ndim - 2)[-5:-3]
+    padded = np.zeros(batch + (tr * TILE_ROWS, tc * TILE_COLS), raw.dtype)
     padded[..., :r, :c] = raw
-    # padded[..., r, c] with r = 128*t + 32*i + j, c = 4*u + v  ->  out[..., t, u, j, i, v]
-    nb = len(batch)
-    out = padded.reshape(batch + (tr, 4, 32, tc, 4))
-    out = out.transpose(tuple(range(nb)) + tuple(nb + k for k in (0, 3, 2, 1, 4)))
-    return np.ascontiguousarray(out).view(s.dtype)
+    view = padded.reshape(batch + (tr, _TILE_ROW_GROUPS, _TILE_ROW_STRIDE, tc, TILE_COLS))
+    return np.ascontiguousarray(_transpose_tiles(view, len(batch))).view(s.dtype)
 
 
 def unswizzle(swizzled: np.ndarray, shape: Shape, unscaled_dim: int = 0) -> np.ndarray:
@@ -342,12 +404,12 @@ def unswizzle(swizzled: np.ndarray, shape: Shape, unscaled_dim: int = 0) -> np.n
     d = _check_unscaled_dim(len(shape), unscaled_dim, "unswizzle")
     batch = shape[:-2]
     r, c = (shape[-2], shape[-1]) if d == len(shape) - 2 else (shape[-1], shape[-2])
-    tr, tc = _tiles(r, c)
-    if s.shape != batch + (tr, tc, 32, 4, 4):
-        raise ValueError(f"swizzled shape {s.shape} != {batch + (tr, tc, 32, 4, 4)} for scales {shape}")
-    nb = len(batch)
-    lin = _raw(s).transpose(tuple(range(nb)) + tuple(nb + k for k in (0, 3, 2, 1, 4)))
-    lin = lin.reshape(batch + (tr * 128, tc * 4))[..., :r, :c]
+    expected = swizzled_shape(shape, d)
+    if s.shape != expected:
+        raise ValueError(f"swizzled shape {s.shape} != {expected} for scales {shape}")
+    tr, tc = expected[-5:-3]
+    lin = _transpose_tiles(_raw(s), len(batch))
+    lin = lin.reshape(batch + (tr * TILE_ROWS, tc * TILE_COLS))[..., :r, :c]
     return np.ascontiguousarray(lin if d == len(shape) - 2 else np.swapaxes(lin, -1, -2)).view(s.dtype)
 
 
@@ -562,27 +624,36 @@ def update_amax_history(history: np.ndarray, scales: np.ndarray, algorithm: str 
 # FP4 (spec section 10): nibble packing, NVFP4.  MXFP4 is quantize(x, (..., 1, 32), "f4E2M1FN").
 # ---------------------------------------------------------------------------------------------------
 
+def pack(a: np.ndarray) -> np.ndarray:
+    """An array of a packed element type (float4_e2m1fn, float6_e3m2fn, float6_e2m3fn) [..., n] -> its
+    memory, uint8 [..., n * bits / 8]: FP4 element 2i in the low nibble of byte i (PyTorch's
+    float4_e2m1fn_x2, cuBLASLt's CUDA_R_4F_E2M1); FP6 element 4i + j in bits 6j..6j+5 of the little-endian
+    24-bit word of bytes 3i..3i+2 (the order of the sub-byte tensor-map types, docs/numerics.md).  Other
+    element types are returned as their bytes."""
+    a = np.asarray(a)
+    fmt = formats.BY_DTYPE.get(a.dtype)
+    if fmt is None or fmt.role != "element":
+        raise TypeError(f"pack needs an array of an mx element type, got {a.dtype}")
+    return fmt.pack(a)
+
+
+def unpack(packed: np.ndarray, elem: str) -> np.ndarray:
+    """uint8 memory [..., stored n] of element type `elem` -> its elements (inverse of pack)."""
+    _check_name(elem, ELEMENT_TYPES, "element type")
+    return formats.get(elem).unpack(packed)
+
+
 def pack_fp4(a: np.ndarray) -> np.ndarray:
-    """float4_e2m1fn array [..., 2n] -> uint8 [..., n]: element 2i in the low nibble, 2i+1 in the high one
-    (PyTorch's float4_e2m1fn_x2, cuBLASLt's CUDA_R_4F_E2M1)."""
+    """float4_e2m1fn array [..., 2n] -> uint8 [..., n]: pack for FP4."""
     a = np.asarray(a)
     if a.dtype != np.dtype(ml_dtypes.float4_e2m1fn):
         raise TypeError(f"pack_fp4 needs a float4_e2m1fn array, got {a.dtype}")
-    if a.ndim < 1 or a.shape[-1] % 2:
-        raise ValueError(f"pack_fp4 needs rank >= 1 and an even last dim, got shape {a.shape}")
-    codes = a.view(np.uint8) & 0xF
-    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    return pack(a)
 
 
 def unpack_fp4(packed: np.ndarray) -> np.ndarray:
     """uint8 [..., n] -> float4_e2m1fn [..., 2n] (inverse of pack_fp4)."""
-    p = np.asarray(packed)
-    if p.dtype != np.dtype(np.uint8) or p.ndim < 1:
-        raise TypeError(f"unpack_fp4 needs a uint8 array of rank >= 1, got {p.dtype} of shape {p.shape}")
-    out = np.empty(p.shape[:-1] + (2 * p.shape[-1],), np.uint8)
-    out[..., 0::2] = p & 0xF
-    out[..., 1::2] = p >> 4
-    return out.view(ml_dtypes.float4_e2m1fn)
+    return unpack(packed, "f4E2M1FN")
 
 
 def _nvfp4_block(shape: Shape) -> tuple[int, ...]:
@@ -632,7 +703,7 @@ def quantize_nvfp4(x: np.ndarray, tensor_scale=None) -> tuple[np.ndarray, np.nda
         r = (np.float32(1) / t) / scales.astype(np.float32)
         y = np.clip(x32 * _expand(r, eff, x32.shape), -_FP4_MAX, _FP4_MAX)
     data = _round_to_fp4(y)
-    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = _NAN_CODE["f4E2M1FN"]
+    data.view(np.uint8)[_expand(nan_block, eff, x32.shape)] = nan_block_code("f4E2M1FN")
     return data, scales, t
 
 

@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-import ml_dtypes
 import numpy as np
 
-from mx import dlpack, reference, toolchain
+from mx import dlpack, formats, toolchain
 
 __all__ = [
     "ElemType", "ScaleMode", "Swizzle", "Status", "MXRuntimeError", "GPUUnavailableError", "DeviceBuffer", "MemRef",
@@ -44,15 +43,10 @@ __all__ = [
 ]
 
 
-class ElemType(enum.IntEnum):
-    F8E4M3 = 0
-    F8E5M2 = 1
-    BF16 = 2
-    F16 = 3
-    F32 = 4
-    E8M0 = 5  # Scale bytes; only tensor_map takes it.
-    F4E2M1 = 6  # Packed two elements to a byte, element 2i in the low nibble.
-    U32 = 7  # Order keys of a float max (mxrtAllReduce).
+# mxrtElemType, from the rows of mx.formats that have a runtime code: E8M0 is scale bytes (only tensor_map
+# takes it); U32 the order keys of a float max (mxrtAllReduce); F4E2M1, F6E3M2 and F6E2M3 are
+# packed (mx.formats says how).
+ElemType = enum.IntEnum("ElemType", {f.runtime[0]: f.runtime[1] for f in formats.FORMATS if f.runtime})
 
 
 class ScaleMode(enum.IntEnum):
@@ -89,14 +83,8 @@ class Status(enum.IntEnum):
 
 ARGUMENT_ALIGNMENT = 16  # MXRT_ARGUMENT_ALIGNMENT: what compiled GPU functions take as device arguments
 
-NUMPY_DTYPES = {
-    ElemType.F8E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
-    ElemType.F8E5M2: np.dtype(ml_dtypes.float8_e5m2),
-    ElemType.BF16: np.dtype(ml_dtypes.bfloat16),
-    ElemType.F16: np.dtype(np.float16),
-    ElemType.F32: np.dtype(np.float32),
-    ElemType.E8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
-}
+NUMPY_DTYPES = {ElemType[f.runtime[0]]: f.dtype for f in formats.FORMATS if f.runtime}
+_FORMATS = {ElemType[f.runtime[0]]: f for f in formats.FORMATS if f.runtime}
 
 
 class ResultLayout(ctypes.Structure):
@@ -214,21 +202,25 @@ def synchronize() -> None:
     _check(load_library().mxrtSynchronize(), "mxrtSynchronize")
 
 
-_FP4 = np.dtype(ml_dtypes.float4_e2m1fn)
-
-
 def _copy_to_host(ptr: int, available: int | None, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
-    """Copies a dense array from device address `ptr`; FP4 is read packed (half a byte an element)
-    and unpacked. `available` bytes, when known, bound the read."""
-    packed = dtype == _FP4
-    if packed and (not shape or shape[-1] % 2):
-        raise ValueError(f"packed FP4 needs an even innermost extent, got shape {tuple(shape)}")
-    out = np.empty(tuple(shape[:-1]) + (shape[-1] // 2,) if packed else shape,
-                   np.uint8 if packed else dtype)
+    """Copies a dense array from device address `ptr`; packed types (FP4, FP6) are read packed, as
+    device memory holds them, and unpacked. `available` bytes, when known, bound the read."""
+    fmt = formats.BY_DTYPE.get(np.dtype(dtype))
+    packed = fmt is not None and fmt.packed
+    if packed and (not shape or shape[-1] % fmt.packed_elements):
+        raise ValueError(f"packed {fmt.name} needs an innermost extent that is a multiple of "
+                         f"{fmt.packed_elements}, got shape {tuple(shape)}")
+    out = np.empty(fmt.stored_shape(tuple(shape)) if packed else shape, np.uint8 if packed else dtype)
     if available is not None and out.nbytes > available:
         raise ValueError(f"{out.nbytes} bytes requested from a {available}-byte buffer")
     _check(load_library().mxrtMemcpyDtoH(out.ctypes.data, ptr, out.nbytes), "mxrtMemcpyDtoH")
-    return reference.unpack_fp4(out) if packed else out
+    return fmt.unpack(out) if packed else out
+
+
+def _stored(array: np.ndarray) -> np.ndarray:
+    """The bytes device memory holds for `array`: packed types packed, others as they are."""
+    fmt = formats.BY_DTYPE.get(array.dtype)
+    return fmt.pack(array) if fmt is not None and fmt.packed else array
 
 
 class DeviceBuffer:
@@ -249,9 +241,10 @@ class DeviceBuffer:
 
     @classmethod
     def from_numpy(cls, array: np.ndarray) -> DeviceBuffer:
-        """A buffer holding `array`; FP4 (float4_e2m1fn) is uploaded packed, as device memory holds it."""
+        """A buffer holding `array`; packed types (FP4, FP6) are uploaded packed, as device memory holds
+        them."""
         array = np.ascontiguousarray(array)
-        stored = reference.pack_fp4(array) if array.dtype == _FP4 else array
+        stored = _stored(array)
         buf = cls(stored.nbytes, array.dtype, array.shape)
         buf.copy_from(stored)
         return buf
@@ -288,8 +281,10 @@ class DeviceBuffer:
         dtype = np.dtype(dtype)
         if shape is None:
             same_type = self.shape is not None and dtype == self.dtype
-            per_byte = 2 if dtype == _FP4 else 1
-            shape = self.shape if same_type else (self.nbytes * per_byte // dtype.itemsize,)
+            fmt = formats.BY_DTYPE.get(dtype)
+            shape = self.shape if same_type else (
+                fmt.logical_shape((self.nbytes,)) if fmt is not None and fmt.packed
+                else (self.nbytes // dtype.itemsize,))
         return _copy_to_host(self.ptr, self.nbytes, shape, dtype)
 
     def close(self) -> None:
@@ -338,7 +333,7 @@ def scaled_matmul(m: int, n: int, k: int,
     Buffer sizes are checked here, since the GPU would read past a short one.
     """
     def data_bytes(elem_type, rows):
-        return rows * k // 2 if ElemType(elem_type) == ElemType.F4E2M1 else rows * k
+        return _FORMATS[ElemType(elem_type)].stored_shape((rows * k,))[0]
     needed = {
         "a": (a, data_bytes(a_type, m)), "b": (b, data_bytes(b_type, n)),
         "out": (out, m * n * NUMPY_DTYPES[ElemType(out_type)].itemsize),
@@ -437,8 +432,9 @@ class MemRef:
         dtype = np.dtype(dtype)
         if self.strides != MemRef(0, self.shape).strides:
             raise ValueError(f"memref strides {self.strides} are not row-major contiguous")
-        if dtype == _FP4 and self.offset:
-            raise ValueError("a packed FP4 memref must start at its aligned pointer")
+        fmt = formats.BY_DTYPE.get(dtype)
+        if fmt is not None and fmt.packed and self.offset:
+            raise ValueError(f"a packed {fmt.name} memref must start at its aligned pointer")
         return _copy_to_host(self.aligned + self.offset * dtype.itemsize, None, self.shape, dtype)
 
     def free(self) -> None:

@@ -17,35 +17,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
-from . import reference
+from . import formats, reference
 from .ptx import extract_ptx  # noqa: F401  (re-exported: part of the tools API)
 from .toolchain import LLVM_LIB, find_tool, runtime_library_dir
 
 
-# numpy dtype <-> MLIR element type.
-MLIR_TYPES = {
-    np.dtype(np.float32): "f32",
-    np.dtype(np.float64): "f64",
-    np.dtype(np.float16): "f16",
-    np.dtype(ml_dtypes.bfloat16): "bf16",
-    np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
-    np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
-    np.dtype(ml_dtypes.float8_e8m0fnu): "f8E8M0FNU",
-    np.dtype(ml_dtypes.float4_e2m1fn): "f4E2M1FN",
-    np.dtype(np.int8): "i8",
-    np.dtype(np.int16): "i16",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.int64): "i64",
-}
-NUMPY_DTYPES = {name: dtype for dtype, name in MLIR_TYPES.items()}  # MLIR element type -> numpy
+# numpy dtype <-> MLIR element type (mx.formats).
+MLIR_TYPES = {f.dtype: f.name for f in formats.FORMATS}
+NUMPY_DTYPES = {f.name: f.dtype for f in formats.FORMATS}  # MLIR element type -> numpy
 
 
 def _bit_width(dtype) -> int:
-    """Bits of one element in MLIR (numpy holds an FP4 element in a byte)."""
-    return 4 if np.dtype(dtype) == np.dtype(ml_dtypes.float4_e2m1fn) else np.dtype(dtype).itemsize * 8
+    """Bits of one element in MLIR (numpy holds an FP4 or FP6 element in a byte)."""
+    return formats.BY_DTYPE[np.dtype(dtype)].bits
 
 
 class ToolError(RuntimeError):
@@ -259,20 +245,10 @@ def _swizzle_op(op: str, source: np.ndarray, result_shape: Sequence[int], unscal
     return run_program({"s": source}, body, [Output("t", tuple(result_shape), source.dtype)])[0]
 
 
-def swizzled_shape(shape: Sequence[int], unscaled_dim: int, layout: str = "tiles") -> tuple[int, ...]:
-    """The shape `mx.swizzle` gives compact scales of `shape` (batch dimensions kept): `[..., R'/128,
-    C'/4, 32, 4, 4]` for `tiles`, `[..., C, ceil(R/4), 4]` for `blockwise` (R along `unscaled_dim`)."""
-    rank = len(shape)
-    rows, cols = shape[unscaled_dim], shape[2 * rank - 3 - unscaled_dim]
-    if layout == "tiles":
-        return (*shape[:-2], -(-rows // 128), -(-cols // 4), 32, 4, 4)
-    return (*shape[:-2], cols, -(-rows // 4), 4)
-
-
 def cpu_swizzle(scales: np.ndarray, unscaled_dim: int = 0, layout: str = "tiles") -> np.ndarray:
     """`mx.swizzle` through the CPU pipeline; same contract as `reference.swizzle` (`tiles`) and
     `reference.blockwise_gemm_ready` (`blockwise`)."""
-    return _swizzle_op("swizzle", scales, swizzled_shape(scales.shape, unscaled_dim, layout),
+    return _swizzle_op("swizzle", scales, reference.swizzled_shape(scales.shape, unscaled_dim, layout),
                        unscaled_dim, layout)
 
 

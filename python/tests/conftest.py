@@ -2,6 +2,7 @@
 
 The tests import the installed `mx` package (utils/setup.sh installs python/ editable into .venv).
 """
+import math
 import os
 import sys
 from pathlib import Path
@@ -92,11 +93,11 @@ def run_gpu_program(libraries, name, inputs, expected):
     """Calls compiled program `name` on host arrays and checks every result against `expected`, bit for
     bit. The results land in memory just filled with 0xA5 (blocks of their sizes, which the allocator
     hands back), so an element a kernel forgets to write is a mismatch, not a lucky zero."""
-    import ml_dtypes
-    from mx import runtime
+    from mx import formats, runtime
     expected = [np.asarray(a) for a in expected]
     for array in expected:
-        nbytes = array.size // 2 if array.dtype == ml_dtypes.float4_e2m1fn else array.nbytes  # packed
+        fmt = formats.BY_DTYPE.get(array.dtype)
+        nbytes = math.prod(fmt.stored_shape(array.shape)) if fmt and fmt.packed else array.nbytes
         poison = runtime.DeviceBuffer(nbytes)
         runtime.load_library().mxrtMemset8(poison.ptr, 0xA5, nbytes)
         poison.close()

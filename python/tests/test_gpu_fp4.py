@@ -52,10 +52,6 @@ def _type(shape, dtype):
 
 
 
-def _swizzled_shape(scales_shape):
-    return (-(-scales_shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4)
-
-
 def _block(block):
     return f"[{', '.join(map(str, block))}]"
 
@@ -86,7 +82,7 @@ def nvfp4_source(name):
         body = [f"  %d, %s, %t = mx.quantize %x block {_block(block)} : {_type(shape, dtype)} -> {data}, "
                 f"{scales}, tensor<f32>"]
     if swizzled:
-        tiles = _type(_swizzled_shape(scales_shape), ml_dtypes.float8_e4m3fn)
+        tiles = _type(reference.swizzled_shape(scales_shape, 0), ml_dtypes.float8_e4m3fn)
         body.append(f"  %w = mx.swizzle %s : {scales} -> {tiles}")
         results.append(("%w", tiles))
     else:

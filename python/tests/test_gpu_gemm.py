@@ -114,7 +114,7 @@ class Case:
     def scales_shape(self, rows, block):
         shape = reference.scales_shape((rows, self.k), block)
         if self.swizzled:
-            return (-(-shape[0] // 128), -(-shape[1] // 4), 32, 4, 4)
+            return reference.swizzled_shape(shape, 0)
         return shape
 
 

@@ -127,12 +127,6 @@ def _unscaled_dim(shape, block):
     return len(shape) - (2 if block[-2] == 1 else 1)
 
 
-def _swizzled_shape(scales_shape, unscaled_dim):
-    rank = len(scales_shape)
-    rows, cols = scales_shape[unscaled_dim], scales_shape[2 * rank - 3 - unscaled_dim]
-    return tuple(scales_shape[:-2]) + (-(-rows // 128), -(-cols // 4), 32, 4, 4)
-
-
 def _attribute(values):
     return "[" + ", ".join(map(str, values)) + "]"
 
@@ -150,7 +144,7 @@ def quantize_source(name):
         results += [(f"%d{index}", data_type)]
         if swizzled:
             dim = _unscaled_dim(shape, block)
-            tiled = _type(_swizzled_shape(scales_shape, dim), reference.SCALE_TYPES[scale_type])
+            tiled = _type(reference.swizzled_shape(scales_shape, dim), reference.SCALE_TYPES[scale_type])
             body.append(f"  %t{index} = mx.swizzle %s{index} unscaled_dim {dim} : {scales_type} -> {tiled}")
             results += [(f"%t{index}", tiled)]
         else:
@@ -196,7 +190,7 @@ def swizzle_source(name):
     # Separate inputs: unswizzle(swizzle(s)) would fold to s itself.
     shape, dim, dtype = SWIZZLE[name]
     linear = _type(shape, dtype)
-    tiled = _type(_swizzled_shape(shape, dim), dtype)
+    tiled = _type(reference.swizzled_shape(shape, dim), dtype)
     body = [f"  %t = mx.swizzle %s unscaled_dim {dim} : {linear} -> {tiled}",
             f"  %u = mx.unswizzle %w unscaled_dim {dim} : {tiled} -> {linear}"]
     return tools.function_source(name, [f"%s: {linear}", f"%w: {tiled}"], body, [("%t", tiled), ("%u", linear)])

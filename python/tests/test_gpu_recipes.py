@@ -42,7 +42,7 @@ def swizzle_source(name):
     # Separate inputs: unswizzle(swizzle(s)) would fold to s itself.
     shape, dim, layout, dtype = SWIZZLE[name]
     compact = tools.mlir_type(shape, dtype)
-    swizzled = tools.mlir_type(tools.swizzled_shape(shape, dim, layout), dtype)
+    swizzled = tools.mlir_type(reference.swizzled_shape(shape, dim, layout), dtype)
     body = [f"  %t = mx.swizzle %s unscaled_dim {dim} layout {layout} : {compact} -> {swizzled}",
             f"  %u = mx.unswizzle %w unscaled_dim {dim} layout {layout} : {swizzled} -> {compact}"]
     return tools.function_source(name, [f"%s: {compact}", f"%w: {swizzled}"], body, [("%t", swizzled), ("%u", compact)])

@@ -205,7 +205,8 @@ def test_constants_and_shapes():
     assert emax("f8E4M3FN") == 8 and emax("f8E5M2") == 15
     assert max_finite("f4E2M1FN") == 6.0 and emax("f4E2M1FN") == 2
     assert ELEMENT_TYPES == {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-                             "f4E2M1FN": ml_dtypes.float4_e2m1fn}
+                             "f6E3M2FN": ml_dtypes.float6_e3m2fn, "f6E2M3FN": ml_dtypes.float6_e2m3fn,
+                             "f4E2M1FN": ml_dtypes.float4_e2m1fn, "i8": np.int8}
     assert SCALE_TYPES == {"f8E8M0FNU": ml_dtypes.float8_e8m0fnu, "f32": np.float32}
     M, K = 500, 193
     assert scales_shape((M, K), (1, 32)) == (M, 7)
@@ -234,7 +235,7 @@ def test_argument_errors():
     with pytest.raises(ValueError):
         quantize(x, (1, 32), rounding="nearest")
     with pytest.raises(ValueError):
-        quantize(x, (1, 32), elem="f6E2M3FN")
+        quantize(x, (1, 32), elem="f6E3M3FN")
     with pytest.raises(TypeError):
         quantize(x.astype(np.float64), (1, 32))
     d, s = quantize(x, (1, 32))

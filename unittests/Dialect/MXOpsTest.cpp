@@ -1,9 +1,9 @@
 //===- MXOpsTest.cpp - Unit tests of the mx shape arithmetic --------------===//
 //
-// The scale shapes and element-type limits of MXOps.h, which the verifiers,
-// every lowering and the runtime's buffer sizes rely on: ragged blocks round
-// up, the swizzled layout pads rows to 128 and scale columns to 4, and the
-// limits are those of the OCP FP8 formats.
+// The scale shapes and the 128x4 tile index map of MXOps.h, which the
+// verifiers, every lowering and the runtime's buffer sizes rely on: ragged
+// blocks round up, the swizzled layout pads rows to 128 and scale columns to
+// 4, and the map meets the spec's worked checks and inverts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,15 +45,55 @@ TEST(SwizzledShape, PadsToWholeTiles) {
   EXPECT_EQ(getSwizzledShape(512, 16), Shape({4, 4, 32, 4, 4}));
 }
 
-TEST(ElementLimits, OcpFp8Formats) {
-  mlir::MLIRContext context;
-  auto e4m3 = mlir::Float8E4M3FNType::get(&context);
-  auto e5m2 = mlir::Float8E5M2Type::get(&context);
-  EXPECT_EQ(getMaxFinite(e4m3), 448.0);
-  EXPECT_EQ(getMaxFinite(e5m2), 57344.0);
-  // emax is the exponent of the largest power of two not above maxfinite.
-  EXPECT_EQ(getEmax(e4m3), 8);
-  EXPECT_EQ(getEmax(e5m2), 15);
+/// SwizzleTiles' arithmetic on integers.
+struct IntegerArith {
+  int64_t div(int64_t x, int64_t d) const { return x / d; }
+  int64_t rem(int64_t x, int64_t d) const { return x % d; }
+  int64_t fma(int64_t x, int64_t m, int64_t y) const { return x * m + y; }
+};
+
+/// The byte offset of a tiled index in swizzled scales of `tileCols` tile
+/// columns: tiles row-major, 512 bytes each.
+int64_t getTiledOffset(const std::array<int64_t, 5> &index, int64_t tileCols) {
+  return (index[0] * tileCols + index[1]) * 512 + index[2] * 16 + index[3] * 4 +
+         index[4];
+}
+
+TEST(SwizzleTiles, WorkedChecksOfTheSpec) {
+  // Scales [4, 2] = a..h: a, b at offsets 0, 1; c, d at 16, 17; e, f at 32,
+  // 33; g, h at 48, 49.
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 2; ++c)
+      EXPECT_EQ(
+          getTiledOffset(SwizzleTiles::getTiledIndex(r, c, IntegerArith{}), 1),
+          r * 16 + c);
+  // [256, 8] scales: tile order A (rows 0-127, cols 0-3), B (cols 4-7), C, D.
+  EXPECT_EQ(getTiledOffset(
+                SwizzleTiles::getTiledIndex<int64_t>(0, 4, IntegerArith{}), 2),
+            512);
+  EXPECT_EQ(
+      getTiledOffset(
+          SwizzleTiles::getTiledIndex<int64_t>(128, 0, IntegerArith{}), 2),
+      1024);
+  // Row r of a tile sits at (r % 32) * 16 + (r / 32) * 4.
+  EXPECT_EQ(getTiledOffset(
+                SwizzleTiles::getTiledIndex<int64_t>(97, 3, IntegerArith{}), 1),
+            1 * 16 + 3 * 4 + 3);
+}
+
+TEST(SwizzleTiles, CompactIndexInvertsTiledIndex) {
+  // Every position of M = 500, K = 192 MX scales padded to [512, 8].
+  for (int64_t r = 0; r < 512; ++r)
+    for (int64_t c = 0; c < 8; ++c) {
+      std::array<int64_t, 5> tiled =
+          SwizzleTiles::getTiledIndex(r, c, IntegerArith{});
+      Shape shape = getSwizzledShape(500, 6);
+      for (auto [index, extent] : llvm::zip_equal(tiled, shape))
+        EXPECT_LT(index, extent);
+      EXPECT_EQ(SwizzleTiles::getCompactIndex(llvm::ArrayRef<int64_t>(tiled),
+                                              IntegerArith{}),
+                std::make_pair(r, c));
+    }
 }
 
 } // namespace

@@ -2,10 +2,11 @@
 //
 // The one home of every per-chip decision of the GPU lowerings: which chips
 // they target and which one they take when not told, how `mx.scaled_matmul`
-// is lowered on each chip when the user leaves the choice to the compiler, and
-// which cuBLASLt scale modes each chip's tensor cores run. Pass and pipeline
-// options, patterns and diagnostics read these rather than spelling chips or
-// rules themselves.
+// is lowered on each chip when the user leaves the choice to the compiler,
+// which cuBLASLt scale modes each chip's tensor cores run, and which element
+// conversions each chip has as instructions. Pass and pipeline options,
+// patterns and diagnostics read these rather than spelling chips or rules
+// themselves.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include "mx/Runtime/MXRuntime.h"
 
+#include "mlir/IR/Types.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/LogicalResult.h"
@@ -46,6 +48,12 @@ llvm::StringRef getPtxFeatures(Chip chip);
 /// (`tcgen05.mma.block_scale`, SM100): what MX GEMMs need to run natively,
 /// in cuBLASLt (`VEC32_UE8M0`) or in a generated kernel.
 bool hasBlockScaledTensorCores(Chip chip);
+
+/// Whether the chip converts between f32 and the element type `elementType`
+/// with `cvt` (round to nearest even, saturating, two elements at a time),
+/// rather than in software: the FP8 formats on every chip, FP6 and FP4 on
+/// sm_100a. Kernels ask this instead of comparing chips.
+bool hasHardwareConversion(Chip chip, mlir::Type elementType);
 
 /// What the GEMM kernel generator sizes its kernels by on a chip.
 struct GemmKernelResources {
@@ -94,6 +102,13 @@ GemmLoweringFact getFasterGemmLowering(Chip chip, ScaledMatmulRecipe recipe);
 /// run on both chips.
 llvm::LogicalResult checkCublasScaleMode(Chip chip, mxrtScaleMode mode,
                                          std::string &reason);
+
+/// Whether cuBLASLt's scaled GEMMs take operands of the mx element type
+/// `elementType` on any chip, and if not, why: the FP8 formats and E2M1
+/// (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_4F_E2M1); it has no MXFP6 or
+/// MXINT8 GEMM.
+llvm::LogicalResult checkCublasElementType(mlir::Type elementType,
+                                           std::string &reason);
 
 /// Whether cuBLASLt takes an operand stored in `layout` on `chip`, and if
 /// not, why: before SM100 only K-contiguous FP8 operands.

@@ -31,7 +31,9 @@ extern "C" {
 /* Element types, encoded by the lowering as i32 constants. E8M0 stands for
  * any byte that is not an FP8 operand (block scales); only mxrtTensorMap
  * takes it. F4E2M1 data is packed two elements to a byte, element 2i in the
- * low nibble. */
+ * low nibble; F6E3M2 and F6E2M3 data four elements to three bytes, element
+ * 4i + j in bits 6j..6j+5 of the little-endian 24-bit word of bytes
+ * 3i..3i+2; I8 is MXINT8 data, code c meaning c * 2^-6. */
 typedef enum mxrtElemType {
   MXRT_TYPE_F8E4M3 = 0,
   MXRT_TYPE_F8E5M2 = 1,
@@ -40,7 +42,10 @@ typedef enum mxrtElemType {
   MXRT_TYPE_F32 = 4,
   MXRT_TYPE_E8M0 = 5,
   MXRT_TYPE_F4E2M1 = 6,
-  MXRT_TYPE_U32 = 7 /* the order keys of a float max (mxrtAllReduce) */
+  MXRT_TYPE_U32 = 7, /* the order keys of a float max (mxrtAllReduce) */
+  MXRT_TYPE_F6E3M2 = 8,
+  MXRT_TYPE_F6E2M3 = 9,
+  MXRT_TYPE_I8 = 10
 } mxrtElemType;
 
 /* How an operand X of mxrtScaledMatmul is stored (rows = M for A, N for B):
@@ -288,9 +293,9 @@ typedef enum mxrtTensorMapSwizzle {
  * that describes the row-major tensor at `base`: `rank` (2..5) dims listed
  * INNERMOST FIRST in `dims` (elements), densely packed (strides follow from
  * dims and the element size), boxes of `box` (elements, innermost first),
- * element type `elemType` (mxrtElemType; F8E4M3/F8E5M2 encode as
+ * element type `elemType` (mxrtElemType; F8E4M3/F8E5M2/I8 encode as
  * CU_TENSOR_MAP_DATA_TYPE_UINT8, BF16 as BFLOAT16, F16 as FLOAT16, F32 as
- * FLOAT32, E8M0 as UINT8), interleave none, the given swizzle
+ * FLOAT32, E8M0 as UINT8; the packed FP4 and FP6 types are not taken), interleave none, the given swizzle
  * (mxrtTensorMapSwizzle), L2 promotion 256B, out-of-bounds elements read as
  * zero. The map lives on the current default device, ready when the call
  * returns (a kernel on any stream may use it). Identical requests on one

@@ -349,8 +349,8 @@ SmallVector<int64_t> getPaddedShape(RankedTensorType swizzled,
   if (layout == SwizzleLayout::tiles) {
     SmallVector<int64_t> result(shape.drop_back(5));
     int64_t batch = result.size();
-    result.append(
-        {shape[batch] * kSwizzleTileRows, shape[batch + 1] * kSwizzleTileCols});
+    result.append({shape[batch] * SwizzleTiles::kRows,
+                   shape[batch + 1] * SwizzleTiles::kCols});
     return result;
   }
   SmallVector<int64_t> result(shape.drop_back(2));
@@ -379,7 +379,8 @@ struct SwizzleOpLowering : OpConversionPattern<SwizzleOp> {
     }
     SmallVector<int64_t> grouped(resultType.getShape().drop_back(5));
     ArrayRef<int64_t> tiles = resultType.getShape().drop_front(batch);
-    grouped.append({tiles[0], 4, 32, tiles[1], 4});
+    grouped.append({tiles[0], SwizzleTiles::kRowGroups,
+                    SwizzleTiles::kRowStride, tiles[1], SwizzleTiles::kCols});
     Value groupedTiles = tensor::ExpandShapeOp::create(
         rewriter, loc,
         RankedTensorType::get(grouped, resultType.getElementType()), padded,

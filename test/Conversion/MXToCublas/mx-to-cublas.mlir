@@ -131,3 +131,13 @@ func.func @k_outer_128x128(%a: tensor<256x128xf8E4M3FN>, %as: tensor<2x1xf32>, %
       : tensor<256x128xf8E4M3FN>, tensor<2x1xf32>, tensor<96x256xf8E4M3FN>, tensor<1x2xf32> -> tensor<128x96xbf16>
   return %c : tensor<128x96xbf16>
 }
+
+// -----
+
+// cuBLASLt has no MXINT8 (or MXFP6) GEMM on any chip.
+func.func @mxint8(%a: tensor<128x512xi8>, %as: tensor<1x4x32x4x4xf8E8M0FNU>, %b: tensor<256x512xi8>, %bs: tensor<2x4x32x4x4xf8E8M0FNU>) -> tensor<128x256xbf16> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt takes FP8 (f8E4M3FN, f8E5M2) or FP4 (f4E2M1FN) operands, got i8}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<128x512xi8>, tensor<1x4x32x4x4xf8E8M0FNU>, tensor<256x512xi8>, tensor<2x4x32x4x4xf8E8M0FNU> -> tensor<128x256xbf16>
+  return %c : tensor<128x256xbf16>
+}

@@ -79,12 +79,13 @@ func.func @nvfp4_computed(%x: tensor<50x64xf16>) -> (tensor<50x64xf4E2M1FN>, ten
 
 // -----
 
-// FP4 dequantize: one thread per packed byte, read through the operand's
-// aligned pointer; each nibble has its own block's scale.
+// FP4 dequantize: one thread per packed byte, read from global memory
+// through the operand's aligned pointer; each nibble has its own block's
+// scale.
 // CHECK-LABEL: func @dequantize_nvfp4
 // CHECK: memref.extract_aligned_pointer_as_index %{{.*}} : memref<32x64xf4E2M1FN> -> index
 // CHECK: gpu.launch
-// CHECK:   llvm.load %{{.*}} : !llvm.ptr -> i8
+// CHECK:   llvm.load %{{.*}} {alignment = 1 : i64} : !llvm.ptr<1> -> i8
 // CHECK-COUNT-2: memref.store %{{.*}} : memref<32x64xbf16>
 func.func @dequantize_nvfp4(%d: tensor<32x64xf4E2M1FN>, %s: tensor<32x4xf8E4M3FN>, %t: tensor<f32>) -> tensor<32x64xbf16> {
   %y = mx.dequantize %d, %s block [1, 16] tensor_scale(%t : tensor<f32>) : tensor<32x64xf4E2M1FN>, tensor<32x4xf8E4M3FN> -> tensor<32x64xbf16>

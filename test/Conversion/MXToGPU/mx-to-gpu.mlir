@@ -184,7 +184,7 @@ func.func @columnwise_batched(%x: tensor<2x70x96xf32>) -> (tensor<2x70x96xf8E4M3
 // -----
 
 func.func @unaligned_k(%x: tensor<64x72xf32>) -> tensor<64x3xf8E8M0FNU> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the rowwise GPU kernel needs K to be a multiple of 16 (4 when fused with a columnwise quantize of the same input)}}
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the rowwise GPU kernel needs K to be a multiple of 16 (of 4 when fused with a columnwise FP8 or MXINT8 quantize of the same input)}}
   %d, %s = mx.quantize %x block [1, 32] : tensor<64x72xf32> -> tensor<64x72xf8E4M3FN>, tensor<64x3xf8E8M0FNU>
   return %s : tensor<64x3xf8E8M0FNU>
 }
@@ -192,7 +192,7 @@ func.func @unaligned_k(%x: tensor<64x72xf32>) -> tensor<64x3xf8E8M0FNU> {
 // -----
 
 func.func @odd_k(%x: tensor<64x70xf32>) -> tensor<2x70xf8E8M0FNU> {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the columnwise GPU kernel needs K to be a multiple of 4}}
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the columnwise GPU kernel needs K to be a multiple of 4 for f8E4M3FN}}
   %d, %s = mx.quantize %x block [32, 1] : tensor<64x70xf32> -> tensor<64x70xf8E4M3FN>, tensor<2x70xf8E8M0FNU>
   return %s : tensor<2x70xf8E8M0FNU>
 }

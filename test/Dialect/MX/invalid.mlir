@@ -57,7 +57,7 @@ func.func @quantize_input_type(%x: tensor<4x64xf64>) {
 // -----
 
 func.func @quantize_element_type(%x: tensor<4x64xf32>) {
-  // expected-error @+1 {{'mx.quantize' op result #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type or f4E2M1FN type values, but got 'tensor<4x64xbf16>'}}
+  // expected-error @+1 {{'mx.quantize' op result #0 must be ranked tensor of mx element type values, but got 'tensor<4x64xbf16>'}}
   %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xbf16>, tensor<4x2xf8E8M0FNU>
   return
 }
@@ -274,7 +274,7 @@ func.func @matmul_result_shape(%a: tensor<64x64xf8E4M3FN>, %as: tensor<64x2xf8E8
 // -----
 
 func.func @matmul_data_type(%a: tensor<64x64xbf16>, %as: tensor<64x2xf8E8M0FNU>, %b: tensor<32x64xf8E4M3FN>, %bs: tensor<32x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op operand #0 must be ranked tensor of f8E4M3FN type or f8E5M2 type or f4E2M1FN type values, but got 'tensor<64x64xbf16>'}}
+  // expected-error @+1 {{'mx.scaled_matmul' op operand #0 must be ranked tensor of mx element type values, but got 'tensor<64x64xbf16>'}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<64x64xbf16>, tensor<64x2xf8E8M0FNU>, tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU> -> tensor<64x32xf32>
   return
@@ -380,7 +380,7 @@ func.func @delayed_index(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<
 
 // Delayed scaling casts to FP8 only (the odd innermost extent would not even pack).
 func.func @quantize_delayed_fp4(%x: tensor<4x33xf32>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
-  // expected-error @+1 {{'mx.quantize_delayed' op casts to FP8 (f8E4M3FN or f8E5M2) only, got 'f4E2M1FN' data: FP4 is quantized with block scales (mx.quantize, MXFP4 or NVFP4)}}
+  // expected-error @+1 {{'mx.quantize_delayed' op casts to FP8 (f8E4M3FN or f8E5M2) only, got 'f4E2M1FN' data: the other formats are quantized with block scales (mx.quantize)}}
   %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
       : tensor<4x33xf32>, tensor<3xf32>, tensor<16x3xf32> -> tensor<4x33xf4E2M1FN>, tensor<1x1xf32>, tensor<16x3xf32>
   return
@@ -451,7 +451,7 @@ func.func @fp4_e4m3_scales_need_fp4(%x: tensor<4x64xf32>) {
 // -----
 
 func.func @fp4_f32_scales(%x: tensor<4x64xf32>) {
-  // expected-error @+1 {{'mx.quantize' op f4E2M1FN data takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN scales (NVFP4, block 16), got f32}}
+  // expected-error @+1 {{'mx.quantize' op 'f4E2M1FN' data takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN scales (NVFP4, block 16), got f32}}
   %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xf4E2M1FN>, tensor<4x2xf32>
   return
 }
@@ -475,8 +475,75 @@ func.func @nvfp4_block(%x: tensor<4x64xf32>) {
 // -----
 
 func.func @fp4_odd_innermost(%x: tensor<64x5xf32>) {
-  // expected-error @+1 {{'mx.quantize' op f4E2M1FN data stores two elements per byte: its innermost extent must be even, got 'tensor<64x5xf4E2M1FN>'}}
+  // expected-error @+1 {{'mx.quantize' op 'f4E2M1FN' data stores 2 elements in 1 byte: its innermost extent must be a multiple of 2, got 'tensor<64x5xf4E2M1FN>'}}
   %d, %s = mx.quantize %x block [32, 1] : tensor<64x5xf32> -> tensor<64x5xf4E2M1FN>, tensor<2x5xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @fp6_partial_group(%x: tensor<64x6xf32>) {
+  // expected-error @+1 {{'mx.quantize' op 'f6E3M2FN' data stores 4 elements in 3 bytes: its innermost extent must be a multiple of 4, got 'tensor<64x6xf6E3M2FN>'}}
+  %d, %s = mx.quantize %x block [32, 1] : tensor<64x6xf32> -> tensor<64x6xf6E3M2FN>, tensor<2x6xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @fp6_f32_scales(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op 'f6E2M3FN' data takes f8E8M0FNU scales (MXFP6, block 32), got f32}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xf6E2M3FN>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @fp6_e4m3_scales(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op f8E4M3FN scales are NVFP4's and need f4E2M1FN data, got 'f6E3M2FN'}}
+  %d, %s, %t = mx.quantize %x block [1, 16] : tensor<4x64xf32> -> tensor<4x64xf6E3M2FN>, tensor<4x4xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @mxint8_block(%x: tensor<64x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op MXINT8 needs a block of 32 along one of the last two dimensions and 1 elsewhere, got [32, 32]}}
+  %d, %s = mx.quantize %x block [32, 32] : tensor<64x64xf32> -> tensor<64x64xi8>, tensor<2x2xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @mxint8_exact(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'mx.quantize' op 'i8' data takes f8E8M0FNU scales (MXINT8, block 32), got f32}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<4x64xf32> -> tensor<4x64xi8>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @mxfp6_matmul_f32_scales(%a: tensor<64x128xf6E3M2FN>, %as: tensor<64x1xf32>, %b: tensor<32x128xf8E4M3FN>, %bs: tensor<32x1xf32>) {
+  // expected-error @+1 {{'mx.scaled_matmul' op 'f6E3M2FN' lhs takes f8E8M0FNU scales (MXFP6, block 32), got f32}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
+      : tensor<64x128xf6E3M2FN>, tensor<64x1xf32>, tensor<32x128xf8E4M3FN>, tensor<32x1xf32> -> tensor<64x32xf32>
+  return
+}
+
+// -----
+
+func.func @quantize_delayed_not_fp8(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op casts to FP8 (f8E4M3FN or f8E5M2) only, got 'i8' data: the other formats are quantized with block scales (mx.quantize)}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xi8>, tensor<1x1xf32>, tensor<16x3xf32>
+  return
+}
+
+// -----
+
+func.func @history_element_not_fp8(%h: tensor<4x3xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'mx.update_amax_history' op attribute 'element' failed to satisfy constraint}}
+  %h1, %s1 = mx.update_amax_history %h, %s element f6E3M2FN
+      : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>
   return
 }
 
@@ -549,7 +616,7 @@ func.func @matmul_tensor_scales_mx(%a: tensor<64x64xf4E2M1FN>, %as: tensor<64x2x
 // -----
 
 func.func @matmul_fp4_f32_scales(%a: tensor<64x256xf4E2M1FN>, %as: tensor<64x2xf32>, %b: tensor<32x256xf8E4M3FN>, %bs: tensor<32x2xf32>) {
-  // expected-error @+1 {{'mx.scaled_matmul' op f4E2M1FN lhs takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN scales (NVFP4, block 16), got f32}}
+  // expected-error @+1 {{'mx.scaled_matmul' op 'f4E2M1FN' lhs takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN scales (NVFP4, block 16), got f32}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
       : tensor<64x256xf4E2M1FN>, tensor<64x2xf32>, tensor<32x256xf8E4M3FN>, tensor<32x2xf32> -> tensor<64x32xf32>
   return

@@ -139,3 +139,21 @@ func.func @given_amax(%x: tensor<64x128xbf16>, %a: tensor<f32>) {
   %q, %qs, %t = mx.quantize %x block [1, 16] amax(%f : tensor<f32>) : tensor<64x128xbf16> -> tensor<64x128xf4E2M1FN>, tensor<64x8xf8E4M3FN>, tensor<f32>
   return
 }
+
+// MXFP6 and MXINT8: E8M0 scales per 32 elements along either of the last two
+// dimensions, any mix of element types in a product.
+// CHECK-LABEL: func @mxfp6_mxint8
+// CHECK: mx.quantize %{{.*}} block [1, 32] : tensor<64x128xbf16> -> tensor<64x128xf6E3M2FN>, tensor<64x4xf8E8M0FNU>
+// CHECK: mx.quantize %{{.*}} block [32, 1] rounding floor : tensor<64x128xbf16> -> tensor<64x128xf6E2M3FN>, tensor<2x128xf8E8M0FNU>
+// CHECK: mx.quantize %{{.*}} block [1, 32] : tensor<64x128xbf16> -> tensor<64x128xi8>, tensor<64x4xf8E8M0FNU>
+// CHECK: mx.dequantize %{{.*}}, %{{.*}} block [1, 32] : tensor<64x128xi8>, tensor<64x4xf8E8M0FNU> -> tensor<64x128xf16>
+// CHECK: mx.scaled_matmul %{{.*}} lhs_block [1, 32] rhs_block [1, 32] : tensor<64x128xf6E3M2FN>, tensor<64x4xf8E8M0FNU>, tensor<64x128xi8>, tensor<64x4xf8E8M0FNU> -> tensor<64x64xf32>
+func.func @mxfp6_mxint8(%x: tensor<64x128xbf16>) -> tensor<64x64xf32> {
+  %a, %as = mx.quantize %x block [1, 32] : tensor<64x128xbf16> -> tensor<64x128xf6E3M2FN>, tensor<64x4xf8E8M0FNU>
+  %c, %cs = mx.quantize %x block [32, 1] rounding floor : tensor<64x128xbf16> -> tensor<64x128xf6E2M3FN>, tensor<2x128xf8E8M0FNU>
+  %b, %bs = mx.quantize %x block [1, 32] : tensor<64x128xbf16> -> tensor<64x128xi8>, tensor<64x4xf8E8M0FNU>
+  %y = mx.dequantize %b, %bs block [1, 32] : tensor<64x128xi8>, tensor<64x4xf8E8M0FNU> -> tensor<64x128xf16>
+  %p = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<64x128xf6E3M2FN>, tensor<64x4xf8E8M0FNU>, tensor<64x128xi8>, tensor<64x4xf8E8M0FNU> -> tensor<64x64xf32>
+  return %p : tensor<64x64xf32>
+}

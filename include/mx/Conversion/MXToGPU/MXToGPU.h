@@ -8,7 +8,7 @@
 #ifndef MX_CONVERSION_MXTOGPU_MXTOGPU_H
 #define MX_CONVERSION_MXTOGPU_MXTOGPU_H
 
-#include "mx/Conversion/MXToGPU/FusionPlan.h"
+#include "mx/Conversion/MXToGPU/Quantize/FusionPlan.h"
 #include "mx/Conversion/MXToGPU/Gemm/GemmGenerator.h"
 #include "mx/Conversion/Target.h"
 

@@ -33,8 +33,10 @@ SmallVector<int64_t> mx::getScalesShape(ArrayRef<int64_t> shape,
 }
 
 SmallVector<int64_t> mx::getSwizzledShape(int64_t rows, int64_t cols) {
-  return {llvm::divideCeilSigned(rows, kSwizzleTileRows),
-          llvm::divideCeilSigned(cols, kSwizzleTileCols), 32, 4, 4};
+  return {llvm::divideCeilSigned(rows, SwizzleTiles::kRows),
+          llvm::divideCeilSigned(cols, SwizzleTiles::kCols),
+          SwizzleTiles::kRowStride, SwizzleTiles::kRowGroups,
+          SwizzleTiles::kCols};
 }
 
 SmallVector<int64_t> mx::getSwizzledScalesShape(ArrayRef<int64_t> shape,
@@ -62,18 +64,6 @@ MatmulOperandShape mx::getMatmulOperandShape(ArrayRef<int64_t> shape,
   result.rows = shape[result.rowsDim];
   result.k = shape[result.kDim];
   return result;
-}
-
-double mx::getMaxFinite(Type elementType) {
-  if (isa<Float4E2M1FNType>(elementType))
-    return 6.0;
-  return isa<Float8E4M3FNType>(elementType) ? 448.0 : 57344.0;
-}
-
-int64_t mx::getEmax(Type elementType) {
-  if (isa<Float4E2M1FNType>(elementType))
-    return 2;
-  return isa<Float8E4M3FNType>(elementType) ? 8 : 15;
 }
 
 bool mx::isNVFP4Scale(Type scaleType) {
@@ -149,25 +139,48 @@ static LogicalResult verifyBlockScales(Operation *op, StringRef shapeName,
   return success();
 }
 
-/// Checks which scales and blocks go with FP4 data: E8M0 scales per 32
-/// elements (MXFP4) or E4M3 scales per 16 (NVFP4), along one of the last two
-/// dimensions; E4M3 scales only with FP4 data.
+/// The name of the MX recipe of `format` (E8M0 scales per 32 elements):
+/// "MXFP8", "MXFP6", "MXFP4" or "MXINT8".
+static std::string getMXRecipeName(const ElementFormat &format) {
+  return (llvm::Twine("MX") + (format.isInteger ? "INT" : "FP") +
+          llvm::Twine(format.bitWidth))
+      .str();
+}
+
+/// Checks which scales and blocks go with the element format of `data`: the
+/// FP8 formats take every scale type but NVFP4's; the others take E8M0
+/// scales per 32 elements (MX) along one of the last two dimensions, and E2M1
+/// also E4M3 scales per 16 (NVFP4). Packed formats need whole groups of
+/// elements in the innermost dimension.
 static LogicalResult verifyFormat(Operation *op, StringRef name,
                                   RankedTensorType data, Type scaleType,
                                   ArrayRef<int64_t> block) {
   Type element = data.getElementType();
+  ElementFormat format = getVerifiedElementFormat(element);
   bool nvfp4 = isNVFP4Scale(scaleType);
-  if (!isa<Float4E2M1FNType>(element)) {
-    if (nvfp4)
-      return op->emitOpError("f8E4M3FN scales are NVFP4's and need "
-                             "f4E2M1FN ")
-             << name << ", got " << element;
+  if (nvfp4 && !format.takesNVFP4Scales())
+    return op->emitOpError("f8E4M3FN scales are NVFP4's and need f4E2M1FN ")
+           << name << ", got " << element;
+  if (format.isPacked() &&
+      data.getShape().back() % format.packedElements != 0)
+    return op->emitOpError()
+           << element << " " << name << " stores " << format.packedElements
+           << " elements in " << format.packedBytes
+           << (format.packedBytes == 1 ? " byte" : " bytes")
+           << ": its innermost extent must be a multiple of "
+           << format.packedElements << ", got " << data;
+  if (format.takesFP8Recipes())
     return success();
+  std::string mx = getMXRecipeName(format);
+  if (scaleType.isF32()) {
+    InFlightDiagnostic diag = op->emitOpError()
+                              << element << " " << name
+                              << " takes f8E8M0FNU scales (" << mx
+                              << ", block " << kMXBlock << ")";
+    if (format.takesNVFP4Scales())
+      diag << " or f8E4M3FN scales (NVFP4, block " << kNVFP4Block << ")";
+    return diag << ", got f32";
   }
-  if (scaleType.isF32())
-    return op->emitOpError("f4E2M1FN ")
-           << name << " takes f8E8M0FNU scales (MXFP4, block 32) or f8E4M3FN "
-           << "scales (NVFP4, block 16), got f32";
   int64_t extent = nvfp4 ? kNVFP4Block : kMXBlock;
   int64_t rank = block.size();
   auto isOne = [](int64_t size) { return size == 1; };
@@ -177,14 +190,10 @@ static LogicalResult verifyFormat(Operation *op, StringRef name,
                          block.back() == 1 &&
                          llvm::all_of(block.drop_back(2), isOne);
   if (!alongLast && !alongSecondLast)
-    return op->emitOpError(nvfp4 ? "NVFP4" : "MXFP4")
+    return op->emitOpError(nvfp4 ? "NVFP4" : mx)
            << " needs a block of " << extent
            << " along one of the last two dimensions and 1 elsewhere, got "
            << formatShape(block);
-  if (data.getShape().back() % 2 != 0)
-    return op->emitOpError("f4E2M1FN ")
-           << name << " stores two elements per byte: its innermost extent "
-           << "must be even, got " << data;
   return success();
 }
 
@@ -461,14 +470,15 @@ static LogicalResult verifyHistory(Operation *op, RankedTensorType history,
 }
 
 LogicalResult QuantizeDelayedOp::verify() {
-  // Per-tensor scaling has FP8 elements (docs/spec.md, section 8); FP4 takes
-  // block scales, and its packed bytes could not even hold an odd extent.
+  // Per-tensor scaling has FP8 elements (docs/spec.md, section 8); the other
+  // formats take E8M0 block scales, and packed bytes (FP4, FP6) could not
+  // even hold an odd extent. Checked first, before the data's shape.
   Type element = getData().getType().getElementType();
-  if (!isa<Float8E4M3FNType, Float8E5M2Type>(element))
+  if (!getVerifiedElementFormat(element).takesFP8Recipes())
     return emitOpError("casts to FP8 (f8E4M3FN or f8E5M2) only, got ")
            << element
-           << " data: FP4 is quantized with block scales (mx.quantize, MXFP4 "
-              "or NVFP4)";
+           << " data: the other formats are quantized with block scales "
+              "(mx.quantize)";
   if (failed(verifyQuantizedData(*this, getInput().getType(),
                                  getData().getType())))
     return failure();

@@ -263,9 +263,9 @@ LoopModel buildSwizzleModel(MLIRContext *context, RankedTensorType compact,
     loops.push_back(model.addLoop(std::move(rule)));
   }
   if (tiles) {
-    model.requireMultiple(loops[rowsDim], kSwizzleTileRows,
+    model.requireMultiple(loops[rowsDim], SwizzleTiles::kRows,
                           "the 128-row tiles of the swizzled layout");
-    model.requireMultiple(loops[colsDim], kSwizzleTileCols,
+    model.requireMultiple(loops[colsDim], SwizzleTiles::kCols,
                           "the 4-column tiles of the swizzled layout");
   } else {
     model.requireMultiple(loops[rowsDim], kBlockwisePadding,
@@ -325,9 +325,9 @@ void addMatmulOperand(LoopModel &model, StringRef name, Value data,
   if (scalesType.getRank() == rank + 3) {
     scaleLoops.append(
         {rowsLoop, kLoop, LoopModel::kOwn, LoopModel::kOwn, LoopModel::kOwn});
-    model.requireMultiple(rowsLoop, kSwizzleTileRows,
+    model.requireMultiple(rowsLoop, SwizzleTiles::kRows,
                           "the 128-row tiles of its " + scalesName);
-    model.requireMultiple(kLoop, kSwizzleTileCols * blockK,
+    model.requireMultiple(kLoop, SwizzleTiles::kCols * blockK,
                           "the 4-column tiles of its " + scalesName);
     model.addTensor(scalesName, scalesType, scaleLoops, kTileInside);
     return;

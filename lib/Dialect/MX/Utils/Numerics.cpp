@@ -11,6 +11,7 @@
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/bit.h"
 
 #include <cmath>
 #include <limits>
@@ -20,40 +21,33 @@ using namespace mx;
 
 namespace {
 
-/// The bit layout of an FP8 or FP4 element type.
-struct ElementFormat {
-  int bitWidth;
-  int mantissaBits;
-  int exponentBits;
-  int bias;
-  uint32_t maxFiniteCode; // the code of +maxfinite
-  uint32_t maxFiniteF32Bits;
-  uint32_t nanCode; // what NaN converts to: the positive NaN, or 0 for E2M1
-  bool hasNaN;
-};
-
-ElementFormat getElementFormat(Type elementType) {
-  if (isa<Float8E4M3FNType>(elementType))
-    return {8, 3, 4, 7, 0x7E, 0x43E00000, 0x7F, true}; // 448
-  if (isa<Float4E2M1FNType>(elementType))
-    return {4, 1, 2, 1, 0x7, 0x40C00000, 0x0, false}; // 6, no NaN
-  return {8, 2, 5, 15, 0x7B, 0x47600000, 0x7F, true}; // 57344
-}
-
 /// Small helper to keep the bit manipulation readable.
+/// Its values are scalars, or vectors of `shape` (the builders that say so
+/// take vectors, elementwise).
 struct BitBuilder {
   OpBuilder &b;
   Location loc;
+  VectorType shape = {};
 
-  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
-  Value f32(float v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  /// `type`, or the vector of it of `shape`.
+  Type shaped(Type type) { return shape ? shape.clone(type) : type; }
+  Value constant(TypedAttr scalar) {
+    if (!shape)
+      return arith::ConstantOp::create(b, loc, scalar);
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(shape.clone(scalar.getType()), scalar));
   }
+  Value i32(int64_t v) {
+    if (!shape)
+      return arith::ConstantIntOp::create(b, loc, v, 32);
+    return constant(b.getI32IntegerAttr(static_cast<int32_t>(v)));
+  }
+  Value f32(float v) { return constant(b.getF32FloatAttr(v)); }
   Value bitsToF32(Value v) {
-    return arith::BitcastOp::create(b, loc, b.getF32Type(), v);
+    return arith::BitcastOp::create(b, loc, shaped(b.getF32Type()), v);
   }
   Value f32ToBits(Value v) {
-    return arith::BitcastOp::create(b, loc, b.getI32Type(), v);
+    return arith::BitcastOp::create(b, loc, shaped(b.getI32Type()), v);
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
@@ -157,10 +151,36 @@ Value mx::buildInverseScaleValue(OpBuilder &b, Location loc, Value exponent) {
   return bb.bitsToF32(bits);
 }
 
+/// MXINT8's code of f32 `value`: clamp(rne(value * 2^fraction), -max, max),
+/// the rounding done by adding 1.5 * 2^23, whose f32 neighbours are 1 apart,
+/// so that the code is the sum's bits minus the constant's. NaN gives 0.
+static Value buildTruncToIntegerCode(BitBuilder &bb, Value value,
+                                     const ElementFormat &fmt) {
+  // Elementwise on vectors: the GPU kernels convert MXINT8 with this.
+  OpBuilder &b = bb.b;
+  Location loc = bb.loc;
+  float limit = static_cast<float>(fmt.maxFiniteCode);
+  Value scaled = arith::MulFOp::create(
+      b, loc, value, bb.f32(std::ldexp(1.0f, fmt.mantissaBits)));
+  Value clamped = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, scaled, bb.f32(-limit)),
+      bb.f32(limit));
+  constexpr float kMagic = 0x1.8p23f;
+  Value code = bb.sub(
+      bb.f32ToBits(arith::AddFOp::create(b, loc, clamped, bb.f32(kMagic))),
+      bb.f32ToBits(bb.f32(kMagic)));
+  code = bb.select(bb.isNaN(value), bb.i32(fmt.getNaNBlockCode()), code);
+  return arith::TruncIOp::create(
+      b, loc, bb.shaped(b.getIntegerType(fmt.bitWidth)), code);
+}
+
 Value mx::buildTruncToElementBits(OpBuilder &b, Location loc, Value value,
                                   Type elementType) {
-  ElementFormat fmt = getElementFormat(elementType);
-  BitBuilder bb{b, loc};
+  ElementFormat fmt = getVerifiedElementFormat(elementType);
+  BitBuilder bb{b, loc, dyn_cast<VectorType>(value.getType())};
+  if (fmt.isInteger)
+    return buildTruncToIntegerCode(bb, value, fmt);
+  assert(!bb.shape && "float formats convert scalars");
   using P = arith::CmpIPredicate;
   Value bits = bb.f32ToBits(value);
   int signShift = 32 - fmt.bitWidth;
@@ -199,21 +219,32 @@ Value mx::buildTruncToElementBits(OpBuilder &b, Location loc, Value value,
       truncated, arith::ExtUIOp::create(b, loc, b.getI32Type(), roundUp));
 
   int64_t minNormalBits = int64_t(127 - fmt.bias + 1) << 23;
+  uint32_t maxFiniteBits =
+      llvm::bit_cast<uint32_t>(static_cast<float>(fmt.maxFinite));
   Value code = bb.select(bb.cmp(P::ult, magnitude, bb.i32(minNormalBits)),
                          subnormalCode, normalCode);
-  code = bb.select(bb.cmp(P::ugt, magnitude, bb.i32(fmt.maxFiniteF32Bits)),
+  code = bb.select(bb.cmp(P::ugt, magnitude, bb.i32(maxFiniteBits)),
                    bb.i32(fmt.maxFiniteCode), code);
   code = bb.bor(code, sign);
   code = bb.select(bb.cmp(P::ugt, magnitude, bb.i32(0x7F800000)),
-                   bb.i32(fmt.nanCode), code);
+                   bb.i32(fmt.getNaNBlockCode()), code);
   return arith::TruncIOp::create(b, loc, b.getIntegerType(fmt.bitWidth), code);
 }
 
 Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
                                   Type elementType) {
-  ElementFormat fmt = getElementFormat(elementType);
-  BitBuilder bb{b, loc};
+  ElementFormat fmt = getVerifiedElementFormat(elementType);
+  BitBuilder bb{b, loc, dyn_cast<VectorType>(bits.getType())};
   using P = arith::CmpIPredicate;
+  if (fmt.isInteger) {
+    // c * 2^-fraction: both factors and the product are exact in f32. Also
+    // elementwise on vectors, for the GPU kernels.
+    return arith::MulFOp::create(
+        b, loc,
+        arith::SIToFPOp::create(b, loc, bb.shaped(b.getF32Type()), bits),
+        bb.f32(std::ldexp(1.0f, -static_cast<int>(fmt.mantissaBits))));
+  }
+  assert(!bb.shape && "float formats decode scalars");
   Value byte = arith::ExtUIOp::create(b, loc, b.getI32Type(), bits);
   Value sign = bb.shl(bb.band(byte, bb.i32(1 << (fmt.bitWidth - 1))),
                       bb.i32(32 - fmt.bitWidth));
@@ -232,12 +263,12 @@ Value mx::buildExtFromElementBits(OpBuilder &b, Location loc, Value bits,
   Value magnitude = bb.select(bb.cmp(P::eq, exponent, bb.i32(0)),
                               bb.f32ToBits(subnormal), normal);
 
-  if (!fmt.hasNaN)
+  if (!fmt.nanCode)
     return bb.bitsToF32(bb.bor(magnitude, sign));
   Value allOnes = bb.cmp(P::eq, exponent, bb.i32(exponentMask));
   Value isNaN;
-  if (isa<Float8E4M3FNType>(elementType)) {
-    // E4M3FN has no infinities; only S.1111.111 is NaN.
+  if (!fmt.hasInfinity) {
+    // Like E4M3FN: no infinities; only S.1...1 is NaN.
     isNaN = arith::AndIOp::create(
         b, loc, allOnes,
         bb.cmp(P::eq, mantissa, bb.i32((1 << fmt.mantissaBits) - 1)));
@@ -270,8 +301,11 @@ Value mx::buildZeroBits(OpBuilder &b, Location loc, Type type) {
   return arith::BitcastOp::create(b, loc, type, zero);
 }
 
-/// The bits of a float of any width, as the integer of that width.
+/// The bits of a float of any width, as the integer of that width (an
+/// integer as it is).
 static Value bitcastToInteger(OpBuilder &b, Location loc, Value value) {
+  if (isa<IntegerType>(value.getType()))
+    return value;
   return arith::BitcastOp::create(
       b, loc, b.getIntegerType(value.getType().getIntOrFloatBitWidth()), value);
 }
@@ -281,7 +315,7 @@ Value mx::buildScaleToF32(OpBuilder &b, Location loc, Value scale) {
   if (type.isF32())
     return scale;
   Value bits = bitcastToInteger(b, loc, scale);
-  if (isa<Float8E4M3FNType>(type))
+  if (isNVFP4Scale(type))
     return buildExtFromElementBits(b, loc, bits, type);
   return buildScaleValue(b, loc,
                          arith::ExtUIOp::create(b, loc, b.getI32Type(), bits));

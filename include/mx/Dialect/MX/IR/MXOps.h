@@ -10,6 +10,7 @@
 #ifndef MX_DIALECT_MX_IR_MXOPS_H
 #define MX_DIALECT_MX_IR_MXOPS_H
 
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 #include "mx/Dialect/MX/IR/MXDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
@@ -17,11 +18,42 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <array>
+#include <utility>
+
 namespace mx {
 
-/// Rows and columns of one scale tile of the swizzled layout.
-constexpr int64_t kSwizzleTileRows = 128;
-constexpr int64_t kSwizzleTileCols = 4;
+/// The 128x4 tiles of swizzled scales (spec section 4), the one definition of
+/// their index map: scale (r, c) of a compact `[R, C]` matrix whose rows are
+/// its unscaled dimension sits at `[r/128, c/4, r%32, (r%128)/32, c%4]` of the
+/// swizzled `[R'/128, C'/4, 32, 4, 4]` (R' and C' padded to whole tiles): a
+/// tile is 32 rows of 16 elements, tile row i holding rows i, i + 32, i + 64,
+/// i + 96 of the tile, 4 columns each. The maps take the index arithmetic
+/// `Arith` of their caller (IR values in the kernels, integers in tests):
+/// `div(x, d)`, `rem(x, d)` and `fma(x, m, y)` = x * m + y, for non-negative
+/// x, y and positive constants d, m.
+struct SwizzleTiles {
+  /// Rows and columns of one tile.
+  static constexpr int64_t kRows = 128, kCols = 4;
+  /// The rows of a tile that one tile row interleaves are kRowStride apart.
+  static constexpr int64_t kRowStride = 32, kRowGroups = kRows / kRowStride;
+
+  /// The index in the swizzled tensor of compact scale (r, c).
+  template <typename T, typename Arith>
+  static std::array<T, 5> getTiledIndex(T r, T c, Arith &&arith) {
+    return {arith.div(r, kRows), arith.div(c, kCols), arith.rem(r, kRowStride),
+            arith.div(arith.rem(r, kRows), kRowStride), arith.rem(c, kCols)};
+  }
+
+  /// The compact (r, c) of swizzled index `tiled` (the inverse map).
+  template <typename T, typename Arith>
+  static std::pair<T, T> getCompactIndex(llvm::ArrayRef<T> tiled,
+                                         Arith &&arith) {
+    return {arith.fma(arith.fma(tiled[0], kRowGroups, tiled[3]), kRowStride,
+                      tiled[2]),
+            arith.fma(tiled[1], kCols, tiled[4])};
+  }
+};
 
 /// `ceil(shape / block)` per dimension: the shape of a quantization's scales.
 llvm::SmallVector<int64_t> getScalesShape(llvm::ArrayRef<int64_t> shape,
@@ -55,12 +87,8 @@ struct MatmulOperandShape {
 MatmulOperandShape getMatmulOperandShape(llvm::ArrayRef<int64_t> shape,
                                          OperandLayout layout);
 
-/// The largest finite value and emax (exponent of the largest power of two not
-/// above it) of an mx element type (f8E4M3FN, f8E5M2 or f4E2M1FN).
-double getMaxFinite(mlir::Type elementType);
-int64_t getEmax(mlir::Type elementType);
-
-/// Block extents of the FP4 recipes along their scaled dimension.
+/// Block extents along their scaled dimension: MX (E8M0 scales, every element
+/// format) and NVFP4 (E4M3 scales, E2M1 data).
 constexpr int64_t kMXBlock = 32;
 constexpr int64_t kNVFP4Block = 16;
 

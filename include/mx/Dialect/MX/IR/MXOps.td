@@ -15,11 +15,15 @@ include "mx/Dialect/MX/IR/MXDialect.td"
 include "mx/Dialect/MX/IR/MXAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def MX_WideFloat : AnyTypeOf<[F32, BF16, F16]>;
-def MX_ElementFloat : AnyTypeOf<[F8E4M3FN, F8E5M2]>;
+// The element types of quantized data are those of the element-format model
+// (ElementFormat.h), asked here rather than listed.
+def MX_ElementType : Type<CPred<"::mx::isElementType($_self)">,
+                          "mx element type">;
+def MX_FP8ElementType : Type<CPred<"::mx::isFP8ElementType($_self)">,
+                             "FP8 element type">;
 
 def MX_WideTensor : RankedTensorOf<[F32, BF16, F16]>;
-def MX_ElementTensor : RankedTensorOf<[F8E4M3FN, F8E5M2, F4E2M1FN]>;
+def MX_ElementTensor : RankedTensorOf<[MX_ElementType]>;
 def MX_ScaleTensor : RankedTensorOf<[F8E8M0FNU, F32, F8E4M3FN]>;
 def MX_TensorScale : 0DTensorOf<[F32]>;
 
@@ -28,7 +32,8 @@ def MX_TensorScale : 0DTensorOf<[F32]>;
 //===----------------------------------------------------------------------===//
 
 def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
-  let summary = "quantize a tensor to FP8 or FP4 data and one scale per block";
+  let summary = "quantize a tensor to FP8, FP6, FP4 or MXINT8 data and one "
+                "scale per block";
   let description = [{
     Splits `input` into blocks of shape `block` (one entry per dimension;
     trailing partial blocks cover only the elements that exist) and, per
@@ -37,7 +42,8 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
 
     * `ceil` (default): the smallest power of two 2^(b-127) with
       amax / 2^(b-127) <= maxfinite; b clamped to 0..254.
-    * `floor`: 2^(exponent(amax) - emax), emax = 8 (E4M3) or 15 (E5M2).
+    * `floor`: 2^(exponent(amax) - emax), emax = 8 (E4M3), 15 (E5M2), 4
+      (E3M2), 2 (E2M3, E2M1) or 0 (MXINT8).
     * `exact`: the f32 quotient itself (f32 scales only).
 
     Each element becomes `x * 2^(127-b)` (`x / scale` for `exact`), rounded to
@@ -49,6 +55,13 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
     `scales` has shape `ceil(shape(input) / block)` and element type
     `f8E8M0FNU` (MX) or `f32` (FP8 blockwise and per-tensor recipes). The
     input has rank >= 2 and `block` is 1 on every batch (leading) dimension.
+
+    MXFP6 (`f6E3M2FN`, max finite 28; `f6E2M3FN`, max finite 7.5) and
+    MXINT8 (`i8`, code c meaning c * 2^-6, max finite 127/64: the element is
+    clamp(rne(y * 64), -127, 127)) take `f8E8M0FNU` scales per block of 32
+    along one of the last two dimensions; a NaN block gets scale 0xFF and
+    element code 0 (they have no NaN). FP6 is held four elements in three
+    bytes in memory, so its innermost extent is a multiple of 4.
 
     FP4 (`f4E2M1FN` data, max finite 6, emax 2; in memory two elements to a
     byte, element 2i in the low nibble, so the innermost extent is even):
@@ -73,6 +86,13 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
     ```mlir
     %d, %s = mx.quantize %x block [32, 1] rounding floor
         : tensor<64x64xf32> -> tensor<64x64xf8E5M2>, tensor<2x64xf8E8M0FNU>
+    ```
+
+    MXFP6 columnwise:
+
+    ```mlir
+    %d, %s = mx.quantize %x block [32, 1]
+        : tensor<64x96xbf16> -> tensor<64x96xf6E3M2FN>, tensor<2x96xf8E8M0FNU>
     ```
 
     NVFP4 with a computed tensor scale:
@@ -128,7 +148,8 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
 //===----------------------------------------------------------------------===//
 
 def MX_DequantizeOp : MX_Op<"dequantize", [Pure]> {
-  let summary = "recover high-precision values from FP8 data and block scales";
+  let summary = "recover high-precision values from quantized data and its "
+                "block scales";
   let description = [{
     Computes `float(data) * scale(block)` as one f32 multiplication per
     element, with the scale of the block that holds the element (`block` and
@@ -269,10 +290,11 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
       (r = rank + 1), for blocks of extent 1 across K.
     All three mean the same product.
 
-    Operands may be FP8 or FP4 (MXFP4, NVFP4). When either operand is NVFP4
-    (`f8E4M3FN` scales), `tensor_scales` gives the f32 tensor scales of
-    both, lhs first (1.0 for an operand that has none); each operand is then
-    dequantized as `mx.dequantize` does with its tensor scale.
+    Operands may be of any element type (FP8, FP6, FP4 as MXFP4 or NVFP4,
+    MXINT8), the same or not. When either operand is NVFP4 (`f8E4M3FN`
+    scales), `tensor_scales` gives the f32 tensor scales of both, lhs first
+    (1.0 for an operand that has none); each operand is then dequantized as
+    `mx.dequantize` does with its tensor scale.
 
     Example (MXFP8, swizzled scales):
 
@@ -421,7 +443,7 @@ def MX_UpdateAmaxHistoryOp : MX_Op<"update_amax_history", [Pure]> {
   }];
 
   let arguments = (ins 2DTensorOf<[F32]>:$history, 1DTensorOf<[F32]>:$scales,
-                       TypeAttrOf<MX_ElementFloat>:$element,
+                       TypeAttrOf<MX_FP8ElementType>:$element,
                        DefaultValuedAttr<MX_AmaxAlgorithmAttr,
                            "::mx::AmaxAlgorithm::max">:$algorithm,
                        DefaultValuedAttr<I64Attr, "0">:$margin);

@@ -1,11 +1,12 @@
 //===- Numerics.h - Scalar builders for the mx numerics ---------*- C++ -*-===//
 //
-// Builders that emit the mx scale and FP8 conversion rules (docs/numerics.md)
-// as scalar arith ops on integer bit patterns. The CPU lowering uses all of
-// them, since LLVM has no FP8 types; the GPU lowering shares the scale rules
-// and replaces only the element conversion with the hardware `cvt`. Keeping
-// one implementation of the exponent math is what makes the lowerings agree
-// bit for bit.
+// Builders that emit the mx scale and element conversion rules
+// (docs/numerics.md) as scalar arith ops on integer bit patterns, for every
+// element format of ElementFormat.h. The CPU lowering uses all of them, since
+// LLVM has no FP8, FP6 or FP4 types; the GPU lowering shares the scale rules
+// and replaces only the element conversion with the hardware `cvt` or a
+// vector form of the same rounding. Keeping one implementation of the
+// exponent math is what makes the lowerings agree bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,8 +57,8 @@ mlir::Value buildScaleToF32(mlir::OpBuilder &b, mlir::Location loc,
 
 /// The `mx.dequantize` of one element, of type `resultType` (f32, bf16 or
 /// f16): float(element) * scale as one f32 multiplication, times
-/// `tensorScale` (NVFP4's f32 tensor scale) when given, for an
-/// f8E4M3FN/f8E5M2/f4E2M1FN `element` and any scale of buildScaleToF32,
+/// `tensorScale` (NVFP4's f32 tensor scale) when given, for an `element` of
+/// any mx element type and any scale of buildScaleToF32,
 /// rounded to nearest even to `resultType`. Every NaN result is the positive
 /// quiet NaN of `resultType` (docs/numerics.md): the sign and payload that
 /// 0 x Inf, a NaN scale or the target's arithmetic would give differ between
@@ -66,15 +67,17 @@ mlir::Value buildDequantized(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value element, mlir::Value scale,
                              mlir::Value tensorScale, mlir::Type resultType);
 
-/// Converts f32 `value` to the bits (i8, or i4 for f4E2M1FN) of
-/// `elementType` with round-to-nearest-even, saturation to +-maxfinite and
-/// subnormal results; NaN becomes the positive NaN byte 0x7F (code 0 for
-/// f4E2M1FN, which has no NaN).
+/// Converts f32 `value` to the code (an integer of the element's width) of
+/// the mx element type `elementType` with round-to-nearest-even, saturation
+/// to +-maxfinite and subnormal results (MXINT8: clamp(rne(value * 64),
+/// -127, 127)); NaN becomes the format's NaN-block code (the positive NaN
+/// byte 0x7F of FP8, 0 for the formats without NaN). MXINT8 (`i8`) also
+/// converts f32 vectors, elementwise.
 mlir::Value buildTruncToElementBits(mlir::OpBuilder &b, mlir::Location loc,
                                     mlir::Value value, mlir::Type elementType);
 
-/// Decodes the bits (i8, or i4 for f4E2M1FN) of an `elementType` value to
-/// f32 exactly.
+/// Decodes the code (an integer of the element's width) of an `elementType`
+/// value to f32 exactly (MXINT8: also vectors of codes, elementwise).
 mlir::Value buildExtFromElementBits(mlir::OpBuilder &b, mlir::Location loc,
                                     mlir::Value bits, mlir::Type elementType);
 

@@ -1,11 +1,11 @@
-//===- Fp4Kernels.cpp - MXFP4 and NVFP4 quantize and dequantize -----------===//
+//===- Fp4Kernels.cpp - MXFP4 and NVFP4 quantize --------------------------===//
 //
-// The kernels of mx ops on f4E2M1FN data. Device memory holds FP4 packed,
-// two elements to a byte with element 2i in the low nibble, and no memref op
-// addresses half bytes: a quantize result is an i8 buffer of half the
-// elements, written by the kernel and exposed as the f4 memref through
-// `memref.view`, and a dequantize reads the bytes behind its f4 operand's
-// aligned pointer. One thread quantizes 32 elements of a row, one MXFP4
+// The quantize kernels of f4E2M1FN data (their dequantize is the packed one
+// of ElementwiseKernels.cpp). Device memory holds FP4 packed, two elements
+// to a byte with element 2i in the low nibble, and no memref op addresses
+// half bytes: a quantize result is an i8 buffer of half the elements,
+// written by the kernel and exposed as the f4 memref through `memref.view`.
+// One thread quantizes 32 elements of a row, one MXFP4
 // block or two NVFP4 blocks (one where the row does not split into such
 // groups; batch dimensions fold into rows): it loads them, takes each
 // block's amax, and writes their packed bytes with one store and their
@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Dialect/MX/Utils/Numerics.h"
@@ -254,7 +255,7 @@ Value packPairInHardware(OpBuilder &b, Location loc, Value lo, Value hi) {
 /// Packs an even-length f32 vector, already multiplied by its block's factor,
 /// into E2M1 codes two to a byte (element 2i in the low nibble).
 Value packFP4(OpBuilder &b, Location loc, Value scaled, Chip chip) {
-  if (chip != Chip::sm_100a)
+  if (!hasHardwareConversion(chip, b.getType<Float4E2M1FNType>()))
     return packCodesInSoftware(b, loc, buildE2M1Codes(b, loc, scaled),
                                /*codesPerWord=*/1, kF32MagicBits);
   int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
@@ -373,7 +374,8 @@ Value packRowBlock(OpBuilder &b, Location loc, Value values, Value amax,
   auto pair = [&](OpBuilder &nb, Location nl, Value v) {
     return vector::ShuffleOp::create(nb, nl, v, v, order).getResult();
   };
-  if (chip != Chip::sm_100a && !tensorScale && type.getElementType().isBF16()) {
+  bool hardware = hasHardwareConversion(chip, b.getType<Float4E2M1FNType>());
+  if (!hardware && !tensorScale && type.getElementType().isBF16()) {
     Value factors = vector::BroadcastOp::create(
         b, loc, type, arith::TruncFOp::create(b, loc, b.getBF16Type(), factor));
     Value scaled = arith::MulFOp::create(b, loc, pair(b, loc, values), factors);
@@ -387,7 +389,7 @@ Value packRowBlock(OpBuilder &b, Location loc, Value values, Value amax,
   Value products = arith::MulFOp::create(
       b, loc, f32Values,
       vector::BroadcastOp::create(b, loc, f32Values.getType(), factor));
-  if (chip == Chip::sm_100a)
+  if (hardware)
     return packFP4(b, loc, products, chip);
   auto packRoundedToOdd = [&](OpBuilder &nb, Location nl) {
     auto [rounded, truncated] = roundToOddBF16(nb, nl, pair(nb, nl, products));
@@ -700,8 +702,7 @@ Value collapseToMatrix(OpBuilder &b, Location loc, Value buffer) {
 struct FP4QuantizeToGPU : PlannedQuantizePattern {
   FP4QuantizeToGPU(MLIRContext *context, Chip chip,
                    const QuantizeFusionPlan &plan)
-      : PlannedQuantizePattern(context, plan, QuantizeKernel::fp4), chip(chip) {
-  }
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::fp4, chip) {}
 
   LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
                                PatternRewriter &rewriter) const override {
@@ -743,78 +744,6 @@ struct FP4QuantizeToGPU : PlannedQuantizePattern {
     rewriter.replaceOp(op, results);
     return success();
   }
-
-private:
-  Chip chip;
-};
-
-/// The byte at `offset` from device address `base` (an index).
-Value loadByte(OpBuilder &b, Location loc, Value base, Value offset) {
-  Value address = arith::IndexCastOp::create(
-      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, offset));
-  Value pointer = LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
-  return LLVM::LoadOp::create(b, loc, b.getI8Type(), pointer);
-}
-
-/// An FP4 dequantize of any rank and block: one thread per packed byte, which
-/// decodes both of its elements (each with its own block's scale).
-struct FP4DequantizeToGPU : OpRewritePattern<DequantizeOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(DequantizeOp op,
-                                PatternRewriter &rewriter) const override {
-    Type f4 = op.getData().getType().getElementType();
-    if (!isa<Float4E2M1FNType>(f4))
-      return rewriter.notifyMatchFailure(op, "not FP4 data");
-    Location loc = op.getLoc();
-    RankedTensorType resultType = op.getResult().getType();
-    Value data = memref::ExtractAlignedPointerAsIndexOp::create(
-        rewriter, loc, toBuffer(rewriter, loc, op.getData()));
-    Value scales = toBuffer(rewriter, loc, op.getScales());
-    Value tensorScale = op.getTensorScale()
-                            ? toBuffer(rewriter, loc, op.getTensorScale())
-                            : Value();
-    Value result = allocDevice(rewriter, loc, resultType);
-    SmallVector<int64_t> byteShape(resultType.getShape());
-    byteShape.back() /= 2;
-    int64_t count = resultType.getNumElements() / 2;
-    buildLaunch(
-        rewriter, loc, count, [&](OpBuilder &b, Location l, Value thread) {
-          buildIf(b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
-                  [&](OpBuilder &nb, Location nl) {
-                    Value byte = loadByte(nb, nl, data, thread);
-                    Value t = tensorScale
-                                  ? memref::LoadOp::create(nb, nl, tensorScale,
-                                                           ValueRange{})
-                                  : Value();
-                    SmallVector<Value> indices =
-                        delinearize(nb, nl, thread, byteShape);
-                    Value pairStart = arith::MulIOp::create(
-                        nb, nl, indices.back(), cIndex(nb, nl, 2));
-                    for (int64_t nibble : {0, 1}) {
-                      indices.back() = arith::AddIOp::create(
-                          nb, nl, pairStart, cIndex(nb, nl, nibble));
-                      Value code = arith::TruncIOp::create(
-                          nb, nl, nb.getIntegerType(4),
-                          arith::ShRUIOp::create(nb, nl, byte,
-                                                 cI8(nb, nl, 4 * nibble)));
-                      SmallVector<Value> blockIndices;
-                      for (auto [index, size] :
-                           llvm::zip_equal(indices, op.getBlock()))
-                        blockIndices.push_back(arith::DivUIOp::create(
-                            nb, nl, index, cIndex(nb, nl, size)));
-                      Value value = buildDequantized(
-                          nb, nl, arith::BitcastOp::create(nb, nl, f4, code),
-                          memref::LoadOp::create(nb, nl, scales, blockIndices),
-                          t, resultType.getElementType());
-                      memref::StoreOp::create(nb, nl, value, result, indices);
-                    }
-                  });
-        });
-    rewriter.replaceOp(op, toTensor(rewriter, loc, result));
-    return success();
-  }
 };
 
 } // namespace
@@ -839,5 +768,4 @@ LogicalResult gpu_kernels::checkFP4Quantize(QuantizeOp op,
 void gpu_kernels::populateFP4Patterns(RewritePatternSet &patterns, Chip chip,
                                       const QuantizeFusionPlan &plan) {
   patterns.add<FP4QuantizeToGPU>(patterns.getContext(), chip, plan);
-  patterns.add<FP4DequantizeToGPU>(patterns.getContext());
 }

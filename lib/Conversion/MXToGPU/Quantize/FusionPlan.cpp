@@ -8,8 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mx/Conversion/MXToGPU/FusionPlan.h"
+#include "mx/Conversion/MXToGPU/Quantize/FusionPlan.h"
 
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 using namespace mlir;
@@ -36,16 +37,24 @@ bool isFusableRowwise(QuantizeOp op) {
   return m.blockRows == 1 && m.blockCols == kMXBlock;
 }
 
-/// The kernel that computes `op` on its own, or the reason why none does.
-/// The K conditions of rowwise quantizations are checked once it is known
-/// whether they are fused.
-std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op,
+/// The kernel that computes `op` on its own on `chip`, or the reason why none
+/// does. The K conditions of rowwise quantizations are checked once it is
+/// known whether they are fused.
+std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op, Chip chip,
                                                   std::string &reason) {
   MatrixBlock m = getMatrixBlock(op);
+  Type elementType = op.getData().getType().getElementType();
+  ElementFormat format = getVerifiedElementFormat(elementType);
   // FP4 has kernels of its own, which write no swizzle.
-  if (isa<Float4E2M1FNType>(op.getData().getType().getElementType())) {
+  if (format.takesNVFP4Scales()) {
     if (succeeded(checkFP4Quantize(op, reason)))
       return QuantizeKernel::fp4;
+    return std::nullopt;
+  }
+  if (!ElementConversion::get(elementType, chip)) {
+    llvm::raw_string_ostream(reason)
+        << "no GPU quantize kernel converts to " << elementType << " on "
+        << getChipName(chip);
     return std::nullopt;
   }
   auto perTensor = [&]() -> std::optional<QuantizeKernel> {
@@ -62,9 +71,12 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op,
   if (m.blockRows == 1 && getRowwiseLanesPerBlock(m.blockCols))
     return QuantizeKernel::rowwise;
   if (m.blockRows == kMXBlock && m.blockCols == 1) {
-    if (m.cols % kStripCols == 0)
+    int64_t multiple = getStripColumnMultiple(format);
+    if (m.cols % multiple == 0)
       return QuantizeKernel::stripColumnwise;
-    reason = "the columnwise GPU kernel needs K to be a multiple of 4";
+    llvm::raw_string_ostream(reason)
+        << "the columnwise GPU kernel needs K to be a multiple of " << multiple
+        << " for " << elementType;
     return std::nullopt;
   }
   if (m.blockRows == kBlockwise2DExtent && m.blockCols == kBlockwise2DExtent) {
@@ -112,12 +124,13 @@ SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
 
 } // namespace
 
-QuantizeFusionPlan::QuantizeFusionPlan(Operation *root) {
+QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
   SmallVector<QuantizeOp> rowwise;
   llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput;
   root->walk([&](QuantizeOp op) {
     std::string reason;
-    std::optional<QuantizeKernel> kernel = getStandaloneKernel(op, reason);
+    std::optional<QuantizeKernel> kernel =
+        getStandaloneKernel(op, chip, reason);
     if (!kernel)
       unsupported[op] = std::move(reason);
     else if (*kernel == QuantizeKernel::rowwise)
@@ -143,8 +156,8 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root) {
       plan(sibling, QuantizeKernel::stripFused, op);
     } else if (getMatrixBlock(op).cols % kElementsPerLane) {
       unsupported[op] =
-          "the rowwise GPU kernel needs K to be a multiple of 16 (4 when "
-          "fused with a columnwise quantize of the same input)";
+          "the rowwise GPU kernel needs K to be a multiple of 16 (of 4 when "
+          "fused with a columnwise FP8 or MXINT8 quantize of the same input)";
     } else {
       plan(op, QuantizeKernel::rowwise, {});
     }
@@ -175,4 +188,20 @@ StringRef QuantizeFusionPlan::getUnsupportedReason(QuantizeOp op) const {
 
 QuantizeOp QuantizeFusionPlan::getFusedInto(SwizzleOp op) const {
   return fusedSwizzles.lookup(op);
+}
+
+ElementConversion PlannedQuantizePattern::getConversion(QuantizeOp op) const {
+  return *ElementConversion::get(op.getData().getType().getElementType(), chip);
+}
+
+void gpu_kernels::replaceQuantize(RewriterBase &rewriter, QuantizeOp op,
+                                  SwizzleOp swizzle, Value data, Value scales) {
+  if (!swizzle) {
+    rewriter.replaceOp(op, {data, scales});
+    return;
+  }
+  // The linear scales never exist: their only user reads the tiles.
+  rewriter.replaceOp(swizzle, scales);
+  rewriter.replaceAllUsesWith(op.getData(), data);
+  rewriter.eraseOp(op);
 }

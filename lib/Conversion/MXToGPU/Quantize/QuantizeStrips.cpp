@@ -21,6 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementConversion.h"
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
@@ -47,13 +49,20 @@ constexpr int64_t kHalfWarp = 16;
 constexpr int64_t kRowsPerLane = kMXBlock / 2;
 constexpr int64_t kLanesPerRowBlock = kMXBlock / kStripCols;
 
-/// One quantization done by the strip kernel: its op, output buffers and
-/// whether its scales are written tiled.
+/// One quantization done by the strip kernel: its op, how it converts its
+/// elements, its output buffers and whether its scales are written tiled.
 struct StripOutput {
   QuantizeOp op;
   SwizzleOp swizzle;
-  Value data, scales;
+  ElementConversion conversion;
+  DataBuffer data;
+  Value scales;
 };
+
+/// A packed format's lanes of a run fill whole 32-bit words together: FP6's
+/// 4 codes a lane are 24 bits, so 4 lanes fill 3 words.
+constexpr int64_t kPackedLaneBits = 24, kPackedRunLanes = 4,
+                  kPackedRunWords = 3;
 
 /// The work of a strip kernel, per batch slice of `rows` x `cols`: the
 /// 32-row blocks of the columnwise part and 32-column blocks of the rowwise
@@ -77,18 +86,18 @@ StripGrid getStripGrid(RankedTensorType inputType,
   grid.gridStrips = grid.cols / kStripCols;
   if (columnwise.swizzle) {
     grid.gridRowBlocks = std::max<int64_t>(
-        grid.gridRowBlocks, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols));
+        grid.gridRowBlocks, llvm::alignTo(grid.rowBlocks, SwizzleTiles::kCols));
     grid.gridStrips = std::max<int64_t>(
         grid.gridStrips,
-        llvm::alignTo(grid.cols, kSwizzleTileRows) / kStripCols);
+        llvm::alignTo(grid.cols, SwizzleTiles::kRows) / kStripCols);
   }
   if (rowwise && rowwise->swizzle) {
     grid.gridRowBlocks = std::max<int64_t>(
         grid.gridRowBlocks,
-        llvm::alignTo(grid.rows, kSwizzleTileRows) / kMXBlock);
+        llvm::alignTo(grid.rows, SwizzleTiles::kRows) / kMXBlock);
     grid.gridStrips = std::max<int64_t>(
         grid.gridStrips,
-        llvm::alignTo(grid.colBlocks, kSwizzleTileCols) * kLanesPerRowBlock);
+        llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols) * kLanesPerRowBlock);
   }
   // Whole half-warps per row block: the rowwise shuffles (8-lane groups)
   // and the column-half shuffle (xor 16) then stay inside one block.
@@ -99,9 +108,7 @@ StripGrid getStripGrid(RankedTensorType inputType,
 /// `slice * extent + local`: a slice's entry in a folded buffer.
 Value inSlice(OpBuilder &b, Location loc, Value slice, int64_t extent,
               Value local) {
-  return arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, slice, cIndex(b, loc, extent)),
-      local);
+  return IndexArith{b, loc}.fma(slice, extent, local);
 }
 
 /// How the strip's amaxes are reduced. 16-bit inputs stay packed two to a
@@ -200,25 +207,21 @@ struct Strip {
 /// so that all lanes take part in the shuffles; stores are predicated.
 Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
                 Value input, VectorType laneType) {
-  auto div = [&](Value x, int64_t d) {
-    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  auto rem = [&](Value x, int64_t d) {
-    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
+  IndexArith index{b, l};
   Strip s;
   s.reduction.elementType = laneType.getElementType();
-  Value warp = div(thread, 2 * kHalfWarp), lane = rem(thread, 2 * kHalfWarp);
+  Value warp = index.div(thread, 2 * kHalfWarp),
+        lane = index.rem(thread, 2 * kHalfWarp);
   s.lane = lane;
-  Value half = div(lane, kHalfWarp);
+  Value half = index.div(lane, kHalfWarp);
   int64_t warpsPerRowBlock = grid.gridStrips / kHalfWarp;
-  Value gridRowBlock = div(warp, warpsPerRowBlock);
-  s.slice = div(gridRowBlock, grid.gridRowBlocks);
+  Value gridRowBlock = index.div(warp, warpsPerRowBlock);
+  s.slice = index.div(gridRowBlock, grid.gridRowBlocks);
   s.sliceValid = cmpLT(b, l, s.slice, cIndex(b, l, grid.slices));
-  s.rowBlock = rem(gridRowBlock, grid.gridRowBlocks);
+  s.rowBlock = index.rem(gridRowBlock, grid.gridRowBlocks);
   s.firstHalf = isZeroIndex(b, l, half);
-  s.strip = inSlice(b, l, rem(warp, warpsPerRowBlock), kHalfWarp,
-                    rem(lane, kHalfWarp));
+  s.strip = inSlice(b, l, index.rem(warp, warpsPerRowBlock), kHalfWarp,
+                    index.rem(lane, kHalfWarp));
   s.col = arith::MulIOp::create(b, l, s.strip, cIndex(b, l, kStripCols));
   s.colValid = cmpLT(b, l, s.col, cIndex(b, l, grid.cols));
   Value loadCol =
@@ -264,28 +267,61 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
         {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), s.col});
     return;
   }
-  int64_t paddedCols = llvm::alignTo(grid.cols, kSwizzleTileRows);
+  int64_t paddedCols = llvm::alignTo(grid.cols, SwizzleTiles::kRows);
   Value rowBlockInTiles = andI(
       b, l, s.sliceValid,
       cmpLT(b, l, s.rowBlock,
-            cIndex(b, l, llvm::alignTo(grid.rowBlocks, kSwizzleTileCols))));
+            cIndex(b, l, llvm::alignTo(grid.rowBlocks, SwizzleTiles::kCols))));
   for (auto [j, scale] : llvm::enumerate(scales)) {
     Value c = arith::AddIOp::create(b, l, s.col, cIndex(b, l, j));
     Value valid =
         andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, grid.cols)));
     Value inTiles =
         andI(b, l, rowBlockInTiles, cmpLT(b, l, c, cIndex(b, l, paddedCols)));
-    Value stored = arith::SelectOp::create(b, l, valid, scale.stored,
-                                           buildZeroBits(b, l, scaleType));
-    buildIf(b, l, andI(b, l, s.firstHalf, inTiles),
-            [&](OpBuilder &nb, Location nl) {
-              memref::StoreOp::create(
-                  nb, nl, stored, out.scales,
-                  swizzledIndices(nb, nl,
-                                  inSlice(nb, nl, s.slice, paddedCols, c),
-                                  s.rowBlock));
-            });
+    storeBlockScale(
+        b, l, out.scales, /*tiled=*/true, scale.stored, valid,
+        {s.firstHalf, inTiles},
+        [&](OpBuilder &nb, Location nl) {
+          return inSlice(nb, nl, s.slice, paddedCols, c);
+        },
+        s.rowBlock);
   }
+}
+
+/// Stores the codes of the strip's row `i` (4 columns) of one output. A
+/// packed format's row of 4 codes is 24 bits, not a whole word: lane j of a
+/// run of 4 lanes stores word j of their 3, (p_j >> 8j) | (p_{j+1} <<
+/// (24 - 8j)), with its right neighbour's bits from one shuffle (every lane
+/// takes part), and the run's last lane stores nothing.
+void storeStripRow(OpBuilder &b, Location l, const Strip &s,
+                   const StripOutput &out, int64_t i, Value codes) {
+  const DataBuffer &data = out.data;
+  if (!data.getFormat().isPacked())
+    return data.store(b, l, andI(b, l, s.rowValid[i], s.colValid), codes,
+                      {s.row[i], s.col});
+  Value bits = data.packBits(b, l, codes);
+  Value next =
+      gpu::ShuffleOp::create(b, l, bits, 1, kWarpSize, gpu::ShuffleMode::DOWN)
+          .getShuffleResult();
+  IndexArith index{b, l};
+  Value lane = index.rem(s.strip, kPackedRunLanes);
+  Value shift = arith::IndexCastOp::create(
+      b, l, b.getI32Type(), arith::MulIOp::create(b, l, lane, cIndex(b, l, 8)));
+  Value word = arith::OrIOp::create(
+      b, l, arith::ShRUIOp::create(b, l, bits, shift),
+      arith::ShLIOp::create(
+          b, l, next,
+          arith::SubIOp::create(
+              b, l, arith::ConstantIntOp::create(b, l, kPackedLaneBits, 32),
+              shift)));
+  Value stores = andI(b, l, andI(b, l, s.rowValid[i], s.colValid),
+                      cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
+  data.storeWords(
+      b, l, stores,
+      vector::BroadcastOp::create(b, l, VectorType::get({1}, b.getI32Type()),
+                                  word),
+      s.row[i],
+      index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
 }
 
 /// Columnwise: one scale per column of the strip, its amax combined across
@@ -293,7 +329,6 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
 void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
                      const StripGrid &grid, const StripOutput &out) {
   QuantizeOp op = out.op;
-  Type elementType = op.getData().getType().getElementType();
   Type scaleType = op.getScales().getType().getElementType();
   auto f32Lane = cast<VectorType>(s.values.front().getType());
   const AmaxReduction &reduction = s.reduction;
@@ -316,8 +351,8 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   SmallVector<BlockScale> scales;
   SmallVector<Value> factors, nans;
   for (Value amax : reduction.toF32(b, l, colAmax)) {
-    scales.push_back(
-        buildBlockScale(b, l, amax, op.getRounding(), elementType, scaleType));
+    scales.push_back(buildBlockScale(b, l, amax, op.getRounding(),
+                                     out.conversion, scaleType));
     factors.push_back(scales.back().factor);
     nans.push_back(scales.back().isNaN);
   }
@@ -327,9 +362,8 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     Value scaled =
         applyScaleFactors(b, l, s.values[i], factor, op.getRounding());
-    storeVectorIf(b, l, andI(b, l, s.rowValid[i], s.colValid),
-                  convertToElements(b, l, scaled, elementType, nanMask),
-                  out.data, {s.row[i], s.col});
+    storeStripRow(b, l, s, out, i,
+                  convertToElements(b, l, scaled, out.conversion, nanMask));
   }
   storeColumnScales(b, l, s, grid, out, scales);
 }
@@ -374,34 +408,28 @@ SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
 void storeRowScale(OpBuilder &b, Location l, const Strip &s,
                    const StripGrid &grid, const StripOutput &out, Value local,
                    Value block, Value stored) {
-  Type scaleType = stored.getType();
   Value rowValid =
       andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
   Value valid =
       andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
-  if (!out.swizzle) {
-    buildIf(b, l, valid, [&](OpBuilder &nb, Location nl) {
-      memref::StoreOp::create(
-          nb, nl, stored, out.scales,
-          ValueRange{inSlice(nb, nl, s.slice, grid.rows, local), block});
-    });
-    return;
+  SmallVector<Value, 1> guards;
+  int64_t sliceRows = grid.rows;
+  if (out.swizzle) {
+    sliceRows = llvm::alignTo(grid.rows, SwizzleTiles::kRows);
+    guards.push_back(andI(
+        b, l, s.sliceValid,
+        andI(b, l, cmpLT(b, l, local, cIndex(b, l, sliceRows)),
+             cmpLT(
+                 b, l, block,
+                 cIndex(b, l,
+                        llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols))))));
   }
-  int64_t paddedRows = llvm::alignTo(grid.rows, kSwizzleTileRows);
-  Value inTiles = andI(
-      b, l, s.sliceValid,
-      andI(b, l, cmpLT(b, l, local, cIndex(b, l, paddedRows)),
-           cmpLT(
-               b, l, block,
-               cIndex(b, l, llvm::alignTo(grid.colBlocks, kSwizzleTileCols)))));
-  Value zeroOrScale = arith::SelectOp::create(b, l, valid, stored,
-                                              buildZeroBits(b, l, scaleType));
-  buildIf(b, l, inTiles, [&](OpBuilder &nb, Location nl) {
-    memref::StoreOp::create(
-        nb, nl, zeroOrScale, out.scales,
-        swizzledIndices(nb, nl, inSlice(nb, nl, s.slice, paddedRows, local),
-                        block));
-  });
+  storeBlockScale(
+      b, l, out.scales, bool(out.swizzle), stored, valid, guards,
+      [&](OpBuilder &nb, Location nl) {
+        return inSlice(nb, nl, s.slice, sliceRows, local);
+      },
+      block);
 }
 
 /// Rowwise: the 8 lanes of a 32-column block reduce-scatter the rows'
@@ -411,7 +439,6 @@ void storeRowScale(OpBuilder &b, Location l, const Strip &s,
 void quantizeRows(OpBuilder &b, Location l, const Strip &s,
                   const StripGrid &grid, const StripOutput &out) {
   QuantizeOp op = out.op;
-  Type elementType = op.getData().getType().getElementType();
   Type scaleType = op.getScales().getType().getElementType();
   Value block =
       arith::DivUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
@@ -446,8 +473,8 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
       b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
   SmallVector<Value> factors;
   for (auto [q, amax] : llvm::enumerate(amaxes)) {
-    BlockScale scale =
-        buildBlockScale(b, l, amax, op.getRounding(), elementType, scaleType);
+    BlockScale scale = buildBlockScale(b, l, amax, op.getRounding(),
+                                       out.conversion, scaleType);
     storeRowScale(b, l, s, grid, out,
                   arith::AddIOp::create(b, l, firstOwnedRow, cIndex(b, l, q)),
                   block, scale.stored);
@@ -467,18 +494,18 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
                        .getShuffleResult();
     Value isNaN =
         arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, factor, factor);
-    storeVectorIf(b, l, andI(b, l, s.rowValid[i], s.colValid),
+    storeStripRow(b, l, s, out, i,
                   quantizeVector(b, l, s.values[i], {Value(), factor, isNaN},
-                                 op.getRounding(), elementType),
-                  out.data, {s.row[i], s.col});
+                                 op.getRounding(), out.conversion));
   }
 }
 
 /// The strip kernel, anchored at its columnwise quantize; when the plan fuses
 /// it with the rowwise quantize of the same input, the kernel computes both.
 struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
-  ColumnwiseQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : OpRewritePattern(context), plan(plan) {}
+  ColumnwiseQuantizeToGPU(MLIRContext *context, Chip chip,
+                          const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), chip(chip), plan(plan) {}
 
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
@@ -496,13 +523,15 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     Location loc = op.getLoc();
 
     auto makeOutput = [&](QuantizeOp q) {
-      StripOutput out{q, plan.lookup(q)->swizzle, {}, {}};
-      out.data = allocFolded(rewriter, loc, q.getData().getType(), 2);
-      out.scales =
-          out.swizzle
-              ? allocFolded(rewriter, loc, out.swizzle.getResult().getType(), 5)
-              : allocFolded(rewriter, loc, q.getScales().getType(), 2);
-      return out;
+      SwizzleOp swizzle = plan.lookup(q)->swizzle;
+      DataBuffer data(rewriter, loc, q.getData().getType(), 2);
+      Value scales =
+          swizzle ? allocFolded(rewriter, loc, swizzle.getResult().getType(), 5)
+                  : allocFolded(rewriter, loc, q.getScales().getType(), 2);
+      return StripOutput{
+          q, swizzle,
+          *ElementConversion::get(q.getData().getType().getElementType(), chip),
+          data, scales};
     };
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
     SmallVector<StripOutput, 2> outputs = {makeOutput(op)};
@@ -527,21 +556,29 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       RankedTensorType scalesType = out.swizzle
                                         ? out.swizzle.getResult().getType()
                                         : out.op.getScales().getType();
-      replaceQuantize(
-          rewriter, out.op, out.swizzle,
-          toUnfoldedTensor(rewriter, loc, out.data, out.op.getData().getType()),
-          toUnfoldedTensor(rewriter, loc, out.scales, scalesType));
+      replaceQuantize(rewriter, out.op, out.swizzle,
+                      out.data.toTensor(rewriter, loc),
+                      toUnfoldedTensor(rewriter, loc, out.scales, scalesType));
     }
     return success();
   }
 
 private:
+  Chip chip;
   const QuantizeFusionPlan &plan;
 };
 
 } // namespace
 
+int64_t gpu_kernels::getStripColumnMultiple(const ElementFormat &format) {
+  if (!format.isPacked())
+    return kStripCols;
+  if (kStripCols * format.bitWidth == kPackedLaneBits)
+    return kStripCols * kPackedRunLanes;
+  return 0;
+}
+
 void gpu_kernels::populateColumnwiseQuantizePatterns(
-    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
-  patterns.add<ColumnwiseQuantizeToGPU>(patterns.getContext(), plan);
+    RewritePatternSet &patterns, Chip chip, const QuantizeFusionPlan &plan) {
+  patterns.add<ColumnwiseQuantizeToGPU>(patterns.getContext(), chip, plan);
 }

@@ -1,5 +1,4 @@
-//===- FusionPlan.h - Which GPU kernel computes each mx.quantize -*- C++
-//-*-===//
+//===- FusionPlan.h - Which GPU kernel computes each quantize ---*- C++ -*-===//
 //
 // The quantize kernels of convert-mx-to-gpu share work: the rowwise and the
 // columnwise quantize of one input run as one strip kernel that reads the
@@ -16,9 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
-#define MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
+#ifndef MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H
+#define MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H
 
+#include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -30,7 +30,7 @@ namespace mx {
 /// The kernel that computes a quantize op.
 enum class QuantizeKernel {
   /// A `[1, w]` quantize alone, w a power-of-two multiple of 16 up to 512:
-  /// MX (32) and FP8 blockwise 1-D (128) (MXToGPU.cpp).
+  /// MX (32) and FP8 blockwise 1-D (128) (RowwiseQuantize.cpp).
   rowwise,
   /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp).
   stripColumnwise,
@@ -62,12 +62,13 @@ struct QuantizePlan {
 /// none left to fold or erase).
 class QuantizeFusionPlan {
 public:
-  /// Plans every quantize op under `root`. A rowwise quantize is fused with
-  /// the first columnwise quantize of the same input in the same block (in
-  /// program order) that has the same element type, scale type and rounding
-  /// and no other partner; a swizzle is fused when it is the only user of
-  /// the scales and tiles them along the quantize's unscaled dimension.
-  explicit QuantizeFusionPlan(mlir::Operation *root);
+  /// Plans every quantize op under `root` for the kernels of `chip`. A
+  /// rowwise quantize is fused with the first columnwise quantize of the same
+  /// input in the same block (in program order) that has the same element
+  /// type, scale type and rounding and no other partner; a swizzle is fused
+  /// when it is the only user of the scales and tiles them along the
+  /// quantize's unscaled dimension.
+  QuantizeFusionPlan(mlir::Operation *root, Chip chip);
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;
@@ -89,4 +90,4 @@ private:
 
 } // namespace mx
 
-#endif // MX_CONVERSION_MXTOGPU_FUSIONPLAN_H
+#endif // MX_CONVERSION_MXTOGPU_QUANTIZE_FUSIONPLAN_H

@@ -5,16 +5,19 @@
 // per thread, and a one-thread-per-element kernel for the shapes the vector
 // one cannot take.
 //
-// Dequantize: a thread converts chunks of consecutive FP8 elements of a row
-// (as many as one 16-byte store of results holds; all loads first), two per
-// hardware `cvt.rn.f16x2.{e4m3,e5m2}x2` (exact: every E4M3 and E5M2 value is
-// an f16), multiplies them in f32 by their block's scale (one load when the
-// block spans the chunk, a vector of scales for [32, 1] blocks), rounds once
-// to the output type (two per `cvt.rn.{bf16x2,f16x2}.f32`) and stores the
-// results at once. That is the CPU lowering's arithmetic, so the two agree bit
-// for bit, NaN canonicalization included; the scalar kernel decodes with the
-// CPU lowering's integer builders instead, for rows that are not whole
-// 16-element chunks and blocks narrower than 16 but wider than 1.
+// Dequantize: a thread converts chunks of consecutive elements of a row (as
+// many as one 16-byte store of results holds, or FP6's 16 that fill whole
+// words; all loads first): decoded exactly (ElementConversion.h: two per
+// `cvt.rn.f16x2` of the format, or of the FP8 format that embeds FP6;
+// MXINT8 by sitofp), multiplied in f32 by their block's scale (one load when
+// the block spans the chunk, a vector of scales for [32, 1] blocks), rounded
+// once to the output type (two per `cvt.rn.{bf16x2,f16x2}.f32`) and stored
+// at once. That is the CPU lowering's arithmetic, so the two agree bit for
+// bit, NaN canonicalization included. The scalar kernels decode with the CPU
+// lowering's builders instead, for rows that are not whole chunks and blocks
+// narrower than a chunk but wider than 1: one thread per element, or per
+// packed group (FP4 always, with NVFP4's tensor scale; FP6 there), which reads
+// its bytes from global memory through the buffer's address.
 //
 // Swizzle: in the tiled layout a 128x4 tile is 32 rows of 16 elements, row
 // i holding compact rows i, i + 32, i + 64, i + 96 of the tile, 4 columns
@@ -30,15 +33,20 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementConversion.h"
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace mx;
@@ -99,45 +107,85 @@ Value extractSlice(ImplicitLocOpBuilder &b, Value vector, int64_t start,
 
 /// Elements of a chunk of the vector dequantize of `op`: one 16-byte store
 /// of results (8 bf16 or f16, 4 f32), so that a warp's stores fill whole
-/// sectors. With 16 elements (two 16-byte stores 32 bytes apart, each
-/// filling half of 32 sectors) L2 throughput bound the kernel on the H200:
-/// 73% of a copy's bandwidth, ncu showing L2 91% busy and DRAM 54%.
-int64_t getDequantizeChunk(DequantizeOp op) {
-  return kMaxAccessBytes * 8 /
-         op.getResult().getType().getElementTypeBitWidth();
+/// sectors, or for a packed format the elements of whole 32-bit words of it
+/// if more (16 for FP6, whose results take two or four stores). With 16 FP8
+/// elements (two 16-byte stores 32 bytes apart, each filling half of 32
+/// sectors) L2 throughput bound the kernel on the H200: 73% of a copy's
+/// bandwidth, ncu showing L2 91% busy and DRAM 54%.
+int64_t getDequantizeChunk(DequantizeOp op, const ElementFormat &format) {
+  int64_t results =
+      kMaxAccessBytes * 8 / op.getResult().getType().getElementTypeBitWidth();
+  if (!format.isPacked())
+    return results;
+  return std::lcm(results,
+                  std::lcm<int64_t>(format.bitWidth, 32) / format.bitWidth);
 }
 
-/// Whether the vector dequantize covers `op` (FP8 data): rows of whole
-/// chunks, each inside one block along the row (block width a multiple of
-/// the chunk) or with a scale per element (width 1).
-bool isVectorDequantize(DequantizeOp op) {
+/// Whether the vector dequantize covers `op`: rows of whole chunks, each
+/// inside one block along the row (block width a multiple of the chunk) or
+/// with a scale per element (width 1).
+bool isVectorDequantize(DequantizeOp op, const ElementFormat &format) {
   int64_t cols = op.getData().getType().getShape().back();
   int64_t width = op.getBlock().back();
-  int64_t chunk = getDequantizeChunk(op);
+  int64_t chunk = getDequantizeChunk(op, format);
   return cols % chunk == 0 && (width == 1 || width % chunk == 0);
 }
 
-/// The f32 values of an FP8 vector, two elements per hardware
-/// `cvt.rn.f16x2.{e4m3,e5m2}x2`. Every E4M3 and E5M2 value is an f16, so
-/// this is the exact decode of the CPU lowering (a NaN for a NaN).
-Value buildDecodedF32(ImplicitLocOpBuilder &b, Value elements) {
-  auto type = cast<VectorType>(elements.getType());
-  Value bytes =
-      arith::BitcastOp::create(b, type.clone(b.getI8Type()), elements);
-  auto pairType = VectorType::get({2}, b.getF16Type());
-  SmallVector<Value> halves;
-  for (int64_t i = 0; i < type.getNumElements(); i += 2) {
-    Value pair =
-        vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
-    // The low byte (the lower address) becomes element 0.
-    Value converted = NVVM::ConvertF8x2ToF16x2Op::create(
-        b, pairType, pair, /*relu=*/false, type.getElementType());
-    halves.push_back(vector::ExtractOp::create(b, converted, 0));
-    halves.push_back(vector::ExtractOp::create(b, converted, 1));
+/// The address space of device memory (`ld.global`).
+constexpr unsigned kGlobalAddressSpace = 1;
+
+/// A load of `type` at byte `offset` from device address `base` (an index:
+/// no memref op addresses part of a byte), aligned to `alignment` bytes.
+Value loadAtByte(OpBuilder &b, Location loc, Type type, Value base,
+                 Value offset, int64_t alignment) {
+  Value address = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, offset));
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace),
+      address);
+  return LLVM::LoadOp::create(b, loc, type, pointer, alignment);
+}
+
+/// The codes (an i8 vector, one per element) of the `count` elements of
+/// `data` that start at `indices`, element `linear` of the tensor: one vector
+/// load of the elements, or for a packed format (`data` its base address)
+/// one of the whole 32-bit words that hold them, unpacked.
+Value loadCodes(ImplicitLocOpBuilder &b, const ElementFormat &format,
+                Value data, ArrayRef<Value> indices, Value linear,
+                int64_t count) {
+  Location l = b.getLoc();
+  auto codesType = VectorType::get({count}, b.getI8Type());
+  if (!format.isPacked()) {
+    Value elements =
+        loadVector(b, l, VectorType::get({count}, format.type), data, indices);
+    if (format.type == b.getI8Type())
+      return elements;
+    return arith::BitcastOp::create(b, codesType, elements);
   }
-  Value f16 =
-      vector::FromElementsOp::create(b, type.clone(b.getF16Type()), halves);
-  return arith::ExtFOp::create(b, type.clone(b.getF32Type()), f16);
+  int64_t bits = format.bitWidth, wordCount = count * bits / 32;
+  Value offset = arith::DivUIOp::create(
+      b, arith::MulIOp::create(b, linear, cIndex(b, l, bits)), cIndex(b, l, 8));
+  Value words = loadAtByte(b, l, VectorType::get({wordCount}, b.getI32Type()),
+                           data, offset, 4);
+  auto amount = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, v, 32).getResult();
+  };
+  SmallVector<Value> codes;
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t first = e * bits / 32, shift = e * bits % 32;
+    Value code = arith::ShRUIOp::create(
+        b, vector::ExtractOp::create(b, words, first), amount(shift));
+    if (shift + bits > 32)
+      code = arith::OrIOp::create(
+          b, code,
+          arith::ShLIOp::create(b,
+                                vector::ExtractOp::create(b, words, first + 1),
+                                amount(32 - shift)));
+    codes.push_back(arith::TruncIOp::create(
+        b, b.getI8Type(),
+        arith::AndIOp::create(b, code, amount((1 << bits) - 1))));
+  }
+  return vector::FromElementsOp::create(b, codesType, codes);
 }
 
 /// The f32 scale of each element of the chunk of `length` elements at data
@@ -240,17 +288,16 @@ struct LoadedChunk {
 
 /// kDequantizeChunksPerThread chunks per thread, a CTA's accesses to one
 /// chunk contiguous; each chunk one load, its scale factors and one 16-byte
-/// store of its results.
+/// store of its results (two or four for FP6's chunks).
 void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
-                           Value data, Value scales, Value result) {
+                           const ElementConversion &conversion, Value data,
+                           Value scales, Value result) {
   RankedTensorType resultType = op.getResult().getType();
   SmallVector<int64_t> chunks(resultType.getShape());
-  int64_t chunk = getDequantizeChunk(op);
+  int64_t chunk = getDequantizeChunk(op, conversion.format);
   chunks.back() /= chunk;
   int64_t numChunks = computeProduct(chunks);
   int64_t perCTA = kThreadsPerBlock * kDequantizeChunksPerThread;
-  auto dataType =
-      VectorType::get({chunk}, op.getData().getType().getElementType());
   buildBlockLaunch(
       rewriter, loc, llvm::divideCeil(numChunks, perCTA), TypeRange(),
       [&](OpBuilder &nb, Location l, const KernelIds &ids) {
@@ -264,12 +311,19 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
           chunkIds.push_back(arith::AddIOp::create(
               b, first, cIndex(b, l, k * kThreadsPerBlock)));
           // Threads past the end load the last chunk and store nothing.
-          SmallVector<Value> indices = delinearize(
-              b, l, minIndex(b, l, chunkIds.back(), numChunks - 1), chunks);
+          Value chunkId = minIndex(b, l, chunkIds.back(), numChunks - 1);
+          SmallVector<Value> indices = delinearize(b, l, chunkId, chunks);
           indices.back() =
               arith::MulIOp::create(b, indices.back(), cIndex(b, l, chunk));
-          Value values =
-              buildDecodedF32(b, loadVector(b, l, dataType, data, indices));
+          Value linear =
+              conversion.format.isPacked()
+                  ? arith::MulIOp::create(b, chunkId, cIndex(b, l, chunk))
+                        .getResult()
+                  : Value();
+          Value values = decodeElements(
+              b, l,
+              loadCodes(b, conversion.format, data, indices, linear, chunk),
+              conversion);
           Value factors =
               loadScaleFactors(b, scales, indices, op.getBlock(), chunk);
           loaded.push_back({std::move(indices), values, factors});
@@ -284,6 +338,16 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
           storeVectorIf(b, l, valid, dequantized, result, loadedChunk.indices);
         }
       });
+}
+
+/// The scale of data element `indices` of `op`, as loaded.
+Value loadBlockScale(OpBuilder &b, Location loc, DequantizeOp op, Value scales,
+                     ArrayRef<Value> indices) {
+  SmallVector<Value> blockIndices;
+  for (auto [index, size] : llvm::zip_equal(indices, op.getBlock()))
+    blockIndices.push_back(
+        arith::DivUIOp::create(b, loc, index, cIndex(b, loc, size)));
+  return memref::LoadOp::create(b, loc, scales, blockIndices);
 }
 
 /// One thread per element, for the shapes the vector kernel cannot take:
@@ -308,24 +372,111 @@ void buildScalarDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
       });
 }
 
+/// A packed format's dequantize of any rank, block and tensor scale (FP4 and
+/// NVFP4 always, FP6 where the vector kernel does not fit): one thread per
+/// packed group (FP4 one byte of 2 elements, FP6 3 bytes of 4), which loads
+/// its bytes and decodes each element with the CPU lowering's builders and
+/// its own block's scale.
+void buildPackedDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
+                           Value data, Value scales, Value tensorScale,
+                           Value result) {
+  RankedTensorType resultType = op.getResult().getType();
+  Type elementType = op.getData().getType().getElementType();
+  ElementFormat format = getVerifiedElementFormat(elementType);
+  int64_t groupElements = format.packedElements;
+  auto groupType = rewriter.getIntegerType(8 * format.packedBytes);
+  SmallVector<int64_t> groupShape(resultType.getShape());
+  groupShape.back() /= groupElements;
+  int64_t count = resultType.getNumElements() / groupElements;
+  buildLaunch(
+      rewriter, loc, count, [&](OpBuilder &b, Location l, Value thread) {
+        buildIf(
+            b, l, cmpLT(b, l, thread, cIndex(b, l, count)),
+            [&](OpBuilder &nb, Location nl) {
+              // The group's bytes as one little-endian integer.
+              Value group;
+              if (format.packedBytes == 1) {
+                group = loadAtByte(nb, nl, groupType, data, thread, 1);
+              } else {
+                Value first = arith::MulIOp::create(
+                    nb, nl, thread, cIndex(nb, nl, format.packedBytes));
+                for (int64_t k = 0; k < format.packedBytes; ++k) {
+                  Value byte = loadAtByte(
+                      nb, nl, nb.getI8Type(), data,
+                      arith::AddIOp::create(nb, nl, first, cIndex(nb, nl, k)),
+                      1);
+                  Value part = arith::ShLIOp::create(
+                      nb, nl, arith::ExtUIOp::create(nb, nl, groupType, byte),
+                      arith::ConstantIntOp::create(nb, nl, groupType, 8 * k));
+                  group = group ? arith::OrIOp::create(nb, nl, group, part)
+                                      .getResult()
+                                : part;
+                }
+              }
+              Value t = tensorScale ? memref::LoadOp::create(
+                                          nb, nl, tensorScale, ValueRange{})
+                                    : Value();
+              SmallVector<Value> indices =
+                  delinearize(nb, nl, thread, groupShape);
+              Value groupStart = arith::MulIOp::create(
+                  nb, nl, indices.back(), cIndex(nb, nl, groupElements));
+              for (int64_t e = 0; e < groupElements; ++e) {
+                indices.back() = arith::AddIOp::create(nb, nl, groupStart,
+                                                       cIndex(nb, nl, e));
+                Value code = arith::TruncIOp::create(
+                    nb, nl, nb.getIntegerType(format.bitWidth),
+                    arith::ShRUIOp::create(
+                        nb, nl, group,
+                        arith::ConstantIntOp::create(nb, nl, groupType,
+                                                     format.bitWidth * e)));
+                Value value = buildDequantized(
+                    nb, nl, arith::BitcastOp::create(nb, nl, elementType, code),
+                    loadBlockScale(nb, nl, op, scales, indices), t,
+                    resultType.getElementType());
+                memref::StoreOp::create(nb, nl, value, result, indices);
+              }
+            });
+      });
+}
+
+/// Every dequantize: the vector kernel where it fits a format the chip
+/// converts (not FP4, whose NVFP4 form has its tensor scale), else the packed
+/// or the scalar kernel.
 struct DequantizeToGPU : OpRewritePattern<DequantizeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DequantizeToGPU(MLIRContext *context, Chip chip)
+      : OpRewritePattern(context), chip(chip) {}
 
   LogicalResult matchAndRewrite(DequantizeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (isa<Float4E2M1FNType>(op.getData().getType().getElementType()))
-      return rewriter.notifyMatchFailure(op, "FP4 data (Fp4Kernels.cpp)");
+    Type elementType = op.getData().getType().getElementType();
+    ElementFormat format = getVerifiedElementFormat(elementType);
+    std::optional<ElementConversion> conversion =
+        ElementConversion::get(elementType, chip);
     Location loc = op.getLoc();
     Value data = toBuffer(rewriter, loc, op.getData());
+    if (format.isPacked())
+      data =
+          memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, data);
     Value scales = toBuffer(rewriter, loc, op.getScales());
     Value result = allocDevice(rewriter, loc, op.getResult().getType());
-    if (isVectorDequantize(op))
-      buildVectorDequantize(rewriter, loc, op, data, scales, result);
+    if (conversion && !format.takesNVFP4Scales() &&
+        isVectorDequantize(op, format))
+      buildVectorDequantize(rewriter, loc, op, *conversion, data, scales,
+                            result);
+    else if (format.isPacked())
+      buildPackedDequantize(rewriter, loc, op, data, scales,
+                            op.getTensorScale()
+                                ? toBuffer(rewriter, loc, op.getTensorScale())
+                                : Value(),
+                            result);
     else
       buildScalarDequantize(rewriter, loc, op, data, scales, result);
     rewriter.replaceOp(op, toTensor(rewriter, loc, result));
     return success();
   }
+
+private:
+  Chip chip;
 };
 
 /// The compact scale indices of matrix position (r, c) of a batch slice, r
@@ -359,18 +510,12 @@ SmallVector<Value> getSwizzledIndices(OpBuilder &b, Location loc,
 std::pair<Value, Value> getCompactPosition(OpBuilder &b, Location loc,
                                            ArrayRef<Value> indices,
                                            SwizzleLayout layout) {
-  auto fma = [&](Value x, int64_t scale, Value y) {
-    Value scaled = arith::MulIOp::create(b, loc, x, cIndex(b, loc, scale));
-    return arith::AddIOp::create(b, loc, scaled, y).getResult();
-  };
+  IndexArith index{b, loc};
   if (layout == SwizzleLayout::blockwise) {
     ArrayRef<Value> tail = indices.take_back(3);
-    return {fma(tail[1], kBlockwisePadding, tail[2]), tail[0]};
+    return {index.fma(tail[1], kBlockwisePadding, tail[2]), tail[0]};
   }
-  // [r/128, c/4, r%32, (r%128)/32, c%4]
-  ArrayRef<Value> tile = indices.take_back(5);
-  Value r = fma(fma(tile[0], 4, tile[3]), 32, tile[2]);
-  return {r, fma(tile[1], kSwizzleTileCols, tile[4])};
+  return SwizzleTiles::getCompactIndex(indices.take_back(5), index);
 }
 
 /// Whether the vector (un)swizzle covers compact scales of `compactType`
@@ -382,13 +527,9 @@ bool isVectorSwizzle(RankedTensorType compactType, int64_t unscaledDim,
                      SwizzleLayout layout) {
   return layout == SwizzleLayout::tiles &&
          unscaledDim == compactType.getRank() - 2 &&
-         compactType.getShape().back() % kSwizzleTileCols == 0;
+         compactType.getShape().back() % SwizzleTiles::kCols == 0;
 }
 
-/// A tile row (16 elements) holds compact rows i + kTileRowStride * k of its
-/// tile, k < kGroupsPerTileRow, 4 columns each.
-constexpr int64_t kTileRowStride = 32;
-constexpr int64_t kGroupsPerTileRow = kSwizzleTileRows / kTileRowStride;
 /// Contiguous bytes of a compact row that the lanes of a warp access
 /// together. Measured on the H200 at [8192, 256] (swizzle, unswizzle): 32
 /// bytes (whole sectors, 16 rows a warp) 1.8, 1.8 us; 64 bytes (8 rows) 1.7,
@@ -410,27 +551,28 @@ struct TileGroups {
     int64_t elementBytes =
         llvm::divideCeil(compactType.getElementTypeBitWidth(), 8);
     rows = compactType.getDimSize(batch);
-    int64_t tiles = compactType.getDimSize(batch + 1) / kSwizzleTileCols;
+    int64_t tiles = compactType.getDimSize(batch + 1) / SwizzleTiles::kCols;
     tilesPerThread = std::max<int64_t>(
-        1, kMaxAccessBytes / (kSwizzleTileCols * elementBytes));
+        1, kMaxAccessBytes / (SwizzleTiles::kCols * elementBytes));
     while (tiles % tilesPerThread != 0)
       tilesPerThread /= 2;
     groups = tiles / tilesPerThread;
-    int64_t groupBytes = kSwizzleTileCols * tilesPerThread * elementBytes;
+    int64_t groupBytes = SwizzleTiles::kCols * tilesPerThread * elementBytes;
     // Lanes beyond the groups of a row of tiles would idle.
     sharingLanes =
         std::min<int64_t>(std::max<int64_t>(1, kCompactRunBytes / groupBytes),
                           llvm::PowerOf2Ceil(groups));
-    rowType = VectorType::get({kSwizzleTileCols * tilesPerThread},
+    rowType = VectorType::get({SwizzleTiles::kCols * tilesPerThread},
                               compactType.getElementType());
-    tileRowType = VectorType::get({kGroupsPerTileRow * kSwizzleTileCols},
-                                  compactType.getElementType());
+    tileRowType =
+        VectorType::get({SwizzleTiles::kRowGroups * SwizzleTiles::kCols},
+                        compactType.getElementType());
   }
 
   /// Lanes past the last group of a row of tiles must not store.
   bool hasIdleLanes() const { return groups % sharingLanes != 0; }
   /// The last row of tiles has rows past the matrix.
-  bool hasPaddingRows() const { return rows % kSwizzleTileRows != 0; }
+  bool hasPaddingRows() const { return rows % SwizzleTiles::kRows != 0; }
 
   int64_t rows, tilesPerThread, groups, sharingLanes;
   /// A thread's part of one compact row, and a tile row.
@@ -459,7 +601,7 @@ struct TileGroupThread {
   std::pair<Value, SmallVector<Value>>
   getCompactRow(ImplicitLocOpBuilder &b, int64_t k, int64_t rows) const {
     Value compactRow = arith::AddIOp::create(
-        b, row, cIndex(b, b.getLoc(), k * kTileRowStride));
+        b, row, cIndex(b, b.getLoc(), k * SwizzleTiles::kRowStride));
     SmallVector<Value> indices(batch);
     indices.append({minIndex(b, b.getLoc(), compactRow, rows - 1), column});
     return {compactRow, indices};
@@ -480,41 +622,39 @@ void buildThreadPerTileGroupRow(
   // [..., R/128, group blocks, tile row high, tile row low, group low].
   SmallVector<int64_t> threads(tilesType.getShape().drop_back(4));
   threads.append({llvm::divideCeilSigned(groups.groups, lanes), lanes,
-                  kTileRowStride / lanes, lanes});
+                  SwizzleTiles::kRowStride / lanes, lanes});
   int64_t rank = threads.size();
   buildThreadPerItem(
       rewriter, loc, computeProduct(threads),
       [&](ImplicitLocOpBuilder &b, Value thread) {
         Location l = b.getLoc();
         SmallVector<Value> ids = delinearize(b, l, thread, threads);
-        auto fma = [&](Value x, int64_t scale, Value y) {
-          return arith::AddIOp::create(
-              b, arith::MulIOp::create(b, x, cIndex(b, l, scale)), y);
-        };
+        IndexArith index{b, l};
         TileGroupThread t;
         t.batch.assign(ids.begin(), ids.begin() + rank - 5);
         t.rowTile = ids[rank - 5];
-        Value group = fma(ids[rank - 4], lanes, ids[rank - 1]);
+        Value group = index.fma(ids[rank - 4], lanes, ids[rank - 1]);
         t.valid = cmpLT(b, l, group, cIndex(b, l, groups.groups));
         group = minIndex(b, l, group, groups.groups - 1);
         t.firstTile = arith::MulIOp::create(
             b, group, cIndex(b, l, groups.tilesPerThread));
-        t.tileRow = fma(ids[rank - 3], kTileRowStride / lanes, ids[rank - 2]);
-        t.row = fma(t.rowTile, kSwizzleTileRows, t.tileRow);
+        t.tileRow = index.fma(ids[rank - 3], SwizzleTiles::kRowStride / lanes,
+                              ids[rank - 2]);
+        t.row = index.fma(t.rowTile, SwizzleTiles::kRows, t.tileRow);
         t.column = arith::MulIOp::create(b, t.firstTile,
-                                         cIndex(b, l, kSwizzleTileCols));
+                                         cIndex(b, l, SwizzleTiles::kCols));
         body(b, groups, t);
       });
 }
 
-/// The concatenation of the `part`-th kSwizzleTileCols elements of each of
+/// The concatenation of the `part`-th SwizzleTiles::kCols elements of each of
 /// `vectors`: the 4 x 4 transposes between compact rows and tile rows.
 Value gatherColumns(ImplicitLocOpBuilder &b, ArrayRef<Value> vectors,
                     int64_t part) {
   SmallVector<Value> columns;
   for (Value vector : vectors)
-    columns.push_back(
-        extractSlice(b, vector, part * kSwizzleTileCols, kSwizzleTileCols));
+    columns.push_back(extractSlice(b, vector, part * SwizzleTiles::kCols,
+                                   SwizzleTiles::kCols));
   return concatenate(b, columns);
 }
 
@@ -532,7 +672,7 @@ void buildVectorSwizzle(OpBuilder &rewriter, Location loc, Value input,
             b, groups.rowType,
             buildZeroBits(b, l, groups.rowType.getElementType()));
         SmallVector<Value> compactRows;
-        for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
+        for (int64_t k = 0; k < SwizzleTiles::kRowGroups; ++k) {
           // Padding rows read the last row (always there) and store zeros.
           auto [row, indices] = thread.getCompactRow(b, k, groups.rows);
           Value loaded = loadVector(b, l, groups.rowType, input, indices);
@@ -619,7 +759,7 @@ void buildVectorUnswizzle(OpBuilder &rewriter, Location loc, Value input,
         for (int64_t t = 0; t < groups.tilesPerThread; ++t)
           tileRows.push_back(loadVector(b, l, groups.tileRowType, input,
                                         thread.getTiledIndices(b, t)));
-        for (int64_t k = 0; k < kGroupsPerTileRow; ++k) {
+        for (int64_t k = 0; k < SwizzleTiles::kRowGroups; ++k) {
           auto [row, indices] = thread.getCompactRow(b, k, groups.rows);
           Value valid = groups.hasIdleLanes() ? thread.valid : Value();
           if (groups.hasPaddingRows()) {
@@ -674,7 +814,9 @@ struct UnswizzleToGPU : OpRewritePattern<UnswizzleOp> {
 } // namespace
 
 void gpu_kernels::populateElementwisePatterns(RewritePatternSet &patterns,
+                                              Chip chip,
                                               const QuantizeFusionPlan &plan) {
-  patterns.add<DequantizeToGPU, UnswizzleToGPU>(patterns.getContext());
+  patterns.add<DequantizeToGPU>(patterns.getContext(), chip);
+  patterns.add<UnswizzleToGPU>(patterns.getContext());
   patterns.add<SwizzleToGPU>(patterns.getContext(), plan);
 }

@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementConversion.h"
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Dialect/MX/Utils/Numerics.h"
@@ -50,25 +52,17 @@ struct TileLanes {
 Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
                const BlockGrid &grid, Value input, VectorType laneType,
                TileLanes &lanes) {
-  auto div = [&](Value x, int64_t d) {
-    return arith::DivUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  auto rem = [&](Value x, int64_t d) {
-    return arith::RemUIOp::create(b, l, x, cIndex(b, l, d)).getResult();
-  };
-  auto fma = [&](Value x, int64_t scale, Value y) {
-    return arith::AddIOp::create(
-               b, l, arith::MulIOp::create(b, l, x, cIndex(b, l, scale)), y)
-        .getResult();
-  };
-  lanes.scaleRow = div(ids.block, grid.blockCols);
-  lanes.blockCol = rem(ids.block, grid.blockCols);
-  Value slice = div(lanes.scaleRow, grid.blockRows);
-  Value firstRow = fma(rem(lanes.scaleRow, grid.blockRows), kBlockwise2DExtent,
-                       div(ids.thread, kLanesPerRow));
-  lanes.col = fma(lanes.blockCol, kBlockwise2DExtent,
-                  arith::MulIOp::create(b, l, rem(ids.thread, kLanesPerRow),
-                                        cIndex(b, l, kElementsPerLane)));
+  IndexArith index{b, l};
+  lanes.scaleRow = index.div(ids.block, grid.blockCols);
+  lanes.blockCol = index.rem(ids.block, grid.blockCols);
+  Value slice = index.div(lanes.scaleRow, grid.blockRows);
+  Value firstRow =
+      index.fma(index.rem(lanes.scaleRow, grid.blockRows), kBlockwise2DExtent,
+                index.div(ids.thread, kLanesPerRow));
+  lanes.col =
+      index.fma(lanes.blockCol, kBlockwise2DExtent,
+                arith::MulIOp::create(b, l, index.rem(ids.thread, kLanesPerRow),
+                                      cIndex(b, l, kElementsPerLane)));
   Value colValid = cmpLT(b, l, lanes.col, cIndex(b, l, grid.cols));
   Value loadCol = arith::MinUIOp::create(
       b, l, lanes.col, cIndex(b, l, grid.cols - kElementsPerLane));
@@ -77,7 +71,7 @@ Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
   for (int64_t p = 0; p < kPasses; ++p) {
     Value local =
         arith::AddIOp::create(b, l, firstRow, cIndex(b, l, p * kRowsPerPass));
-    lanes.row.push_back(fma(slice, grid.rows, local));
+    lanes.row.push_back(index.fma(slice, grid.rows, local));
     lanes.valid.push_back(
         andI(b, l, colValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
     Value loadRow = arith::MinUIOp::create(
@@ -94,8 +88,10 @@ Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
 }
 
 struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
-  Blockwise2DQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : PlannedQuantizePattern(context, plan, QuantizeKernel::blockwise2D) {}
+  Blockwise2DQuantizeToGPU(MLIRContext *context, Chip chip,
+                           const QuantizeFusionPlan &plan)
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::blockwise2D,
+                               chip) {}
 
   LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
                                PatternRewriter &rewriter) const override {
@@ -107,11 +103,11 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
                    inputType.getDimSize(rank - 1),
                    scalesType.getDimSize(rank - 2),
                    scalesType.getDimSize(rank - 1)};
-    Type elementType = op.getData().getType().getElementType();
+    ElementConversion conversion = getConversion(op);
     ScaleRounding rounding = op.getRounding();
 
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
-    Value data = allocFolded(rewriter, loc, op.getData().getType(), 2);
+    DataBuffer data(rewriter, loc, op.getData().getType(), 2);
     Value scales = allocFolded(rewriter, loc, scalesType, 2);
     auto laneType =
         VectorType::get({kElementsPerLane}, inputType.getElementType());
@@ -122,13 +118,13 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
           TileLanes lanes;
           Value amax = loadTile(b, l, ids, grid, input, laneType, lanes);
           amax = buildCTAMax(b, l, amax, ids.thread, ids.workgroup.front());
-          BlockScale scale = buildBlockScale(b, l, amax, rounding, elementType,
+          BlockScale scale = buildBlockScale(b, l, amax, rounding, conversion,
                                              scalesType.getElementType());
           for (int64_t p = 0; p < kPasses; ++p)
-            storeVectorIf(b, l, lanes.valid[p],
-                          quantizeVector(b, l, lanes.values[p], scale, rounding,
-                                         elementType),
-                          data, {lanes.row[p], lanes.col});
+            data.store(b, l, lanes.valid[p],
+                       quantizeVector(b, l, lanes.values[p], scale, rounding,
+                                      conversion),
+                       {lanes.row[p], lanes.col});
           buildIf(b, l, isZeroIndex(b, l, ids.thread),
                   [&](OpBuilder &nb, Location nl) {
                     memref::StoreOp::create(
@@ -137,9 +133,9 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
                   });
         });
 
-    rewriter.replaceOp(
-        op, {toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),
-             toUnfoldedTensor(rewriter, loc, scales, scalesType)});
+    rewriter.replaceOp(op,
+                       {data.toTensor(rewriter, loc),
+                        toUnfoldedTensor(rewriter, loc, scales, scalesType)});
     return success();
   }
 };
@@ -147,6 +143,6 @@ struct Blockwise2DQuantizeToGPU : PlannedQuantizePattern {
 } // namespace
 
 void gpu_kernels::populateBlockwiseQuantizePatterns(
-    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
-  patterns.add<Blockwise2DQuantizeToGPU>(patterns.getContext(), plan);
+    RewritePatternSet &patterns, Chip chip, const QuantizeFusionPlan &plan) {
+  patterns.add<Blockwise2DQuantizeToGPU>(patterns.getContext(), chip, plan);
 }

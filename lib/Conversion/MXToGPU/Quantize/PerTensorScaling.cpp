@@ -31,6 +31,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementConversion.h"
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
@@ -153,12 +155,12 @@ void buildAmaxKernel(OpBuilder &b, Location loc, Value input,
       });
 }
 
-/// Stores the FP8 bytes of every existing chunk.
+/// Stores the FP8 codes of every existing chunk.
 void storeChunks(OpBuilder &b, Location l, const FlatChunks &chunks,
-                 ArrayRef<Value> bytes, Value data) {
+                 ArrayRef<Value> codes, const DataBuffer &data) {
   for (auto [valid, value, offset] :
-       llvm::zip_equal(chunks.valid, bytes, chunks.offset))
-    storeVectorIf(b, l, valid, value, data, {offset});
+       llvm::zip_equal(chunks.valid, codes, chunks.offset))
+    data.store(b, l, valid, value, {offset});
 }
 
 Value zeroF32(OpBuilder &b, Location loc) {
@@ -191,8 +193,10 @@ struct AmaxToGPU : OpRewritePattern<AmaxOp> {
 
 /// Current scaling: the amax of every matrix, then the cast.
 struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
-  PerTensorQuantizeToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
-      : PlannedQuantizePattern(context, plan, QuantizeKernel::perTensor) {}
+  PerTensorQuantizeToGPU(MLIRContext *context, Chip chip,
+                         const QuantizeFusionPlan &plan)
+      : PlannedQuantizePattern(context, plan, QuantizeKernel::perTensor, chip) {
+  }
 
   LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
                                PatternRewriter &rewriter) const override {
@@ -202,7 +206,7 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
     int64_t slices = getNumSlices(inputType, 2);
     FlatGrid grid(slices, inputType.getNumElements() / slices);
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
-    Value data = allocFolded(rewriter, loc, op.getData().getType(), 1);
+    DataBuffer data(rewriter, loc, op.getData().getType(), 1);
     Value scales = allocFolded(rewriter, loc, scalesType, 1);
     auto amaxType = MemRefType::get({slices}, rewriter.getF32Type());
     // A given amax (of the whole tensor this input is a shard of; the
@@ -223,18 +227,18 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
       buildAmaxKernel(rewriter, loc, input, grid, amaxes);
     }
 
-    Type elementType = op.getData().getType().getElementType();
+    ElementConversion conversion = getConversion(op);
     ScaleRounding rounding = op.getRounding();
     buildBlockLaunch(
         rewriter, loc, grid.getNumBlocks(), TypeRange(),
         [&](OpBuilder &b, Location l, const KernelIds &ids) {
           FlatChunks chunks = loadChunks(b, l, ids, grid, input);
           Value amax = memref::LoadOp::create(b, l, amaxes, chunks.slice);
-          BlockScale scale = buildBlockScale(b, l, amax, rounding, elementType,
+          BlockScale scale = buildBlockScale(b, l, amax, rounding, conversion,
                                              scalesType.getElementType());
           SmallVector<Value> bytes =
               llvm::map_to_vector(chunks.values, [&](Value v) {
-                return quantizeVector(b, l, v, scale, rounding, elementType);
+                return quantizeVector(b, l, v, scale, rounding, conversion);
               });
           storeChunks(b, l, chunks, bytes, data);
           buildIf(b, l, chunks.sliceLeader, [&](OpBuilder &nb, Location nl) {
@@ -244,9 +248,9 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
     if (!op.getAmax())
       gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(), amaxes);
 
-    rewriter.replaceOp(
-        op, {toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),
-             toUnfoldedTensor(rewriter, loc, scales, scalesType)});
+    rewriter.replaceOp(op,
+                       {data.toTensor(rewriter, loc),
+                        toUnfoldedTensor(rewriter, loc, scales, scalesType)});
     return success();
   }
 };
@@ -277,26 +281,30 @@ void buildHistoryCopy(OpBuilder &b, Location loc, Value history,
 }
 
 struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
-  using OpRewritePattern::OpRewritePattern;
+  QuantizeDelayedToGPU(MLIRContext *context, Chip chip)
+      : OpRewritePattern(context), chip(chip) {}
 
   LogicalResult matchAndRewrite(QuantizeDelayedOp op,
                                 PatternRewriter &rewriter) const override {
     RankedTensorType inputType = op.getInput().getType();
     if (!isChunked(inputType.getNumElements()))
       return rewriter.notifyMatchFailure(op, "element count not chunked");
+    std::optional<ElementConversion> conversion =
+        ElementConversion::get(op.getData().getType().getElementType(), chip);
+    if (!conversion)
+      return rewriter.notifyMatchFailure(op, "no conversion on the chip");
     Location loc = op.getLoc();
     int64_t index = op.getIndex();
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
     Value scales = toBuffer(rewriter, loc, op.getScales());
     Value history = toBuffer(rewriter, loc, op.getHistory());
-    Value data = allocFolded(rewriter, loc, op.getData().getType(), 1);
+    DataBuffer data(rewriter, loc, op.getData().getType(), 1);
     auto scaleInvType = cast<RankedTensorType>(op.getScaleInv().getType());
     Value scaleInv = allocFolded(rewriter, loc, scaleInvType, 1);
     Value newHistory = allocDevice(rewriter, loc, op.getNewHistory().getType());
     buildHistoryCopy(rewriter, loc, history, newHistory, index);
 
     FlatGrid grid(1, inputType.getNumElements());
-    Type elementType = op.getData().getType().getElementType();
     buildBlockLaunch(
         rewriter, loc, grid.getNumBlocks(), getCTAMaxBufferType(getContext()),
         [&](OpBuilder &b, Location l, const KernelIds &ids) {
@@ -312,7 +320,7 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
             Value isNaN = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
                                                 scaled, scaled);
             bytes.push_back(
-                convertToElements(b, l, scaled, elementType, isNaN));
+                convertToElements(b, l, scaled, *conversion, isNaN));
           }
           storeChunks(b, l, chunks, bytes, data);
           Value amax = reduceChunks(b, l, chunks, ids);
@@ -329,12 +337,15 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
           });
         });
 
-    rewriter.replaceOp(
-        op, {toUnfoldedTensor(rewriter, loc, data, op.getData().getType()),
-             toUnfoldedTensor(rewriter, loc, scaleInv, scaleInvType),
-             toTensor(rewriter, loc, newHistory)});
+    rewriter.replaceOp(op,
+                       {data.toTensor(rewriter, loc),
+                        toUnfoldedTensor(rewriter, loc, scaleInv, scaleInvType),
+                        toTensor(rewriter, loc, newHistory)});
     return success();
   }
+
+private:
+  Chip chip;
 };
 
 /// One launch for all columns: CTA j rotates column j and derives scale j.
@@ -418,8 +429,8 @@ std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
 }
 
 void gpu_kernels::populatePerTensorScalingPatterns(
-    RewritePatternSet &patterns, const QuantizeFusionPlan &plan) {
-  patterns.add<AmaxToGPU, QuantizeDelayedToGPU, UpdateAmaxHistoryToGPU>(
-      patterns.getContext());
-  patterns.add<PerTensorQuantizeToGPU>(patterns.getContext(), plan);
+    RewritePatternSet &patterns, Chip chip, const QuantizeFusionPlan &plan) {
+  patterns.add<AmaxToGPU, UpdateAmaxHistoryToGPU>(patterns.getContext());
+  patterns.add<QuantizeDelayedToGPU>(patterns.getContext(), chip);
+  patterns.add<PerTensorQuantizeToGPU>(patterns.getContext(), chip, plan);
 }

@@ -1,20 +1,18 @@
-//===- KernelBuilder.h - Helpers for the mx GPU kernels ---------*- C++ -*-===//
+//===- KernelBuilder.h - Building blocks of the mx GPU kernels --*- C++ -*-===//
 //
-// Private to the MXToGPU conversion: the pieces every mx kernel is built
-// from (launches on device buffers, batch dimensions folded into rows,
-// vector loads and predicated stores, the swizzled index map, a block's
-// scale and the FP8 conversion through the hardware cvt, warp- and CTA-wide
-// maxima, the atomic amax), the shapes of the quantize kernels that the
-// fusion plan checks, and the entry points of the pattern files.
+// Private to the quantize kernels of the MXToGPU conversion: the chip-neutral
+// pieces every one of them is built from (launches on device buffers, batch
+// dimensions folded into rows, vector loads and predicated stores, the
+// swizzled index map and the scale store, warp- and CTA-wide maxima, the
+// atomic amax); ElementConversion.h adds the element codes. Which kernel
+// computes which op is FusionPolicy.h's business.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
-#define MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
+#ifndef MX_LIB_CONVERSION_MXTOGPU_QUANTIZE_KERNELBUILDER_H
+#define MX_LIB_CONVERSION_MXTOGPU_QUANTIZE_KERNELBUILDER_H
 
 #include "mx/Conversion/DeviceBuffers.h"
-#include "mx/Conversion/MXToGPU/FusionPlan.h"
-#include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -27,28 +25,23 @@ constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kWarpsPerBlock = kThreadsPerBlock / kWarpSize;
 
-/// Elements a lane of the row-vector kernels (rowwise, 2-D blockwise,
-/// per-tensor) loads and converts at once: one 16-byte FP8 store, so rows
-/// must be multiples of it.
-constexpr int64_t kElementsPerLane = 16;
-/// The block of the 2-D blockwise kernel (BlockwiseQuantize.cpp), one CTA
-/// per block.
-constexpr int64_t kBlockwise2DExtent = 128;
-/// The strip quantize kernel (QuantizeStrips.cpp): columns of a lane's strip,
-/// so K must be a multiple of kStripCols.
-constexpr int64_t kStripCols = 4;
-
-/// Lanes of the rowwise kernel that share a `[1, width]` block, or 0 where
-/// it has no kernel for that width: the lanes of a block must be a power of
-/// two within one warp, for the xor-shuffles that combine their amax.
-int64_t getRowwiseLanesPerBlock(int64_t width);
-
 mlir::Value cIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 mlir::Value cmpLT(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                   mlir::Value y);
 mlir::Value andI(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                  mlir::Value y);
 mlir::Value isZeroIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// Index arithmetic on IR values with constants: unsigned division and
+/// remainder, and x * m + y. The arithmetic of the SwizzleTiles maps.
+struct IndexArith {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+
+  mlir::Value div(mlir::Value x, int64_t d) const;
+  mlir::Value rem(mlir::Value x, int64_t d) const;
+  mlir::Value fma(mlir::Value x, int64_t m, mlir::Value y) const;
+};
+
 /// A splat of `value` shaped like the vector `like`.
 mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value like,
                   mlir::Attribute value);
@@ -112,11 +105,22 @@ mlir::Value toUnfoldedTensor(mlir::OpBuilder &b, mlir::Location loc,
 // Memory access
 //===----------------------------------------------------------------------===//
 
-/// Indices of scale (r, c) in the 5-D swizzled layout
-/// [r/128, c/4, r%32, (r%128)/32, c%4].
+/// Indices of scale (r, c) in the 5-D swizzled layout (SwizzleTiles).
 llvm::SmallVector<mlir::Value> swizzledIndices(mlir::OpBuilder &b,
                                                mlir::Location loc,
                                                mlir::Value r, mlir::Value c);
+
+/// Stores `scale`, the scale of block (row, col), where every `guards` value
+/// holds: into linear scales at (row, col) where `valid` holds too; into the
+/// 128x4 tiles of an absorbed swizzle (`tiled`) at the tiled address of
+/// (row, col), row counted in the tiles' padded rows, with zero bits where
+/// `valid` does not hold (the tiles' padding). `row` is built in the branch
+/// that stores, where it is used.
+void storeBlockScale(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value scales, bool tiled,
+    mlir::Value scale, mlir::Value valid, llvm::ArrayRef<mlir::Value> guards,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location)> row,
+    mlir::Value col);
 
 /// Loads `type` (a vector) at `indices` of a buffer, aligned to its size (up
 /// to 16 bytes): callers start vectors at multiples of their length in rows
@@ -180,98 +184,6 @@ void buildAtomicMaxMagnitude(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value amax, mlir::Value buffer,
                              mlir::ValueRange indices);
 
-//===----------------------------------------------------------------------===//
-// Quantization
-//===----------------------------------------------------------------------===//
-
-/// A block's scale as the quantize kernels apply it, from the Numerics.h
-/// rules that the CPU lowering uses too.
-struct BlockScale {
-  /// The scale as stored: the E8M0 byte or the f32 value.
-  mlir::Value stored;
-  /// The f32 that elements are multiplied by (2^(127-b) for power-of-two
-  /// scales) or divided by (the `exact` scale: the reference divides).
-  mlir::Value factor;
-  /// Whether the block holds a NaN, so that every element gets 0x7F.
-  mlir::Value isNaN;
-};
-
-BlockScale buildBlockScale(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::Value amax, ScaleRounding rounding,
-                           mlir::Type elementType, mlir::Type scaleType);
-
-/// `values` (an f32 vector) times `factors` (a vector of one factor per
-/// element), or divided by them for `exact` rounding.
-mlir::Value applyScaleFactors(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value values, mlir::Value factors,
-                              ScaleRounding rounding);
-
-/// Converts an even-length f32 vector (already multiplied by its factor) to
-/// FP8 with the hardware `cvt.rn.satfinite`, two elements per instruction.
-/// Elements whose `nanMask` bit (i1 vector of the same length) is set become
-/// 0x7F, the NaN byte of every NaN block (docs/numerics.md).
-mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::Value scaled, mlir::Type elementType,
-                              mlir::Value nanMask);
-
-/// The FP8 elements of an f32 vector whose block has the scale `scale`.
-mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::Value values, const BlockScale &scale,
-                           ScaleRounding rounding, mlir::Type elementType);
-
-/// Replaces a quantize op with its kernel's data and scales tensors; when a
-/// swizzle consumed the scales, the tiled tensor replaces that swizzle.
-void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
-                     SwizzleOp swizzle, mlir::Value data, mlir::Value scales);
-
-/// Why the per-tensor kernels cannot compute `op` (mx.amax or
-/// mx.quantize_delayed), or an empty string.
-std::string getPerTensorUnsupportedReason(mlir::Operation *op);
-
-/// A pattern for the quantize ops that the fusion plan gives one kernel: it
-/// matches exactly those and hands their plan to `rewritePlanned`.
-struct PlannedQuantizePattern : mlir::OpRewritePattern<QuantizeOp> {
-  PlannedQuantizePattern(mlir::MLIRContext *context,
-                         const QuantizeFusionPlan &plan, QuantizeKernel kernel)
-      : OpRewritePattern(context), plan(plan), kernel(kernel) {}
-
-  mlir::LogicalResult
-  matchAndRewrite(QuantizeOp op, mlir::PatternRewriter &rewriter) const final {
-    const QuantizePlan *planned = plan.lookup(op);
-    if (!planned || planned->kernel != kernel)
-      return rewriter.notifyMatchFailure(op, "planned for another kernel");
-    return rewritePlanned(op, *planned, rewriter);
-  }
-
-  virtual mlir::LogicalResult
-  rewritePlanned(QuantizeOp op, const QuantizePlan &planned,
-                 mlir::PatternRewriter &rewriter) const = 0;
-
-private:
-  const QuantizeFusionPlan &plan;
-  QuantizeKernel kernel;
-};
-
-/// Whether the FP4 quantize kernel (Fp4Kernels.cpp) covers `op`, whose data
-/// is f4E2M1FN; if not, `reason` says why.
-mlir::LogicalResult checkFP4Quantize(QuantizeOp op, std::string &reason);
-
-/// The pattern files; the quantize and swizzle patterns follow `plan`, which
-/// must outlive them.
-void populateRowwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
-                                     const QuantizeFusionPlan &plan);
-void populateColumnwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
-                                        const QuantizeFusionPlan &plan);
-void populateBlockwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
-                                       const QuantizeFusionPlan &plan);
-void populatePerTensorScalingPatterns(mlir::RewritePatternSet &patterns,
-                                      const QuantizeFusionPlan &plan);
-void populateElementwisePatterns(mlir::RewritePatternSet &patterns,
-                                 const QuantizeFusionPlan &plan);
-/// `chip` picks the E2M1 conversion: the hardware's on sm_100a.
-void populateFP4Patterns(mlir::RewritePatternSet &patterns, Chip chip,
-                         const QuantizeFusionPlan &plan);
-
 } // namespace mx::gpu_kernels
 
-#endif // MX_LIB_CONVERSION_MXTOGPU_KERNELBUILDER_H
+#endif // MX_LIB_CONVERSION_MXTOGPU_QUANTIZE_KERNELBUILDER_H

@@ -1,6 +1,7 @@
-//===- KernelBuilder.cpp - Helpers for the mx GPU kernels -----------------===//
+//===- KernelBuilder.cpp - Building blocks of the mx GPU kernels ----------===//
 //
-// Shared building blocks of the mx GPU kernels; see KernelBuilder.h.
+// The chip-neutral building blocks of the quantize kernels; see
+// KernelBuilder.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +11,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -21,15 +21,21 @@ using namespace mlir;
 using namespace mx;
 using namespace mx::gpu_kernels;
 
-int64_t gpu_kernels::getRowwiseLanesPerBlock(int64_t width) {
-  int64_t lanes = width / kElementsPerLane;
-  bool covered = width % kElementsPerLane == 0 && llvm::isPowerOf2_64(lanes) &&
-                 lanes <= kWarpSize;
-  return covered ? lanes : 0;
-}
-
 Value gpu_kernels::cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value IndexArith::div(Value x, int64_t d) const {
+  return arith::DivUIOp::create(b, loc, x, cIndex(b, loc, d));
+}
+
+Value IndexArith::rem(Value x, int64_t d) const {
+  return arith::RemUIOp::create(b, loc, x, cIndex(b, loc, d));
+}
+
+Value IndexArith::fma(Value x, int64_t m, Value y) const {
+  Value scaled = arith::MulIOp::create(b, loc, x, cIndex(b, loc, m));
+  return arith::AddIOp::create(b, loc, scaled, y);
 }
 
 Value gpu_kernels::cmpLT(OpBuilder &b, Location loc, Value x, Value y) {
@@ -161,14 +167,28 @@ Value gpu_kernels::toUnfoldedTensor(OpBuilder &b, Location loc, Value buffer,
 
 SmallVector<Value> gpu_kernels::swizzledIndices(OpBuilder &b, Location loc,
                                                 Value r, Value c) {
-  auto div = [&](Value x, int64_t d) {
-    return arith::DivUIOp::create(b, loc, x, cIndex(b, loc, d)).getResult();
-  };
-  auto rem = [&](Value x, int64_t d) {
-    return arith::RemUIOp::create(b, loc, x, cIndex(b, loc, d)).getResult();
-  };
-  return {div(r, kSwizzleTileRows), div(c, kSwizzleTileCols), rem(r, 32),
-          div(rem(r, kSwizzleTileRows), 32), rem(c, kSwizzleTileCols)};
+  return llvm::to_vector(SwizzleTiles::getTiledIndex(r, c, IndexArith{b, loc}));
+}
+
+void gpu_kernels::storeBlockScale(
+    OpBuilder &b, Location loc, Value scales, bool tiled, Value scale,
+    Value valid, ArrayRef<Value> guards,
+    function_ref<Value(OpBuilder &, Location)> row, Value col) {
+  Value stored = scale;
+  if (tiled)
+    stored = arith::SelectOp::create(b, loc, valid, scale,
+                                     buildZeroBits(b, loc, scale.getType()));
+  Value condition;
+  for (Value guard : guards)
+    condition = condition ? andI(b, loc, condition, guard) : guard;
+  if (!tiled)
+    condition = condition ? andI(b, loc, condition, valid) : valid;
+  buildIf(b, loc, condition, [&](OpBuilder &nb, Location nl) {
+    Value r = row(nb, nl);
+    memref::StoreOp::create(nb, nl, stored, scales,
+                            tiled ? swizzledIndices(nb, nl, r, col)
+                                  : SmallVector<Value>{r, col});
+  });
 }
 
 /// The alignment of a vector access: its size, up to 16 bytes.
@@ -301,123 +321,4 @@ void gpu_kernels::buildAtomicMaxMagnitude(OpBuilder &b, Location loc,
       arith::BitcastOp::create(b, loc, type.clone(b.getI32Type()), buffer);
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxu, bits, words,
                               indices);
-}
-
-//===----------------------------------------------------------------------===//
-// Quantization
-//===----------------------------------------------------------------------===//
-
-BlockScale gpu_kernels::buildBlockScale(OpBuilder &b, Location loc, Value amax,
-                                        ScaleRounding rounding,
-                                        Type elementType, Type scaleType) {
-  Value isNaN =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, amax, amax);
-  if (rounding == ScaleRounding::exact) {
-    Value scale = buildExactScale(b, loc, amax, elementType);
-    return {scale, scale, isNaN};
-  }
-  Value exponent = buildScaleExponent(b, loc, amax, rounding, elementType);
-  return {buildStoredScale(b, loc, exponent, scaleType),
-          buildInverseScaleValue(b, loc, exponent), isNaN};
-}
-
-Value gpu_kernels::applyScaleFactors(OpBuilder &b, Location loc, Value values,
-                                     Value factors, ScaleRounding rounding) {
-  if (rounding == ScaleRounding::exact)
-    return arith::DivFOp::create(b, loc, values, factors);
-  return arith::MulFOp::create(b, loc, values, factors);
-}
-
-/// The bytes of NaN elements in each packed word of `length` FP8 elements:
-/// per word, 0xFF in the bytes whose `nanMask` bit is set. A mask that is
-/// one bit broadcast (a row's block) folds to one select per word, and the
-/// masks of a strip's columns are the same for all its rows.
-static SmallVector<Value> buildNaNByteMasks(OpBuilder &b, Location loc,
-                                            Value nanMask, int64_t length,
-                                            IntegerType wordType) {
-  unsigned width = wordType.getWidth();
-  auto word = [&](const APInt &v) {
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(wordType, v))
-        .getResult();
-  };
-  Value zero = word(APInt::getZero(width));
-  SmallVector<Value> masks;
-  for (int64_t first = 0; first < length; first += width / 8) {
-    Value mask = zero;
-    for (unsigned j = 0; j < width / 8; ++j) {
-      Value isNaN = vector::ExtractOp::create(b, loc, nanMask, first + j);
-      Value byte = word(APInt::getBitsSet(width, 8 * j, 8 * j + 8));
-      mask = arith::OrIOp::create(
-          b, loc, mask, arith::SelectOp::create(b, loc, isNaN, byte, zero));
-    }
-    masks.push_back(mask);
-  }
-  return masks;
-}
-
-Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
-                                     Type elementType, Value nanMask) {
-  int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
-  SmallVector<Value> pairs;
-  for (int64_t i = 0; i < length; i += 2) {
-    Value lo = vector::ExtractOp::create(b, loc, scaled, i);
-    Value hi = vector::ExtractOp::create(b, loc, scaled, i + 1);
-    // The first operand lands in the high byte, i.e. at the higher address.
-    pairs.push_back(NVVM::ConvertF32x2ToF8x2Op::create(
-        b, loc, b.getI16Type(), hi, lo, NVVM::FPRoundingMode::RN,
-        NVVM::SaturationMode::SATFINITE, /*relu=*/false, elementType));
-  }
-  // NaN blocks get the byte 0x7F whatever the hardware makes of a NaN: one
-  // bitwise select per word of 4 bytes (`lop3`), not two selects per pair.
-  auto wordType = b.getIntegerType(length % 4 == 0 ? 32 : 16);
-  auto wordsType =
-      VectorType::get({length * 8 / wordType.getWidth()}, wordType);
-  Value words = vector::BitCastOp::create(
-      b, loc, wordsType,
-      vector::FromElementsOp::create(
-          b, loc, VectorType::get({length / 2}, b.getI16Type()), pairs));
-  auto constant = [&](const APInt &v) {
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(wordType, v));
-  };
-  Value nanBytes =
-      constant(APInt::getSplat(wordType.getWidth(), APInt(8, 0x7F)));
-  Value allOnes = constant(APInt::getAllOnes(wordType.getWidth()));
-  SmallVector<Value> fixed;
-  for (auto [w, mask] :
-       llvm::enumerate(buildNaNByteMasks(b, loc, nanMask, length, wordType))) {
-    Value word = vector::ExtractOp::create(b, loc, words, w);
-    Value kept = arith::AndIOp::create(
-        b, loc, word, arith::XOrIOp::create(b, loc, mask, allOnes));
-    fixed.push_back(arith::OrIOp::create(
-        b, loc, kept, arith::AndIOp::create(b, loc, mask, nanBytes)));
-  }
-  Value bytes = vector::BitCastOp::create(
-      b, loc, VectorType::get({length}, b.getI8Type()),
-      vector::FromElementsOp::create(b, loc, wordsType, fixed));
-  return arith::BitcastOp::create(
-      b, loc, VectorType::get({length}, elementType), bytes);
-}
-
-Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,
-                                  const BlockScale &scale,
-                                  ScaleRounding rounding, Type elementType) {
-  auto type = cast<VectorType>(values.getType());
-  Value factors = vector::BroadcastOp::create(b, loc, type, scale.factor);
-  Value nanMask = vector::BroadcastOp::create(b, loc, type.clone(b.getI1Type()),
-                                              scale.isNaN);
-  return convertToElements(b, loc,
-                           applyScaleFactors(b, loc, values, factors, rounding),
-                           elementType, nanMask);
-}
-
-void gpu_kernels::replaceQuantize(RewriterBase &rewriter, QuantizeOp op,
-                                  SwizzleOp swizzle, Value data, Value scales) {
-  if (!swizzle) {
-    rewriter.replaceOp(op, {data, scales});
-    return;
-  }
-  // The linear scales never exist: their only user reads the tiles.
-  rewriter.replaceOp(swizzle, scales);
-  rewriter.replaceAllUsesWith(op.getData(), data);
-  rewriter.eraseOp(op);
 }

@@ -1,0 +1,419 @@
+//===- ElementConversion.cpp - Element codes in the mx GPU kernels --------===//
+//
+// See ElementConversion.h. The hardware conversions round to nearest even
+// and saturate as the CPU lowering's integer builders do; where another
+// format's `cvt` rounds (an embedded FP6), the values are first clamped to
+// the format's max finite, which `satfinite` at the wider max would not do,
+// and its codes are the wider codes with the sign moved down: the exponent
+// field fits the narrower one, since the values do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ElementConversion.h"
+#include "KernelBuilder.h"
+
+#include "mx/Dialect/MX/Utils/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gpu_kernels;
+
+std::optional<ElementConversion> ElementConversion::get(Type elementType,
+                                                        Chip chip) {
+  ElementConversion conversion{getVerifiedElementFormat(elementType)};
+  const ElementFormat &format = conversion.format;
+  if (format.isInteger)
+    return conversion;
+  if (hasHardwareConversion(chip, elementType)) {
+    conversion.hardware = format;
+    return conversion;
+  }
+  for (Type wider : getElementTypes(elementType.getContext())) {
+    ElementFormat widerFormat = getVerifiedElementFormat(wider);
+    if (hasHardwareConversion(chip, wider) && format.embedsIn(widerFormat)) {
+      conversion.hardware = widerFormat;
+      conversion.shift = format.bias - widerFormat.bias;
+      return conversion;
+    }
+  }
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Scales
+//===----------------------------------------------------------------------===//
+
+BlockScale gpu_kernels::buildBlockScale(OpBuilder &b, Location loc, Value amax,
+                                        ScaleRounding rounding,
+                                        const ElementConversion &conversion,
+                                        Type scaleType) {
+  Type elementType = conversion.format.type;
+  Value isNaN =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, amax, amax);
+  if (rounding == ScaleRounding::exact) {
+    Value scale = buildExactScale(b, loc, amax, elementType);
+    return {scale, scale, isNaN};
+  }
+  Value exponent = buildScaleExponent(b, loc, amax, rounding, elementType);
+  Value stored = buildStoredScale(b, loc, exponent, scaleType);
+  Value factor = buildInverseScaleValue(b, loc, exponent);
+  // 2^(127 - b + shift) is exact for every b (2^-139 at least, an f32
+  // subnormal), and so is the product of an element with it wherever the
+  // rounding into the wider format can see the difference.
+  if (conversion.shift)
+    factor = arith::MulFOp::create(
+        b, loc, factor,
+        arith::ConstantOp::create(
+            b, loc, b.getF32FloatAttr(std::ldexp(1.0f, conversion.shift))));
+  return {stored, factor, isNaN};
+}
+
+Value gpu_kernels::applyScaleFactors(OpBuilder &b, Location loc, Value values,
+                                     Value factors, ScaleRounding rounding) {
+  if (rounding == ScaleRounding::exact)
+    return arith::DivFOp::create(b, loc, values, factors);
+  return arith::MulFOp::create(b, loc, values, factors);
+}
+
+//===----------------------------------------------------------------------===//
+// Codes
+//===----------------------------------------------------------------------===//
+
+/// A splat of the integer `value` of `type` (an integer vector).
+static Value splatInteger(OpBuilder &b, Location loc, Value like,
+                          const APInt &value) {
+  auto type = cast<VectorType>(like.getType());
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(type,
+                             b.getIntegerAttr(type.getElementType(), value)));
+}
+
+/// The bytes of NaN elements in each packed word of `length` one-byte codes:
+/// per word, 0xFF in the bytes whose `nanMask` bit is set. A mask that is
+/// one bit broadcast (a row's block) folds to one select per word, and the
+/// masks of a strip's columns are the same for all its rows.
+static SmallVector<Value> buildNaNByteMasks(OpBuilder &b, Location loc,
+                                            Value nanMask, int64_t length,
+                                            IntegerType wordType) {
+  unsigned width = wordType.getWidth();
+  auto word = [&](const APInt &v) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(wordType, v))
+        .getResult();
+  };
+  Value zero = word(APInt::getZero(width));
+  SmallVector<Value> masks;
+  for (int64_t first = 0; first < length; first += width / 8) {
+    Value mask = zero;
+    for (unsigned j = 0; j < width / 8; ++j) {
+      Value isNaN = vector::ExtractOp::create(b, loc, nanMask, first + j);
+      Value byte = word(APInt::getBitsSet(width, 8 * j, 8 * j + 8));
+      mask = arith::OrIOp::create(
+          b, loc, mask, arith::SelectOp::create(b, loc, isNaN, byte, zero));
+    }
+    masks.push_back(mask);
+  }
+  return masks;
+}
+
+/// The codes of the `hardware` format of an even-length f32 vector, two
+/// elements per `cvt.rn.satfinite`, as bytes: the first operand of a pair
+/// lands in the high byte, i.e. at the higher address.
+static Value convertPairs(OpBuilder &b, Location loc, Value scaled,
+                          const ElementFormat &hardware) {
+  int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
+  SmallVector<Value> pairs;
+  for (int64_t i = 0; i < length; i += 2) {
+    Value lo = vector::ExtractOp::create(b, loc, scaled, i);
+    Value hi = vector::ExtractOp::create(b, loc, scaled, i + 1);
+    if (hardware.bitWidth == 8)
+      pairs.push_back(NVVM::ConvertF32x2ToF8x2Op::create(
+          b, loc, b.getI16Type(), hi, lo, NVVM::FPRoundingMode::RN,
+          NVVM::SaturationMode::SATFINITE, /*relu=*/false, hardware.type));
+    else
+      pairs.push_back(NVVM::ConvertF32x2ToF6x2Op::create(
+          b, loc, b.getI16Type(), hi, lo, /*relu=*/false, hardware.type));
+  }
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get({length / 2}, b.getI16Type()), pairs);
+}
+
+/// `scaled` clamped to the embedded format's +-maxFinite (scaled by 2^shift
+/// too), which is exact and keeps `cvt` from saturating at the wider max.
+static Value clampToFormat(OpBuilder &b, Location loc, Value scaled,
+                           const ElementConversion &conversion) {
+  auto type = cast<VectorType>(scaled.getType());
+  float limit = std::ldexp(static_cast<float>(conversion.format.maxFinite),
+                           conversion.shift);
+  auto splat = [&](float v) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  };
+  return arith::MinNumFOp::create(
+      b, loc, arith::MaxNumFOp::create(b, loc, scaled, splat(-limit)),
+      splat(limit));
+}
+
+/// The embedded format's codes in the words of its wider format's: the
+/// exponent and mantissa bits stay, the sign moves down to the narrower
+/// sign bit.
+static Value narrowCodes(OpBuilder &b, Location loc, Value words,
+                         const ElementConversion &conversion) {
+  unsigned width = cast<IntegerType>(getElementTypeOrSelf(words)).getWidth();
+  unsigned bits = conversion.format.bitWidth;
+  auto byteSplat = [&](uint64_t byte) {
+    return splatInteger(b, loc, words, APInt::getSplat(width, APInt(8, byte)));
+  };
+  Value kept =
+      arith::AndIOp::create(b, loc, words, byteSplat((1u << (bits - 1)) - 1));
+  Value sign = arith::AndIOp::create(
+      b, loc,
+      arith::ShRUIOp::create(
+          b, loc, words, splatInteger(b, loc, words, APInt(width, 8 - bits))),
+      byteSplat(1u << (bits - 1)));
+  return arith::OrIOp::create(b, loc, kept, sign);
+}
+
+Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
+                                     const ElementConversion &conversion,
+                                     Value nanMask) {
+  const ElementFormat &format = conversion.format;
+  int64_t length = cast<VectorType>(scaled.getType()).getNumElements();
+  auto bytesType = VectorType::get({length}, b.getI8Type());
+  auto wordType = b.getIntegerType(length % 4 == 0 ? 32 : 16);
+  auto wordsType =
+      VectorType::get({length * 8 / wordType.getWidth()}, wordType);
+  Value words;
+  if (!conversion.hardware) {
+    // MXINT8: the CPU lowering's builder, on vectors.
+    words = vector::BitCastOp::create(
+        b, loc, wordsType,
+        buildTruncToElementBits(b, loc, scaled, format.type));
+  } else {
+    if (conversion.isEmbedded())
+      scaled = clampToFormat(b, loc, scaled, conversion);
+    words = vector::BitCastOp::create(
+        b, loc, wordsType, convertPairs(b, loc, scaled, *conversion.hardware));
+    if (conversion.isEmbedded())
+      words = narrowCodes(b, loc, words, conversion);
+  }
+  // NaN blocks get the NaN-block code whatever the conversion makes of a NaN:
+  // one bitwise select per word of 4 bytes (`lop3`), not one per element.
+  auto constant = [&](const APInt &v) {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(wordType, v));
+  };
+  Value nanBytes = constant(
+      APInt::getSplat(wordType.getWidth(), APInt(8, format.getNaNBlockCode())));
+  Value allOnes = constant(APInt::getAllOnes(wordType.getWidth()));
+  SmallVector<Value> fixed;
+  for (auto [w, mask] :
+       llvm::enumerate(buildNaNByteMasks(b, loc, nanMask, length, wordType))) {
+    Value word = vector::ExtractOp::create(b, loc, words, w);
+    Value kept = arith::AndIOp::create(
+        b, loc, word, arith::XOrIOp::create(b, loc, mask, allOnes));
+    fixed.push_back(arith::OrIOp::create(
+        b, loc, kept, arith::AndIOp::create(b, loc, mask, nanBytes)));
+  }
+  return vector::BitCastOp::create(
+      b, loc, bytesType,
+      vector::FromElementsOp::create(b, loc, wordsType, fixed));
+}
+
+Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,
+                                  const BlockScale &scale,
+                                  ScaleRounding rounding,
+                                  const ElementConversion &conversion) {
+  auto type = cast<VectorType>(values.getType());
+  Value factors = vector::BroadcastOp::create(b, loc, type, scale.factor);
+  Value nanMask = vector::BroadcastOp::create(b, loc, type.clone(b.getI1Type()),
+                                              scale.isNaN);
+  return convertToElements(b, loc,
+                           applyScaleFactors(b, loc, values, factors, rounding),
+                           conversion, nanMask);
+}
+
+/// The wider format's codes of an embedded format's (the inverse of
+/// narrowCodes), on a vector of one-byte codes.
+static Value widenCodes(OpBuilder &b, Location loc, Value codes,
+                        const ElementConversion &conversion) {
+  unsigned bits = conversion.format.bitWidth;
+  auto byte = [&](uint64_t v) {
+    return splatInteger(b, loc, codes, APInt(8, v));
+  };
+  Value kept =
+      arith::AndIOp::create(b, loc, codes, byte((1u << (bits - 1)) - 1));
+  Value sign = arith::ShLIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, codes, byte(1u << (bits - 1))),
+      byte(8 - bits));
+  return arith::OrIOp::create(b, loc, kept, sign);
+}
+
+Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
+                                  const ElementConversion &conversion) {
+  auto type = cast<VectorType>(codes.getType());
+  if (!conversion.hardware)
+    return buildExtFromElementBits(b, loc, codes, conversion.format.type);
+  if (conversion.isEmbedded())
+    codes = widenCodes(b, loc, codes, conversion);
+  const ElementFormat &hardware = *conversion.hardware;
+  auto pairType = VectorType::get({2}, b.getF16Type());
+  SmallVector<Value> halves;
+  for (int64_t i = 0; i < type.getNumElements(); i += 2) {
+    Value pair = vector::ShuffleOp::create(b, loc, codes, codes,
+                                           ArrayRef<int64_t>{i, i + 1});
+    // The low byte (the lower address) becomes element 0. Every FP8 and FP6
+    // value is an f16, so this is exact.
+    Value converted =
+        hardware.bitWidth == 8
+            ? NVVM::ConvertF8x2ToF16x2Op::create(b, loc, pairType, pair,
+                                                 /*relu=*/false, hardware.type)
+                  .getResult()
+            : NVVM::ConvertF6x2ToF16x2Op::create(b, loc, pairType, pair,
+                                                 /*relu=*/false, hardware.type)
+                  .getResult();
+    halves.push_back(vector::ExtractOp::create(b, loc, converted, 0));
+    halves.push_back(vector::ExtractOp::create(b, loc, converted, 1));
+  }
+  Value f16 = vector::FromElementsOp::create(b, loc, type.clone(b.getF16Type()),
+                                             halves);
+  Value values = arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), f16);
+  if (!conversion.shift)
+    return values;
+  // The wider value times 2^-shift, exact (it is the embedded one's value).
+  return arith::MulFOp::create(
+      b, loc, values,
+      arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              cast<VectorType>(values.getType()),
+              b.getF32FloatAttr(std::ldexp(1.0f, -conversion.shift)))));
+}
+
+//===----------------------------------------------------------------------===//
+// DataBuffer
+//===----------------------------------------------------------------------===//
+
+DataBuffer::DataBuffer(OpBuilder &b, Location loc, RankedTensorType type,
+                       int64_t inner)
+    : type(type), format(getVerifiedElementFormat(type.getElementType())) {
+  if (!format.isPacked()) {
+    elements = allocFolded(b, loc, type, inner);
+    return;
+  }
+  int64_t cols = format.getStoredBytes(type.getShape().back()) / 4;
+  bytes = allocDevice(
+      b, loc,
+      RankedTensorType::get({format.getStoredBytes(type.getNumElements())},
+                            b.getI8Type()));
+  words = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({type.getNumElements() / type.getShape().back(), cols},
+                      b.getI32Type()),
+      bytes, cIndex(b, loc, 0), ValueRange{});
+}
+
+/// The codes (an i8 vector of a multiple of 4, `bits` significant bits each)
+/// packed from bit 0 into 32-bit words, element 0 lowest; the last word may
+/// be partial. A word of four codes is packed in place first (code i moves
+/// down by (8 - bits) * i bits: 4 shifts and masks a word, not 4 extracts),
+/// then the groups are joined.
+static SmallVector<Value> packCodeBits(OpBuilder &b, Location loc, Value codes,
+                                       int64_t bits) {
+  int64_t count = cast<VectorType>(codes.getType()).getNumElements();
+  int64_t groupBits = 4 * bits;
+  Value words = vector::BitCastOp::create(
+      b, loc, VectorType::get({count / 4}, b.getI32Type()), codes);
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32);
+  };
+  SmallVector<Value> packed(llvm::divideCeil(count * bits, 32));
+  auto place = [&](int64_t word, Value part) {
+    packed[word] =
+        packed[word]
+            ? arith::OrIOp::create(b, loc, packed[word], part).getResult()
+            : part;
+  };
+  for (int64_t g = 0; g < count / 4; ++g) {
+    Value word = vector::ExtractOp::create(b, loc, words, g);
+    Value group;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value moved =
+          i ? arith::ShRUIOp::create(b, loc, word, constant((8 - bits) * i))
+                  .getResult()
+            : word;
+      Value part = arith::AndIOp::create(
+          b, loc, moved, constant(((int64_t(1) << bits) - 1) << (bits * i)));
+      group =
+          group ? arith::OrIOp::create(b, loc, group, part).getResult() : part;
+    }
+    int64_t first = g * groupBits / 32, offset = g * groupBits % 32;
+    place(
+        first,
+        offset
+            ? arith::ShLIOp::create(b, loc, group, constant(offset)).getResult()
+            : group);
+    if (offset + groupBits > 32)
+      place(first + 1,
+            arith::ShRUIOp::create(b, loc, group, constant(32 - offset)));
+  }
+  return packed;
+}
+
+Value DataBuffer::packWords(OpBuilder &b, Location loc, Value codes) const {
+  SmallVector<Value> packed = packCodeBits(b, loc, codes, format.bitWidth);
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get({int64_t(packed.size())}, b.getI32Type()),
+      packed);
+}
+
+Value DataBuffer::packBits(OpBuilder &b, Location loc, Value codes) const {
+  SmallVector<Value> packed = packCodeBits(b, loc, codes, format.bitWidth);
+  assert(packed.size() == 1 && "more than 32 bits of codes");
+  return packed.front();
+}
+
+void DataBuffer::storeWords(OpBuilder &b, Location loc, Value condition,
+                            Value wordValues, Value row, Value word) const {
+  auto store = [&](OpBuilder &nb, Location nl) {
+    // Words of a row start 4-byte aligned (whole words per row), no more.
+    vector::StoreOp::create(nb, nl, wordValues, words, ValueRange{row, word},
+                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+  };
+  if (!condition)
+    return store(b, loc);
+  buildIf(b, loc, condition, store);
+}
+
+void DataBuffer::store(OpBuilder &b, Location loc, Value condition, Value codes,
+                       ValueRange indices) const {
+  if (format.isPacked()) {
+    Value word = arith::DivUIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, indices.back(),
+                              cIndex(b, loc, format.bitWidth)),
+        cIndex(b, loc, 32));
+    return storeWords(b, loc, condition, packWords(b, loc, codes),
+                      indices.front(), word);
+  }
+  Value values = codes;
+  if (!format.type.isInteger(8))
+    values = arith::BitcastOp::create(
+        b, loc, cast<VectorType>(codes.getType()).clone(format.type), codes);
+  storeVectorIf(b, loc, condition, values, elements, indices);
+}
+
+Value DataBuffer::toTensor(OpBuilder &b, Location loc) const {
+  if (!format.isPacked())
+    return toUnfoldedTensor(b, loc, elements, type);
+  Value view = memref::ViewOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), bytes,
+      cIndex(b, loc, 0), ValueRange{});
+  return mx::toTensor(b, loc, view);
+}

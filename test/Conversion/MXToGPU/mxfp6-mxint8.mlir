@@ -1,0 +1,118 @@
+// RUN: mx-opt %s --convert-mx-to-gpu --split-input-file --verify-diagnostics | FileCheck %s --check-prefixes=CHECK,SM90
+// RUN: mx-opt %s --convert-mx-to-gpu="chip=sm_100a" --split-input-file --verify-diagnostics | FileCheck %s --check-prefixes=CHECK,SM100
+
+// MXFP6 rowwise with its swizzle, in the rowwise kernel: the data are bytes
+// written three 32-bit words (16 elements) a lane and viewed as f6E3M2FN.
+// sm_90a rounds with E5M2's cvt, which embeds E3M2 once the block's factor
+// takes 2^-12 and the values are clamped to 28 * 2^-12; sm_100a has E3M2's.
+// CHECK-LABEL: func @mxfp6_rowwise
+// CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<4608xi8>
+// CHECK-DAG: %[[WORDS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<4608xi8> to memref<64x18xi32>
+// CHECK-DAG: %[[TILES:.*]] = gpu.alloc () : memref<1x1x32x4x4xf8E8M0FNU>
+// CHECK: gpu.launch
+// SM90:    arith.mulf %{{.*}}, %{{.*}} : f32
+// SM90:    arith.maxnumf %{{.*}}, %{{.*}} : vector<16xf32>
+// SM90:    arith.minnumf %{{.*}}, %{{.*}} : vector<16xf32>
+// SM90-COUNT-8: nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E5M2)
+// SM100-NOT: arith.minnumf
+// SM100-COUNT-8: nvvm.convert.f32x2.to.f6x2 {{.*}} : i16(f6E3M2FN)
+// CHECK:   vector.store %{{.*}}, %[[WORDS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x18xi32>, vector<3xi32>
+// CHECK:   memref.store %{{.*}}, %[[TILES]]
+// CHECK: gpu.terminator
+// CHECK: %[[DATA:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<4608xi8> to memref<64x96xf6E3M2FN>
+// CHECK: bufferization.to_tensor %[[DATA]]
+func.func @mxfp6_rowwise(%x: tensor<64x96xbf16>) -> (tensor<64x96xf6E3M2FN>, tensor<1x1x32x4x4xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x96xbf16> -> tensor<64x96xf6E3M2FN>, tensor<64x3xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<64x3xf8E8M0FNU> -> tensor<1x1x32x4x4xf8E8M0FNU>
+  return %d, %t : tensor<64x96xf6E3M2FN>, tensor<1x1x32x4x4xf8E8M0FNU>
+}
+
+// -----
+
+// MXFP6 columnwise, in the strip kernel: a lane's row of 4 codes is 24 bits;
+// with its right neighbour's (one shuffle down) a lane stores one word, 3
+// lanes of every 4.
+// CHECK-LABEL: func @mxfp6_columnwise
+// CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<1536xi8>
+// CHECK-DAG: %[[WORDS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x6xi32>
+// CHECK: gpu.launch
+// SM90:    nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E4M3FN)
+// SM100:   nvvm.convert.f32x2.to.f6x2 {{.*}} : i16(f6E2M3FN)
+// CHECK:   gpu.shuffle down %{{.*}}, %{{.*}}, %{{.*}} : i32
+// CHECK:   scf.if
+// CHECK:     vector.store %{{.*}}, %[[WORDS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x6xi32>, vector<1xi32>
+// CHECK: memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x32xf6E2M3FN>
+func.func @mxfp6_columnwise(%x: tensor<64x32xf32>) -> (tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [32, 1] rounding floor : tensor<64x32xf32> -> tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>
+  return %d, %s : tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>
+}
+
+// -----
+
+// MXINT8: the FP8 kernels with the CPU lowering's conversion on vectors,
+// clamp(rne(y * 64), -127, 127) by adding 1.5 * 2^23; no cvt.
+// CHECK-LABEL: func @mxint8_rowwise
+// CHECK-DAG: %[[DATA:.*]] = gpu.alloc () : memref<64x64xi8>
+// CHECK-DAG: %[[MAGIC:.*]] = arith.constant dense<0x4B400000> : vector<16xf32>
+// CHECK: gpu.launch
+// CHECK-NOT: nvvm.convert
+// CHECK:   arith.addf %{{.*}}, %[[MAGIC]] : vector<16xf32>
+// CHECK-NOT: nvvm.convert
+// CHECK:   vector.store %{{.*}}, %[[DATA]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x64xi8>, vector<16xi8>
+func.func @mxint8_rowwise(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x64xbf16> -> tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>
+  return %d, %s : tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>
+}
+
+// -----
+
+// FP6 dequantize in chunks of 16 elements: three words loaded from the
+// packed bytes, the codes widened to E5M2's and converted two a time
+// (sm_90a), or converted as E3M2 (sm_100a).
+// CHECK-LABEL: func @mxfp6_dequantize
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index
+// CHECK: gpu.launch
+// CHECK:   llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<3xi32>
+// SM90-COUNT-8: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
+// SM100-COUNT-8: nvvm.convert.f6x2.to.f16x2 {{.*}}(f6E3M2FN)
+// CHECK:   vector.store %{{.*}} : memref<64x64xbf16>, vector<16xbf16>
+func.func @mxfp6_dequantize(%d: tensor<64x64xf6E3M2FN>, %s: tensor<64x2xf8E8M0FNU>) -> tensor<64x64xbf16> {
+  %y = mx.dequantize %d, %s block [1, 32] : tensor<64x64xf6E3M2FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xbf16>
+  return %y : tensor<64x64xbf16>
+}
+
+// -----
+
+// Rows that are not whole chunks: one thread per 3-byte group of 4
+// elements, decoded by the CPU lowering's builders.
+// CHECK-LABEL: func @mxfp6_dequantize_groups
+// CHECK: gpu.launch
+// CHECK-COUNT-3: llvm.load %{{.*}} {alignment = 1 : i64} : !llvm.ptr<1> -> i8
+// CHECK-COUNT-4: arith.trunci %{{.*}} : i24 to i6
+// CHECK-NOT: nvvm.convert
+func.func @mxfp6_dequantize_groups(%d: tensor<70x36xf6E2M3FN>, %s: tensor<3x36xf8E8M0FNU>) -> tensor<70x36xf32> {
+  %y = mx.dequantize %d, %s block [32, 1] : tensor<70x36xf6E2M3FN>, tensor<3x36xf8E8M0FNU> -> tensor<70x36xf32>
+  return %y : tensor<70x36xf32>
+}
+
+// -----
+
+// MXINT8 dequantize: c * 2^-6 from sitofp, then the block's scale.
+// CHECK-LABEL: func @mxint8_dequantize
+// CHECK: gpu.launch
+// CHECK:   vector.load %{{.*}} : memref<64x64xi8>, vector<4xi8>
+// CHECK:   arith.sitofp %{{.*}} : vector<4xi8> to vector<4xf32>
+// CHECK:   vector.store %{{.*}} : memref<64x64xf32>, vector<4xf32>
+func.func @mxint8_dequantize(%d: tensor<64x64xi8>, %s: tensor<2x64xf8E8M0FNU>) -> tensor<64x64xf32> {
+  %y = mx.dequantize %d, %s block [32, 1] : tensor<64x64xi8>, tensor<2x64xf8E8M0FNU> -> tensor<64x64xf32>
+  return %y : tensor<64x64xf32>
+}
+
+// -----
+
+// FP6 columnwise rows are stored in whole words: K must be a multiple of 16.
+func.func @mxfp6_columnwise_k(%x: tensor<64x40xf32>) -> tensor<2x40xf8E8M0FNU> {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the columnwise GPU kernel needs K to be a multiple of 16 for f6E3M2FN}}
+  %d, %s = mx.quantize %x block [32, 1] : tensor<64x40xf32> -> tensor<64x40xf6E3M2FN>, tensor<2x40xf8E8M0FNU>
+  return %s : tensor<2x40xf8E8M0FNU>
+}

@@ -1,0 +1,61 @@
+// The MXFP6 and MXINT8 kernels assemble with ptxas for Hopper (sm_90a) and
+// Blackwell (sm_100a) and keep everything in registers. FP6 is rounded by
+// E5M2's cvt on sm_90a (E3M2 embeds in it) and by E3M2's own on sm_100a
+// (compiled only: no SM100 GPU ran it); packed rows leave as 32-bit words,
+// three a lane of 16 elements in the rowwise kernel, one a lane in the strip
+// kernel's columns.
+// REQUIRES: ptxas
+// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a format=isa" | %python -m mx.ptx --split %t.sm90
+// RUN: FileCheck %s --check-prefixes=ROW,ROW90 < %t.sm90.0.ptx
+// RUN: FileCheck %s --check-prefixes=STRIP,STRIP90 < %t.sm90.1.ptx
+// RUN: FileCheck %s --check-prefix=INT8 < %t.sm90.2.ptx
+// RUN: FileCheck %s --check-prefix=DEQ90 < %t.sm90.3.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.sm90.0.ptx -o %t.0.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_90a -v %t.sm90.1.ptx -o %t.1.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_90a -v %t.sm90.2.ptx -o %t.2.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_90a -v %t.sm90.3.ptx -o %t.3.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a format=isa" | %python -m mx.ptx --split %t.sm100
+// RUN: FileCheck %s --check-prefixes=ROW,ROW100 < %t.sm100.0.ptx
+// RUN: FileCheck %s --check-prefix=DEQ100 < %t.sm100.3.ptx
+// RUN: %ptxas -arch=sm_100a -v %t.sm100.0.ptx -o %t.4.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_100a -v %t.sm100.1.ptx -o %t.5.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_100a -v %t.sm100.2.ptx -o %t.6.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_100a -v %t.sm100.3.ptx -o %t.7.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// ROW: ld.global.v4.b32
+// ROW90-COUNT-8: cvt.rn.satfinite.e5m2x2.f32
+// ROW100-COUNT-8: cvt.rn.satfinite.e3m2x2.f32
+// ROW-COUNT-3: st.global.b32
+func.func @mxfp6_rowwise(%x: tensor<256x512xbf16>) -> (tensor<256x512xf6E3M2FN>, tensor<2x4x32x4x4xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf6E3M2FN>, tensor<256x16xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<256x16xf8E8M0FNU> -> tensor<2x4x32x4x4xf8E8M0FNU>
+  return %d, %t : tensor<256x512xf6E3M2FN>, tensor<2x4x32x4x4xf8E8M0FNU>
+}
+
+// STRIP90: cvt.rn.satfinite.e4m3x2.f32
+// STRIP: shfl.sync.down.b32
+// STRIP: st.global.b32
+func.func @mxfp6_fused(%x: tensor<256x512xbf16>) -> (tensor<256x512xf6E2M3FN>, tensor<256x16xf8E8M0FNU>, tensor<256x512xf6E2M3FN>, tensor<8x512xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf6E2M3FN>, tensor<256x16xf8E8M0FNU>
+  %c, %cs = mx.quantize %x block [32, 1] : tensor<256x512xbf16> -> tensor<256x512xf6E2M3FN>, tensor<8x512xf8E8M0FNU>
+  return %d, %s, %c, %cs : tensor<256x512xf6E2M3FN>, tensor<256x16xf8E8M0FNU>, tensor<256x512xf6E2M3FN>, tensor<8x512xf8E8M0FNU>
+}
+
+// INT8-NOT: cvt.rn.satfinite
+// INT8: add.rn.f32 {{.*}}, 0f4B400000;
+// INT8-NOT: cvt.rn.satfinite
+func.func @mxint8_fused(%x: tensor<256x512xf32>) -> (tensor<256x512xi8>, tensor<256x16xf8E8M0FNU>, tensor<256x512xi8>, tensor<8x512xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] rounding floor : tensor<256x512xf32> -> tensor<256x512xi8>, tensor<256x16xf8E8M0FNU>
+  %c, %cs = mx.quantize %x block [32, 1] rounding floor : tensor<256x512xf32> -> tensor<256x512xi8>, tensor<8x512xf8E8M0FNU>
+  return %d, %s, %c, %cs : tensor<256x512xi8>, tensor<256x16xf8E8M0FNU>, tensor<256x512xi8>, tensor<8x512xf8E8M0FNU>
+}
+
+// DEQ90-COUNT-3: ld.global.b32
+// DEQ90: cvt.rn.f16x2.e5m2x2
+// DEQ100: cvt.rn.f16x2.e3m2x2
+func.func @mxfp6_dequantize(%d: tensor<256x512xf6E3M2FN>, %s: tensor<256x16xf8E8M0FNU>) -> tensor<256x512xbf16> {
+  %y = mx.dequantize %d, %s block [1, 32] : tensor<256x512xf6E3M2FN>, tensor<256x16xf8E8M0FNU> -> tensor<256x512xbf16>
+  return %y : tensor<256x512xbf16>
+}
