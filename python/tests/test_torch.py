@@ -1,0 +1,206 @@
+"""mx.torch without a GPU: recipe objects, convert and its report, scaling state in the state dict
+(training resumed from a checkpoint is bit-identical), the custom ops and their fake implementations,
+and torch.compile(fullgraph=True) of a converted model equal to eager mode. The layers run on the CPU
+pipeline (the same plans and custom ops as on the GPU). Needs torch; skipped without it.
+"""
+
+import io
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import mx.torch  # noqa: E402
+from mx import recipes  # noqa: E402
+from mx.torch import _ops  # noqa: E402
+
+TRAIN_RECIPES = ["mxfp8", "blockwise", "per_tensor", "delayed",
+                 recipes.Delayed(history_len=3, algorithm="most_recent", margin=1, fp8_format="hybrid"),
+                 recipes.MXFP8(fp8_format="hybrid")]
+WIDTH, HIDDEN, TOKENS = 128, 256, 128
+
+
+def _ids(recipe):
+    return recipe if isinstance(recipe, str) else recipe.key
+
+
+def test_recipe_objects_and_shorthands():
+    assert recipes.get("delayed") == recipes.Delayed()
+    assert recipes.get(recipes.PerTensor(fp8_format="hybrid")).element("grad") == "f8E5M2"
+    assert recipes.MXFP8().element("grad") == "f8E4M3FN"
+    assert mx.torch.recipes is recipes
+    assert recipes.Delayed(history_len=4).key == \
+        "delayed(fp8_format=e4m3,history_len=4,algorithm=max,margin=0,reduce_amax=True)"
+
+
+@pytest.mark.parametrize("make, knob", [
+    (lambda: recipes.MXFP8(fp8_format="e5m2"), "fp8_format='e5m2'"),
+    (lambda: recipes.Delayed(history_len=0), "history_len=0"),
+    (lambda: recipes.Delayed(history_len=2.0), "history_len=2.0"),
+    (lambda: recipes.Delayed(algorithm="mean"), "algorithm='mean'"),
+    (lambda: recipes.Delayed(margin=200), "margin=200"),
+    (lambda: recipes.Delayed(reduce_amax="yes"), "reduce_amax='yes'"),
+    (lambda: recipes.NVFP4(fp8_format="hybrid"), "fp8_format='hybrid'"),
+    (lambda: recipes.get("fp8"), "unknown recipe 'fp8'"),
+    (lambda: mx.torch.Linear(64, 64, recipe="mxfp6"), "unknown recipe 'mxfp6'"),
+    (lambda: mx.torch.Linear(64, 64, parallel="diagonal"), "parallel='diagonal'"),
+])
+def test_bad_knob_is_a_value_error_naming_it(make, knob):
+    with pytest.raises(ValueError, match=knob.replace("(", r"\(").replace(")", r"\)")):
+        make()
+
+
+class Block(torch.nn.Module):
+    """A small model with a mix of layers for convert: two eligible Linears, one too narrow, one
+    filtered out by name, and a Linear subclass."""
+
+    class Head(torch.nn.Linear):
+        pass
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(WIDTH, HIDDEN)
+        self.down = torch.nn.Linear(HIDDEN, WIDTH, bias=False)
+        self.gate = torch.nn.Linear(WIDTH, 24)
+        self.lm_head = torch.nn.Linear(WIDTH, WIDTH)
+        self.custom = Block.Head(WIDTH, WIDTH)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.up(x))
+        return self.lm_head(self.down(h)) + self.gate(x).sum(-1, keepdim=True)
+
+
+def test_convert_swaps_eligible_layers_and_reports():
+    torch.manual_seed(0)
+    model = Block()
+    weight = model.up.weight
+    report = mx.torch.convert(model, "blockwise", filter_fn=lambda module, name: name != "lm_head")
+    assert [name for name, *_ in report.swapped] == ["up", "down"]
+    assert dict(report.skipped) == {
+        "gate": "out_features=24 not a multiple of 128 (blockwise)",
+        "lm_head": "filter_fn", "custom": "Head is not a plain torch.nn.Linear"}
+    assert isinstance(model.up, mx.torch.Linear) and model.up.weight is weight
+    assert model.down.bias is None and type(model.gate) is torch.nn.Linear
+    assert "2 swapped, 3 skipped" in str(report) and "swapped up [128 -> 256]" in str(report)
+
+
+def mlp(recipe, seed=0):
+    """A bf16 MLP, converted to `recipe` unless it is None (the same weights for the same seed)."""
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, HIDDEN), torch.nn.GELU(),
+                                torch.nn.Linear(HIDDEN, WIDTH)).to(torch.bfloat16)
+    if recipe is not None:
+        mx.torch.convert(model, recipe)
+    return model
+
+
+def batches(count, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    return [(torch.randn(TOKENS, WIDTH, generator=generator).bfloat16(),
+             torch.randn(TOKENS, WIDTH, generator=generator)) for _ in range(count)]
+
+
+def train(model, optimizer, data):
+    losses = []
+    for x, target in data:
+        loss = torch.nn.functional.mse_loss(model(x).float(), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("recipe", TRAIN_RECIPES, ids=_ids)
+def test_resume_from_state_dict_is_bit_identical(recipe):
+    """Train 2 steps, checkpoint (model with its scaling state, optimizer), train 2 more; a fresh
+    model loaded from the checkpoint trains the same 2 steps to the same bits."""
+    data = batches(4)
+    model = mlp(recipe)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    train(model, optimizer, data[:2])
+    buffer = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
+    expected = train(model, optimizer, data[2:])
+
+    resumed = mlp(recipe, seed=5)
+    resumed_optimizer = torch.optim.AdamW(resumed.parameters(), lr=1e-2)
+    buffer.seek(0)
+    checkpoint = torch.load(buffer)
+    resumed.load_state_dict(checkpoint["model"])
+    resumed_optimizer.load_state_dict(checkpoint["optimizer"])
+    assert train(resumed, resumed_optimizer, data[2:]) == expected
+    for (name, a), b in zip(model.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def test_delayed_state_is_in_buffers():
+    model = mlp("delayed")
+    keys = [k for k in model.state_dict() if k.startswith("0.")]
+    assert keys == ["0.weight", "0.bias", "0.fp8_scale_forward", "0.amax_history_forward",
+                    "0.fp8_scale_backward", "0.amax_history_backward"]
+    x, target = batches(1)[0]
+    torch.nn.functional.mse_loss(model(x).float(), target).backward()
+    layer = model[0]
+    # After one step the update has moved the observed amaxes to the history's last row and set the
+    # scales from them: maxfinite / amax.
+    amax_x = x.float().abs().max()
+    assert layer.amax_history_forward[-1, 0] == amax_x
+    assert layer.fp8_scale_forward[0] == torch.tensor(448.0) / amax_x
+    # The output gradient's amax (the first layer's is 0: its dY comes from a dgrad of gradients that
+    # E4M3 with the initial scale 1 flushes to zero, as in Transformer Engine's first step).
+    assert model[2].amax_history_backward[-1, 0] > 0 and model[2].fp8_scale_backward[0] > 1
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+def test_training_on_cpu_tracks_bf16(recipe):
+    data = batches(12)
+    model, baseline = mlp(recipe), mlp(None)
+    losses = train(model, torch.optim.SGD(model.parameters(), lr=0.5), data)
+    bf16 = train(baseline, torch.optim.SGD(baseline.parameters(), lr=0.5), data)
+    assert losses[-1] < losses[0]
+    assert abs(losses[-1] - bf16[-1]) < 0.1 * bf16[-1], (losses, bf16)
+
+
+def test_custom_ops_are_registered_with_fake_implementations():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    for name in ("quantize", "amax", "cast", "quantize_delayed", "update_amax_history", "gemm"):
+        assert hasattr(torch.ops.mx, name), name
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP8(), "bf16", "f32", "cpu")
+    with FakeTensorMode():
+        x = torch.empty(TOKENS, WIDTH, dtype=torch.bfloat16)
+        parts = torch.ops.mx.quantize(x, made.tensors["input"].key, True)
+        assert [tuple(p.shape) for p in parts] == [(128, 128), (128, 4), (128, 128), (4, 128)]
+        assert [p.dtype for p in parts] == [torch.float8_e4m3fn, torch.float8_e8m0fnu] * 2
+        w = torch.empty(HIDDEN, WIDTH, dtype=torch.float8_e4m3fn)
+        y = torch.ops.mx.gemm(parts[0], parts[1], w, torch.empty(HIDDEN, 4, dtype=torch.float8_e8m0fnu),
+                              made.key, "fprop")
+        assert tuple(y.shape) == (TOKENS, HIDDEN) and y.dtype == torch.bfloat16
+    for op in (torch.ops.mx.quantize.default, torch.ops.mx.gemm.default):
+        torch.library.opcheck(op, _sample(op, made), test_utils=("test_faketensor",))
+
+
+def _sample(op, made):
+    x = torch.randn(TOKENS, WIDTH).bfloat16()
+    if op is torch.ops.mx.quantize.default:
+        return (x, made.tensors["input"].key, True)
+    xd, xs = torch.ops.mx.quantize(x, made.tensors["input"].key, False)
+    wd, ws = torch.ops.mx.quantize(torch.randn(HIDDEN, WIDTH), made.tensors["weight"].key, False)
+    return (xd, xs, wd, ws, made.key, "fprop")
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "per_tensor", "delayed"])
+def test_compile_fullgraph_equals_eager(recipe):
+    """torch.compile(fullgraph=True) traces forward and backward of a converted model without graph
+    breaks, and computes the same bits as eager mode."""
+    data = batches(2)
+    eager, compiled = mlp(recipe), mlp(recipe)
+    step = torch.compile(compiled, fullgraph=True, backend="aot_eager")
+    for x, target in data:
+        for model, run in ((eager, eager), (compiled, step)):
+            loss = torch.nn.functional.mse_loss(run(x).float(), target)
+            loss.backward()
+    for (name, a), b in zip(eager.named_parameters(), compiled.parameters()):
+        assert torch.equal(a.grad, b.grad), name
+    for (name, a), b in zip(eager.named_buffers(), compiled.buffers()):
+        assert torch.equal(a, b), name
