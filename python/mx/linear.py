@@ -16,9 +16,9 @@ along which dimension the parts of row shards concatenate. Turning compact parts
 
 A role may be sharded along its rows (`shards`): its kernels then quantize one shard of
 rows / shards rows. Per-tensor current scaling of a shard uses the amax shared by all shards (the
-"amax", "scale" and "cast" kernels: mx.amax; after the caller's all-reduce, the scale
-maxfinite / amax by mx.update_amax_history's rule; the cast x * scale by mx.quantize_delayed's:
-Transformer Engine's current-scaling cast, docs/torch.md).
+"amax" and "cast" kernels: mx.amax, then, after the caller's all-reduce, the cast x * scale of
+mx.quantize_delayed with scale = maxfinite / amax: Transformer Engine's current-scaling cast,
+docs/torch.md).
 
 Delayed scaling keeps two states, each a [slots] f32 scale and a [history_len, slots] amax history:
 "forward" for the input (slot 0) and the weight (slot 1), updated with E4M3's maxfinite, and
@@ -43,11 +43,12 @@ GEMMS = {"fprop": ("input", "row", "weight", "row"),
 @dataclass(frozen=True)
 class PartSpec:
     """One compact part of a quantized tensor: its shape, MLIR element type, and the dimension
-    along which the parts of row shards concatenate."""
+    along which the parts of row shards concatenate (None: the part is the same on every shard,
+    a per-tensor scale, and stays where it is)."""
     name: str
     shape: tuple[int, ...]
     dtype: str
-    gather_dim: int
+    gather_dim: int | None
 
 
 def _amax_kernel(shape: tuple[int, ...], dtype: str, target: str) -> compiler.Kernel:
@@ -85,6 +86,12 @@ class TensorPlan:
         """Whether the transposed operand is the rowwise bytes transposed (no col parts)."""
         return self.recipe.per_tensor or self.recipe.block(self.role, 1, 1) == (128, 128)
 
+    def wire_parts(self, sides) -> tuple[int, ...]:
+        """The indices of the parts that GEMM operands of `sides` ("row", "col") read."""
+        row = "row" in sides or ("col" in sides and self.derives_col)
+        col = "col" in sides and not self.derives_col
+        return (0, 1) * row + (2, 3) * col
+
     def parts(self, col: bool = True) -> list[PartSpec]:
         """The compact parts of a quantized shard (with the col parts if `col` and the recipe has
         them)."""
@@ -92,7 +99,8 @@ class TensorPlan:
         elem, scale = self.recipe.element(self.role), self.recipe.scale_type
         block = self.block()
         specs = [PartSpec("data", (rows, cols), elem, 0),
-                 PartSpec("scales", reference.scales_shape((rows, cols), block), scale, 0)]
+                 PartSpec("scales", reference.scales_shape((rows, cols), block), scale,
+                          None if self.recipe.per_tensor else 0)]
         if col and not self.derives_col:
             if isinstance(self.recipe, recipes.MXFP8):
                 specs += [PartSpec("col_data", (rows, cols), elem, 0),
@@ -111,7 +119,6 @@ class TensorPlan:
                                                            recipe.history_len, index, elem, target=target)}
         if self.shares_amax:
             return {"amax": _amax_kernel(shape, wide, target),
-                    "scale": ops.update_amax_history_kernel(1, 1, elem, target=target),
                     "cast": ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, target=target)}
         if isinstance(recipe, recipes.PerTensor):
             return {"row": ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", target=target)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import compiler, ops, recipes
+from .. import compiler, ops, recipes, reference
 from ..linear import DELAYED_SLOTS, DELAYED_STATES, LinearPlan, TensorPlan
 
 Tensor = torch.Tensor
@@ -121,12 +121,23 @@ def _(x, plan):
     return x.new_empty((1, 1), dtype=torch.float32)
 
 
+def current_scale(amax: Tensor, elem: str) -> Tensor:
+    """The cast scale of per-tensor current scaling from the amax of the whole tensor ([1, 1] ->
+    [1]), Transformer Engine's maxfinite / amax in f32, with the spec's special tensors: amax 0
+    gives 1 (zeros stay zeros), NaN gives NaN (every element NaN), Inf gives maxfinite / f32 max
+    (finite elements to zero, infinities saturated)."""
+    maxfinite = reference.max_finite(elem)
+    amax = amax.reshape(1)
+    scale = torch.where(torch.isinf(amax), maxfinite / torch.finfo(torch.float32).max, maxfinite / amax)
+    return torch.where(amax == 0, 1.0, scale).to(torch.float32)
+
+
 @torch.library.custom_op("mx::cast", mutates_args=())
 def cast(x: Tensor, amax: Tensor, plan: str) -> list[Tensor]:
-    """(data, scales) of `x` cast with scale maxfinite / amax (`amax` [1, 1] of the whole tensor)."""
-    kernels = _PLANS[plan].kernels
-    _, scale = _call(kernels["scale"], amax, torch.ones(1, dtype=torch.float32, device=x.device))
-    data, scale_inv, _ = _call(kernels["cast"], x, scale, torch.zeros_like(amax))
+    """(data, scales) of `x` cast with current_scale(amax) (`amax` [1, 1] of the whole tensor)."""
+    made = _PLANS[plan]
+    scale = current_scale(amax, made.recipe.element(made.role))
+    data, scale_inv, _ = _call(made.kernels["cast"], x, scale, torch.zeros_like(amax))
     return [data, scale_inv]
 
 

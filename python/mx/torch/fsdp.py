@@ -46,20 +46,16 @@ _PRESERVED = {aten.empty_like.default, aten.new_zeros.default, aten.slice.Tensor
               aten._pin_memory.default, aten.new_empty_strided.default}
 
 
-def _usage(plan, module) -> str:
-    """Which parts the next GEMM reads: "row" (fprop) or, for MXFP8, "col" in backward (dgrad), and
-    "both" when FSDP2 keeps the weight for backward (no re-gather)."""
-    if plan.derives_col:
-        return "row"
+def _sides(plan, module) -> tuple[str, ...]:
+    """The operands the next GEMMs read: the row one (fprop), or the col one in backward (dgrad),
+    or both when FSDP2 keeps the weight for backward (no re-gather). A recipe that derives the col
+    operand from the rowwise parts gathers those in any case (TensorPlan.wire_parts)."""
     if torch._C._current_graph_task_id() != -1:  # gathered for the backward pass
-        return "col"
+        return ("col",)
     state = module._get_fsdp_state() if hasattr(module, "_get_fsdp_state") else None
     group = state._fsdp_param_group if state is not None else None
     reshards = group is None or group.post_forward_mesh_info is not None
-    return "row" if reshards else "both"
-
-
-_WIRE = {"row": (0, 1), "col": (2, 3), "both": (0, 1, 2, 3)}
+    return ("row",) if reshards else ("row", "col")
 
 
 class ShardedWeight(torch.Tensor):
@@ -107,22 +103,24 @@ class ShardedWeight(torch.Tensor):
     def fsdp_pre_all_gather(self, mesh, outer_size, outer_stride, module, mp_policy):
         group = mesh.get_group()
         layer, plan = self._plan(outer_size[0], outer_size[1], mesh.size())
-        usage = _usage(plan, module)
+        wanted = plan.wire_parts(_sides(plan, module))
         amax = self._amax[1] if self._amax is not None and self._amax[0] == self._tensor._version else None
-        parts = quantize(plan, self._tensor.contiguous(), usage != "row", layer.scaling_states(), group, amax)
-        if plan.recipe.per_tensor:  # one scale, the same on every rank: it travels as metadata
-            return (parts[0].view(torch.uint8),), (usage, plan.key, parts[1])
-        return tuple(parts[i].view(torch.uint8) for i in _WIRE[usage]), (usage, plan.key, None)
+        parts = quantize(plan, self._tensor.contiguous(), 2 in wanted, layer.scaling_states(), group, amax)
+        specs = plan.parts(2 in wanted)
+        wire = tuple(i for i in wanted if specs[i].gather_dim is not None)
+        # Parts that are the same on every rank (a per-tensor scale) travel as metadata.
+        local = {i: parts[i] for i in wanted if i not in wire}
+        return tuple(parts[i].view(torch.uint8) for i in wire), (wire, local, plan.key)
 
     def fsdp_post_all_gather(self, outputs, metadata, param_dtype, *, out=None):
-        usage, key, scale = metadata
+        wire, local, key = metadata
         plan = _ops._PLANS[key]
-        specs = plan.parts(usage != "row")
+        specs = plan.parts(True)
         parts = [None] * 4
-        for index, tensor in zip(_WIRE[usage], outputs):
+        for index, tensor in zip(wire, outputs):
             parts[index] = tensor.view(_ops.torch_dtype(specs[index].dtype))
-        if scale is not None:
-            parts[1] = scale
+        for index, tensor in local.items():
+            parts[index] = tensor
         if out is not None:
             out.mx_parts = parts
             return None

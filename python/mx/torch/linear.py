@@ -74,9 +74,8 @@ def _operands(made, parts, sides, parallel: Parallel):
     all-gathered first if the tensor is sharded: only the parts that `sides` read (the usage the
     next GEMM reads)."""
     if made.shards > 1:
-        wanted = [i for i in range(len(parts))
-                  if (i < 2 and ("row" in sides or made.derives_col)) or (i >= 2 and "col" in sides)]
         specs = made.parts(len(parts) > 2)
+        wanted = [i for i in made.wire_parts(sides) if i < len(parts) and specs[i].gather_dim is not None]
         gathered = distributed.gather_parts([parts[i] for i in wanted], [specs[i] for i in wanted],
                                             parallel.group)
         parts = list(parts)
