@@ -8,15 +8,14 @@ against mx.reference's quantize of the whole weight.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-WIDTH, HIDDEN, TOKENS, STEPS, LR = 256, 256, 256, 4, 0.5
+WIDTH, HIDDEN, TOKENS, STEPS, LR, WORLD = 256, 256, 256, 4, 0.5, 2
 RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")
 
 
-def plans(target: str, world: int = 2):
+def plans(target: str, world: int = WORLD):
     """Compiles every program the runs use on `target` (the calls the layers make)."""
     from mx import recipes
     from mx.torch import _ops
@@ -197,31 +196,21 @@ def _expected_parts(recipe, w32, states):
 
 
 def everything(rank, world, recipe, device):
-    """One spawn per recipe: the FSDP2 run, the sequence-parallel run and the sharded quantize."""
-    return {"fsdp": fsdp(rank, world, recipe, device),
-            "sequence_parallel": sequence_parallel(rank, world, recipe, device) if recipe else None,
-            "sharded_quantize": sharded_quantize(rank, world, recipe, device) if recipe else None}
+    """One spawn per recipe: the FSDP2 run, the sequence-parallel run and the sharded quantize, and
+    the keys of the plans they used (which `plans` must build)."""
+    from mx.torch import _ops
+    result = {"fsdp": fsdp(rank, world, recipe, device),
+              "sequence_parallel": sequence_parallel(rank, world, recipe, device) if recipe else None,
+              "sharded_quantize": sharded_quantize(rank, world, recipe, device) if recipe else None}
+    return result | {"plans": sorted(_ops._PLANS)}
 
 
-def worker(rank, world, port, device, name, args, results):
-    """One rank of a spawned run: its process group (gloo on the CPU, NCCL on its own GPU, which mx
-    sees as cuda:0), then `name(rank, world, *args, device)`, whose result goes to `results`."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0")
-    if device == "cuda":
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)
-    import torch
-    torch.distributed.init_process_group("nccl" if device == "cuda" else "gloo", rank=rank, world_size=world)
-    try:
-        results.put((rank, globals()[name](rank, world, *args, device)))
-    finally:
-        torch.distributed.destroy_process_group()
+def _run(rank, device, name, args):
+    return globals()[name](rank, WORLD, *args, device.type)
 
 
-def spawn(name, world, device, *args, port=29511):
-    """Runs `name` on `world` spawned processes; the results in rank order."""
-    import torch.multiprocessing as mp
-    context = mp.get_context("spawn")
-    results = context.SimpleQueue()
-    mp.spawn(worker, (world, port, device, name, args, results), nprocs=world, join=True)
-    got = dict(results.get() for _ in range(world))
-    return [got[r] for r in range(world)]
+def spawn(name, device, *args):
+    """Runs `name(rank, WORLD, *args, device)` on WORLD spawned ranks (gloo on the CPU, NCCL on one
+    GPU each); the results in rank order."""
+    from mx.torch import distributed
+    return distributed.launch(_run, WORLD, name, args, backend="gloo" if device == "cpu" else "nccl")

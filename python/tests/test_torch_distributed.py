@@ -15,7 +15,7 @@ if not torch.distributed.is_available() or not torch.distributed.is_gloo_availab
 
 import distributed_cases as cases  # noqa: E402
 
-WORLD = 2
+WORLD = cases.WORLD
 # Relative loss difference allowed against one process: the GEMMs' K is split (wgrad over the
 # data-parallel token shards, the row-parallel layer's K) and per-tensor FSDP2 casts shards with
 # maxfinite / amax where one process divides by amax / maxfinite (docs/torch.md).
@@ -23,14 +23,17 @@ TOLERANCE = 2e-3
 
 
 @pytest.fixture(scope="module")
-def runs():
-    results, port = {}, 29610
+def device():
+    return "cpu"  # test_gpu_distributed.py runs these tests with "cuda"
+
+
+@pytest.fixture(scope="module")
+def runs(device):
+    results = {}
 
     def run(recipe):
-        nonlocal port
         if recipe not in results:
-            port += 1
-            results[recipe] = cases.spawn("everything", WORLD, "cpu", recipe, port=port)
+            results[recipe] = cases.spawn("everything", device, recipe)
         return results[recipe]
     return run
 
@@ -40,9 +43,9 @@ def _close(curve, reference):
 
 
 @pytest.mark.parametrize("recipe", cases.RECIPES)
-def test_fsdp2_matches_one_process(runs, recipe):
+def test_fsdp2_matches_one_process(runs, device, recipe):
     ranks = runs(recipe)
-    single = cases.single(recipe, "cpu")
+    single = cases.single(recipe, device)
     for rank in ranks:
         assert rank["fsdp"]["weights_equal"], f"{recipe}: gathered weights differ from the whole weight's quantize"
         assert rank["fsdp"]["losses"] == ranks[0]["fsdp"]["losses"]
@@ -59,9 +62,9 @@ def test_fsdp2_gathers_fp8(runs, recipe):
 
 
 @pytest.mark.parametrize("recipe", cases.RECIPES)
-def test_sequence_parallel_matches_one_process(runs, recipe):
+def test_sequence_parallel_matches_one_process(runs, device, recipe):
     ranks = runs(recipe)
-    single = cases.single(recipe, "cpu")
+    single = cases.single(recipe, device)
     curve = ranks[0]["sequence_parallel"]["losses"]
     assert ranks[1]["sequence_parallel"]["losses"] == curve
     assert _close(curve, single), (curve, single)
@@ -78,3 +81,12 @@ def test_sequence_parallel_matches_one_process(runs, recipe):
 def test_sharded_quantize_and_gather_equal_whole_quantize(runs, recipe):
     for rank in runs(recipe):
         assert rank["sharded_quantize"] == [], f"{recipe}: parts {rank['sharded_quantize']} differ"
+
+
+def test_plans_builds_every_program(runs, device):
+    """cases.plans (what a GPU machine's cache gets ahead of time) builds every plan the runs used."""
+    from mx.torch import _ops
+    target = _ops.target_of(torch.empty(0, device=device))
+    cases.plans(target)
+    used = {key for recipe in cases.RECIPES for key in runs(recipe)[0]["plans"]}
+    assert used <= set(_ops._PLANS), sorted(used - set(_ops._PLANS))

@@ -7,19 +7,68 @@
 * `all_reduce_max`: the amax all-reduce of per-tensor current and delayed scaling.
 * `reduce_scatter_rows`: the reduce-scatter of a partial GEMM result along its rows (tokens).
 
-`count_all_gather` counts what a rank sends in all-gathers (mx's and FSDP2's), for tests and
-benchmarks.
+`init_process_group` joins a rank (torchrun's or a spawned one) to its group, each rank on its own
+GPU; `launch` runs a function on spawned ranks (tests, benchmarks); `count_all_gather` counts what a
+rank sends in all-gathers (mx's and FSDP2's).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import os
 
 import torch
 import torch.distributed as dist
 
 from ..linear import PartSpec
+
+
+def init_process_group(rank: int | None = None, world_size: int | None = None, local_rank: int | None = None,
+                       backend: str | None = None) -> torch.device:
+    """Joins this process to the default process group and returns its device. Each rank computes on
+    one GPU, which mx's runtime addresses as cuda:0: so this sets CUDA_VISIBLE_DEVICES to the rank's
+    GPU (`local_rank`, default torchrun's $LOCAL_RANK) before CUDA starts. Rank and world size come
+    from torchrun's environment when not given. Without CUDA the group is gloo's on the CPU."""
+    local_rank = int(os.environ.get("LOCAL_RANK", rank or 0)) if local_rank is None else local_rank
+    if torch.cuda.is_initialized() and torch.cuda.device_count() > 1:
+        raise RuntimeError("mx.torch.distributed.init_process_group must run before CUDA starts in this "
+                           "process (it gives the rank its own GPU as cuda:0, where mx runs)")
+    if backend != "gloo":
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        devices = visible.split(",") if visible else None
+        if devices is None or len(devices) > 1:
+            os.environ["CUDA_VISIBLE_DEVICES"] = devices[local_rank] if devices else str(local_rank)
+    cuda = backend != "gloo" and torch.cuda.is_available()
+    backend = backend or ("nccl" if cuda else "gloo")
+    dist.init_process_group(backend, rank=rank, world_size=world_size)
+    return torch.device("cuda", 0) if cuda else torch.device("cpu")
+
+
+def _rank(rank, world_size, port, backend, function, args, results):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    device = init_process_group(rank, world_size, rank, backend)
+    try:
+        results.put((rank, function(rank, device, *args)))
+    finally:
+        dist.destroy_process_group()
+
+
+def launch(function, world_size: int, *args, backend: str | None = None) -> list:
+    """Runs `function(rank, device, *args)` on `world_size` spawned processes of this machine, each
+    joined to the default group by init_process_group (`backend`: None picks NCCL where CUDA is,
+    "gloo" forces the CPU); returns the results in rank order. `function` must be picklable (a
+    module-level function)."""
+    import socket
+    import torch.multiprocessing as mp
+    with socket.socket() as s:  # a port nothing listens on now, for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    results = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(_rank, (world_size, port, backend, function, args, results), nprocs=world_size, join=True)
+    got = dict(results.get() for _ in range(world_size))
+    return [got[rank] for rank in range(world_size)]
 
 
 @contextlib.contextmanager
