@@ -30,35 +30,56 @@ _PLANS: dict[str, LinearPlan | TensorPlan] = {}  # by key: what the ops' `plan` 
 _BY_ARGUMENTS: dict[tuple, LinearPlan | TensorPlan] = {}
 
 
-def _registered(kind, *arguments):
+_RECIPES: dict[str, recipes.Recipe] = {}  # by key: the recipes plans were asked for
+
+
+def recipe_key(recipe: recipes.Recipe) -> str:
+    """The recipe's key, which names it to `plan` and `tensor_plan` (registered)."""
+    return _RECIPES.setdefault(recipe.key, recipe).key
+
+
+@torch.compiler.assume_constant_result
+def _registered(kind, *arguments) -> str:
+    """The key of the plan `kind(*arguments)` (the recipe given by its key), built and registered
+    on first use. A constant to torch.compile: tracing calls it and keeps the key (the kernels
+    compile then, not in a graph)."""
     key = (kind, *arguments)
     if key not in _BY_ARGUMENTS:
-        made = kind(*arguments)
+        made = kind(*(_RECIPES.get(a, a) if isinstance(a, str) else a for a in arguments))
         _BY_ARGUMENTS[key] = _PLANS[made.key] = made
         for part in getattr(made, "tensors", {}).values():
             _PLANS[part.key] = part
-    return _BY_ARGUMENTS[key]
+    return _BY_ARGUMENTS[key].key
 
 
-def plan(m: int, k: int, n: int, recipe: recipes.Recipe, dtype: str, weight_dtype: str, target: str,
+def plan(m: int, k: int, n: int, recipe: recipes.Recipe | str, dtype: str, weight_dtype: str, target: str,
          shards: tuple[tuple[str, int], ...] = ()) -> LinearPlan:
-    """The LinearPlan of these shapes (built, its kernels compiled, on first use), registered."""
-    return _registered(LinearPlan, m, k, n, recipe, dtype, weight_dtype, target, tuple(shards))
+    """The LinearPlan of these shapes (built, its kernels compiled, on first use), registered;
+    `recipe` a recipe or (in traced code) its recipe_key."""
+    key = recipe if isinstance(recipe, str) else recipe_key(recipe)
+    return _PLANS[_registered(LinearPlan, m, k, n, key, dtype, weight_dtype, target, tuple(shards))]
 
 
-def tensor_plan(role: str, rows: int, cols: int, wide: str, recipe: recipes.Recipe, target: str,
+def tensor_plan(role: str, rows: int, cols: int, wide: str, recipe: recipes.Recipe | str, target: str,
                 shards: int = 1) -> TensorPlan:
     """The TensorPlan of one role's tensor (FSDP2's weight shards), registered."""
-    return _registered(TensorPlan, role, rows, cols, wide, recipe, target, shards)
+    key = recipe if isinstance(recipe, str) else recipe_key(recipe)
+    return _PLANS[_registered(TensorPlan, role, rows, cols, wide, key, target, shards)]
 
 
 def torch_dtype(mlir_type: str) -> torch.dtype:
     return getattr(torch, compiler.TORCH_DTYPES[mlir_type][0])
 
 
+_MLIR_TYPES = {getattr(torch, names[0]): name for name, names in compiler.TORCH_DTYPES.items()
+               if hasattr(torch, names[0])}
+
+
 def mlir_type(tensor: Tensor) -> str:
     """The MLIR element type of a torch tensor (of any subclass: FSDP2's weights are)."""
-    return ops._torch_element_type(tensor.dtype)
+    if tensor.dtype not in _MLIR_TYPES:
+        raise TypeError(f"torch dtype {tensor.dtype} is not an mx element type")
+    return _MLIR_TYPES[tensor.dtype]
 
 
 def target_of(tensor: Tensor) -> str:

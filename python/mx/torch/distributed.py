@@ -41,7 +41,8 @@ def init_process_group(rank: int | None = None, world_size: int | None = None, l
             os.environ["CUDA_VISIBLE_DEVICES"] = devices[local_rank] if devices else str(local_rank)
     cuda = backend != "gloo" and torch.cuda.is_available()
     backend = backend or ("nccl" if cuda else "gloo")
-    dist.init_process_group(backend, rank=rank, world_size=world_size)
+    dist.init_process_group(backend, rank=-1 if rank is None else rank,  # -1: from the environment
+                            world_size=-1 if world_size is None else world_size)
     return torch.device("cuda", 0) if cuda else torch.device("cpu")
 
 

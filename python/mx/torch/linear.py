@@ -156,6 +156,7 @@ class Linear(torch.nn.Linear):
                  amax_group=None):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
+        self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
         if isinstance(self.recipe, (recipes.MXFP4, recipes.NVFP4)):
             raise ValueError(f"mx.torch.Linear does not train with {self.recipe.name} yet (docs/torch.md)")
         self.parallel = Parallel(parallel, group)
@@ -189,7 +190,7 @@ class Linear(torch.nn.Linear):
         size, kind = self.parallel.size, self.parallel.kind
         m = x2d.shape[0] * (size if kind == "column" else 1)
         shards = ((self.parallel.sharded_role, size),) if kind else ()
-        return _ops.plan(m, self.in_features, self.out_features, self.recipe, *dtypes,
+        return _ops.plan(m, self.in_features, self.out_features, self._recipe_key, *dtypes,
                          _ops.target_of(x2d), shards)
 
     def _weight_operands(self, made):
