@@ -22,7 +22,7 @@ turns either form into a recipe. A knob out of range is a ValueError that names 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 ROLES = ("input", "weight", "grad")
 FP8_FORMATS = ("e4m3", "hybrid")
@@ -34,15 +34,27 @@ def _require(condition: bool, recipe: str, knob: str, value, expected: str) -> N
         raise ValueError(f"{recipe}: {knob}={value!r} is not valid; expected {expected}")
 
 
+class Numbers(NamedTuple):
+    """A recipe's fixed numbers."""
+    name: str
+    scale_type: str  # MLIR type of the scales
+    # What M, K and N must be multiples of: each is the K of one GEMM, which takes whole scale
+    # blocks along K, and at least 16 FP8 bytes a row (the generated kernels' TMA rows).
+    required_multiple: int
+    activations: tuple[int, int] | None  # block of inputs and gradients ([rows, K]); None: whole
+    weights: tuple[int, int] | None      # block of weights
+
+
 @dataclass(frozen=True)
 class Recipe:
-    """What every recipe answers; subclasses fix the numbers."""
+    """What every recipe answers; subclasses fix the numbers and add knobs."""
 
-    name: ClassVar[str]
-    scale_type: ClassVar[str]
-    # Each of M, K and N is the K of one GEMM, which takes whole scale blocks along K.
-    required_multiple: ClassVar[int]
+    numbers: ClassVar[Numbers]
     fp8_format: str = "e4m3"
+
+    name = property(lambda self: self.numbers.name)
+    scale_type = property(lambda self: self.numbers.scale_type)
+    required_multiple = property(lambda self: self.numbers.required_multiple)
 
     def __post_init__(self):
         _require(self.fp8_format in FP8_FORMATS, type(self).__name__, "fp8_format", self.fp8_format,
@@ -54,17 +66,13 @@ class Recipe:
 
     def block(self, role: str, rows: int, k: int) -> tuple[int, int]:
         """The block of a [rows, K] GEMM operand of `role` (either orientation)."""
-        raise NotImplementedError
+        block = self.numbers.weights if role == "weight" else self.numbers.activations
+        return (rows, k) if block is None else block
 
     @property
     def per_tensor(self) -> bool:
         """One scale per tensor: the scale (or amax) is what ranks must agree on."""
-        return False
-
-    @property
-    def block_local(self) -> bool:
-        """Each block's scale depends on its block alone: shards quantize without communication."""
-        return not self.per_tensor
+        return self.numbers.activations is None
 
     @property
     def key(self) -> str:
@@ -73,38 +81,19 @@ class Recipe:
         return f"{self.name}({knobs})"
 
 
-@dataclass(frozen=True)
 class MXFP8(Recipe):
-    name: ClassVar[str] = "mxfp8"
-    scale_type: ClassVar[str] = "f8E8M0FNU"
-    required_multiple: ClassVar[int] = 32
-
-    def block(self, role: str, rows: int, k: int) -> tuple[int, int]:
-        return (1, 32)
+    """OCP MX: E8M0 scales, blocks of 32 along K (spec sections 2-4)."""
+    numbers = Numbers("mxfp8", "f8E8M0FNU", 32, (1, 32), (1, 32))
 
 
-@dataclass(frozen=True)
 class Blockwise(Recipe):
-    name: ClassVar[str] = "blockwise"
-    scale_type: ClassVar[str] = "f32"
-    required_multiple: ClassVar[int] = 128
-
-    def block(self, role: str, rows: int, k: int) -> tuple[int, int]:
-        return (128, 128) if role == "weight" else (1, 128)
+    """FP8 blockwise: f32 power-of-two scales, 1x128 activations, 128x128 weights (section 9)."""
+    numbers = Numbers("blockwise", "f32", 128, (1, 128), (128, 128))
 
 
-@dataclass(frozen=True)
 class PerTensor(Recipe):
-    name: ClassVar[str] = "per_tensor"
-    scale_type: ClassVar[str] = "f32"
-    required_multiple: ClassVar[int] = 16  # the generated kernels' 16-byte TMA rows
-
-    def block(self, role: str, rows: int, k: int) -> tuple[int, int]:
-        return (rows, k)
-
-    @property
-    def per_tensor(self) -> bool:
-        return True
+    """Current scaling: one exact f32 scale per tensor, amax / maxfinite (section 8)."""
+    numbers = Numbers("per_tensor", "f32", 16, None, None)
 
 
 @dataclass(frozen=True)
@@ -114,7 +103,7 @@ class Delayed(PerTensor):
     scale = (maxfinite / amax) / 2^margin; `reduce_amax`: all-reduce (max) the amaxes over the
     layer's amax group before each update, so that every rank keeps the same scales."""
 
-    name: ClassVar[str] = "delayed"
+    numbers = Numbers("delayed", "f32", 16, None, None)
     history_len: int = 16
     algorithm: str = "max"
     margin: int = 0
@@ -136,7 +125,6 @@ class Delayed(PerTensor):
 @dataclass(frozen=True)
 class _FP4(Recipe):
     """FP4 recipes have no FP8 format: every role is E2M1."""
-    required_multiple: ClassVar[int] = 32
 
     def __post_init__(self):
         _require(self.fp8_format == "e4m3", type(self).__name__, "fp8_format", self.fp8_format,
@@ -146,25 +134,17 @@ class _FP4(Recipe):
         return "f4E2M1FN"
 
 
-@dataclass(frozen=True)
 class MXFP4(_FP4):
-    name: ClassVar[str] = "mxfp4"
-    scale_type: ClassVar[str] = "f8E8M0FNU"
-
-    def block(self, role: str, rows: int, k: int) -> tuple[int, int]:
-        return (1, 32)
+    """E2M1 data, E8M0 scales per 32 (section 10)."""
+    numbers = Numbers("mxfp4", "f8E8M0FNU", 32, (1, 32), (1, 32))
 
 
-@dataclass(frozen=True)
 class NVFP4(_FP4):
-    name: ClassVar[str] = "nvfp4"
-    scale_type: ClassVar[str] = "f8E4M3FN"
-
-    def block(self, role: str, rows: int, k: int) -> tuple[int, int]:
-        return (1, 16)
+    """E2M1 data, E4M3 scales per 16 and an f32 tensor scale (section 10)."""
+    numbers = Numbers("nvfp4", "f8E4M3FN", 32, (1, 16), (1, 16))
 
 
-SHORTHANDS = {cls.name: cls for cls in (MXFP8, Blockwise, PerTensor, Delayed, MXFP4, NVFP4)}
+SHORTHANDS = {cls.numbers.name: cls for cls in (MXFP8, Blockwise, PerTensor, Delayed, MXFP4, NVFP4)}
 FP8_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")  # what mx.torch.Linear trains with
 
 
