@@ -12,6 +12,7 @@ the bits), which is how mx.torch runs, and is tested, without a GPU.
     mx::quantize_delayed(x, scales, history!, plan) -> (data, scales)
     mx::update_amax_history(history!, scales!, plan, state)
     mx::gemm(a, a_scales, b, b_scales, plan, name) -> c  one of mx.linear.GEMMS
+    mx::transpose_bytes(t) -> t^T                        FP8 / E8M0 bytes, for the transposed operands
 
 `operand` turns compact parts into a GEMM operand (after any gather); it is plain torch, so a
 quantize that writes GEMM-ready operands itself changes only it.
@@ -219,9 +220,16 @@ def _(a, a_scales, b, b_scales, plan, name):
 # Compact parts -> GEMM operands, and the per-role quantize of one tensor
 # ---------------------------------------------------------------------------------------------------
 
-def _transpose_bytes(t: Tensor) -> Tensor:
-    """t^T (2-D), contiguous, copied as bytes (FP8 data and E8M0 scales)."""
+@torch.library.custom_op("mx::transpose_bytes", mutates_args=())
+def transpose_bytes(t: Tensor) -> Tensor:
+    """t^T (2-D), contiguous, copied as bytes (FP8 data and E8M0 scales). An op of its own so that
+    compilers copy bytes and need not know the FP8 and E8M0 dtypes (Inductor's CPU code does not)."""
     return t.view(torch.uint8).t().contiguous().view(t.dtype)
+
+
+@transpose_bytes.register_fake
+def _(t):
+    return t.new_empty((t.shape[1], t.shape[0]))
 
 
 def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, Tensor]:
@@ -230,9 +238,9 @@ def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, T
     if side == "row":
         return parts[0], parts[1]
     if made.derives_col:  # per-tensor (one scale) or 128x128 blocks: transpose what is there
-        return _transpose_bytes(parts[0]), parts[1].t().contiguous()
+        return torch.ops.mx.transpose_bytes(parts[0]), parts[1].t().contiguous()
     if isinstance(made.recipe, recipes.MXFP8):
-        return _transpose_bytes(parts[2]), _transpose_bytes(parts[3])
+        return torch.ops.mx.transpose_bytes(parts[2]), torch.ops.mx.transpose_bytes(parts[3])
     return parts[2], parts[3]  # 1x128 blockwise: already quantized transposed
 
 
