@@ -13,6 +13,9 @@ Run from the repository root, with 2 ranks:
     .venv/bin/torchrun --nproc-per-node 2 examples/train_fsdp.py
 or let the script start its 2 ranks itself:
     .venv/bin/python examples/train_fsdp.py
+On a GPU machine without mx-opt, compile its programs here first and run it there with
+MX_CACHE_DIR=DIR:
+    .venv/bin/python examples/train_fsdp.py build DIR [sm_90a|sm_100a]
 """
 
 import os
@@ -30,8 +33,17 @@ import mx.torch  # noqa: E402
 from mx.torch import distributed  # noqa: E402
 from torch.distributed.fsdp import fully_shard  # noqa: E402
 
-WIDTH, TOKENS, STEPS = 256, 256, 5
+WIDTH, TOKENS, STEPS, RANKS = 256, 256, 5, 2
 RECIPE = mx.torch.recipes.PerTensor()
+
+
+def build(directory, chip="sm_90a"):
+    """Compiles the programs the ranks run on `chip` into mx.compile's cache `directory`."""
+    os.environ["MX_CACHE_DIR"] = directory
+    from mx.torch import _ops
+    for k, n in ((WIDTH, 2 * WIDTH), (2 * WIDTH, WIDTH)):
+        _ops.plan(TOKENS, k, n, RECIPE, "bf16", "bf16", chip)
+        _ops.tensor_plan("weight", n, k, "bf16", RECIPE, chip, RANKS)
 
 
 def blocks(count):
@@ -69,9 +81,11 @@ def train(rank, device):
 
 
 if __name__ == "__main__":
-    if "LOCAL_RANK" in os.environ:  # started by torchrun
+    if sys.argv[1:2] == ["build"]:
+        build(*sys.argv[2:])
+    elif "LOCAL_RANK" in os.environ:  # started by torchrun
         device = distributed.init_process_group()
         train(torch.distributed.get_rank(), device)
         torch.distributed.destroy_process_group()
     else:
-        distributed.launch(train, 2)
+        distributed.launch(train, RANKS)

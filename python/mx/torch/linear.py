@@ -16,8 +16,9 @@ traces a model of these layers. Inputs and weights on the CPU run on the CPU pip
 
 Delayed scaling keeps its scales and amax histories in buffers (`fp8_scale_forward`,
 `amax_history_forward`, `fp8_scale_backward`, `amax_history_backward`), so `state_dict()` carries
-them; the update runs once per forward, before the casts, after the amax all-reduce over
-`amax_group` when the recipe's `reduce_amax` is set.
+them; the update runs once per step, at the end of backward, after the last cast of the step (so
+FSDP2's weight cast before the next forward uses the new scales), preceded by the amax all-reduce
+over `amax_group` when the recipe's `reduce_amax` is set.
 
 With `parallel` = "column" or "row" and a process `group`, the layer is one rank's part of a
 tensor-parallel pair with sequence parallelism (Megatron-LM's layout, mx.torch.parallel).
@@ -124,7 +125,7 @@ class _LinearFunction(torch.autograd.Function):
         saved = ctx.saved_tensors
         x_parts, w_col = saved[:ctx.parts], saved[ctx.parts:]
         if ctx.weight is not None:
-            (w_col,) = [operand(made.tensors["weight"], ctx.weight.mx_parts, "col")]
+            w_col = operand(made.tensors["weight"], ctx.weight.mx_parts, "col")
         need_dgrad, need_wgrad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grads = made.tensors["grad"]
         g_parts = quantize(grads, dy.contiguous(), need_wgrad, ctx.states, ctx.amax_group)
@@ -148,8 +149,11 @@ class _LinearFunction(torch.autograd.Function):
 
 class Linear(torch.nn.Linear):
     """`torch.nn.Linear` (same constructor, parameters and state dict, plus delayed scaling's
-    buffers) computing in FP8 with an mx recipe (an mx.recipes object or its shorthand). Inputs
-    of any rank >= 2 are flattened to [tokens, in_features] (tokens first)."""
+    buffers) computing in FP8 with an mx recipe (an mx.recipes object or its shorthand; the FP4
+    recipes are refused for now, docs/torch.md). Inputs of any rank >= 2 are flattened to
+    [tokens, in_features] (tokens first). `parallel`, `group`: mx.torch.parallel's layers;
+    `amax_group`: where per-tensor current and delayed scaling reduce their amaxes (default
+    `group`)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None,
                  *, recipe: str | recipes.Recipe = "mxfp8", parallel: str | None = None, group=None,
