@@ -83,16 +83,10 @@ def fsdp(rank, world, recipe, device):
     """FSDP2 over `world` ranks, each on its token shard of the global batches; quantized weight
     all-gather for mx recipes (recipe None: bf16 FSDP2)."""
     import torch
-    from torch.distributed.fsdp import fully_shard
     import mx.torch.fsdp
     from mx.torch import distributed
-    model = mlp(recipe, device)
-    expected = [_expected_weight_bytes(recipe, model[i].weight) for i in (0, 2)] if recipe else None
-    if recipe is not None:
-        mx.torch.fsdp.quantize_all_gather(model)
-    for layer in (model[0], model[2]):
-        fully_shard(layer)
-    fully_shard(model)
+    expected = [_expected_weight_bytes(recipe, mlp(None, device)[i].weight) for i in (0, 2)] if recipe else None
+    model = _sharded(recipe, device)
     gathered = []
     if recipe is not None:
         for i in (0, 2):
@@ -111,6 +105,37 @@ def fsdp(rank, world, recipe, device):
         sent.append(counter["bytes"])
     weights_equal = expected is None or gathered[:2] == expected
     return {"losses": losses, "bytes": sent, "weights_equal": weights_equal}
+
+
+def _sharded(recipe, device):
+    import mx.torch.fsdp
+    from torch.distributed.fsdp import fully_shard
+    model = mlp(recipe, device)
+    mx.torch.fsdp.quantize_all_gather(model)
+    for layer in (model[0], model[2]):
+        fully_shard(layer)
+    fully_shard(model)
+    return model
+
+
+def fsdp_resume(rank, world, recipe, device):
+    """FSDP2: a step, torch.save of the state dict, more steps; a fresh model loaded from the saved
+    state trains those steps to the same losses (True when it does)."""
+    import io
+    import torch
+    rows = slice(rank * TOKENS // world, (rank + 1) * TOKENS // world)
+    data = [(x[rows], t[rows], 1 / t.numel()) for x, t in batches(device)]
+    model = _sharded(recipe, device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    _step(model, optimizer, *data[0])
+    saved = io.BytesIO()
+    torch.save(model.state_dict(), saved)
+    expected = [_step(model, optimizer, *batch).item() for batch in data[1:]]
+    saved.seek(0)
+    resumed = _sharded(recipe, device)
+    resumed.load_state_dict(torch.load(saved, weights_only=False))
+    optimizer = torch.optim.SGD(resumed.parameters(), lr=LR)
+    return [_step(resumed, optimizer, *batch).item() for batch in data[1:]] == expected
 
 
 def sequence_parallel(rank, world, recipe, device):
@@ -200,6 +225,7 @@ def everything(rank, world, recipe, device):
     the keys of the plans they used (which `plans` must build)."""
     from mx.torch import _ops
     result = {"fsdp": fsdp(rank, world, recipe, device),
+              "fsdp_resume": fsdp_resume(rank, world, recipe, device) if recipe else None,
               "sequence_parallel": sequence_parallel(rank, world, recipe, device) if recipe else None,
               "sharded_quantize": sharded_quantize(rank, world, recipe, device) if recipe else None}
     return result | {"plans": sorted(_ops._PLANS)}

@@ -29,6 +29,7 @@ if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
     pytest.skip("needs 2 CUDA GPUs", allow_module_level=True)
 
 from test_torch_distributed import (runs, test_fsdp2_gathers_fp8, test_fsdp2_matches_one_process,  # noqa: E402,F401
+                                    test_fsdp2_resume_from_state_dict_is_bit_identical,
                                     test_plans_builds_every_program, test_sequence_parallel_matches_one_process,
                                     test_sharded_quantize_and_gather_equal_whole_quantize)
 

@@ -1,7 +1,8 @@
 """mx.torch across 2 processes on the CPU (torch.distributed on gloo, the kernels on the CPU pipeline):
 for every FP8 recipe, FSDP2 with the quantized weight all-gather and a sequence-parallel
-column/row-parallel pair train the loss curve of one process on the same global batches; the
-gathered weights of the first step are mx.reference's quantize of the whole weights, bit for bit;
+column/row-parallel pair train the loss curve of one process on the same global batches; FSDP2
+training resumed from a saved state dict is bit-identical; the gathered weights of the first step
+are mx.reference's quantize of the whole weights, bit for bit;
 a sharded quantize followed by the quantized all-gather is the quantize of the whole tensor; and the
 bytes counted in the all-gathers show that FP8 crossed the wire (at most 0.52x bf16 FSDP2's).
 test_gpu_distributed.py runs the same cases on 2 GPUs. Needs torch; skipped without it.
@@ -50,6 +51,11 @@ def test_fsdp2_matches_one_process(runs, device, recipe):
         assert rank["fsdp"]["weights_equal"], f"{recipe}: gathered weights differ from the whole weight's quantize"
         assert rank["fsdp"]["losses"] == ranks[0]["fsdp"]["losses"]
     assert _close(ranks[0]["fsdp"]["losses"], single), (ranks[0]["fsdp"]["losses"], single)
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_fsdp2_resume_from_state_dict_is_bit_identical(runs, recipe):
+    assert all(rank["fsdp_resume"] for rank in runs(recipe)), f"{recipe}: resumed losses differ"
 
 
 @pytest.mark.parametrize("recipe", cases.RECIPES)

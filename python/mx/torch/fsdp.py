@@ -77,6 +77,11 @@ class ShardedWeight(torch.Tensor):
     def __repr__(self) -> str:
         return f"ShardedWeight({self._tensor!r})"
 
+    def __reduce_ex__(self, protocol):
+        """Pickled (torch.save of a state dict) as the high-precision tensor it holds: a checkpoint
+        holds plain weights, and load_state_dict copies them back into the ShardedWeight."""
+        return self._tensor.__reduce_ex__(protocol)
+
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     def __tensor_flatten__(self):
