@@ -242,25 +242,10 @@ def test_weight_is_quantized_once_per_value(monkeypatch):
 def test_compile_fullgraph_equals_eager(recipe):
     """torch.compile(fullgraph=True) with the default backend (Inductor) of two converted bf16
     Linears: no graph break, and two training steps give the eager mode's gradients and scaling
-    state, bit for bit. (No bias, no activation, the loss outside: what Inductor generates itself,
-    a fused GELU or a bias-gradient reduction, may round differently from eager mode.)"""
-    import mx.torch
-
-    def model():
-        torch.manual_seed(0)
-        mlp = torch.nn.Sequential(torch.nn.Linear(MLP["width"], MLP["hidden"], bias=False),
-                                  torch.nn.Linear(MLP["hidden"], MLP["width"], bias=False)).to("cuda", torch.bfloat16)
-        mx.torch.convert(mlp, recipe)
-        return mlp
-
-    eager, compiled = model(), model()
-    step = torch.compile(compiled, fullgraph=True)
+    state, bit for bit."""
+    from test_torch import assert_compiled_equals_eager, bias_free_pair
     generator = torch.Generator(device="cuda").manual_seed(3)
-    for _ in range(2):
-        x = torch.randn(MLP["batch"], MLP["width"], device="cuda", generator=generator).bfloat16()
-        for run in (eager, step):
-            run(x).float().square().mean().backward()
-    for (name, a), b in zip(eager.named_parameters(), compiled.parameters()):
-        assert torch.equal(a.grad, b.grad), name
-    for (name, a), b in zip(eager.named_buffers(), compiled.buffers()):
-        assert torch.equal(a, b), name
+    inputs = [torch.randn(MLP["batch"], MLP["width"], device="cuda", generator=generator).bfloat16()
+              for _ in range(2)]
+    assert_compiled_equals_eager(lambda: bias_free_pair(recipe, MLP["width"], MLP["hidden"], "cuda"),
+                                 inputs, lambda y, i: y.float().square().mean())
