@@ -8,8 +8,9 @@ machine with mx-opt, into mx.compiler's cache); mx.torch runs them on torch tens
 Quantizing a tensor of a role ("input" X [M, K], "weight" W [N, K], "grad" dY [M, N]) gives its
 *compact* parts, what crosses the wire when the tensor is sharded (spec section 12): the rowwise
 "data" and "scales", and, where the transposed operand cannot be derived from them, "col_data" and
-"col_scales": MXFP8's columnwise quantization ([rows, cols] data, [rows / 32, cols] scales) and FP8
-blockwise's 1x128 quantization of the transposed tensor ([cols, rows]). Per-tensor, delayed and
+"col_scales": MXFP8's columnwise quantization ([rows, cols] data, [rows / 32, cols] scales), and the
+rowwise quantization of the transposed tensor ([cols, rows]) of FP8 blockwise's 1x128 activations
+and gradients and of MXFP4 (packed FP4 cannot be transposed as bytes). Per-tensor, delayed and
 128x128 blockwise derive the transposed operand from the rowwise bytes. `PartSpec.gather_dim` says
 along which dimension the parts of row shards concatenate. Turning compact parts into GEMM operands
 (byte transposes; the scale swizzle is part of each GEMM program) comes after any gather.
@@ -49,6 +50,15 @@ class PartSpec:
     shape: tuple[int, ...]
     dtype: str
     gather_dim: int | None
+
+
+@dataclass(frozen=True)
+class DequantizedGemm:
+    """A GEMM the chip has no instruction for (FP4 on sm_90a): both operands dequantized to the
+    result type by mx.dequantize, then an ordinary matmul (their values are exact in it)."""
+    lhs: compiler.Kernel
+    rhs: compiler.Kernel
+    out: str
 
 
 def _amax_kernel(shape: tuple[int, ...], dtype: str, target: str) -> compiler.Kernel:
@@ -105,7 +115,7 @@ class TensorPlan:
             if isinstance(self.recipe, recipes.MXFP8):
                 specs += [PartSpec("col_data", (rows, cols), elem, 0),
                           PartSpec("col_scales", reference.scales_shape((rows, cols), (32, 1)), scale, 0)]
-            else:  # 1x128 blockwise of the transposed shard
+            else:  # the transposed shard quantized rowwise (1x128 blockwise, MXFP4)
                 specs += [PartSpec("col_data", (cols, rows), elem, 1),
                           PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
         return specs
@@ -167,7 +177,7 @@ class LinearPlan:
                              f"and out_features to be multiples of {multiple} (each is "
                              f"the K of one GEMM); got {', '.join(bad)}")
 
-    def _gemm_kernel(self, name: str) -> compiler.Kernel:
+    def _gemm_kernel(self, name: str) -> compiler.Kernel | DequantizedGemm:
         lhs_role, lhs_side, rhs_role, rhs_side = GEMMS[name]
         operands = []
         for role, side in ((lhs_role, lhs_side), (rhs_role, rhs_side)):
@@ -178,5 +188,9 @@ class LinearPlan:
                              reference.scales_shape((rows, k), block), self.recipe.scale_type, block))
         (a, a_elem, a_scales, scale, a_block), (b, b_elem, b_scales, _, b_block) = operands
         out = self.dtype if name != "wgrad" else self.weight_dtype
+        if a_elem == "f4E2M1FN" and self.target == "sm_90a":  # Hopper has no FP4 MMA (docs/gpu.md)
+            return DequantizedGemm(*(ops.dequantize_kernel(shape, elem, scales, scale, block, out, target=self.target)
+                                     for shape, elem, scales, block in ((a, a_elem, a_scales, a_block),
+                                                                        (b, b_elem, b_scales, b_block))), out)
         return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
                                         b_block, out, target=self.target)

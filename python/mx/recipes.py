@@ -145,7 +145,7 @@ class NVFP4(_FP4):
 
 
 SHORTHANDS = {cls.numbers.name: cls for cls in (MXFP8, Blockwise, PerTensor, Delayed, MXFP4, NVFP4)}
-FP8_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")  # what mx.torch.Linear trains with
+FP8_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")
 
 
 def get(recipe: str | Recipe) -> Recipe:

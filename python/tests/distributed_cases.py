@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 WIDTH, HIDDEN, TOKENS, STEPS, LR, WORLD = 256, 256, 256, 4, 0.5, 2
-RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")
+RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "mxfp4")
 
 
 def plans(target: str, world: int = WORLD):
@@ -75,8 +75,15 @@ def _expected_weight_bytes(recipe, weight) -> bytes:
         scale = np.float32(448) / reference.amax(w)
         data, _, _ = reference.quantize_delayed(w, np.array([scale], np.float32), np.zeros((1, 1), np.float32), 0)
     else:
-        data, _ = reference.quantize(w, recipe.block("weight", *w.shape), scale_type=recipe.scale_type)
-    return data.tobytes()
+        data, _ = reference.quantize(w, recipe.block("weight", *w.shape), recipe.element("weight"),
+                                     recipe.scale_type)
+    return _packed(data).tobytes()
+
+
+def _packed(data):
+    """Data as it is in memory: FP4 two elements a byte."""
+    from mx import reference
+    return reference.pack_fp4(data) if data.dtype.itemsize == 1 and "float4" in str(data.dtype) else data
 
 
 def fsdp(rank, world, recipe, device):
@@ -213,11 +220,13 @@ def _expected_parts(recipe, w32, states):
         data, scale_inv, _ = reference.quantize_delayed(w32, np.array([scale], np.float32),
                                                         np.zeros((1, 1), np.float32), 0)
         return [data, scale_inv]
-    block = recipe.block("input", *w32.shape)
-    parts = list(reference.quantize(w32, block, scale_type=recipe.scale_type))
+    block, elem = recipe.block("input", *w32.shape), recipe.element("input")
+    parts = list(reference.quantize(w32, block, elem, recipe.scale_type))
     if isinstance(recipe, recipes.MXFP8):
-        return parts + list(reference.quantize(w32, (32, 1)))
-    return parts + list(reference.quantize(np.ascontiguousarray(w32.T), block, scale_type="f32"))
+        parts += list(reference.quantize(w32, (32, 1)))
+    else:  # quantized transposed
+        parts += list(reference.quantize(np.ascontiguousarray(w32.T), block, elem, recipe.scale_type))
+    return [_packed(p) for p in parts]
 
 
 def everything(rank, world, recipe, device):

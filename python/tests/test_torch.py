@@ -16,7 +16,7 @@ from mx.torch import _ops  # noqa: E402
 
 TRAIN_RECIPES = ["mxfp8", "blockwise", "per_tensor", "delayed",
                  recipes.Delayed(history_len=3, algorithm="most_recent", margin=1, fp8_format="hybrid"),
-                 recipes.MXFP8(fp8_format="hybrid")]
+                 recipes.MXFP8(fp8_format="hybrid"), "mxfp4"]
 WIDTH, HIDDEN, TOKENS = 128, 256, 128
 
 
@@ -44,6 +44,7 @@ def test_recipe_objects_and_shorthands():
     (lambda: recipes.get("fp8"), "unknown recipe 'fp8'"),
     (lambda: mx.torch.Linear(64, 64, recipe="mxfp6"), "unknown recipe 'mxfp6'"),
     (lambda: mx.torch.Linear(64, 64, parallel="diagonal"), "parallel='diagonal'"),
+    (lambda: mx.torch.Linear(64, 64, recipe="nvfp4"), "does not train with nvfp4"),
 ])
 def test_bad_knob_is_a_value_error_naming_it(make, knob):
     with pytest.raises(ValueError, match=knob.replace("(", r"\(").replace(")", r"\)")):

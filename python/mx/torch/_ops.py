@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from .. import compiler, ops, recipes, reference
-from ..linear import DELAYED_SLOTS, DELAYED_STATES, LinearPlan, TensorPlan
+from ..linear import DELAYED_SLOTS, DELAYED_STATES, DequantizedGemm, LinearPlan, TensorPlan
 
 Tensor = torch.Tensor
 _PLANS: dict[str, LinearPlan | TensorPlan] = {}  # by key: what the ops' `plan` arguments name
@@ -92,8 +92,11 @@ _CARRIERS = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
 
 
 def _to_torch(array: np.ndarray) -> Tensor:
-    """A CPU kernel's numpy result as a torch tensor with the same bits."""
+    """A CPU kernel's numpy result as a torch tensor with the same bits (FP4 packed two a byte, as
+    torch and the GPU hold it)."""
     dtype = next(name for name, np_dtype in compiler.NUMPY_DTYPES.items() if np_dtype == array.dtype)
+    if dtype == "f4E2M1FN":
+        array = reference.pack_fp4(array)
     carrier = {1: np.uint8, 2: np.int16, 4: np.int32}[array.dtype.itemsize]
     return torch.from_numpy(np.ascontiguousarray(array).view(carrier)).view(torch_dtype(dtype))
 
@@ -108,6 +111,9 @@ def _call(kernel: compiler.Kernel, *args: Tensor) -> list[Tensor]:
 
 
 def _empty(x: Tensor, shape, mlir: str) -> Tensor:
+    """A fake result of logical `shape` (FP4 holds two elements a byte)."""
+    if mlir == "f4E2M1FN":
+        shape = (*shape[:-1], shape[-1] // 2)
     return torch.empty(shape, dtype=torch_dtype(mlir), device=x.device)
 
 
@@ -206,7 +212,10 @@ def _(history, scales, plan, state):
 @torch.library.custom_op("mx::gemm", mutates_args=())
 def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, name: str) -> Tensor:
     """a . b^T of two GEMM operands ([rows, K] each) of one of the plan's GEMMs."""
-    return _call(_PLANS[plan].gemms[name], a, a_scales, b, b_scales)[0]
+    kernel = _PLANS[plan].gemms[name]
+    if isinstance(kernel, DequantizedGemm):
+        return _call(kernel.lhs, a, a_scales)[0] @ _call(kernel.rhs, b, b_scales)[0].t()
+    return _call(kernel, a, a_scales, b, b_scales)[0]
 
 
 @gemm.register_fake

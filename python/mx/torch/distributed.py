@@ -105,13 +105,18 @@ def gather_parts(parts: list[torch.Tensor], specs: list[PartSpec], group) -> lis
     whole, offset = [], 0
     for part, spec in zip(parts, specs):
         nbytes = part.numel() * part.element_size()
-        chunk = per_rank[:, offset:offset + nbytes].contiguous().view(part.dtype).view(size, *part.shape)
+        stacked = per_rank[:, offset:offset + nbytes].contiguous().view(part.dtype).view(size, *part.shape)
+        whole.append(concatenate(stacked, spec.gather_dim))
         offset += nbytes
-        if spec.gather_dim == 0:
-            whole.append(chunk.reshape(size * part.shape[0], *part.shape[1:]))
-        else:
-            whole.append(chunk.permute(1, 0, 2).reshape(part.shape[0], size * part.shape[1]))
     return whole
+
+
+def concatenate(stacked: torch.Tensor, gather_dim: int) -> torch.Tensor:
+    """The ranks' parts [ranks, rows, cols], stacked in rank order, concatenated along `gather_dim`."""
+    ranks, rows, cols = stacked.shape
+    if gather_dim == 0:
+        return stacked.reshape(ranks * rows, cols)
+    return stacked.permute(1, 0, 2).reshape(rows, ranks * cols)
 
 
 def all_reduce_max(t: torch.Tensor, group) -> torch.Tensor:

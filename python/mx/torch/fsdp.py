@@ -122,8 +122,11 @@ class ShardedWeight(torch.Tensor):
         plan = _ops._PLANS[key]
         specs = plan.parts(True)
         parts = [None] * 4
-        for index, tensor in zip(wire, outputs):
-            parts[index] = tensor.view(_ops.torch_dtype(specs[index].dtype))
+        for index, tensor in zip(wire, outputs):  # FSDP2 concatenates along dim 0
+            whole = tensor.view(_ops.torch_dtype(specs[index].dtype))
+            if specs[index].gather_dim != 0:  # FP4's transposed parts: [cols, rows] shards
+                whole = distributed.concatenate(whole.view(plan.shards, -1, whole.shape[1]), 1)
+            parts[index] = whole
         for index, tensor in local.items():
             parts[index] = tensor
         if out is not None:

@@ -149,8 +149,8 @@ class _LinearFunction(torch.autograd.Function):
 
 class Linear(torch.nn.Linear):
     """`torch.nn.Linear` (same constructor, parameters and state dict, plus delayed scaling's
-    buffers) computing in FP8 with an mx recipe (an mx.recipes object or its shorthand; the FP4
-    recipes are refused for now, docs/torch.md). Inputs of any rank >= 2 are flattened to
+    buffers) computing in FP8 or MXFP4 with an mx recipe (an mx.recipes object or its shorthand;
+    NVFP4 is refused for now, docs/torch.md). Inputs of any rank >= 2 are flattened to
     [tokens, in_features] (tokens first). `parallel`, `group`: mx.torch.parallel's layers;
     `amax_group`: where per-tensor current and delayed scaling reduce their amaxes (default
     `group`)."""
@@ -161,7 +161,7 @@ class Linear(torch.nn.Linear):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
-        if isinstance(self.recipe, (recipes.MXFP4, recipes.NVFP4)):
+        if isinstance(self.recipe, recipes.NVFP4):
             raise ValueError(f"mx.torch.Linear does not train with {self.recipe.name} yet (docs/torch.md)")
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
