@@ -231,3 +231,20 @@ def test_inductor_fullgraph_equals_eager(recipe):
     scaling state equal eager mode's bit for bit (the loss stays outside the compiled model)."""
     assert_compiled_equals_eager(lambda: bias_free_pair(recipe, WIDTH, HIDDEN, "cpu"),
                                  [x for x, _ in batches(2)], lambda y, i: y.float().square().mean())
+
+
+def test_dequantized_gemm_matches_scaled_matmul(monkeypatch):
+    """sm_90a's MXFP4 GEMM (both operands dequantized, then a matmul: mx.linear.DequantizedGemm), run
+    with the CPU's kernels, against mx.scaled_matmul of the same operands."""
+    from mx import ops
+    from mx.linear import DequantizedGemm
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP4(), "bf16", "f32", "cpu")
+    x = torch.randn(TOKENS, WIDTH).bfloat16()
+    w = torch.randn(HIDDEN, WIDTH)
+    operands = [torch.ops.mx.quantize(t, made.tensors[role].key, False) for t, role in ((x, "input"), (w, "weight"))]
+    expected = torch.ops.mx.gemm(*operands[0], *operands[1], made.key, "fprop").float()
+    dequantize = [ops.dequantize_kernel(shape, "f4E2M1FN", (shape[0], shape[1] // 32), "f8E8M0FNU", (1, 32), "bf16",
+                                        target="cpu") for shape in ((TOKENS, WIDTH), (HIDDEN, WIDTH))]
+    monkeypatch.setitem(made.gemms, "fprop", DequantizedGemm(*dequantize, "bf16"))
+    got = torch.ops.mx.gemm(*operands[0], *operands[1], made.key, "fprop").float()
+    assert torch.linalg.norm(got - expected) / torch.linalg.norm(expected) < 4e-3
