@@ -86,6 +86,7 @@ if __name__ == "__main__":
     elif "LOCAL_RANK" in os.environ:  # started by torchrun
         device = distributed.init_process_group()
         train(torch.distributed.get_rank(), device)
+        torch.distributed.barrier()  # no rank tears its group down while another still talks to it
         torch.distributed.destroy_process_group()
     else:
         distributed.launch(train, RANKS)

@@ -52,6 +52,7 @@ def _rank(rank, world_size, port, backend, function, args, results):
     device = init_process_group(rank, world_size, rank, backend)
     try:
         results.put((rank, function(rank, device, *args)))
+        dist.barrier()  # no rank tears its group down while another still talks to it
     finally:
         dist.destroy_process_group()
 
