@@ -18,9 +18,10 @@ SHAPES = [(8192, 4096, 4096), (8192, 8192, 8192)]  # tokens M, in_features K, ou
 
 def build(directory):
     os.environ["MX_CACHE_DIR"] = directory
-    from mx.linear import RECIPES, LinearPlan
+    from mx.linear import LinearPlan
+    from mx.recipes import FP8_RECIPES
     for m, k, n in SHAPES:
-        for recipe in RECIPES:
+        for recipe in FP8_RECIPES:
             LinearPlan(m, k, n, recipe, "bf16", "f32", "sm_90a")
 
 
@@ -46,7 +47,7 @@ def step_time(layer, x, dy, autocast):
 
 def run():
     import torch
-    from mx.linear import RECIPES
+    from mx.recipes import FP8_RECIPES as RECIPES
     from mx.torch import Linear
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}\n")
     print("| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |")

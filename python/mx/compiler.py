@@ -64,7 +64,7 @@ def _element_type_name(dtype) -> str | None:
             return dtype
     elif type(dtype).__module__.startswith("torch"):
         name = str(dtype).removeprefix("torch.")
-        return next((t for t, names in TORCH_DTYPES.items() if names[0] == name), None)
+        return formats.TORCH_NAMES.get(name)  # uint8 carries several types: it names none
     try:
         return tools.MLIR_TYPES.get(np.dtype(dtype))
     except TypeError:

@@ -1,128 +1,196 @@
-"""mx.linear: the kernels of one linear layer's training step for each recipe, as a plan.
+"""mx.linear: the kernels of one linear layer's training step for a recipe, as a plan.
 
-`LinearPlan` decides, once per shape and recipe, how the three GEMMs of a linear layer get their
-operands (mx.torch explains the call path) and compiles every kernel on construction. It needs no
-torch to be built (the kernels of a GPU run are compiled ahead of time on a machine with mx-opt,
-into mx.compiler's cache); only `quantize` and `gemm` run on torch tensors.
+`LinearPlan` decides, once per shape and recipe (an mx.recipes object), how the three GEMMs of a
+linear layer get their operands (mx.torch explains the call path), and compiles every kernel on
+construction. It needs no torch to be built (the kernels of a GPU run are compiled ahead of time on a
+machine with mx-opt, into mx.compiler's cache); mx.torch runs them on torch tensors.
 
-Recipes (`RECIPES`): "mxfp8" (E4M3 data, E8M0 scales of 32 along K), "blockwise" (f32 power-of-two
-scales: 1x128 for inputs and gradients, 128x128 for weights), "per_tensor" (current scaling: one
-exact f32 scale per tensor) and "delayed" (per-tensor delayed scaling: scales from an amax history
-of `history_length` steps; slots 0, 1, 2 of its state are the input, the weight and the gradient).
+Quantizing a tensor of a role ("input" X [M, K], "weight" W [N, K], "grad" dY [M, N]) gives its
+*compact* parts, what crosses the wire when the tensor is sharded (spec section 12): the rowwise
+"data" and "scales", and, where the transposed operand cannot be derived from them, "col_data" and
+"col_scales": MXFP8's columnwise quantization ([rows, cols] data, [rows / 32, cols] scales), and the
+rowwise quantization of the transposed tensor ([cols, rows]) of FP8 blockwise's 1x128 activations
+and gradients and of MXFP4 (packed FP4 cannot be transposed as bytes). Per-tensor, delayed and
+128x128 blockwise derive the transposed operand from the rowwise bytes. `PartSpec.gather_dim` says
+along which dimension the parts of row shards concatenate. Turning compact parts into GEMM operands
+(byte transposes; the scale swizzle is part of each GEMM program) comes after any gather.
+
+A role may be sharded along its rows (`shards`): its kernels then quantize one shard of
+rows / shards rows. Per-tensor current scaling of a shard uses the amax shared by all shards (the
+"amax" and "cast" kernels: mx.amax, then, after the caller's all-reduce, the cast x * scale of
+mx.quantize_delayed with scale = maxfinite / amax: Transformer Engine's current-scaling cast,
+docs/torch.md).
+
+Delayed scaling keeps two states, each a [slots] f32 scale and a [history_len, slots] amax history:
+"forward" for the input (slot 0) and the weight (slot 1), updated with E4M3's maxfinite, and
+"backward" for the gradient (slot 0), updated with the gradient element's (E5M2 under "hybrid").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import ops, reference
+from . import builder, compiler, ops, recipes, reference
 
-RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")
-# The delayed-scaling state's slot (amax history column and scale) of each tensor role.
-DELAYED_SLOTS = {"input": 0, "weight": 1, "grad": 2}
-
-
-def _transpose_bytes(t):
-    """t^T (a 2-D torch tensor), contiguous, copied as bytes (FP8 data and E8M0 scales)."""
-    import torch
-    return t.view(torch.uint8).t().contiguous().view(t.dtype)
+# Delayed scaling: the state and slot of each role, and the slots of each state.
+DELAYED_SLOTS = {"input": ("forward", 0), "weight": ("forward", 1), "grad": ("backward", 0)}
+DELAYED_STATES = {"forward": 2, "backward": 1}
+# Each GEMM: (lhs role, lhs orientation, rhs role, rhs orientation); an operand is [rows, K].
+GEMMS = {"fprop": ("input", "row", "weight", "row"),
+         "dgrad": ("grad", "row", "weight", "col"),
+         "wgrad": ("grad", "col", "input", "col")}
 
 
-@dataclass
-class Operand:
-    """A quantized GEMM operand [rows, K]: its data and scales (blocks: LinearPlan.block)."""
-    data: object  # torch.Tensor
-    scales: object
+@dataclass(frozen=True)
+class PartSpec:
+    """One compact part of a quantized tensor: its shape, MLIR element type, and the dimension
+    along which the parts of row shards concatenate (None: the part is the same on every shard,
+    a per-tensor scale, and stays where it is)."""
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    gather_dim: int | None
 
 
-def _required_multiple(recipe: str) -> int:
-    """What M, K and N must be multiples of: each is the K of one GEMM, which takes whole scale blocks
-    along K (32, 128), and at least 16 FP8 bytes per row (the generated kernels' TMA rows)."""
-    return {"mxfp8": 32, "blockwise": 128}.get(recipe, 16)
+@dataclass(frozen=True)
+class DequantizedGemm:
+    """A GEMM the chip has no instruction for (FP4 on sm_90a): both operands dequantized to the
+    result type by mx.dequantize, then an ordinary matmul (their values are exact in it)."""
+    lhs: compiler.Kernel
+    rhs: compiler.Kernel
+    out: str
+
+
+def _amax_kernel(shape: tuple[int, ...], dtype: str, target: str) -> compiler.Kernel:
+    f = builder.Function("amax")
+    f.returns(f.amax(f.arg(shape, dtype)))
+    return compiler.compile(f, target)
+
+
+class TensorPlan:
+    """The kernels quantizing one role's tensor [rows, cols] of dtype `wide`, or one of its `shards`
+    row shards, in a recipe, for a target; compiled (or taken from the cache) on construction."""
+
+    def __init__(self, role: str, rows: int, cols: int, wide: str, recipe, target: str, shards: int = 1):
+        self.recipe = recipe = recipes.get(recipe)
+        self.role, self.wide, self.target, self.shards = role, wide, target, shards
+        multiple = recipe.required_multiple
+        if shards > 1 and rows % (shards * multiple):
+            # A split must fall on block boundaries (spec section 12), and each shard is a GEMM's K.
+            raise ValueError(f"mx.torch ({recipe.name}): the {role} [{rows}, {cols}] does not split into "
+                             f"{shards} row shards of a multiple of {multiple} rows")
+        self.shape = (rows // shards, cols)
+        self.key = f"{role}:{rows}x{cols}:{wide}:{recipe.key}:{target}:{shards}"
+        self.kernels = self._kernels()
+
+    def block(self) -> tuple[int, int]:
+        return self.recipe.block(self.role, *self.shape)
+
+    @property
+    def shares_amax(self) -> bool:
+        """Whether a shard is cast with the amax of the whole tensor (current scaling)."""
+        return self.shards > 1 and self.recipe.per_tensor and not isinstance(self.recipe, recipes.Delayed)
+
+    @property
+    def derives_col(self) -> bool:
+        """Whether the transposed operand is the rowwise bytes transposed (no col parts)."""
+        return self.recipe.per_tensor or self.recipe.block(self.role, 1, 1) == (128, 128)
+
+    def wire_parts(self, sides) -> tuple[int, ...]:
+        """The indices of the parts that GEMM operands of `sides` ("row", "col") read."""
+        row = "row" in sides or ("col" in sides and self.derives_col)
+        col = "col" in sides and not self.derives_col
+        return (0, 1) * row + (2, 3) * col
+
+    def parts(self, col: bool = True) -> list[PartSpec]:
+        """The compact parts of a quantized shard (with the col parts if `col` and the recipe has
+        them)."""
+        rows, cols = self.shape
+        elem, scale = self.recipe.element(self.role), self.recipe.scale_type
+        block = self.block()
+        specs = [PartSpec("data", (rows, cols), elem, 0),
+                 PartSpec("scales", reference.scales_shape((rows, cols), block), scale,
+                          None if self.recipe.per_tensor else 0)]
+        if col and not self.derives_col:
+            if isinstance(self.recipe, recipes.MXFP8):
+                specs += [PartSpec("col_data", (rows, cols), elem, 0),
+                          PartSpec("col_scales", reference.scales_shape((rows, cols), (32, 1)), scale, 0)]
+            else:  # the transposed shard quantized rowwise (1x128 blockwise, MXFP4)
+                specs += [PartSpec("col_data", (cols, rows), elem, 1),
+                          PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
+        return specs
+
+    def _kernels(self) -> dict:
+        recipe, target, wide, shape = self.recipe, self.target, self.wide, self.shape
+        elem, scale_type = recipe.element(self.role), recipe.scale_type
+        if isinstance(recipe, recipes.Delayed):
+            state, index = DELAYED_SLOTS[self.role]
+            return {"delayed": ops.quantize_delayed_kernel(shape, wide, DELAYED_STATES[state],
+                                                           recipe.history_len, index, elem, target=target)}
+        if self.shares_amax:
+            return {"amax": _amax_kernel(shape, wide, target),
+                    "cast": ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, target=target)}
+        if isinstance(recipe, recipes.PerTensor):
+            return {"row": ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", target=target)}
+        block = self.block()
+        if isinstance(recipe, recipes.MXFP8):
+            return {"row": ops.quantize_kernel(shape, wide, block, elem, target=target),
+                    "both": ops.quantize_kernel(shape, wide, block, elem, columnwise=True, target=target)}
+        kernels = {"row": ops.quantize_kernel(shape, wide, block, elem, scale_type, target=target)}
+        if not self.derives_col:
+            kernels["col"] = ops.quantize_kernel(shape[::-1], wide, block, elem, scale_type, target=target)
+        return kernels
 
 
 class LinearPlan:
     """The kernels of a Linear with M tokens, K = in_features, N = out_features for one recipe,
-    input and weight dtype and target; compiled (or taken from the cache) on construction."""
+    input and weight dtype and target: a TensorPlan per role (`shards` maps a role to its number of
+    row shards: sequence-parallel inputs and gradients), the three GEMMs, and delayed scaling's
+    state updates."""
 
-    def __init__(self, m: int, k: int, n: int, recipe: str, dtype: str, weight_dtype: str,
-                 target: str, history_length: int = 16):
-        if recipe not in RECIPES:
-            raise ValueError(f"unknown recipe {recipe!r}; expected one of {', '.join(RECIPES)}")
-        multiple = _required_multiple(recipe)
-        bad = {name: v for name, v in (("tokens", m), ("in_features", k), ("out_features", n))
-               if v % multiple}
+    def __init__(self, m: int, k: int, n: int, recipe, dtype: str, weight_dtype: str, target: str,
+                 shards: dict[str, int] | tuple[tuple[str, int], ...] = ()):
+        self.recipe = recipe = recipes.get(recipe)
+        self.target, self.dtype, self.weight_dtype = target, dtype, weight_dtype
+        shards = {role: 1 for role in recipes.ROLES} | dict(shards)
+        self.shapes = {"input": (m, k, dtype), "weight": (n, k, weight_dtype), "grad": (m, n, dtype)}
+        self._check_shapes(shards)
+        self.tensors = {role: TensorPlan(role, rows, cols, wide, recipe, target, shards[role])
+                        for role, (rows, cols, wide) in self.shapes.items()}
+        self.key = f"{m}x{k}x{n}:{recipe.key}:{dtype}:{weight_dtype}:{target}:" + \
+            ",".join(f"{role}/{count}" for role, count in shards.items())
+        self.updates = {}
+        if isinstance(recipe, recipes.Delayed):
+            self.updates = {state: ops.update_amax_history_kernel(
+                slots, recipe.history_len, recipe.element("grad" if state == "backward" else "input"),
+                recipe.algorithm, recipe.margin, target=target) for state, slots in DELAYED_STATES.items()}
+        self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
+
+    def _check_shapes(self, shards: dict[str, int]) -> None:
+        multiple, name = self.recipe.required_multiple, self.recipe.name
+        m, k, _ = self.shapes["input"]
+        n = self.shapes["weight"][0]
+        bad = [f"{what}={v}" for what, v in (("tokens", m), ("in_features", k), ("out_features", n))
+               if v % multiple]
         if bad:
-            raise ValueError(f"mx.torch.Linear(recipe={recipe!r}) needs the token count, in_features and "
-                             f"out_features to be multiples of {multiple} (each is the K of one GEMM); "
-                             f"got {', '.join(f'{k_}={v}' for k_, v in bad.items())}")
-        self.recipe, self.target, self.history_length = recipe, target, history_length
-        self.kernels = {}
-        for role, (rows, cols, wide) in {"input": (m, k, dtype), "weight": (n, k, weight_dtype),
-                                         "grad": (m, n, dtype)}.items():
-            self.kernels[role] = self._quantize_kernels(role, rows, cols, wide)
-        self.kernels["update"] = None
-        if recipe == "delayed":
-            self.kernels["update"] = ops.update_amax_history_kernel(len(DELAYED_SLOTS), history_length, target=target)
-        # Each GEMM: (lhs role, rhs role, lhs rows, rhs rows, K, result dtype).
-        self.gemms = {name: self._gemm_kernel(*spec) for name, spec in {
-            "fprop": ("input", "weight", m, n, k, dtype),
-            "dgrad": ("grad", "weight", m, k, n, dtype),
-            "wgrad": ("grad", "input", n, k, m, weight_dtype)}.items()}
+            raise ValueError(f"mx.torch.Linear(recipe={name!r}) needs the token count, in_features, "
+                             f"and out_features to be multiples of {multiple} (each is "
+                             f"the K of one GEMM); got {', '.join(bad)}")
 
-    def block(self, role: str, rows: int, k: int) -> tuple[int, int]:
-        """The block of a [rows, K] GEMM operand (either orientation) of `role` in this recipe."""
-        if self.recipe == "mxfp8":
-            return (1, 32)
-        if self.recipe == "blockwise":
-            return (128, 128) if role == "weight" else (1, 128)
-        return (rows, k)
-
-    def _gemm_kernel(self, lhs_role: str, rhs_role: str, rows: int, cols: int, k: int, out: str):
-        scale_type = "f8E8M0FNU" if self.recipe == "mxfp8" else "f32"
-        lhs_block, rhs_block = self.block(lhs_role, rows, k), self.block(rhs_role, cols, k)
-        return ops.scaled_matmul_kernel(
-            (rows, k), "f8E4M3FN", reference.scales_shape((rows, k), lhs_block), scale_type,
-            (cols, k), "f8E4M3FN", reference.scales_shape((cols, k), rhs_block), scale_type,
-            lhs_block, rhs_block, out, target=self.target)
-
-    def _quantize_kernels(self, role: str, rows: int, cols: int, wide: str) -> dict:
-        """Kernels producing the rowwise and the transposed operand of a [rows, cols] tensor."""
-        target, recipe = self.target, self.recipe
-        if recipe == "mxfp8":
-            return {"both": ops.quantize_kernel((rows, cols), wide, (1, 32), columnwise=True, target=target)}
-        if recipe == "blockwise" and role == "weight":
-            return {"both": ops.quantize_kernel((rows, cols), wide, (128, 128), scale_type="f32",
-                                                target=target)}
-        if recipe == "blockwise":
-            return {"row": ops.quantize_kernel((rows, cols), wide, (1, 128), scale_type="f32", target=target),
-                    "col": ops.quantize_kernel((cols, rows), wide, (1, 128), scale_type="f32", target=target)}
-        if recipe == "per_tensor":
-            return {"both": ops.quantize_kernel((rows, cols), wide, (rows, cols), scale_type="f32",
-                                                rounding="exact", target=target)}
-        return {"both": ops.quantize_delayed_kernel((rows, cols), wide, len(DELAYED_SLOTS),
-                                                    self.history_length, DELAYED_SLOTS[role],
-                                                    target=target)}
-
-    def quantize(self, role: str, t, transposed: bool, state=None):
-        """(rowwise Operand, transposed Operand or None) of a 2-D tensor in this plan's recipe; for
-        "delayed", `state` is the Linear's [scales, history] and gets the new history."""
-        kernels = self.kernels[role]
-        if self.recipe == "mxfp8":
-            data, scales, col_data, col_scales = kernels["both"](t)
-            col = Operand(_transpose_bytes(col_data), _transpose_bytes(col_scales)) if transposed else None
-            return Operand(data, scales), col
-        if "row" in kernels:  # blockwise 1x128: the transposed tensor is quantized rowwise.
-            col = Operand(*kernels["col"](t.t().contiguous())) if transposed else None
-            return Operand(*kernels["row"](t)), col
-        if self.recipe == "delayed":
-            data, scales, state[1] = kernels["both"](t, *state)
-        else:  # blockwise 128x128 (its scales transpose with the data) or per-tensor (one scale).
-            data, scales = kernels["both"](t)
-        col = None
-        if transposed:
-            col = Operand(_transpose_bytes(data), scales.t().contiguous() if scales.dim() == 2 else scales)
-        return Operand(data, scales), col
-
-    def gemm(self, name: str, lhs: Operand, rhs: Operand):
-        return self.gemms[name](lhs.data, lhs.scales, rhs.data, rhs.scales)
+    def _gemm_kernel(self, name: str) -> compiler.Kernel | DequantizedGemm:
+        lhs_role, lhs_side, rhs_role, rhs_side = GEMMS[name]
+        operands = []
+        for role, side in ((lhs_role, lhs_side), (rhs_role, rhs_side)):
+            rows, cols, _ = self.shapes[role]
+            rows, k = (rows, cols) if side == "row" else (cols, rows)
+            block = self.recipe.block(role, rows, k)
+            operands.append(((rows, k), self.recipe.element(role),
+                             reference.scales_shape((rows, k), block), self.recipe.scale_type, block))
+        (a, a_elem, a_scales, scale, a_block), (b, b_elem, b_scales, _, b_block) = operands
+        out = self.dtype if name != "wgrad" else self.weight_dtype
+        if a_elem == "f4E2M1FN" and self.target == "sm_90a":  # Hopper has no FP4 MMA (docs/gpu.md)
+            return DequantizedGemm(*(ops.dequantize_kernel(shape, elem, scales, scale, block, out, target=self.target)
+                                     for shape, elem, scales, block in ((a, a_elem, a_scales, a_block),
+                                                                        (b, b_elem, b_scales, b_block))), out)
+        return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
+                                        b_block, out, target=self.target)

@@ -30,7 +30,8 @@ func.func @quantize(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tens
 
 def programs(target):
     """Compiles (or finds in the cache) every program the tests run; the same calls the tests make."""
-    from mx.linear import RECIPES, LinearPlan
+    from mx.linear import LinearPlan
+    from mx.recipes import FP8_RECIPES
     mx.compile(QUANTIZE, target)
     rows, cols = OPS_SHAPES["quantize"]
     ops.quantize_kernel((rows, cols), "bf16", (1, 32), swizzle=True, columnwise=True, target=target)
@@ -39,11 +40,14 @@ def programs(target):
     m, n, k = OPS_SHAPES["matmul"]
     ops.scaled_matmul_kernel((m, k), "f8E4M3FN", (m, k // 32), "f8E8M0FNU", (n, k), "f8E4M3FN",
                              (n, k // 32), "f8E8M0FNU", (1, 32), (1, 32), "f32", target=target)
-    for recipe in RECIPES:
+    for recipe in FP8_RECIPES:
         LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", "f32", target)
     for recipe in TRAIN_RECIPES:
         for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
             LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "f32", target)
+    for recipe in FP8_RECIPES:  # test_compile_fullgraph_equals_eager's bf16 model
+        for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
+            LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "bf16", target)
 
 
 if __name__ == "__main__":
@@ -210,12 +214,12 @@ def test_training_tracks_bf16(recipe):
 
 def test_weight_is_quantized_once_per_value(monkeypatch):
     """Micro-batches reuse the quantized weight; an optimizer step (an in-place update) requantizes it."""
-    from mx.linear import LinearPlan
+    import mx.torch.linear
     from mx.torch import Linear
     calls = []
-    original = LinearPlan.quantize
-    monkeypatch.setattr(LinearPlan, "quantize",
-                        lambda self, role, *a, **k: calls.append(role) or original(self, role, *a, **k))
+    original = mx.torch.linear.quantize
+    monkeypatch.setattr(mx.torch.linear, "quantize",
+                        lambda made, *a, **k: calls.append(made.role) or original(made, *a, **k))
     layer = Linear(LINEAR["k"], LINEAR["n"], recipe="mxfp8", device="cuda")
     optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
     for _ in range(3):
@@ -225,3 +229,16 @@ def test_weight_is_quantized_once_per_value(monkeypatch):
     optimizer.step()
     layer(x).float().sum().backward()
     assert calls.count("weight") == 2
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+def test_compile_fullgraph_equals_eager(recipe):
+    """torch.compile(fullgraph=True) with the default backend (Inductor) of two converted bf16
+    Linears: no graph break, and two training steps give the eager mode's gradients and scaling
+    state, bit for bit."""
+    from test_torch import assert_compiled_equals_eager, bias_free_pair
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    inputs = [torch.randn(MLP["batch"], MLP["width"], device="cuda", generator=generator).bfloat16()
+              for _ in range(2)]
+    assert_compiled_equals_eager(lambda: bias_free_pair(recipe, MLP["width"], MLP["hidden"], "cuda"),
+                                 inputs, lambda y, i: y.float().square().mean())

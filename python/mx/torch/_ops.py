@@ -1,0 +1,266 @@
+"""The kernels of mx.linear's plans as torch custom ops (`torch.ops.mx.*`), with fake implementations.
+
+Each op names its plan by key (a string, so that the op has a schema and torch.compile can put it in a
+graph); `plan()` builds a plan once and registers it under its key. The fake implementations take
+their shapes and dtypes from the plan (`LinearPlan.parts`), so tracing with fake tensors runs no
+kernel. On CPU tensors the kernels are the CPU pipeline's (numpy in and out, converted here through
+the bits), which is how mx.torch runs, and is tested, without a GPU.
+
+    mx::quantize(x, plan, col) -> [parts]                compact parts of a shard (TensorPlan.parts)
+    mx::amax(x, plan) -> amax                            per-tensor current scaling of a shard, then
+    mx::cast(x, amax, plan) -> [data, scales]            the cast with the shared (all-reduced) amax
+    mx::quantize_delayed(x, scales, history!, plan) -> (data, scales)
+    mx::update_amax_history(history!, scales!, plan, state)
+    mx::gemm(a, a_scales, b, b_scales, plan, name) -> c  one of mx.linear.GEMMS
+    mx::transpose_bytes(t) -> t^T                        FP8 / E8M0 bytes, for the transposed operands
+
+`operand` turns compact parts into a GEMM operand (after any gather); it is plain torch, so a
+quantize that writes GEMM-ready operands itself changes only it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .. import compiler, formats, ops, recipes, reference
+from ..linear import DELAYED_SLOTS, DELAYED_STATES, DequantizedGemm, LinearPlan, TensorPlan
+
+Tensor = torch.Tensor
+_PLANS: dict[str, LinearPlan | TensorPlan] = {}  # by key: what the ops' `plan` arguments name
+_BY_ARGUMENTS: dict[tuple, LinearPlan | TensorPlan] = {}
+
+
+_RECIPES: dict[str, recipes.Recipe] = {}  # by key: the recipes plans were asked for
+
+
+def recipe_key(recipe: recipes.Recipe) -> str:
+    """The recipe's key, which names it to `plan` and `tensor_plan` (registered)."""
+    return _RECIPES.setdefault(recipe.key, recipe).key
+
+
+@torch.compiler.assume_constant_result
+def _registered(kind, *arguments) -> str:
+    """The key of the plan `kind(*arguments)` (the recipe given by its key), built and registered
+    on first use. A constant to torch.compile: tracing calls it and keeps the key (the kernels
+    compile then, not in a graph)."""
+    key = (kind, *arguments)
+    if key not in _BY_ARGUMENTS:
+        made = kind(*(_RECIPES.get(a, a) if isinstance(a, str) else a for a in arguments))
+        _BY_ARGUMENTS[key] = _PLANS[made.key] = made
+        for part in getattr(made, "tensors", {}).values():
+            _PLANS[part.key] = part
+    return _BY_ARGUMENTS[key].key
+
+
+def plan(m: int, k: int, n: int, recipe: recipes.Recipe | str, dtype: str, weight_dtype: str, target: str,
+         shards: tuple[tuple[str, int], ...] = ()) -> LinearPlan:
+    """The LinearPlan of these shapes (built, its kernels compiled, on first use), registered;
+    `recipe` a recipe or (in traced code) its recipe_key."""
+    key = recipe if isinstance(recipe, str) else recipe_key(recipe)
+    return _PLANS[_registered(LinearPlan, m, k, n, key, dtype, weight_dtype, target, tuple(shards))]
+
+
+def tensor_plan(role: str, rows: int, cols: int, wide: str, recipe: recipes.Recipe | str, target: str,
+                shards: int = 1) -> TensorPlan:
+    """The TensorPlan of one role's tensor (FSDP2's weight shards), registered."""
+    key = recipe if isinstance(recipe, str) else recipe_key(recipe)
+    return _PLANS[_registered(TensorPlan, role, rows, cols, wide, key, target, shards)]
+
+
+def torch_dtype(mlir_type: str) -> torch.dtype:
+    return getattr(torch, compiler.TORCH_DTYPES[mlir_type][0])
+
+
+# uint8 carries several types (FP8 bytes, packed FP6): it names none.
+_MLIR_TYPES = {getattr(torch, torch_name): name for torch_name, name in formats.TORCH_NAMES.items()
+               if hasattr(torch, torch_name)}
+
+
+def mlir_type(tensor: Tensor) -> str:
+    """The MLIR element type of a torch tensor (of any subclass: FSDP2's weights are)."""
+    if tensor.dtype not in _MLIR_TYPES:
+        raise TypeError(f"torch dtype {tensor.dtype} is not an mx element type")
+    return _MLIR_TYPES[tensor.dtype]
+
+
+def target_of(tensor: Tensor) -> str:
+    """The mx target computing on `tensor`: the CPU pipeline, or the chip of its GPU."""
+    return ops._target_of([tensor], None)
+
+
+_CARRIERS = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
+
+
+def _to_torch(array: np.ndarray) -> Tensor:
+    """A CPU kernel's numpy result as a torch tensor with the same bits (packed types packed, as
+    torch and the GPU hold them)."""
+    fmt = formats.BY_DTYPE[array.dtype]
+    dtype = fmt.name
+    if fmt.packed:
+        array = fmt.pack(array)
+    carrier = {1: np.uint8, 2: np.int16, 4: np.int32}[array.dtype.itemsize]
+    return torch.from_numpy(np.ascontiguousarray(array).view(carrier)).view(torch_dtype(dtype))
+
+
+def _call(kernel: compiler.Kernel, *args: Tensor) -> list[Tensor]:
+    if kernel.target != "cpu":
+        results = kernel(*args)
+    else:  # numpy views of a clone: a tensor shared with numpy can no longer be resized (FSDP2 does)
+        results = kernel(*[ops._host(a.clone(), mlir_type(a)) for a in args])
+    results = list(results) if isinstance(results, tuple) else [results]
+    return results if kernel.target != "cpu" else [_to_torch(r) for r in results]
+
+
+def _empty(x: Tensor, shape, mlir: str) -> Tensor:
+    """A fake result of logical `shape` (packed types hold fewer bytes than elements)."""
+    shape = formats.get(mlir).stored_shape(tuple(shape))
+    return torch.empty(shape, dtype=torch_dtype(mlir), device=x.device)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Quantize
+# ---------------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("mx::quantize", mutates_args=())
+def quantize(x: Tensor, plan: str, col: bool) -> list[Tensor]:
+    """The compact parts of `x` (a TensorPlan's tensor or shard), with the col parts if `col`."""
+    kernels = _PLANS[plan].kernels
+    if "both" in kernels and col:  # MXFP8: rowwise and columnwise in one kernel
+        return _call(kernels["both"], x)
+    parts = _call(kernels["row"], x)
+    if col and "col" in kernels:  # 1x128 blockwise: the transposed shard quantized rowwise
+        parts += _call(kernels["col"], x.t().contiguous())
+    return parts
+
+
+@quantize.register_fake
+def _(x, plan, col):
+    return _fake_parts(x, plan, col)
+
+
+@torch.library.custom_op("mx::amax", mutates_args=())
+def amax(x: Tensor, plan: str) -> Tensor:
+    """max |x| (f32, NaN if any NaN), shaped [1, 1] for the scale kernel."""
+    return _call(_PLANS[plan].kernels["amax"], x)[0].reshape(1, 1)
+
+
+@amax.register_fake
+def _(x, plan):
+    return x.new_empty((1, 1), dtype=torch.float32)
+
+
+def current_scale(amax: Tensor, elem: str) -> Tensor:
+    """The cast scale of per-tensor current scaling from the amax of the whole tensor ([1, 1] ->
+    [1]), Transformer Engine's maxfinite / amax in f32, with the spec's special tensors: amax 0
+    gives 1 (zeros stay zeros), NaN gives NaN (every element NaN), Inf gives maxfinite / f32 max
+    (finite elements to zero, infinities saturated)."""
+    maxfinite = reference.max_finite(elem)
+    amax = amax.reshape(1)
+    scale = torch.where(torch.isinf(amax), maxfinite / torch.finfo(torch.float32).max, maxfinite / amax)
+    return torch.where(amax == 0, 1.0, scale).to(torch.float32)
+
+
+@torch.library.custom_op("mx::cast", mutates_args=())
+def cast(x: Tensor, amax: Tensor, plan: str) -> list[Tensor]:
+    """(data, scales) of `x` cast with current_scale(amax) (`amax` [1, 1] of the whole tensor)."""
+    made = _PLANS[plan]
+    scale = current_scale(amax, made.recipe.element(made.role))
+    data, scale_inv, _ = _call(made.kernels["cast"], x, scale, torch.zeros_like(amax))
+    return [data, scale_inv]
+
+
+@cast.register_fake
+def _(x, amax, plan):
+    return _fake_parts(x, plan, False)
+
+
+@torch.library.custom_op("mx::quantize_delayed", mutates_args=("history",))
+def quantize_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor]:
+    """(data, scales) of `x` cast with its delayed scale; records its amax in `history`. (A tuple:
+    functionalization takes no list result from an op that mutates.)"""
+    data, scale_inv, new_history = _call(_PLANS[plan].kernels["delayed"], x, scales, history)
+    history.copy_(new_history)
+    return data, scale_inv
+
+
+@quantize_delayed.register_fake
+def _(x, scales, history, plan):
+    return tuple(_fake_parts(x, plan, False))
+
+
+def _fake_parts(x: Tensor, plan: str, col: bool) -> list[Tensor]:
+    return [_empty(x, spec.shape, spec.dtype) for spec in _PLANS[plan].parts(col)]
+
+
+@torch.library.custom_op("mx::update_amax_history", mutates_args=("history", "scales"))
+def update_amax_history(history: Tensor, scales: Tensor, plan: str, state: str) -> None:
+    """Delayed scaling's once-per-step update of one state: next scales, rotated history."""
+    new_history, new_scales = _call(_PLANS[plan].updates[state], history, scales)
+    history.copy_(new_history)
+    scales.copy_(new_scales)
+
+
+@update_amax_history.register_fake
+def _(history, scales, plan, state):
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# GEMM
+# ---------------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("mx::gemm", mutates_args=())
+def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, name: str) -> Tensor:
+    """a . b^T of two GEMM operands ([rows, K] each) of one of the plan's GEMMs."""
+    kernel = _PLANS[plan].gemms[name]
+    if isinstance(kernel, DequantizedGemm):
+        return _call(kernel.lhs, a, a_scales)[0] @ _call(kernel.rhs, b, b_scales)[0].t()
+    return _call(kernel, a, a_scales, b, b_scales)[0]
+
+
+@gemm.register_fake
+def _(a, a_scales, b, b_scales, plan, name):
+    made = _PLANS[plan]
+    dtype = made.weight_dtype if name == "wgrad" else made.dtype
+    return a.new_empty((a.shape[0], b.shape[0]), dtype=torch_dtype(dtype))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compact parts -> GEMM operands, and the per-role quantize of one tensor
+# ---------------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("mx::transpose_bytes", mutates_args=())
+def transpose_bytes(t: Tensor) -> Tensor:
+    """t^T (2-D), contiguous, copied as bytes (FP8 data and E8M0 scales). An op of its own so that
+    compilers copy bytes and need not know the FP8 and E8M0 dtypes (Inductor's CPU code does not)."""
+    return t.view(torch.uint8).t().contiguous().view(t.dtype)
+
+
+@transpose_bytes.register_fake
+def _(t):
+    return t.new_empty((t.shape[1], t.shape[0]))
+
+
+def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, Tensor]:
+    """The GEMM operand (data, scales) [rows, K] of a tensor from its (gathered) compact parts:
+    "row" is the tensor as it is, "col" its transpose."""
+    if side == "row":
+        return parts[0], parts[1]
+    if made.derives_col:  # per-tensor (one scale) or 128x128 blocks: transpose what is there
+        return torch.ops.mx.transpose_bytes(parts[0]), parts[1].t().contiguous()
+    if isinstance(made.recipe, recipes.MXFP8):
+        return torch.ops.mx.transpose_bytes(parts[2]), torch.ops.mx.transpose_bytes(parts[3])
+    return parts[2], parts[3]  # 1x128 blockwise: already quantized transposed
+
+
+def delayed_state(states: dict[str, tuple[Tensor, Tensor]], role: str) -> tuple[Tensor, Tensor]:
+    """The (scales, history) of the delayed-scaling state that `role` belongs to."""
+    return states[DELAYED_SLOTS[role][0]]
+
+
+def new_delayed_states(history_len: int, device=None) -> dict[str, tuple[Tensor, Tensor]]:
+    """Fresh delayed-scaling states: scales 1, zero histories."""
+    return {state: (torch.ones(slots, dtype=torch.float32, device=device),
+                    torch.zeros(history_len, slots, dtype=torch.float32, device=device))
+            for state, slots in DELAYED_STATES.items()}

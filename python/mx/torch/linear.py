@@ -1,0 +1,228 @@
+"""mx.torch.Linear: a drop-in `torch.nn.Linear` whose forward and backward run on mx kernels.
+
+The call path is Transformer Engine's: forward quantizes the input (rowwise, plus the orientation
+wgrad reads when the weight needs a gradient) and the weight (cached until the weight changes), and
+runs the fprop GEMM; backward quantizes the output gradient and runs dgrad and wgrad:
+
+    fprop  Y [M, N]  = X [M, K]    . W [N, K]^T
+    dgrad  dX [M, K] = dY [M, N]   . (W^T) [K, N]^T
+    wgrad  dW [N, K] = (dY^T) [N, M] . (X^T) [K, M]^T
+
+Each GEMM is one `mx.scaled_matmul` with K-contiguous operands: Hopper's FP8 tensor cores read
+K-major operands only, so the transposed operands are made from the compact quantized parts
+(mx.linear) by byte transposes, or quantized transposed (FP8 blockwise's 1x128 activations and
+gradients). Every kernel is a torch custom op (mx.torch._ops), so `torch.compile(fullgraph=True)`
+traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.
+
+Delayed scaling keeps its scales and amax histories in buffers (`fp8_scale_forward`,
+`amax_history_forward`, `fp8_scale_backward`, `amax_history_backward`), so `state_dict()` carries
+them; the update runs once per step, at the end of backward, after the last cast of the step (so
+FSDP2's weight cast before the next forward uses the new scales), preceded by the amax all-reduce
+over `amax_group` when the recipe's `reduce_amax` is set.
+
+With `parallel` = "column" or "row" and a process `group`, the layer is one rank's part of a
+tensor-parallel pair with sequence parallelism (Megatron-LM's layout, mx.torch.parallel).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import recipes
+from . import _ops, distributed
+from ._ops import operand
+
+_STATE_BUFFERS = {"forward": ("fp8_scale_forward", "amax_history_forward"),
+                  "backward": ("fp8_scale_backward", "amax_history_backward")}
+
+
+class Parallel:
+    """How a layer's tensors are split over `group` (None: not at all). "column": the input is a
+    row (token) shard that forward all-gathers quantized, dX is reduce-scattered back to it; "row":
+    the output is reduce-scattered to a token shard, whose gradient backward all-gathers quantized."""
+
+    def __init__(self, kind: str | None, group=None):
+        if kind not in (None, "column", "row"):
+            raise ValueError(f"parallel={kind!r} is not valid; expected None, 'column' or 'row'")
+        if kind is not None and group is None:
+            raise ValueError(f"parallel={kind!r} needs a process group (group=)")
+        self.kind, self.group = kind, group
+        self.size = distributed.world(group) if kind else 1
+
+    @property
+    def sharded_role(self) -> str | None:
+        return {"column": "input", "row": "grad"}.get(self.kind)
+
+
+def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None) -> list[torch.Tensor]:
+    """The compact parts of `t`, this rank's shard of `made` (a TensorPlan). A shard that shares
+    the amax of the whole tensor takes `amax` when given (FSDP2's precomputed one), else all-reduces
+    its own over `amax_group`."""
+    if isinstance(made.recipe, recipes.Delayed):
+        scales, history = _ops.delayed_state(states, made.role)
+        return list(torch.ops.mx.quantize_delayed(t, scales, history, made.key))
+    if made.shares_amax:
+        if amax is None:
+            amax = distributed.all_reduce_max(torch.ops.mx.amax(t, made.key), amax_group)
+        return torch.ops.mx.cast(t, amax, made.key)
+    return torch.ops.mx.quantize(t, made.key, col)
+
+
+def _operands(made, parts, sides, parallel: Parallel):
+    """GEMM operands of `made`'s tensor (a TensorPlan) for `sides` from this rank's parts,
+    all-gathered first if the tensor is sharded: only the parts that `sides` read (the usage the
+    next GEMM reads)."""
+    if made.shards > 1:
+        specs = made.parts(len(parts) > 2)
+        wanted = [i for i in made.wire_parts(sides) if i < len(parts) and specs[i].gather_dim is not None]
+        gathered = distributed.gather_parts([parts[i] for i in wanted], [specs[i] for i in wanted],
+                                            parallel.group)
+        parts = list(parts)
+        for i, whole in zip(wanted, gathered):
+            parts[i] = whole
+    return [operand(made, parts, side) for side in sides]
+
+
+def update_scales(made, states: dict, reduce_group) -> None:
+    """Delayed scaling's update of every state: the amax rows all-reduced (max) over
+    `reduce_group` first when there is one, then next scales and rotated histories."""
+    if reduce_group is not None:
+        histories = [history for _, history in states.values()]
+        rows = distributed.all_reduce_max(torch.cat([h[0] for h in histories]), reduce_group)
+        for history, row in zip(histories, rows.split([h.shape[1] for h in histories])):
+            history[0].copy_(row)
+    for state, (scales, history) in states.items():
+        torch.ops.mx.update_amax_history(history, scales, made.key, state)
+
+
+class _LinearFunction(torch.autograd.Function):
+    """The step of one layer. `w_col` is the weight's transposed operand, or None where backward
+    takes it from `weight.mx_parts` then (FSDP2 gathers only the usage each pass reads)."""
+
+    @staticmethod
+    def forward(ctx, x2d, weight, bias, w_row, w_col, states, key, parallel, amax_group, reduce_group):
+        made = _ops._PLANS[key]
+        need_wgrad = weight.requires_grad
+        inputs = made.tensors["input"]
+        x_parts = quantize(inputs, x2d, need_wgrad, states, amax_group)
+        (x_row,) = _operands(inputs, x_parts, ("row",), parallel)
+        y = torch.ops.mx.gemm(*x_row, *w_row, key, "fprop")
+        if parallel.kind == "row":
+            y = distributed.reduce_scatter_rows(y, parallel.group)
+        if bias is not None:
+            y = y + bias.to(y.dtype)
+        ctx.save_for_backward(*x_parts, *(w_col or ()))
+        ctx.key, ctx.parallel, ctx.states, ctx.parts = key, parallel, states, len(x_parts)
+        ctx.amax_group, ctx.reduce_group, ctx.has_bias = amax_group, reduce_group, bias is not None
+        ctx.weight = weight if w_col is None else None
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        made, parallel = _ops._PLANS[ctx.key], ctx.parallel
+        saved = ctx.saved_tensors
+        x_parts, w_col = saved[:ctx.parts], saved[ctx.parts:]
+        if ctx.weight is not None:
+            w_col = operand(made.tensors["weight"], ctx.weight.mx_parts, "col")
+        need_dgrad, need_wgrad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        grads = made.tensors["grad"]
+        g_parts = quantize(grads, dy.contiguous(), need_wgrad, ctx.states, ctx.amax_group)
+        g_ops = _operands(grads, g_parts, ("row", "col") if need_wgrad else ("row",), parallel)
+        dx = dw = db = None
+        if need_dgrad:
+            dx = torch.ops.mx.gemm(*g_ops[0], *w_col, ctx.key, "dgrad")
+            if parallel.kind == "column":
+                dx = distributed.reduce_scatter_rows(dx, parallel.group)
+        if need_wgrad:
+            (x_col,) = _operands(made.tensors["input"], x_parts, ("col",), parallel)
+            dw = torch.ops.mx.gemm(*g_ops[1], *x_col, ctx.key, "wgrad")
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = dy.sum(0)
+            if parallel.kind == "row":  # dY is a token shard: the bias gradient sums all of them
+                torch.distributed.all_reduce(db, group=parallel.group)
+        if ctx.states:  # the step's last cast is done: next step's scales
+            update_scales(made, ctx.states, ctx.reduce_group)
+        return dx, dw, db, None, None, None, None, None, None, None
+
+
+class Linear(torch.nn.Linear):
+    """`torch.nn.Linear` (same constructor, parameters and state dict, plus delayed scaling's
+    buffers) computing in FP8 or MXFP4 with an mx recipe (an mx.recipes object or its shorthand;
+    NVFP4 is refused for now, docs/torch.md). Inputs of any rank >= 2 are flattened to
+    [tokens, in_features] (tokens first). `parallel`, `group`: mx.torch.parallel's layers;
+    `amax_group`: where per-tensor current and delayed scaling reduce their amaxes (default
+    `group`)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None,
+                 *, recipe: str | recipes.Recipe = "mxfp8", parallel: str | None = None, group=None,
+                 amax_group=None):
+        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
+        self.recipe = recipes.get(recipe)
+        self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
+        if isinstance(self.recipe, recipes.NVFP4):
+            raise ValueError(f"mx.torch.Linear does not train with {self.recipe.name} yet (docs/torch.md)")
+        self.parallel = Parallel(parallel, group)
+        self.amax_group = amax_group if amax_group is not None else group
+        self._weight_cache = None
+        self.reset_scaling_state(device)
+
+    def reset_scaling_state(self, device=None) -> None:
+        """Delayed scaling: fresh scales (1) and amax histories (zero) on `device`, as buffers."""
+        if isinstance(self.recipe, recipes.Delayed):
+            for state, (scales, history) in _ops.new_delayed_states(self.recipe.history_len, device).items():
+                self.register_buffer(_STATE_BUFFERS[state][0], scales)
+                self.register_buffer(_STATE_BUFFERS[state][1], history)
+
+    def extra_repr(self) -> str:
+        extra = f", parallel={self.parallel.kind}" if self.parallel.kind else ""
+        return super().extra_repr() + f", recipe={self.recipe.key}" + extra
+
+    def scaling_states(self) -> dict:
+        """Delayed scaling's {state: (scales, history)} buffers; empty for the other recipes."""
+        if not isinstance(self.recipe, recipes.Delayed):
+            return {}
+        return {state: (getattr(self, scales), getattr(self, history))
+                for state, (scales, history) in _STATE_BUFFERS.items()}
+
+    def _plan(self, x2d: torch.Tensor):
+        dtypes = [_ops.mlir_type(t) if t.dtype.is_floating_point else None for t in (x2d, self.weight)]
+        if any(d not in ("f32", "bf16", "f16") for d in dtypes):
+            raise TypeError(f"mx.torch.Linear computes on float32, bfloat16 or float16; got input "
+                            f"{x2d.dtype} and weight {self.weight.dtype}")
+        size, kind = self.parallel.size, self.parallel.kind
+        m = x2d.shape[0] * (size if kind == "column" else 1)
+        shards = ((self.parallel.sharded_role, size),) if kind else ()
+        return _ops.plan(m, self.in_features, self.out_features, self._recipe_key, *dtypes,
+                         _ops.target_of(x2d), shards)
+
+    def _weight_operands(self, made):
+        """(row operand, col operand) of the weight. FSDP2's gathered weight brings its parts (its
+        col operand, if not gathered yet, is read in backward: None). Otherwise quantized once per
+        weight value in eager mode: the cache holds while the parameter's version (bumped by every
+        in-place update, e.g. the optimizer's step) and storage stay the same; delayed scaling
+        records the weight's amax at every step, so it quantizes every time."""
+        weight, plan = self.weight, made.tensors["weight"]
+        gathered = getattr(weight, "mx_parts", None)
+        if gathered is not None:
+            col = operand(plan, gathered, "col") if plan.derives_col or gathered[2] is not None else None
+            return operand(plan, gathered, "row"), col
+        cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
+        key = (weight._version, weight.data_ptr(), made.key) if cached else None
+        if key is None or self._weight_cache is None or self._weight_cache[0] != key:
+            parts = quantize(plan, weight.detach(), True, self.scaling_states(), self.amax_group)
+            self._weight_cache = (key, tuple(operand(plan, parts, side) for side in ("row", "col")))
+        return self._weight_cache[1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() < 2 or x.shape[-1] != self.in_features:
+            raise ValueError(f"mx.torch.Linear expects [..., {self.in_features}] inputs, got {tuple(x.shape)}")
+        x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features).contiguous()
+        made = self._plan(x2d)
+        w_row, w_col = self._weight_operands(made)
+        reduce_group = self.amax_group if getattr(self.recipe, "reduce_amax", False) else None
+        y = _LinearFunction.apply(x2d, self.weight, self.bias, w_row, w_col, self.scaling_states(),
+                                  made.key, self.parallel, self.amax_group, reduce_group)
+        # Tokens are split along the first dimension (sequence first, as Megatron-LM lays them out).
+        return y.reshape(-1, *x.shape[1:-1], self.out_features)

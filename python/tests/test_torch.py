@@ -1,0 +1,250 @@
+"""mx.torch without a GPU: recipe objects, convert and its report, scaling state in the state dict
+(training resumed from a checkpoint is bit-identical), the custom ops and their fake implementations,
+and torch.compile(fullgraph=True) of a converted model equal to eager mode. The layers run on the CPU
+pipeline (the same plans and custom ops as on the GPU). Needs torch; skipped without it.
+"""
+
+import io
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import mx.torch  # noqa: E402
+from mx import recipes  # noqa: E402
+from mx.torch import _ops  # noqa: E402
+
+TRAIN_RECIPES = ["mxfp8", "blockwise", "per_tensor", "delayed",
+                 recipes.Delayed(history_len=3, algorithm="most_recent", margin=1, fp8_format="hybrid"),
+                 recipes.MXFP8(fp8_format="hybrid"), "mxfp4"]
+WIDTH, HIDDEN, TOKENS = 128, 256, 128
+
+
+def _ids(recipe):
+    return recipe if isinstance(recipe, str) else recipe.key
+
+
+def test_recipe_objects_and_shorthands():
+    assert recipes.get("delayed") == recipes.Delayed()
+    assert recipes.get(recipes.PerTensor(fp8_format="hybrid")).element("grad") == "f8E5M2"
+    assert recipes.MXFP8().element("grad") == "f8E4M3FN"
+    assert mx.torch.recipes is recipes
+    assert recipes.Delayed(history_len=4).key == \
+        "delayed(fp8_format=e4m3,history_len=4,algorithm=max,margin=0,reduce_amax=True)"
+
+
+@pytest.mark.parametrize("make, knob", [
+    (lambda: recipes.MXFP8(fp8_format="e5m2"), "fp8_format='e5m2'"),
+    (lambda: recipes.Delayed(history_len=0), "history_len=0"),
+    (lambda: recipes.Delayed(history_len=2.0), "history_len=2.0"),
+    (lambda: recipes.Delayed(algorithm="mean"), "algorithm='mean'"),
+    (lambda: recipes.Delayed(margin=200), "margin=200"),
+    (lambda: recipes.Delayed(reduce_amax="yes"), "reduce_amax='yes'"),
+    (lambda: recipes.NVFP4(fp8_format="hybrid"), "fp8_format='hybrid'"),
+    (lambda: recipes.get("fp8"), "unknown recipe 'fp8'"),
+    (lambda: mx.torch.Linear(64, 64, recipe="mxfp6"), "unknown recipe 'mxfp6'"),
+    (lambda: mx.torch.Linear(64, 64, parallel="diagonal"), "parallel='diagonal'"),
+    (lambda: mx.torch.Linear(64, 64, recipe="nvfp4"), "does not train with nvfp4"),
+])
+def test_bad_knob_is_a_value_error_naming_it(make, knob):
+    with pytest.raises(ValueError, match=knob.replace("(", r"\(").replace(")", r"\)")):
+        make()
+
+
+class Block(torch.nn.Module):
+    """A small model with a mix of layers for convert: two eligible Linears, one too narrow, one
+    filtered out by name, and a Linear subclass."""
+
+    class Head(torch.nn.Linear):
+        pass
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(WIDTH, HIDDEN)
+        self.down = torch.nn.Linear(HIDDEN, WIDTH, bias=False)
+        self.gate = torch.nn.Linear(WIDTH, 24)
+        self.lm_head = torch.nn.Linear(WIDTH, WIDTH)
+        self.custom = Block.Head(WIDTH, WIDTH)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.up(x))
+        return self.lm_head(self.down(h)) + self.gate(x).sum(-1, keepdim=True)
+
+
+def test_convert_swaps_eligible_layers_and_reports():
+    torch.manual_seed(0)
+    model = Block()
+    weight = model.up.weight
+    report = mx.torch.convert(model, "blockwise", filter_fn=lambda module, name: name != "lm_head")
+    assert [name for name, *_ in report.swapped] == ["up", "down"]
+    assert dict(report.skipped) == {
+        "gate": "out_features=24 not a multiple of 128 (blockwise)",
+        "lm_head": "filter_fn", "custom": "Head is not a plain torch.nn.Linear"}
+    assert isinstance(model.up, mx.torch.Linear) and model.up.weight is weight
+    assert model.down.bias is None and type(model.gate) is torch.nn.Linear
+    assert "2 swapped, 3 skipped" in str(report) and "swapped up [128 -> 256]" in str(report)
+
+
+def mlp(recipe, seed=0):
+    """A bf16 MLP, converted to `recipe` unless it is None (the same weights for the same seed)."""
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, HIDDEN), torch.nn.GELU(),
+                                torch.nn.Linear(HIDDEN, WIDTH)).to(torch.bfloat16)
+    if recipe is not None:
+        mx.torch.convert(model, recipe)
+    return model
+
+
+def batches(count, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    return [(torch.randn(TOKENS, WIDTH, generator=generator).bfloat16(),
+             torch.randn(TOKENS, WIDTH, generator=generator)) for _ in range(count)]
+
+
+def train(model, optimizer, data):
+    losses = []
+    for x, target in data:
+        loss = torch.nn.functional.mse_loss(model(x).float(), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("recipe", TRAIN_RECIPES, ids=_ids)
+def test_resume_from_state_dict_is_bit_identical(recipe):
+    """Train 2 steps, checkpoint (model with its scaling state, optimizer), train 2 more; a fresh
+    model loaded from the checkpoint trains the same 2 steps to the same bits."""
+    data = batches(4)
+    model = mlp(recipe)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    train(model, optimizer, data[:2])
+    buffer = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buffer)
+    expected = train(model, optimizer, data[2:])
+
+    resumed = mlp(recipe, seed=5)
+    resumed_optimizer = torch.optim.AdamW(resumed.parameters(), lr=1e-2)
+    buffer.seek(0)
+    checkpoint = torch.load(buffer)
+    resumed.load_state_dict(checkpoint["model"])
+    resumed_optimizer.load_state_dict(checkpoint["optimizer"])
+    assert train(resumed, resumed_optimizer, data[2:]) == expected
+    for (name, a), b in zip(model.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
+def test_delayed_state_is_in_buffers():
+    model = mlp("delayed")
+    keys = [k for k in model.state_dict() if k.startswith("0.")]
+    assert keys == ["0.weight", "0.bias", "0.fp8_scale_forward", "0.amax_history_forward",
+                    "0.fp8_scale_backward", "0.amax_history_backward"]
+    x, target = batches(1)[0]
+    torch.nn.functional.mse_loss(model(x).float(), target).backward()
+    layer = model[0]
+    # After one step the update has moved the observed amaxes to the history's last row and set the
+    # scales from them: maxfinite / amax.
+    amax_x = x.float().abs().max()
+    assert layer.amax_history_forward[-1, 0] == amax_x
+    assert layer.fp8_scale_forward[0] == torch.tensor(448.0) / amax_x
+    # The output gradient's amax (the first layer's is 0: its dY comes from a dgrad of gradients that
+    # E4M3 with the initial scale 1 flushes to zero, as in Transformer Engine's first step).
+    assert model[2].amax_history_backward[-1, 0] > 0 and model[2].fp8_scale_backward[0] > 1
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+def test_training_on_cpu_tracks_bf16(recipe):
+    data = batches(12)
+    model, baseline = mlp(recipe), mlp(None)
+    losses = train(model, torch.optim.SGD(model.parameters(), lr=0.5), data)
+    bf16 = train(baseline, torch.optim.SGD(baseline.parameters(), lr=0.5), data)
+    assert losses[-1] < losses[0]
+    assert abs(losses[-1] - bf16[-1]) < 0.1 * bf16[-1], (losses, bf16)
+
+
+def test_custom_ops_are_registered_with_fake_implementations():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    for name in ("quantize", "amax", "cast", "quantize_delayed", "update_amax_history", "gemm"):
+        assert hasattr(torch.ops.mx, name), name
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP8(), "bf16", "f32", "cpu")
+    with FakeTensorMode():
+        x = torch.empty(TOKENS, WIDTH, dtype=torch.bfloat16)
+        parts = torch.ops.mx.quantize(x, made.tensors["input"].key, True)
+        assert [tuple(p.shape) for p in parts] == [(128, 128), (128, 4), (128, 128), (4, 128)]
+        assert [p.dtype for p in parts] == [torch.float8_e4m3fn, torch.float8_e8m0fnu] * 2
+        w = torch.empty(HIDDEN, WIDTH, dtype=torch.float8_e4m3fn)
+        y = torch.ops.mx.gemm(parts[0], parts[1], w, torch.empty(HIDDEN, 4, dtype=torch.float8_e8m0fnu),
+                              made.key, "fprop")
+        assert tuple(y.shape) == (TOKENS, HIDDEN) and y.dtype == torch.bfloat16
+    for op in (torch.ops.mx.quantize.default, torch.ops.mx.gemm.default):
+        torch.library.opcheck(op, _sample(op, made), test_utils=("test_faketensor",))
+
+
+def _sample(op, made):
+    x = torch.randn(TOKENS, WIDTH).bfloat16()
+    if op is torch.ops.mx.quantize.default:
+        return (x, made.tensors["input"].key, True)
+    xd, xs = torch.ops.mx.quantize(x, made.tensors["input"].key, False)
+    wd, ws = torch.ops.mx.quantize(torch.randn(HIDDEN, WIDTH), made.tensors["weight"].key, False)
+    return (xd, xs, wd, ws, made.key, "fprop")
+
+
+def assert_compiled_equals_eager(make, inputs, loss, **options):
+    """Trains `make()` and a torch.compile(fullgraph=True, **options) of another `make()` on the
+    same `inputs` (loss(model output, index) each); their gradients and buffers must be equal."""
+    eager, compiled = make(), make()
+    step = torch.compile(compiled, fullgraph=True, **options)
+    for index, x in enumerate(inputs):
+        for run in (eager, step):
+            loss(run(x), index).backward()
+    for (name, a), b in zip(eager.named_parameters(), compiled.parameters()):
+        assert torch.equal(a.grad, b.grad), name
+    for (name, a), b in zip(eager.named_buffers(), compiled.buffers()):
+        assert torch.equal(a, b), name
+
+
+def bias_free_pair(recipe, width, hidden, device):
+    """Two bias-free converted bf16 Linears: what Inductor compiles around the mx ops is then only
+    reshapes (a bias-gradient reduction or a fused activation it generates may round differently
+    from eager mode)."""
+    torch.manual_seed(0)
+    made = torch.nn.Sequential(torch.nn.Linear(width, hidden, bias=False),
+                               torch.nn.Linear(hidden, width, bias=False)).to(device, torch.bfloat16)
+    mx.torch.convert(made, recipe)
+    return made
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "per_tensor", "delayed"])
+def test_compile_fullgraph_equals_eager(recipe):
+    """torch.compile(fullgraph=True) traces forward and backward of a converted model without graph
+    breaks, and computes the same bits as eager mode."""
+    data = batches(2)
+    assert_compiled_equals_eager(lambda: mlp(recipe), [x for x, _ in data],
+                                 lambda y, i: torch.nn.functional.mse_loss(y.float(), data[i][1]),
+                                 backend="aot_eager")
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "delayed"])
+def test_inductor_fullgraph_equals_eager(recipe):
+    """The default backend (Inductor, C++ on the CPU): the mx ops stay opaque, and gradients and
+    scaling state equal eager mode's bit for bit (the loss stays outside the compiled model)."""
+    assert_compiled_equals_eager(lambda: bias_free_pair(recipe, WIDTH, HIDDEN, "cpu"),
+                                 [x for x, _ in batches(2)], lambda y, i: y.float().square().mean())
+
+
+def test_dequantized_gemm_matches_scaled_matmul(monkeypatch):
+    """sm_90a's MXFP4 GEMM (both operands dequantized, then a matmul: mx.linear.DequantizedGemm), run
+    with the CPU's kernels, against mx.scaled_matmul of the same operands."""
+    from mx import ops
+    from mx.linear import DequantizedGemm
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP4(), "bf16", "f32", "cpu")
+    x = torch.randn(TOKENS, WIDTH).bfloat16()
+    w = torch.randn(HIDDEN, WIDTH)
+    operands = [torch.ops.mx.quantize(t, made.tensors[role].key, False) for t, role in ((x, "input"), (w, "weight"))]
+    expected = torch.ops.mx.gemm(*operands[0], *operands[1], made.key, "fprop").float()
+    dequantize = [ops.dequantize_kernel(shape, "f4E2M1FN", (shape[0], shape[1] // 32), "f8E8M0FNU", (1, 32), "bf16",
+                                        target="cpu") for shape in ((TOKENS, WIDTH), (HIDDEN, WIDTH))]
+    monkeypatch.setitem(made.gemms, "fprop", DequantizedGemm(*dequantize, "bf16"))
+    got = torch.ops.mx.gemm(*operands[0], *operands[1], made.key, "fprop").float()
+    assert torch.linalg.norm(got - expected) / torch.linalg.norm(expected) < 4e-3

@@ -1,0 +1,98 @@
+"""mx.torch across 2 processes on the CPU (torch.distributed on gloo, the kernels on the CPU pipeline):
+for every recipe mx.torch.Linear trains (the FP8 ones and MXFP4), FSDP2 with the quantized weight all-gather and a sequence-parallel
+column/row-parallel pair train the loss curve of one process on the same global batches; FSDP2
+training resumed from a saved state dict is bit-identical; the gathered weights of the first step
+are mx.reference's quantize of the whole weights, bit for bit;
+a sharded quantize followed by the quantized all-gather is the quantize of the whole tensor; and the
+bytes counted in the all-gathers show that FP8 (or FP4) crossed the wire (at most 0.52x bf16 FSDP2's).
+test_gpu_torch_distributed.py runs the same cases on 2 GPUs. Needs torch; skipped without it.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+    pytest.skip("needs torch.distributed with gloo", allow_module_level=True)
+
+import distributed_cases as cases  # noqa: E402
+
+WORLD = cases.WORLD
+# Relative loss difference allowed against one process: the GEMMs' K is split (wgrad over the
+# data-parallel token shards, the row-parallel layer's K) and per-tensor FSDP2 casts shards with
+# maxfinite / amax where one process divides by amax / maxfinite (docs/torch.md).
+TOLERANCE = 2e-3
+
+
+@pytest.fixture(scope="module")
+def device():
+    return "cpu"  # test_gpu_torch_distributed.py runs these tests with "cuda"
+
+
+@pytest.fixture(scope="module")
+def runs(device):
+    results = {}
+
+    def run(recipe):
+        if recipe not in results:
+            results[recipe] = cases.spawn("everything", device, recipe)
+        return results[recipe]
+    return run
+
+
+def _close(curve, reference):
+    return all(abs(a - b) <= TOLERANCE * abs(b) for a, b in zip(curve, reference))
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_fsdp2_matches_one_process(runs, device, recipe):
+    ranks = runs(recipe)
+    single = cases.single(recipe, device)
+    for rank in ranks:
+        assert rank["fsdp"]["weights_equal"], f"{recipe}: gathered weights differ from the whole weight's quantize"
+        assert rank["fsdp"]["losses"] == ranks[0]["fsdp"]["losses"]
+    assert _close(ranks[0]["fsdp"]["losses"], single), (ranks[0]["fsdp"]["losses"], single)
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_fsdp2_resume_from_state_dict_is_bit_identical(runs, recipe):
+    assert all(rank["fsdp_resume"] for rank in runs(recipe)), f"{recipe}: resumed losses differ"
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_fsdp2_gathers_fp8(runs, recipe):
+    """Bytes a rank sends in a training step's all-gathers (forward, and backward's re-gather):
+    at most 0.52x those of bf16 FSDP2 for the same model."""
+    fp8, bf16 = runs(recipe)[0]["fsdp"]["bytes"], runs(None)[0]["fsdp"]["bytes"]
+    assert fp8[0] == fp8[-1] and bf16[0] == bf16[-1]
+    assert fp8[0] <= 0.52 * bf16[0], f"{recipe}: {fp8[0]} bytes against bf16's {bf16[0]}"
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_sequence_parallel_matches_one_process(runs, device, recipe):
+    ranks = runs(recipe)
+    single = cases.single(recipe, device)
+    curve = ranks[0]["sequence_parallel"]["losses"]
+    assert ranks[1]["sequence_parallel"]["losses"] == curve
+    assert _close(curve, single), (curve, single)
+    # Per step: the input's rowwise parts (forward), its columnwise ones (backward), the output
+    # gradient's (both usages, or the rowwise bytes where the transposed operand derives from them):
+    # FP8 bytes plus scales, against 2 bytes an element for bf16.
+    elements = cases.TOKENS // WORLD * cases.WIDTH
+    per_usage = {"mxfp8": 1 + 1 / 32, "blockwise": 1 + 4 / 128, "mxfp4": 0.5 + 1 / 32}.get(recipe, 1)
+    usages = 4 if recipe in ("mxfp8", "blockwise", "mxfp4") else 3
+    assert ranks[0]["sequence_parallel"]["bytes"][0] == round(usages * per_usage * elements)
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_sharded_quantize_and_gather_equal_whole_quantize(runs, recipe):
+    for rank in runs(recipe):
+        assert rank["sharded_quantize"] == [], f"{recipe}: parts {rank['sharded_quantize']} differ"
+
+
+def test_plans_builds_every_program(runs, device):
+    """cases.plans (what a GPU machine's cache gets ahead of time) builds every plan the runs used."""
+    from mx.torch import _ops
+    target = _ops.target_of(torch.empty(0, device=device))
+    cases.plans(target)
+    used = {key for recipe in cases.RECIPES for key in runs(recipe)[0]["plans"]}
+    assert used <= set(_ops._PLANS), sorted(used - set(_ops._PLANS))
