@@ -55,6 +55,7 @@ bool elementOf(int32_t elemType, Element &out) {
   case MXRT_TYPE_F32: out = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, "F32"}; return true;
   case MXRT_TYPE_E8M0: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "E8M0"}; return true;
   case MXRT_TYPE_I8: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "I8"}; return true;
+  case MXRT_TYPE_U32: out = {CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, "U32"}; return true;
   default: return false;
   }
 }

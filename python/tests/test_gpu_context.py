@@ -150,7 +150,10 @@ def offset_copy(tensor, offset):
 
 
 def bits(tensor):
-    return tensor.contiguous().view(torch.uint8).cpu()
+    """The bytes of `tensor`, in its shape (a 0-D one as one element: torch views no 0-D tensor as
+    bytes of another size)."""
+    tensor = tensor.contiguous()
+    return (tensor.reshape(1) if tensor.dim() == 0 else tensor).view(torch.uint8).cpu()
 
 
 def memref(spec, tensor):
@@ -251,8 +254,10 @@ def _race_call(library, x, memref_of_x=None):
 
 
 def _expected_scale(x):
-    """NVFP4's computed tensor scale: the finite amax / (448 * 6), in f32."""
-    return (x.abs().amax().float() / 2688.0).cpu().numpy()
+    """NVFP4's computed tensor scale: the finite amax / (448 * 6), one correctly rounded f32 division
+    (numpy's: torch divides a CUDA tensor by a scalar as a multiply by its reciprocal, 1 ulp off at
+    times)."""
+    return x.abs().amax().float().cpu().numpy() / np.float32(2688.0)
 
 
 def _zeros_written_late(value):
