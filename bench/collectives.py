@@ -3,6 +3,7 @@
 Two steps, because the GPU machine has no MLIR:
   python bench/collectives.py build DIR      # here: partition (mx-partition) and compile every program
   torchrun --standalone --nproc-per-node 2 bench/collectives.py run DIR [--iters N] [--only RECIPE,...]
+      [--payloads MIB,...]
                                              # on the GPU machine: check, time, print one markdown table
   python bench/collectives.py list           # the rows and their bytes; needs neither torch nor MLIR
 
@@ -40,6 +41,7 @@ import ctypes
 import os
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -298,6 +300,8 @@ def run(directory, argv):
     parser = argparse.ArgumentParser(prog="bench/collectives.py run")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--only", default="", help="comma-separated recipes")
+    parser.add_argument("--payloads", default=",".join(map(str, PAYLOADS_MIB)),
+                        help="comma-separated bf16 payloads in MiB, of " + ",".join(map(str, PAYLOADS_MIB)))
     args = parser.parse_args(argv)
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     sys.path.insert(0, str(ROOT / "python"))
@@ -309,12 +313,16 @@ def run(directory, argv):
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     runtime.init_process_group()
     recipes = [RECIPES[name] for name in args.only.split(",")] if args.only else list(RECIPES.values())
+    payloads = [int(p) for p in args.payloads.split(",")]
+    if not set(payloads) <= set(PAYLOADS_MIB):
+        sys.exit(f"--payloads: each of {payloads} must be one of {PAYLOADS_MIB} (the programs built)")
     rows = []
     for recipe in recipes:
-        for payload in PAYLOADS_MIB:
+        for payload in payloads:
+            start = time.monotonic()
             rows.append(run_row(directory, recipe, payload, args.iters, rank))
             if rank == 0:
-                print(f"measured {recipe.name} {payload} MiB", flush=True)
+                print(f"measured {recipe.name} {payload} MiB in {time.monotonic() - start:.1f} s", flush=True)
     if rank == 0:
         print_table(rows, torch.cuda.get_device_name())
     runtime.destroy_process_group()

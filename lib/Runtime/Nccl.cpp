@@ -66,8 +66,21 @@ template <typename Fn> bool bind(void *handle, const char *name, Fn &fn) {
   return fn != nullptr;
 }
 
+// NCCL (2.22 and later) connects the peers of an algorithm inside the first
+// collective that uses it unless NCCL_RUNTIME_CONNECT=0. That connection is a
+// blocking host-side exchange with the peers, so a rank that never joins
+// would hang the caller inside ncclAllGather, before any event exists for
+// the timeout to watch. Asking for the connections at ncclCommInitRank puts
+// that wait under mxrtCommInit's timeout instead. A value the user set wins;
+// NCCL reads it once per process, so a communicator that torch created
+// earlier in the process decides it (docs/distributed.md).
+void connectPeersAtInit() {
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+}
+
 Library loadLibrary() {
   Library lib;
+  connectPeersAtInit();
   const char *override = std::getenv("MX_NCCL_LIBRARY");
   const char *path = override && *override ? override : "libnccl.so.2";
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
