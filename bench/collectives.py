@@ -257,6 +257,9 @@ def run_row(directory, recipe, payload, iterations, rank):
     # Check: the partitioned program's bytes are the whole program's on the gathered input.
     full = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
     dist.all_gather_into_tensor(full, x)
+    # torch's communicator and mx's are separate: never leave a kernel of one in flight while the other
+    # launches (NCCL's rule for concurrent communicators).
+    torch.cuda.synchronize()
     got, want = sharded([x], keep=True), whole([full], keep=True)
     check = all(a.size == b.size and np.array_equal(a, b) for a, b in zip(got, want))
     del full
