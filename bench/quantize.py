@@ -1,10 +1,8 @@
 """bench/quantize: every mx quantize recipe, dequantize and (un)swizzle on the GPU, against their peers.
 
 Two steps, because the GPU machine has no MLIR:
-  python bench/quantize.py build DIR [--only PREFIX[,PREFIX...]]
-                                         # here: compile every program (mx-opt ... -> DIR/<name>.so) and
+  python bench/quantize.py build DIR     # here: compile every program (mx-opt ... -> DIR/<name>.so) and
                                          # write ptxas -arch=sm_90a -v of each kernel to DIR/ptxas.txt
-                                         # (--only: the rows whose program name starts with a prefix)
   python bench/quantize.py run DIR [--only PREFIX[,PREFIX...]] [--iters N] [--no-torchao] [--no-compile]
                                  [--torchao-all-configs]
                                          # on the GPU: check, time, print one markdown table (--only: the
@@ -748,12 +746,11 @@ def _build_one(case, directory):
     return case, lines or [f"{case.name}\t-\tno PTX in the lowered module\t"], None
 
 
-def build(directory, argv=()):
-    only = _parse_only(list(argv))
+def build(directory):
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    all_cases = _select(cases(), only)
+    all_cases = cases()
     report, failed = [], []
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
         for case, lines, error in pool.map(lambda c: _build_one(c, directory), all_cases):
@@ -1336,29 +1333,12 @@ def print_ptxas(directory, names):
             print(f"  {program} / {kernel}: " + "; ".join(f for f in (used, frame) if f))
 
 
-def _parse_only(argv):
-    """The prefixes of `--only P1,P2` (build's one option), or None."""
-    if not argv:
-        return None
-    if len(argv) != 2 or argv[0] != "--only":
-        sys.exit(f"unknown options {' '.join(argv)}\n\n{__doc__}")
-    return [s for s in argv[1].split(",") if s]
-
-
-def _select(all_cases, only):
-    """The cases whose program name starts with one of the `only` prefixes (all without them)."""
-    selected = [c for c in all_cases if not only or c.name.startswith(tuple(only))]
-    if not selected:
-        sys.exit(f"no row's program name starts with {', '.join(only)} (see `list`)")
-    return selected
-
-
 def _parse_run_args(argv):
     args = {"only": None, "iters": None, "no_torchao": False, "no_compile": False, "torchao_all_configs": False}
     i = 0
     while i < len(argv):
         if argv[i] == "--only":
-            args["only"] = _parse_only(argv[i:i + 2])
+            args["only"] = [s for s in argv[i + 1].split(",") if s]
             i += 2
         elif argv[i] == "--iters":
             args["iters"] = int(argv[i + 1])
@@ -1386,7 +1366,9 @@ def run(directory, argv=()):
     if cc != (9, 0):
         print(f"warning: the programs are {CHIP} code; this GPU is compute capability {cc}")
     tao = None if args["no_torchao"] else TorchAO(None if args["torchao_all_configs"] else TORCHAO_MAX_ROW_TILE)
-    selected = _select(cases(), args["only"])
+    selected = [c for c in cases() if not args["only"] or c.name.startswith(tuple(args["only"]))]
+    if not selected:
+        sys.exit(f"no row's program name starts with {', '.join(args['only'])} (see `list`)")
     rows = []
     for index, case in enumerate(selected):
         row = run_case(case, programs, tao, args, seed=1000 + index)
@@ -1547,8 +1529,8 @@ def selftest():
 
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else ""
-    if command == "build" and len(sys.argv) >= 3:
-        build(sys.argv[2], sys.argv[3:])
+    if command == "build" and len(sys.argv) == 3:
+        build(sys.argv[2])
     elif command == "run" and len(sys.argv) >= 3:
         run(sys.argv[2], sys.argv[3:])
     elif command == "list" and len(sys.argv) == 2:

@@ -47,7 +47,6 @@ DEQUANTIZE = {
     "dequantize_e3m2_bf16": ((128, 256), "f6E3M2FN", ROW, ml_dtypes.bfloat16),
     "dequantize_e2m3_columnwise_f32": ((64, 96), "f6E2M3FN", COL, np.float32),
     "dequantize_e2m3_odd_f16": ((70, 36), "f6E2M3FN", COL, np.float16),
-    "dequantize_e2m3_f16": ((32, 128), "f6E2M3FN", ROW, np.float16),
     "dequantize_e3m2_batched_f32": ((2, 3, 40), "f6E3M2FN", (1, 1, 32), np.float32),
     "dequantize_int8_bf16": ((128, 256), "i8", ROW, ml_dtypes.bfloat16),
     "dequantize_int8_columnwise_f32": ((64, 40), "i8", COL, np.float32),

@@ -4,20 +4,18 @@
 // MXFP6 rowwise with its swizzle, in the rowwise kernel: the data are bytes
 // written three 32-bit words (16 elements) a lane and viewed as f6E3M2FN.
 // sm_90a rounds with E5M2's cvt, which embeds E3M2 once the block's factor
-// takes 2^-12, and saturates the codes at E3M2's max (0x1F) in 32-bit words:
-// bit 7 of (w & 0x60) + 0x60 marks a byte beyond it; sm_100a has E3M2's cvt.
+// takes 2^-12 and the values are clamped to 28 * 2^-12; sm_100a has E3M2's.
 // CHECK-LABEL: func @mxfp6_rowwise
 // CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<4608xi8>
 // CHECK-DAG: %[[WORDS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<4608xi8> to memref<64x18xi32>
 // CHECK-DAG: %[[TILES:.*]] = gpu.alloc () : memref<1x1x32x4x4xf8E8M0FNU>
 // CHECK: gpu.launch
 // SM90:    arith.mulf %{{.*}}, %{{.*}} : f32
-// CHECK-NOT: arith.minnumf
+// SM90:    arith.maxnumf %{{.*}}, %{{.*}} : vector<16xf32>
+// SM90:    arith.minnumf %{{.*}}, %{{.*}} : vector<16xf32>
 // SM90-COUNT-8: nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E5M2)
-// SM90:    %[[ABOVE:.*]] = arith.andi %{{.*}}, %{{.*}} : vector<4xi32>
-// SM90:    arith.addi %[[ABOVE]], %{{.*}} : vector<4xi32>
+// SM100-NOT: arith.minnumf
 // SM100-COUNT-8: nvvm.convert.f32x2.to.f6x2 {{.*}} : i16(f6E3M2FN)
-// SM100-NOT: arith.addi %{{.*}} : vector<4xi32>
 // CHECK:   vector.store %{{.*}}, %[[WORDS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x18xi32>, vector<3xi32>
 // CHECK:   memref.store %{{.*}}, %[[TILES]]
 // CHECK: gpu.terminator
@@ -33,7 +31,7 @@ func.func @mxfp6_rowwise(%x: tensor<64x96xbf16>) -> (tensor<64x96xf6E3M2FN>, ten
 
 // MXFP6 columnwise, in the strip kernel: a lane's row of 4 codes is 24 bits;
 // with its right neighbour's (one shuffle down) a lane stores one word, 3
-// lanes of every 4, by a predicated st.global.b32 (no branch).
+// lanes of every 4.
 // CHECK-LABEL: func @mxfp6_columnwise
 // CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<1536xi8>
 // CHECK-DAG: %[[WORDS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x6xi32>
@@ -41,9 +39,8 @@ func.func @mxfp6_rowwise(%x: tensor<64x96xbf16>) -> (tensor<64x96xf6E3M2FN>, ten
 // SM90:    nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E4M3FN)
 // SM100:   nvvm.convert.f32x2.to.f6x2 {{.*}} : i16(f6E2M3FN)
 // CHECK:   gpu.shuffle down %{{.*}}, %{{.*}}, %{{.*}} : i32
-// CHECK:   %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[WORDS]] : memref<64x6xi32> -> index
-// CHECK:   %[[PTR:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
-// CHECK:   nvvm.inline_ptx "st.global.b32 [$0], $1;" ro(%[[PTR]], %{{.*}} : !llvm.ptr<1>, i32), predicate = %{{.*}}
+// CHECK:   scf.if
+// CHECK:     vector.store %{{.*}}, %[[WORDS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x6xi32>, vector<1xi32>
 // CHECK: memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x32xf6E2M3FN>
 func.func @mxfp6_columnwise(%x: tensor<64x32xf32>) -> (tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [32, 1] rounding floor : tensor<64x32xf32> -> tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>
@@ -69,34 +66,19 @@ func.func @mxint8_rowwise(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<6
 
 // -----
 
-// FP6 dequantize in chunks of one 16-byte store of results (8 bf16): the
-// chunk's 6 packed bytes in three 2-byte loads, the codes unpacked into
-// bytes, widened to E5M2's and converted two a time, then times 2^12 in f16
+// FP6 dequantize in chunks of 16 elements: three words loaded from the
+// packed bytes, the codes widened to E5M2's and converted two a time
 // (sm_90a), or converted as E3M2 (sm_100a).
 // CHECK-LABEL: func @mxfp6_dequantize
 // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index
 // CHECK: gpu.launch
-// CHECK-COUNT-3: llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr<1> -> i16
-// SM90-COUNT-4: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
-// SM100-COUNT-4: nvvm.convert.f6x2.to.f16x2 {{.*}}(f6E3M2FN)
-// CHECK:   vector.store %{{.*}} : memref<64x64xbf16>, vector<8xbf16>
+// CHECK:   llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<3xi32>
+// SM90-COUNT-8: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
+// SM100-COUNT-8: nvvm.convert.f6x2.to.f16x2 {{.*}}(f6E3M2FN)
+// CHECK:   vector.store %{{.*}} : memref<64x64xbf16>, vector<16xbf16>
 func.func @mxfp6_dequantize(%d: tensor<64x64xf6E3M2FN>, %s: tensor<64x2xf8E8M0FNU>) -> tensor<64x64xbf16> {
   %y = mx.dequantize %d, %s block [1, 32] : tensor<64x64xf6E3M2FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xbf16>
   return %y : tensor<64x64xbf16>
-}
-
-// -----
-
-// To f32 a chunk is 4 elements, 3 bytes (three 1-byte loads), each element
-// with its own scale for [32, 1] blocks.
-// CHECK-LABEL: func @mxfp6_dequantize_f32
-// CHECK: gpu.launch
-// CHECK-COUNT-3: llvm.load %{{.*}} {alignment = 1 : i64} : !llvm.ptr<1> -> i8
-// SM90-COUNT-2: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E4M3FN)
-// CHECK:   vector.store %{{.*}} : memref<64x36xf32>, vector<4xf32>
-func.func @mxfp6_dequantize_f32(%d: tensor<64x36xf6E2M3FN>, %s: tensor<2x36xf8E8M0FNU>) -> tensor<64x36xf32> {
-  %y = mx.dequantize %d, %s block [32, 1] : tensor<64x36xf6E2M3FN>, tensor<2x36xf8E8M0FNU> -> tensor<64x36xf32>
-  return %y : tensor<64x36xf32>
 }
 
 // -----
@@ -108,9 +90,9 @@ func.func @mxfp6_dequantize_f32(%d: tensor<64x36xf6E2M3FN>, %s: tensor<2x36xf8E8
 // CHECK-COUNT-3: llvm.load %{{.*}} {alignment = 1 : i64} : !llvm.ptr<1> -> i8
 // CHECK-COUNT-4: arith.trunci %{{.*}} : i24 to i6
 // CHECK-NOT: nvvm.convert
-func.func @mxfp6_dequantize_groups(%d: tensor<70x36xf6E2M3FN>, %s: tensor<3x36xf8E8M0FNU>) -> tensor<70x36xbf16> {
-  %y = mx.dequantize %d, %s block [32, 1] : tensor<70x36xf6E2M3FN>, tensor<3x36xf8E8M0FNU> -> tensor<70x36xbf16>
-  return %y : tensor<70x36xbf16>
+func.func @mxfp6_dequantize_groups(%d: tensor<70x36xf6E2M3FN>, %s: tensor<3x36xf8E8M0FNU>) -> tensor<70x36xf32> {
+  %y = mx.dequantize %d, %s block [32, 1] : tensor<70x36xf6E2M3FN>, tensor<3x36xf8E8M0FNU> -> tensor<70x36xf32>
+  return %y : tensor<70x36xf32>
 }
 
 // -----

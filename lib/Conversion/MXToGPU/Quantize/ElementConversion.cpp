@@ -2,10 +2,10 @@
 //
 // See ElementConversion.h. The hardware conversions round to nearest even
 // and saturate as the CPU lowering's integer builders do; where another
-// format's `cvt` rounds (an embedded FP6), its codes are the wider codes
-// with the sign moved down and the magnitude saturated at the format's max
-// finite code, which `satfinite` at the wider max would not do: below it the
-// exponent field fits the narrower one, since the values do.
+// format's `cvt` rounds (an embedded FP6), the values are first clamped to
+// the format's max finite, which `satfinite` at the wider max would not do,
+// and its codes are the wider codes with the sign moved down: the exponent
+// field fits the narrower one, since the values do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,15 +145,25 @@ static Value convertPairs(OpBuilder &b, Location loc, Value scaled,
       b, loc, VectorType::get({length / 2}, b.getI16Type()), pairs);
 }
 
-/// The embedded format's codes in the words of its wider format's codes,
-/// saturated: the sign moves down to the narrower sign bit, and a magnitude
-/// above the narrower field (a value beyond the embedded format's max finite,
-/// which `satfinite` at the wider max kept) becomes the field's all-ones, the
-/// max finite code (FP6 has no Inf or NaN codes). Rounding the value and then
-/// taking the code's min with the max code is rounding the clamped value,
-/// since rounding is monotonic and the max is a value of both formats; so the
-/// f32 clamp (two instructions an element) is not needed, and the words take
-/// seven operations for four codes.
+/// `scaled` clamped to the embedded format's +-maxFinite (scaled by 2^shift
+/// too), which is exact and keeps `cvt` from saturating at the wider max.
+static Value clampToFormat(OpBuilder &b, Location loc, Value scaled,
+                           const ElementConversion &conversion) {
+  auto type = cast<VectorType>(scaled.getType());
+  float limit = std::ldexp(static_cast<float>(conversion.format.maxFinite),
+                           conversion.shift);
+  auto splat = [&](float v) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  };
+  return arith::MinNumFOp::create(
+      b, loc, arith::MaxNumFOp::create(b, loc, scaled, splat(-limit)),
+      splat(limit));
+}
+
+/// The embedded format's codes in the words of its wider format's: the
+/// exponent and mantissa bits stay, the sign moves down to the narrower
+/// sign bit.
 static Value narrowCodes(OpBuilder &b, Location loc, Value words,
                          const ElementConversion &conversion) {
   unsigned width = cast<IntegerType>(getElementTypeOrSelf(words)).getWidth();
@@ -161,26 +171,14 @@ static Value narrowCodes(OpBuilder &b, Location loc, Value words,
   auto byteSplat = [&](uint64_t byte) {
     return splatInteger(b, loc, words, APInt::getSplat(width, APInt(8, byte)));
   };
-  auto shift = [&](unsigned amount) {
-    return splatInteger(b, loc, words, APInt(width, amount));
-  };
-  uint64_t field = (1u << (bits - 1)) - 1;
-  // The wider magnitude's bits above the field, plus themselves: bit 7 of a
-  // byte is then set exactly where one of them is (no carry leaves a byte).
-  uint64_t above = 0x7F & ~field;
-  Value carried = arith::AddIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, words, byteSplat(above)),
-      byteSplat(above));
-  Value overflow = arith::AndIOp::create(b, loc, carried, byteSplat(0x80));
-  // 0x7F in the bytes that overflow: 0x80 - 0x01, never borrowing.
-  Value fill = arith::SubIOp::create(
-      b, loc, overflow, arith::ShRUIOp::create(b, loc, overflow, shift(7)));
-  Value magnitude = arith::AndIOp::create(
-      b, loc, arith::OrIOp::create(b, loc, words, fill), byteSplat(field));
+  Value kept =
+      arith::AndIOp::create(b, loc, words, byteSplat((1u << (bits - 1)) - 1));
   Value sign = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, words, shift(8 - bits)),
-      byteSplat(field + 1));
-  return arith::OrIOp::create(b, loc, magnitude, sign);
+      b, loc,
+      arith::ShRUIOp::create(
+          b, loc, words, splatInteger(b, loc, words, APInt(width, 8 - bits))),
+      byteSplat(1u << (bits - 1)));
+  return arith::OrIOp::create(b, loc, kept, sign);
 }
 
 Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
@@ -199,6 +197,8 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
         b, loc, wordsType,
         buildTruncToElementBits(b, loc, scaled, format.type));
   } else {
+    if (conversion.isEmbedded())
+      scaled = clampToFormat(b, loc, scaled, conversion);
     words = vector::BitCastOp::create(
         b, loc, wordsType, convertPairs(b, loc, scaled, *conversion.hardware));
     if (conversion.isEmbedded())
@@ -240,27 +240,19 @@ Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,
 }
 
 /// The wider format's codes of an embedded format's (the inverse of
-/// narrowCodes), on the words of a vector of one-byte codes: two bitwise
-/// operations and a shift per word of four codes.
+/// narrowCodes), on a vector of one-byte codes.
 static Value widenCodes(OpBuilder &b, Location loc, Value codes,
                         const ElementConversion &conversion) {
-  auto type = cast<VectorType>(codes.getType());
-  int64_t length = type.getNumElements();
-  unsigned width = length % 4 == 0 ? 32 : 16;
-  Value words = vector::BitCastOp::create(
-      b, loc, VectorType::get({length * 8 / width}, b.getIntegerType(width)),
-      codes);
   unsigned bits = conversion.format.bitWidth;
-  auto byteSplat = [&](uint64_t byte) {
-    return splatInteger(b, loc, words, APInt::getSplat(width, APInt(8, byte)));
+  auto byte = [&](uint64_t v) {
+    return splatInteger(b, loc, codes, APInt(8, v));
   };
   Value kept =
-      arith::AndIOp::create(b, loc, words, byteSplat((1u << (bits - 1)) - 1));
+      arith::AndIOp::create(b, loc, codes, byte((1u << (bits - 1)) - 1));
   Value sign = arith::ShLIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, words, byteSplat(1u << (bits - 1))),
-      splatInteger(b, loc, words, APInt(width, 8 - bits)));
-  return vector::BitCastOp::create(
-      b, loc, type, arith::OrIOp::create(b, loc, kept, sign));
+      b, loc, arith::AndIOp::create(b, loc, codes, byte(1u << (bits - 1))),
+      byte(8 - bits));
+  return arith::OrIOp::create(b, loc, kept, sign);
 }
 
 Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
@@ -272,17 +264,6 @@ Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
     codes = widenCodes(b, loc, codes, conversion);
   const ElementFormat &hardware = *conversion.hardware;
   auto pairType = VectorType::get({2}, b.getF16Type());
-  // The wider value times 2^-shift is the embedded one's value, an f16 too:
-  // one exact f16x2 multiply a pair.
-  Value unshift =
-      conversion.shift
-          ? arith::ConstantOp::create(
-                b, loc,
-                DenseElementsAttr::get(
-                    pairType, b.getF16FloatAttr(
-                                  std::ldexp(1.0f, -conversion.shift))))
-                .getResult()
-          : Value();
   SmallVector<Value> halves;
   for (int64_t i = 0; i < type.getNumElements(); i += 2) {
     Value pair = vector::ShuffleOp::create(b, loc, codes, codes,
@@ -297,14 +278,22 @@ Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
             : NVVM::ConvertF6x2ToF16x2Op::create(b, loc, pairType, pair,
                                                  /*relu=*/false, hardware.type)
                   .getResult();
-    if (unshift)
-      converted = arith::MulFOp::create(b, loc, converted, unshift);
     halves.push_back(vector::ExtractOp::create(b, loc, converted, 0));
     halves.push_back(vector::ExtractOp::create(b, loc, converted, 1));
   }
   Value f16 = vector::FromElementsOp::create(b, loc, type.clone(b.getF16Type()),
                                              halves);
-  return arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), f16);
+  Value values = arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), f16);
+  if (!conversion.shift)
+    return values;
+  // The wider value times 2^-shift, exact (it is the embedded one's value).
+  return arith::MulFOp::create(
+      b, loc, values,
+      arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              cast<VectorType>(values.getType()),
+              b.getF32FloatAttr(std::ldexp(1.0f, -conversion.shift)))));
 }
 
 //===----------------------------------------------------------------------===//
@@ -330,28 +319,6 @@ DataBuffer::DataBuffer(OpBuilder &b, Location loc, RankedTensorType type,
       bytes, cIndex(b, loc, 0), ValueRange{});
 }
 
-/// Four codes of `bits` bits in one i32, moved between one code a byte
-/// (code i in byte i) and packed (code i at bit bits * i): code i moves by
-/// (8 - bits) * i bits, down to pack, up to unpack (`toBytes`).
-static Value moveCodes(OpBuilder &b, Location loc, Value word, int64_t bits,
-                       bool toBytes) {
-  Value result;
-  for (int64_t i = 0; i < 4; ++i) {
-    Value moved = word;
-    if (i) {
-      Value amount = arith::ConstantIntOp::create(b, loc, (8 - bits) * i, 32);
-      moved = toBytes ? arith::ShLIOp::create(b, loc, word, amount).getResult()
-                      : arith::ShRUIOp::create(b, loc, word, amount).getResult();
-    }
-    int64_t mask = ((int64_t(1) << bits) - 1) << (toBytes ? 8 * i : bits * i);
-    Value part = arith::AndIOp::create(
-        b, loc, moved, arith::ConstantIntOp::create(b, loc, mask, 32));
-    result =
-        result ? arith::OrIOp::create(b, loc, result, part).getResult() : part;
-  }
-  return result;
-}
-
 /// The codes (an i8 vector of a multiple of 4, `bits` significant bits each)
 /// packed from bit 0 into 32-bit words, element 0 lowest; the last word may
 /// be partial. A word of four codes is packed in place first (code i moves
@@ -374,8 +341,18 @@ static SmallVector<Value> packCodeBits(OpBuilder &b, Location loc, Value codes,
             : part;
   };
   for (int64_t g = 0; g < count / 4; ++g) {
-    Value group = moveCodes(b, loc, vector::ExtractOp::create(b, loc, words, g),
-                            bits, /*toBytes=*/false);
+    Value word = vector::ExtractOp::create(b, loc, words, g);
+    Value group;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value moved =
+          i ? arith::ShRUIOp::create(b, loc, word, constant((8 - bits) * i))
+                  .getResult()
+            : word;
+      Value part = arith::AndIOp::create(
+          b, loc, moved, constant(((int64_t(1) << bits) - 1) << (bits * i)));
+      group =
+          group ? arith::OrIOp::create(b, loc, group, part).getResult() : part;
+    }
     int64_t first = g * groupBits / 32, offset = g * groupBits % 32;
     place(
         first,
@@ -387,31 +364,6 @@ static SmallVector<Value> packCodeBits(OpBuilder &b, Location loc, Value codes,
             arith::ShRUIOp::create(b, loc, group, constant(32 - offset)));
   }
   return packed;
-}
-
-Value gpu_kernels::unpackCodes(OpBuilder &b, Location loc, Value bits,
-                               int64_t count, const ElementFormat &format) {
-  int64_t width = format.bitWidth, groupBits = 4 * width;
-  unsigned bitsWidth = bits.getType().getIntOrFloatBitWidth();
-  SmallVector<Value> words;
-  for (int64_t g = 0; g < count / 4; ++g) {
-    Value group = bits;
-    if (g)
-      group = arith::ShRUIOp::create(
-          b, loc, group,
-          arith::ConstantIntOp::create(b, loc, bits.getType(), g * groupBits));
-    if (bitsWidth != 32)
-      group = bitsWidth > 32
-                  ? arith::TruncIOp::create(b, loc, b.getI32Type(), group)
-                        .getResult()
-                  : arith::ExtUIOp::create(b, loc, b.getI32Type(), group)
-                        .getResult();
-    words.push_back(moveCodes(b, loc, group, width, /*toBytes=*/true));
-  }
-  return vector::BitCastOp::create(
-      b, loc, VectorType::get({count}, b.getI8Type()),
-      vector::FromElementsOp::create(
-          b, loc, VectorType::get({count / 4}, b.getI32Type()), words));
 }
 
 Value DataBuffer::packWords(OpBuilder &b, Location loc, Value codes) const {
@@ -437,20 +389,6 @@ void DataBuffer::storeWords(OpBuilder &b, Location loc, Value condition,
   if (!condition)
     return store(b, loc);
   buildIf(b, loc, condition, store);
-}
-
-void DataBuffer::storeWordIf(OpBuilder &b, Location loc, Value predicate,
-                             Value value, Value row, Value word) const {
-  int64_t rowWords = cast<MemRefType>(words.getType()).getDimSize(1);
-  IndexArith index{b, loc};
-  Value offset = arith::MulIOp::create(b, loc, index.fma(row, rowWords, word),
-                                       cIndex(b, loc, 4));
-  Value pointer = getGlobalPointer(
-      b, loc, memref::ExtractAlignedPointerAsIndexOp::create(b, loc, words),
-      offset);
-  NVVM::InlinePtxOp::create(b, loc, TypeRange(), ValueRange{pointer, value},
-                            ValueRange(), "st.global.b32 [$0], $1;",
-                            predicate);
 }
 
 void DataBuffer::store(OpBuilder &b, Location loc, Value condition, Value codes,

@@ -43,7 +43,7 @@ struct ElementConversion {
                                               Chip chip);
 
   /// Whether the `cvt` is another format's, whose saturation is not this
-  /// format's: codes beyond the format's max finite are saturated after it.
+  /// format's: values are clamped to +-maxFinite first.
   bool isEmbedded() const { return hardware && hardware->type != format.type; }
 };
 
@@ -93,13 +93,6 @@ mlir::Value decodeElements(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value codes,
                            const ElementConversion &conversion);
 
-/// The codes (an i8 vector of `count` elements, a multiple of 4, one code per
-/// byte) of the packed elements that `bits` (an integer of at most 64 bits)
-/// holds from bit 0, element 0 lowest: the inverse of DataBuffer's packing.
-mlir::Value unpackCodes(mlir::OpBuilder &b, mlir::Location loc,
-                        mlir::Value bits, int64_t count,
-                        const ElementFormat &format);
-
 /// The device memory of a quantize result, folded to `[rows, cols]` (or 1-D
 /// for per-tensor kernels): the elements themselves for one-byte formats; for
 /// packed formats bytes, written 32-bit words at a time, which the result
@@ -130,14 +123,6 @@ public:
   /// (packed formats) where `condition` holds.
   void storeWords(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
                   mlir::Value words, mlir::Value row, mlir::Value word) const;
-
-  /// Stores the i32 `word` at word `word` of folded row `row` (packed
-  /// formats) where `predicate` holds, as one predicated `st.global.b32`:
-  /// for lanes of a warp that store apart, an `scf.if` costs a branch, a
-  /// reconvergence barrier and the buffer's address anew each time.
-  void storeWordIf(mlir::OpBuilder &b, mlir::Location loc,
-                   mlir::Value predicate, mlir::Value value, mlir::Value row,
-                   mlir::Value word) const;
 
   /// The data tensor of `type` the buffer holds once written.
   mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc) const;

@@ -107,21 +107,19 @@ Value extractSlice(ImplicitLocOpBuilder &b, Value vector, int64_t start,
 
 /// Elements of a chunk of the vector dequantize of `op`: one 16-byte store
 /// of results (8 bf16 or f16, 4 f32), so that a warp's stores fill whole
-/// sectors; for a packed format also whole groups of its packing (FP6: 4
-/// elements, 3 bytes). With 16 elements a thread (two 16-byte stores 32 bytes
-/// apart, each filling half of 32 sectors) L2 throughput bound the kernel on
-/// the H200: 73% of a copy's bandwidth, ncu showing L2 91% busy and DRAM 54%.
-/// That is also why FP6 chunks are not whole 32-bit words of codes (16
-/// elements, 66% of a copy on the H100).
+/// sectors, or for a packed format the elements of whole 32-bit words of it
+/// if more (16 for FP6, whose results take two or four stores). With 16 FP8
+/// elements (two 16-byte stores 32 bytes apart, each filling half of 32
+/// sectors) L2 throughput bound the kernel on the H200: 73% of a copy's
+/// bandwidth, ncu showing L2 91% busy and DRAM 54%.
 int64_t getDequantizeChunk(DequantizeOp op, const ElementFormat &format) {
   int64_t results =
       kMaxAccessBytes * 8 / op.getResult().getType().getElementTypeBitWidth();
-  return std::lcm(results, format.packedElements);
+  if (!format.isPacked())
+    return results;
+  return std::lcm(results,
+                  std::lcm<int64_t>(format.bitWidth, 32) / format.bitWidth);
 }
-
-/// The widest packed chunk the vector dequantize loads: its bits are one
-/// integer (unpackCodes).
-constexpr int64_t kMaxPackedChunkBytes = 8;
 
 /// Whether the vector dequantize covers `op`: rows of whole chunks, each
 /// inside one block along the row (block width a multiple of the chunk) or
@@ -130,55 +128,64 @@ bool isVectorDequantize(DequantizeOp op, const ElementFormat &format) {
   int64_t cols = op.getData().getType().getShape().back();
   int64_t width = op.getBlock().back();
   int64_t chunk = getDequantizeChunk(op, format);
-  return cols % chunk == 0 && (width == 1 || width % chunk == 0) &&
-         format.getStoredBytes(chunk) <= kMaxPackedChunkBytes;
+  return cols % chunk == 0 && (width == 1 || width % chunk == 0);
 }
+
+/// The address space of device memory (`ld.global`).
+constexpr unsigned kGlobalAddressSpace = 1;
 
 /// A load of `type` at byte `offset` from device address `base` (an index:
 /// no memref op addresses part of a byte), aligned to `alignment` bytes.
 Value loadAtByte(OpBuilder &b, Location loc, Type type, Value base,
                  Value offset, int64_t alignment) {
-  return LLVM::LoadOp::create(b, loc, type,
-                              getGlobalPointer(b, loc, base, offset),
-                              alignment);
+  Value address = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, offset));
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace),
+      address);
+  return LLVM::LoadOp::create(b, loc, type, pointer, alignment);
 }
 
 /// The codes (an i8 vector, one per element) of the `count` elements of
 /// `data` that start at `indices`, element `linear` of the tensor: one vector
 /// load of the elements, or for a packed format (`data` its base address)
-/// its bytes in the widest loads that their size and offset (a multiple of
-/// it) align (FP6: 6 bytes, three 2-byte loads), unpacked.
+/// one of the whole 32-bit words that hold them, unpacked.
 Value loadCodes(ImplicitLocOpBuilder &b, const ElementFormat &format,
                 Value data, ArrayRef<Value> indices, Value linear,
                 int64_t count) {
   Location l = b.getLoc();
+  auto codesType = VectorType::get({count}, b.getI8Type());
   if (!format.isPacked()) {
     Value elements =
         loadVector(b, l, VectorType::get({count}, format.type), data, indices);
     if (format.type == b.getI8Type())
       return elements;
-    return arith::BitcastOp::create(
-        b, VectorType::get({count}, b.getI8Type()), elements);
+    return arith::BitcastOp::create(b, codesType, elements);
   }
-  int64_t bytes = format.getStoredBytes(count);
-  int64_t unit = bytes & -bytes;
-  Type unitType = b.getIntegerType(8 * unit);
+  int64_t bits = format.bitWidth, wordCount = count * bits / 32;
   Value offset = arith::DivUIOp::create(
-      b, arith::MulIOp::create(b, linear, cIndex(b, l, format.packedBytes)),
-      cIndex(b, l, format.packedElements));
-  // The chunk's bytes as one little-endian integer.
-  Value bits;
-  for (int64_t k = 0; k < bytes / unit; ++k) {
-    Value loaded = loadAtByte(
-        b, l, unitType, data,
-        arith::AddIOp::create(b, offset, cIndex(b, l, k * unit)), unit);
-    Value part = arith::ExtUIOp::create(b, b.getI64Type(), loaded);
-    if (k)
-      part = arith::ShLIOp::create(
-          b, part, arith::ConstantIntOp::create(b, 8 * unit * k, 64));
-    bits = bits ? arith::OrIOp::create(b, bits, part).getResult() : part;
+      b, arith::MulIOp::create(b, linear, cIndex(b, l, bits)), cIndex(b, l, 8));
+  Value words = loadAtByte(b, l, VectorType::get({wordCount}, b.getI32Type()),
+                           data, offset, 4);
+  auto amount = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, v, 32).getResult();
+  };
+  SmallVector<Value> codes;
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t first = e * bits / 32, shift = e * bits % 32;
+    Value code = arith::ShRUIOp::create(
+        b, vector::ExtractOp::create(b, words, first), amount(shift));
+    if (shift + bits > 32)
+      code = arith::OrIOp::create(
+          b, code,
+          arith::ShLIOp::create(b,
+                                vector::ExtractOp::create(b, words, first + 1),
+                                amount(32 - shift)));
+    codes.push_back(arith::TruncIOp::create(
+        b, b.getI8Type(),
+        arith::AndIOp::create(b, code, amount((1 << bits) - 1))));
   }
-  return unpackCodes(b, l, bits, count, format);
+  return vector::FromElementsOp::create(b, codesType, codes);
 }
 
 /// The f32 scale of each element of the chunk of `length` elements at data
@@ -280,8 +287,8 @@ struct LoadedChunk {
 };
 
 /// kDequantizeChunksPerThread chunks per thread, a CTA's accesses to one
-/// chunk contiguous; each chunk its loads, its scale factors and one 16-byte
-/// store of its results.
+/// chunk contiguous; each chunk one load, its scale factors and one 16-byte
+/// store of its results (two or four for FP6's chunks).
 void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
                            const ElementConversion &conversion, Value data,
                            Value scales, Value result) {

@@ -11,7 +11,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -196,15 +195,6 @@ void gpu_kernels::storeBlockScale(
 static llvm::MaybeAlign getVectorAlignment(VectorType type) {
   int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
   return llvm::MaybeAlign(std::min<int64_t>(bytes, 16));
-}
-
-Value gpu_kernels::getGlobalPointer(OpBuilder &b, Location loc, Value base,
-                                    Value offset) {
-  // Address space 1 is the device's global memory.
-  Value address = arith::IndexCastOp::create(
-      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, offset));
-  return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
 }
 
 Value gpu_kernels::loadVector(OpBuilder &b, Location loc, VectorType type,

@@ -125,12 +125,6 @@ void storeBlockScale(
 /// Loads `type` (a vector) at `indices` of a buffer, aligned to its size (up
 /// to 16 bytes): callers start vectors at multiples of their length in rows
 /// whose length is a multiple of it too.
-/// The device-memory pointer (`!llvm.ptr<1>`, so `ld/st.global`) of byte
-/// `offset` past `base`, both indices: for accesses that no memref op
-/// addresses (part of a byte, or a predicated store).
-mlir::Value getGlobalPointer(mlir::OpBuilder &b, mlir::Location loc,
-                             mlir::Value base, mlir::Value offset);
-
 mlir::Value loadVector(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::VectorType type, mlir::Value buffer,
                        mlir::ValueRange indices);

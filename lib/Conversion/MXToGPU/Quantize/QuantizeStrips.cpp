@@ -316,8 +316,11 @@ void storeStripRow(OpBuilder &b, Location l, const Strip &s,
               shift)));
   Value stores = andI(b, l, andI(b, l, s.rowValid[i], s.colValid),
                       cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
-  data.storeWordIf(
-      b, l, stores, word, s.row[i],
+  data.storeWords(
+      b, l, stores,
+      vector::BroadcastOp::create(b, l, VectorType::get({1}, b.getI32Type()),
+                                  word),
+      s.row[i],
       index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
 }
 
