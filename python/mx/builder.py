@@ -67,17 +67,19 @@ class Function:
 
     def quantize(self, x: Value, block: Sequence[int], elem: str = "f8E4M3FN",
                  scale_type: str = "f8E8M0FNU", rounding: str | None = None,
-                 tensor_scale: Value | None = None) -> tuple[Value, ...]:
-        """`mx.quantize`: (data, scales), plus the computed tensor scale for NVFP4 without one."""
-        data = self._value(x.shape, elem)
-        scales = self._value(reference.scales_shape(x.shape, block), scale_type)
+                 tensor_scale: Value | None = None, transposed: bool = False) -> tuple[Value, ...]:
+        """`mx.quantize`: (data, scales), plus the computed tensor scale for NVFP4 without one.
+        `transposed` quantizes x with its last two dimensions swapped (`block` is the data's)."""
+        shape = reference.transposed_shape(x.shape) if transposed else x.shape
+        data = self._value(shape, elem)
+        scales = self._value(reference.scales_shape(shape, block), scale_type)
         results = [data, scales]
         if scale_type == "f8E4M3FN" and elem == "f4E2M1FN" and tensor_scale is None:
             results.append(self._value((), "f32"))
         clauses = f" rounding {rounding}" if rounding else ""
         if tensor_scale is not None:
             clauses += f" tensor_scale({tensor_scale.name} : {tensor_scale.type})"
-        self._op(results, f"mx.quantize {x.name} block {_list(block)}{clauses} : {x.type} -> "
+        self._op(results, f"mx.quantize {x.name}{' transposed' * transposed} block {_list(block)}{clauses} : {x.type} -> "
                           f"{_types(results)}")
         return tuple(results)
 
@@ -132,11 +134,14 @@ class Function:
         return result
 
     def quantize_delayed(self, x: Value, scales: Value, history: Value, index: int,
-                         elem: str = "f8E4M3FN") -> tuple[Value, Value, Value]:
-        """`mx.quantize_delayed`: (data, scale_inv [1, .., 1], new_history)."""
-        results = [self._value(x.shape, elem), self._value((1,) * len(x.shape), "f32"),
+                         elem: str = "f8E4M3FN", transposed: bool = False) -> tuple[Value, Value, Value]:
+        """`mx.quantize_delayed`: (data, scale_inv [1, .., 1], new_history); `transposed` casts x
+        with its last two dimensions swapped."""
+        shape = reference.transposed_shape(x.shape) if transposed else x.shape
+        results = [self._value(shape, elem), self._value((1,) * len(x.shape), "f32"),
                    self._value(history.shape, "f32")]
-        self._op(results, f"mx.quantize_delayed {x.name}, {scales.name}, {history.name} index {index} : "
+        self._op(results, f"mx.quantize_delayed {x.name}, {scales.name}, {history.name} index {index}"
+                          f"{' transposed' * transposed} : "
                           f"{_types([x, scales, history])} -> {_types(results)}")
         return tuple(results)
 

@@ -178,7 +178,8 @@ def _unscaled_dim(op: str, block: Sequence[int]) -> int:
 @functools.cache
 def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], elem: str = "f8E4M3FN",
                     scale_type: str = "f8E8M0FNU", rounding: str | None = "ceil", swizzle: bool = False,
-                    columnwise: bool = False, *, target: str = "cpu") -> compiler.Kernel:
+                    columnwise: bool = False, transposed: bool = False, *,
+                    target: str = "cpu") -> compiler.Kernel:
     """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type)."""
     dtype = _type_name("quantize", "input dtype", dtype, WIDE_TYPES)
     elem = _type_name("quantize", "element type", elem, _ELEMENTS)
@@ -188,10 +189,17 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
     block = _check_block("quantize", shape, block)
     f = builder.Function("quantize")
     x = f.arg(shape, dtype)
+    _check(not (transposed and swizzle), "quantize", "transposed outputs take no swizzle")
     results = []
-    for blk in (block, _transposed(block)) if columnwise else (block,):
+    # The second pair's blocks of x: its columns (columnwise) or the rowwise ones again; written
+    # transposed, its block is given in the data's (transposed) dimensions.
+    second = _transposed(block) if columnwise else block
+    pairs = [(block, False)] + [(_transposed(second), True)] * transposed + \
+        [(second, False)] * (columnwise and not transposed)
+    for blk, written_transposed in pairs:
         data, scales, *tensor_scale = f.quantize(x, blk, elem, scale_type,
-                                                 None if scale_type == "f8E4M3FN" else rounding)
+                                                 None if scale_type == "f8E4M3FN" else rounding,
+                                                 transposed=written_transposed)
         if swizzle:
             layout = "blockwise" if scale_type == "f32" else "tiles"
             scales = f.swizzle(scales, _unscaled_dim("quantize", blk), layout)
@@ -201,20 +209,25 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
 
 
 def quantize(x, block: Block = 32, elem="f8E4M3FN", scale_type="f8E8M0FNU", rounding: str = "ceil", *,
-             swizzle: bool = False, columnwise: bool = False, target: str | None = None):
+             swizzle: bool = False, columnwise: bool = False, transposed: bool = False,
+             target: str | None = None):
     """`mx.quantize` of x (float32, bfloat16 or float16; numpy or torch): (data, scales) as
     reference.quantize returns them, plus the tensor scale (a 0-D f32) that NVFP4 computes
     (f4E2M1FN data with f8E4M3FN scales, block 16; `rounding` does not apply to E4M3 scales).
     `swizzle` lays the scales out for the GEMM (128x4 tiles; GEMM-ready blockwise for f32 scales).
     `columnwise` also quantizes with the block transposed in the last two dimensions, in the same
     program (one fused kernel on the GPU), and appends that pair: (data, scales, col_data,
-    col_scales)."""
+    col_scales). `transposed` appends a pair written transposed, GEMM-ready for a GEMM that reads
+    x K-outer (Transformer Engine's cast+transpose, one kernel on the GPU): the columnwise pair as
+    reference.quantize(x^T, block) gives it when `columnwise` is set, else the same blocks as the
+    rowwise pair (one block per matrix: the rowwise bytes transposed)."""
     _check_tensor("quantize", "x", x)
     target = _target_of([x], target)
     shape, dtype = _describe(x)
     return _run("quantize", quantize_kernel, target, [x], [dtype], shape, dtype,
                 _check_block("quantize", shape, block), _type_name("quantize", "element type", elem, _ELEMENTS),
-                _type_name("quantize", "scale type", scale_type, _SCALES), rounding, swizzle, columnwise)
+                _type_name("quantize", "scale type", scale_type, _SCALES), rounding, swizzle, columnwise,
+                transposed)
 
 
 @functools.cache
@@ -380,14 +393,22 @@ def scaled_matmul(a, a_scales, b, b_scales, a_block: Block = 32, b_block: Block 
 
 @functools.cache
 def quantize_delayed_kernel(shape: tuple[int, ...], dtype: str, slots: int, history_length: int, index: int,
-                            elem: str = "f8E4M3FN", *, target: str = "cpu") -> compiler.Kernel:
-    """The compiled delayed-scaling cast of tensor `index` of `slots` (mx.quantize_delayed)."""
+                            elem: str = "f8E4M3FN", transposed: bool = False, *,
+                            target: str = "cpu") -> compiler.Kernel:
+    """The compiled delayed-scaling cast of tensor `index` of `slots` (mx.quantize_delayed):
+    (data, scale_inv, new_history), or with `transposed` (data, scale_inv, transposed data,
+    new_history), the second cast reading the first's history (one kernel on the GPU)."""
     _check(dtype in WIDE_TYPES, "quantize_delayed", f"input dtype {dtype} is not one of {', '.join(WIDE_TYPES)}")
     _check(0 <= index < slots, "quantize_delayed", f"index {index} is outside the {slots} scales")
     f = builder.Function("quantize_delayed")
     x, scales = f.arg(shape, dtype), f.arg((slots,), "f32")
     history = f.arg((history_length, slots), "f32")
-    f.returns(*f.quantize_delayed(x, scales, history, index, elem))
+    data, scale_inv, new_history = f.quantize_delayed(x, scales, history, index, elem)
+    if not transposed:
+        f.returns(data, scale_inv, new_history)
+    else:
+        data_t, _, new_history = f.quantize_delayed(x, scales, new_history, index, elem, transposed=True)
+        f.returns(data, scale_inv, data_t, new_history)
     return compiler.compile(f, target)
 
 

@@ -113,6 +113,11 @@ def scales_shape(shape: Shape, block: Shape) -> tuple[int, ...]:
     return _block_layout(shape, block)[1]
 
 
+def transposed_shape(shape: Shape) -> tuple[int, ...]:
+    """`shape` with its last two dimensions swapped: the data of a `transposed` quantize."""
+    return (*shape[:-2], shape[-1], shape[-2])
+
+
 def _require_subnormals() -> None:
     # A library loaded with -ffast-math can switch on FTZ/DAZ process-wide; the oracle would then silently
     # flush 2**-127 scales and subnormal elements, so refuse to run rather than give wrong answers.

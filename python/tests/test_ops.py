@@ -42,6 +42,43 @@ def test_fused_rowwise_columnwise_swizzled(rng):
     assert_bits_equal(col_tiles, reference.swizzle(ref_col_scales, 1), "columnwise tiles")
 
 
+@pytest.mark.parametrize("shape, dtype, block, columnwise, scale_type, rounding", [
+    ((96, 160), ml_dtypes.bfloat16, (1, 32), True, "f8E8M0FNU", "ceil"),     # MXFP8's wgrad operands
+    ((2, 48, 64), np.float32, (1, 1, 32), True, "f8E8M0FNU", "floor"),
+    ((80, 48), np.float16, (80, 48), False, "f32", "exact"),                # per-tensor: one block
+    ((128, 256), ml_dtypes.bfloat16, (1, 128), True, "f32", "ceil"),        # 1x128 blocks along M
+])
+def test_quantize_transposed_matches_reference(rng, shape, dtype, block, columnwise, scale_type, rounding):
+    """The transposed pair is the reference quantize of x^T with the pair's blocks of x transposed."""
+    x = random_input(rng, shape, dtype)
+    data, scales, t_data, t_scales = mx.quantize(x, block, "f8E4M3FN", scale_type, rounding,
+                                                 columnwise=columnwise, transposed=True)
+    x_t = np.swapaxes(x, -1, -2)
+    t_block = block if columnwise else ops._transposed(block)
+    ref_data, ref_scales = reference.quantize(x, block, "f8E4M3FN", scale_type, rounding)
+    ref_t_data, ref_t_scales = reference.quantize(x_t, t_block, "f8E4M3FN", scale_type, rounding)
+    assert t_data.shape == reference.transposed_shape(shape)
+    assert_bits_equal(data, ref_data, "rowwise data")
+    assert_bits_equal(scales, ref_scales, "rowwise scales")
+    assert_bits_equal(t_data, ref_t_data, "transposed data")
+    assert_bits_equal(t_scales, ref_t_scales, "transposed scales")
+    if not columnwise and block == shape:  # one scale: the transposed bytes of the rowwise data
+        assert_bits_equal(t_data, np.swapaxes(data, -1, -2), "transposed bytes")
+
+
+def test_quantize_delayed_transposed_matches_reference(rng):
+    x = random_input(rng, (48, 80), ml_dtypes.bfloat16)
+    scales = np.array([2.0, 0.75, 8.0], np.float32)
+    history = rng.random((4, 3), dtype=np.float32)
+    kernel = ops.quantize_delayed_kernel((48, 80), "bf16", 3, 4, 1, "f8E5M2", transposed=True)
+    data, scale_inv, t_data, new_history = kernel(x, scales, history)
+    ref_data, ref_inv, ref_history = reference.quantize_delayed(x, scales, history, 1, "f8E5M2")
+    assert_bits_equal(data, ref_data, "data")
+    assert_bits_equal(t_data, ref_data.T, "transposed data")
+    assert_bits_equal(scale_inv, ref_inv, "scale_inv")
+    assert_bits_equal(new_history, ref_history, "new history")
+
+
 def test_dequantize_swizzle_unswizzle(rng):
     x = random_input(rng, (130, 64), np.float32)
     data, scales = reference.quantize(x, (1, 32))

@@ -150,6 +150,21 @@ Value buildTensorMax(OpBuilder &b, Location loc, Value input, BlockMax kind) {
   return tensor::ExtractOp::create(b, loc, max, zeros);
 }
 
+/// Swaps the last two dimensions of `source` (batch dimensions stay).
+Value transposeLastTwo(OpBuilder &b, Location loc, Value source) {
+  auto type = cast<RankedTensorType>(source.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> permutation =
+      llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(permutation[rank - 2], permutation[rank - 1]);
+  return linalg::TransposeOp::create(
+             b, loc, source,
+             createEmpty(b, loc, applyPermutation(type.getShape(), permutation),
+                         type.getElementType()),
+             permutation)
+      .getResult()[0];
+}
+
 struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -165,6 +180,10 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
     ArrayRef<int64_t> block = op.getBlock();
     ScaleRounding rounding = op.getRounding();
     int64_t rank = dataType.getRank();
+    // A transposed quantize is the quantize of the transposed input.
+    Value input = op.getTransposed()
+                      ? transposeLastTwo(rewriter, loc, adaptor.getInput())
+                      : adaptor.getInput();
 
     bool nvfp4 = isNVFP4Scale(scaleType);
     // A given amax is the whole tensor's: the one block's (per-tensor) or
@@ -181,7 +200,7 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
                                                  rewriter.getF32Type()),
                            givenAmax)
                            .getResult()
-                     : buildBlockAmax(rewriter, loc, adaptor.getInput(), block);
+                     : buildBlockAmax(rewriter, loc, input, block);
     // NVFP4's tensor scale, given or from the amax of the finite elements.
     Value tensorScale;
     if (nvfp4 && adaptor.getTensorScale())
@@ -191,7 +210,7 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
       tensorScale = buildNVFP4TensorScale(
           rewriter, loc,
           givenAmax ? givenAmax
-                    : buildTensorMax(rewriter, loc, adaptor.getInput(),
+                    : buildTensorMax(rewriter, loc, input,
                                      BlockMax::finiteMagnitude));
 
     // Per block: the stored scale and the f32 factor applied to elements (the
@@ -225,7 +244,7 @@ struct QuantizeOpLowering : OpConversionPattern<QuantizeOp> {
 
     auto dataOp = linalg::GenericOp::create(
         rewriter, loc, TypeRange{dataType},
-        ValueRange{adaptor.getInput(), scalesOp.getResult(1)},
+        ValueRange{input, scalesOp.getResult(1)},
         ValueRange{createEmpty(rewriter, loc, dataType.getShape(), elementType)},
         SmallVector<AffineMap>{identity, getBlockMap(ctx, block), identity},
         parallelIterators(rank),
@@ -282,21 +301,6 @@ struct DequantizeOpLowering : OpConversionPattern<DequantizeOp> {
     return success();
   }
 };
-
-/// Swaps the last two dimensions of `source` (batch dimensions stay).
-Value transposeLastTwo(OpBuilder &b, Location loc, Value source) {
-  auto type = cast<RankedTensorType>(source.getType());
-  int64_t rank = type.getRank();
-  SmallVector<int64_t> permutation =
-      llvm::to_vector(llvm::seq<int64_t>(0, rank));
-  std::swap(permutation[rank - 2], permutation[rank - 1]);
-  return linalg::TransposeOp::create(
-             b, loc, source,
-             createEmpty(b, loc, applyPermutation(type.getShape(), permutation),
-                         type.getElementType()),
-             permutation)
-      .getResult()[0];
-}
 
 /// Tiling a padded `[..., R', C']` matrix is one transpose of its view as
 /// `[..., R'/128, 4, 32, C'/4, 4]` that swaps the 4 and the C'/4; it is its
@@ -570,11 +574,14 @@ struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
     };
     Value scale = tensor::ExtractOp::create(rewriter, loc, adaptor.getScales(),
                                             ValueRange{index(op.getIndex())});
+    Value input = op.getTransposed()
+                      ? transposeLastTwo(rewriter, loc, adaptor.getInput())
+                      : adaptor.getInput();
 
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     Value data =
         linalg::GenericOp::create(
-            rewriter, loc, TypeRange{dataType}, ValueRange{adaptor.getInput()},
+            rewriter, loc, TypeRange{dataType}, ValueRange{input},
             ValueRange{
                 createEmpty(rewriter, loc, dataType.getShape(), elementType)},
             SmallVector<AffineMap>(2, identity), parallelIterators(rank),

@@ -248,3 +248,27 @@ func.func @block_longer_than_dimension(%x: tensor<4x64xf32>) -> tensor<4x1xf32> 
   %d, %s = mx.quantize %x block [1, 4611686018427387904] rounding exact : tensor<4x64xf32> -> tensor<4x64xf8E4M3FN>, tensor<4x1xf32>
   return %s : tensor<4x1xf32>
 }
+
+// -----
+
+// A transposed quantize quantizes the transposed input: the blocks, the amax
+// and the cast all read the transpose.
+// CHECK-LABEL: func @quantize_transposed
+// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<64x32xbf16>) outs(%{{.*}} : tensor<32x64xbf16>) permutation = [1, 0]
+// CHECK: tensor.expand_shape %[[T]]
+// CHECK: linalg.generic {{.*}} ins(%[[T]], %{{.*}} : tensor<32x64xbf16>, tensor<32x2xf32>)
+func.func @quantize_transposed(%x: tensor<64x32xbf16>) -> (tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x transposed block [1, 32] : tensor<64x32xbf16> -> tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU>
+  return %d, %s : tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU>
+}
+
+// -----
+
+// CHECK-LABEL: func @quantize_delayed_transposed
+// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<64x128xbf16>) outs(%{{.*}} : tensor<128x64xbf16>) permutation = [1, 0]
+// CHECK: linalg.generic {{.*}} ins(%[[T]] : tensor<128x64xbf16>) outs(%{{.*}} : tensor<128x64xf8E4M3FN>)
+func.func @quantize_delayed_transposed(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1 transposed
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %i, %h1 : tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+}

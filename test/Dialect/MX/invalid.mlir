@@ -671,3 +671,30 @@ func.func @amax_given_tensor_scale(%x: tensor<64x128xf32>, %t: tensor<f32>, %a: 
   %q, %s = mx.quantize %x block [1, 16] tensor_scale(%t : tensor<f32>) amax(%a : tensor<f32>) : tensor<64x128xf32> -> tensor<64x128xf4E2M1FN>, tensor<64x8xf8E4M3FN>
   return
 }
+
+// -----
+
+func.func @quantize_transposed_shape(%x: tensor<256x96xbf16>) {
+  // expected-error @+1 {{'mx.quantize' op transposed data shape [256, 96] must be the input shape with its last two dimensions swapped, [96, 256]}}
+  %d, %s = mx.quantize %x transposed block [1, 32]
+      : tensor<256x96xbf16> -> tensor<256x96xf8E4M3FN>, tensor<256x3xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_transposed_scales(%x: tensor<256x96xbf16>) {
+  // expected-error @+1 {{'mx.quantize' op expected scales of shape [96, 8] (ceil of data shape [96, 256] / block [1, 32]), got [256, 3]}}
+  %d, %s = mx.quantize %x transposed block [1, 32]
+      : tensor<256x96xbf16> -> tensor<96x256xf8E4M3FN>, tensor<256x3xf8E8M0FNU>
+  return
+}
+
+// -----
+
+func.func @quantize_delayed_transposed_shape(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op transposed data shape [64, 128] must be the input shape with its last two dimensions swapped, [128, 64]}}
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1 transposed
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return
+}

@@ -157,3 +157,17 @@ func.func @mxfp6_mxint8(%x: tensor<64x128xbf16>) -> tensor<64x64xf32> {
       : tensor<64x128xf6E3M2FN>, tensor<64x4xf8E8M0FNU>, tensor<64x128xi8>, tensor<64x4xf8E8M0FNU> -> tensor<64x64xf32>
   return %p : tensor<64x64xf32>
 }
+
+// CHECK-LABEL: func @quantize_transposed
+// CHECK: mx.quantize %{{.*}} transposed block [1, 32] : tensor<256x96xbf16> -> tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>
+// CHECK: mx.quantize %{{.*}} transposed block [1, 64, 128] rounding exact : tensor<2x128x64xf32> -> tensor<2x64x128xf8E4M3FN>, tensor<2x1x1xf32>
+// CHECK: mx.quantize_delayed %{{.*}}, %{{.*}}, %{{.*}} index 1 transposed : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+func.func @quantize_transposed(%x: tensor<256x96xbf16>, %b: tensor<2x128x64xf32>, %d: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  %xt, %xts = mx.quantize %x transposed block [1, 32]
+      : tensor<256x96xbf16> -> tensor<96x256xf8E4M3FN>, tensor<96x8xf8E8M0FNU>
+  %bt, %bts = mx.quantize %b transposed block [1, 64, 128] rounding exact
+      : tensor<2x128x64xf32> -> tensor<2x64x128xf8E4M3FN>, tensor<2x1x1xf32>
+  %y, %i, %h1 = mx.quantize_delayed %d, %s, %h index 1 transposed
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return
+}

@@ -44,6 +44,10 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op, Chip chip,
                                                   std::string &reason) {
   MatrixBlock m = getMatrixBlock(op);
   Type elementType = op.getData().getType().getElementType();
+  if (op.getTransposed()) {
+    reason = "no GPU kernel computes a transposed quantize yet";
+    return std::nullopt;
+  }
   ElementFormat format = getVerifiedElementFormat(elementType);
   // FP4 has kernels of its own, which write no swizzle.
   if (format.takesNVFP4Scales()) {

@@ -287,6 +287,8 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
   LogicalResult matchAndRewrite(QuantizeDelayedOp op,
                                 PatternRewriter &rewriter) const override {
     RankedTensorType inputType = op.getInput().getType();
+    if (op.getTransposed())
+      return rewriter.notifyMatchFailure(op, "transposed");
     if (!isChunked(inputType.getNumElements()))
       return rewriter.notifyMatchFailure(op, "element count not chunked");
     std::optional<ElementConversion> conversion =
@@ -421,6 +423,9 @@ std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
     input = amax.getInput();
   else if (auto delayed = dyn_cast<QuantizeDelayedOp>(op))
     input = delayed.getInput();
+  if (auto delayed = dyn_cast<QuantizeDelayedOp>(op);
+      delayed && delayed.getTransposed())
+    return "no GPU kernel computes a transposed quantize_delayed yet";
   if (input &&
       !isChunked(cast<RankedTensorType>(input.getType()).getNumElements()))
     return "the per-tensor GPU kernels need the element count of the tensor "

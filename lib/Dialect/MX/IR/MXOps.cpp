@@ -32,6 +32,12 @@ SmallVector<int64_t> mx::getScalesShape(ArrayRef<int64_t> shape,
   return scalesShape;
 }
 
+SmallVector<int64_t> mx::getTransposedShape(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> transposed(shape);
+  std::swap(transposed[shape.size() - 2], transposed[shape.size() - 1]);
+  return transposed;
+}
+
 SmallVector<int64_t> mx::getSwizzledShape(int64_t rows, int64_t cols) {
   return {llvm::divideCeilSigned(rows, SwizzleTiles::kRows),
           llvm::divideCeilSigned(cols, SwizzleTiles::kCols),
@@ -202,26 +208,37 @@ static LogicalResult verifyFormat(Operation *op, StringRef name,
 //===----------------------------------------------------------------------===//
 
 /// Checks what every quantize shares: static shapes, an input of rank >= 2
-/// and data of the input's shape.
+/// and data of the input's shape, or of its transpose (the last two
+/// dimensions swapped) when `transposed`.
 static LogicalResult verifyQuantizedData(Operation *op, RankedTensorType input,
-                                         RankedTensorType data) {
+                                         RankedTensorType data,
+                                         bool transposed) {
   if (failed(verifyStaticShapes(op)) ||
       failed(verifyDataRank(op, "input", input)))
     return failure();
-  if (data.getShape() != input.getShape())
+  if (!transposed && data.getShape() != input.getShape())
     return op->emitOpError("data shape ")
            << formatShape(data.getShape()) << " must equal the input shape "
            << formatShape(input.getShape());
+  if (transposed && data.getShape() != ArrayRef<int64_t>(getTransposedShape(
+                                           input.getShape())))
+    return op->emitOpError("transposed data shape ")
+           << formatShape(data.getShape())
+           << " must be the input shape with its last two dimensions "
+              "swapped, "
+           << formatShape(getTransposedShape(input.getShape()));
   return success();
 }
 
 LogicalResult QuantizeOp::verify() {
   if (failed(verifyQuantizedData(*this, getInput().getType(),
-                                 getData().getType())))
+                                 getData().getType(), getTransposed())))
     return failure();
-  ArrayRef<int64_t> shape = getInput().getType().getShape();
-  if (failed(verifyBlockScales(*this, "input", shape, getBlock(),
-                               getScales().getType())))
+  // Blocks and scales are those of the data: the input's shape, or its
+  // transpose.
+  ArrayRef<int64_t> shape = getData().getType().getShape();
+  if (failed(verifyBlockScales(*this, getTransposed() ? "data" : "input",
+                               shape, getBlock(), getScales().getType())))
     return failure();
   Type scaleType = getScales().getType().getElementType();
   if (getRounding() == ScaleRounding::exact && !scaleType.isF32())
@@ -480,7 +497,7 @@ LogicalResult QuantizeDelayedOp::verify() {
            << " data: the other formats are quantized with block scales "
               "(mx.quantize)";
   if (failed(verifyQuantizedData(*this, getInput().getType(),
-                                 getData().getType())))
+                                 getData().getType(), getTransposed())))
     return failure();
   ArrayRef<int64_t> shape = getInput().getType().getShape();
   SmallVector<int64_t> ones(shape.size(), 1);

@@ -197,18 +197,29 @@ bool computesTensorScale(QuantizeOp op) {
 constexpr StringLiteral kSingleScale =
     "a per-tensor scale, which every element shares";
 
+/// The loops of a (possibly transposed) quantize's input: the data's loops,
+/// with the last two swapped where the data is the input's transpose.
+SmallVector<int64_t> getInputLoops(ArrayRef<int64_t> dataLoops,
+                                   bool transposed) {
+  return transposed ? getTransposedShape(dataLoops)
+                    : SmallVector<int64_t>(dataLoops);
+}
+
 LoopModel buildModel(QuantizeOp op) {
   LoopModel model(op.getContext());
-  RankedTensorType input = op.getInput().getType();
   RankedTensorType scales = op.getScales().getType();
   bool perTensor = isPerTensor(op);
   // One amax over the whole tensor: any split works, the amax is reduced.
   SmallVector<int64_t> block(op.getBlock());
   if (perTensor)
     block.assign(block.size(), 1);
+  // Blocks are the data's; a transposed input is read along swapped loops
+  // (the loops are then named by the data's dimensions).
   SmallVector<int64_t> loops = addBlockedLoops(
-      model, "input", input, block, scales.getShape(), /*blockLocal=*/true);
-  model.addTensor("input", input, loops);
+      model, op.getTransposed() ? "data" : "input", op.getData().getType(), block,
+                      scales.getShape(), /*blockLocal=*/true);
+  model.addTensor("input", op.getInput().getType(),
+                  getInputLoops(loops, op.getTransposed()));
   for (Value scalar : {op.getTensorScale(), op.getAmax()})
     if (scalar)
       model.addTensor("tensor scale", scalar.getType(), {});
@@ -409,12 +420,14 @@ std::pair<int64_t, int64_t> addHistoryLoops(LoopModel &model,
 
 LoopModel buildModel(QuantizeDelayedOp op) {
   LoopModel model(op.getContext());
-  RankedTensorType input = op.getInput().getType();
+  RankedTensorType data = op.getData().getType();
   SmallVector<int64_t> loops;
-  for (auto [d, size] : llvm::enumerate(input.getShape()))
-    loops.push_back(model.addLoop(makeRule(dimensionName(d, "input"), size)));
+  for (auto [d, size] : llvm::enumerate(data.getShape()))
+    loops.push_back(model.addLoop(makeRule(
+        dimensionName(d, op.getTransposed() ? "data" : "input"), size)));
   auto [rows, cols] = addHistoryLoops(model, op.getHistory().getType());
-  model.addTensor("input", input, loops);
+  model.addTensor("input", op.getInput().getType(),
+                  getInputLoops(loops, op.getTransposed()));
   model.addTensor("scales", op.getScales().getType(), {cols});
   model.addTensor("history", op.getHistory().getType(), {rows, cols});
   model.addTensor("data", op.getData().getType(), loops);
@@ -671,7 +684,8 @@ LogicalResult partitionOp(QuantizeOp op, const Partitioning &p) {
       [&](unsigned i) -> Type { return p.getShardType(i); });
   auto quantize =
       QuantizeOp::create(b, types, input, /*tensor_scale=*/Value(), amax,
-                         op.getBlockAttr(), op.getRoundingAttr());
+                         op.getBlockAttr(), op.getRoundingAttr(),
+                         op.getTransposedAttr());
   p.map.map(op->getResults(), quantize->getResults());
   return success();
 }

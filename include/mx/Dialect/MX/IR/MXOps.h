@@ -59,6 +59,10 @@ struct SwizzleTiles {
 llvm::SmallVector<int64_t> getScalesShape(llvm::ArrayRef<int64_t> shape,
                                           llvm::ArrayRef<int64_t> block);
 
+/// `shape` (rank >= 2) with its last two dimensions swapped: the data shape
+/// of a `transposed` quantize of an input of `shape`.
+llvm::SmallVector<int64_t> getTransposedShape(llvm::ArrayRef<int64_t> shape);
+
 /// Entries of the innermost dimension of blockwise GEMM-ready scales: the
 /// unscaled dimension is padded to a multiple of it.
 constexpr int64_t kBlockwisePadding = 4;

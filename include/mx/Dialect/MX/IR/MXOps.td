@@ -116,6 +116,26 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
         : tensor<64x128xbf16> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>
     ```
 
+    `transposed` quantizes the input with its last two dimensions swapped:
+    `data` and `scales` are exactly those of quantizing `transpose(input)`,
+    and `block` and the scales' shape are given in the data's (transposed)
+    dimensions. This is how a GEMM operand that the contraction reads
+    K-outer (the backward GEMMs' `W^T`, `dY^T`, `X^T`) is written GEMM-ready,
+    K-contiguous, by the quantize itself rather than by a byte transpose
+    afterwards (Hopper's FP8 tensor cores read K-major operands only). Where
+    the same input is also quantized as it is, the GPU lowering computes
+    both in one kernel that reads the input once (Transformer Engine's
+    cast+transpose); for one scale per matrix (per-tensor scaling) the
+    transposed data are then the transposed bytes of the other.
+
+    The columnwise MXFP8 operand of the weight gradient, GEMM-ready:
+
+    ```mlir
+    %xt, %xts = mx.quantize %x transposed block [1, 32]
+        : tensor<256x96xbf16> -> tensor<96x256xf8E4M3FN>,
+          tensor<96x8xf8E8M0FNU>
+    ```
+
     Attention-shaped V `[B, H, S, D]`, scaled along S:
 
     ```mlir
@@ -130,11 +150,12 @@ def MX_QuantizeOp : MX_Op<"quantize", [Pure, AttrSizedOperandSegments]> {
     Optional<MX_TensorScale>:$tensor_scale,
     Optional<MX_TensorScale>:$amax,
     DenseI64ArrayAttr:$block,
-    DefaultValuedAttr<MX_ScaleRoundingAttr, "::mx::ScaleRounding::ceil">:$rounding);
+    DefaultValuedAttr<MX_ScaleRoundingAttr, "::mx::ScaleRounding::ceil">:$rounding,
+    UnitAttr:$transposed);
   let results = (outs MX_ElementTensor:$data, MX_ScaleTensor:$scales,
                       Optional<MX_TensorScale>:$computed_tensor_scale);
   let assemblyFormat = [{
-    $input `block` $block (`rounding` `` $rounding^)?
+    $input (`transposed` $transposed^)? `block` $block (`rounding` `` $rounding^)?
     (`tensor_scale` `(` $tensor_scale^ `:` type($tensor_scale) `)`)?
     (`amax` `(` $amax^ `:` type($amax) `)`)? attr-dict
     `:` type($input) `->` type($data) `,` type($scales)
@@ -393,21 +414,34 @@ def MX_QuantizeDelayedOp : MX_Op<"quantize_delayed", [Pure]> {
     `scales` is `[N]` and `history` `[L, N]` for N quantized tensors with a
     history window of L steps; `index` (static) selects this tensor's column.
 
+    `transposed` casts the input with its last two dimensions swapped, as
+    `mx.quantize` does: `data` is `sat(transpose(x) * s)`, the GEMM-ready
+    K-contiguous operand of a backward GEMM; the amax is the same. A plain
+    and a transposed cast of one input with the same scales and index, the
+    second reading the first's `new_history` (or the same history), run as
+    one GPU kernel that reads the input once (Transformer Engine's
+    cast+transpose).
+
     Example:
 
     ```mlir
     %y, %sinv, %h1 = mx.quantize_delayed %x, %scales, %history index 1
         : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32>
         -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+    %yt, %sinv2, %h2 = mx.quantize_delayed %x, %scales, %h1 index 1 transposed
+        : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32>
+        -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
     ```
   }];
 
   let arguments = (ins MX_WideTensor:$input, 1DTensorOf<[F32]>:$scales,
-                       2DTensorOf<[F32]>:$history, I64Attr:$index);
+                       2DTensorOf<[F32]>:$history, I64Attr:$index,
+                       UnitAttr:$transposed);
   let results = (outs MX_ElementTensor:$data, TensorOf<[F32]>:$scale_inv,
                       2DTensorOf<[F32]>:$new_history);
   let assemblyFormat = [{
-    $input `,` $scales `,` $history `index` $index attr-dict
+    $input `,` $scales `,` $history `index` $index (`transposed` $transposed^)?
+    attr-dict
     `:` type($input) `,` type($scales) `,` type($history)
     `->` type($data) `,` type($scale_inv) `,` type($new_history)
   }];
