@@ -32,10 +32,14 @@ PASSES = [
     ["--mx-lower-to-nvvm=chip=sm_100a format=isa gemm=cublas"], ["--mx-lower-to-nvvm=chip=sm_90a format=isa gemm=kernel"],
     ["--convert-mx-to-cublas=chip=sm_100a gemm=auto"], ["--mx-lower-to-nvvm=chip=sm_90a format=isa gemm-config=consumers=3,waves=1,cluster=1x2"],
     ["--one-shot-bufferize=bufferize-function-boundaries", "--mx-guard-device-calls"],
+    ["--mx-partition"], ["--sharding-propagation", "--shard-partition"],
+    ["--mx-partition", "--mx-shard-single-device", "--mx-lower-to-cpu"],
+    ["--mx-partition", "--mx-lower-to-nvvm=chip=sm_90a format=isa"],
 ]
 EDGE_VALUES = [0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 127, 128, 129, 255, 256, 257,
                512, 1024, 2**31 - 1, 2**31, 2**32, 2**47, 2**48, 2**62, 2**63 - 1]
-SWAPS = [["f8E4M3FN", "f8E5M2", "f4E2M1FN", "f8E8M0FNU", "f32", "bf16", "f16"],
+SWAPS = [["f8E4M3FN", "f8E5M2", "f6E3M2FN", "f6E2M3FN", "f4E2M1FN", "i8", "f8E8M0FNU", "f32", "bf16", "f16"],
+         ["all_gather", "all_reduce", "reduce_scatter"], ["split_axes = [[0]]", "split_axes = [[1]]"],
          ["k_contiguous", "k_outer"], ["tiles", "blockwise"], ["ceil", "floor", "exact"],
          ["max", "most_recent"]]
 NUMBER = re.compile(r"(?<=[<x\[ ,(])\d+(?=[x\]>,) ])")
