@@ -200,6 +200,9 @@ class Program:
             results = self.runtime.call_mlir_function(self.lib, self.name, memrefs, result_ranks=self.ranks)
         finally:
             self.library.mxrtSetCallStream(None, 0)
+        # A result may be an argument returned as it is (the replicated per-tensor scale of the "gather"
+        # programs): the caller's memory, never freed here. Each other buffer is freed once.
+        freed = {m.allocated for m in memrefs}
         host = []
         for result, nbytes in zip(results, self.result_bytes):
             if keep:
@@ -207,7 +210,9 @@ class Program:
                 torch.cuda.current_stream().synchronize()
                 self.library.mxrtMemcpyDtoH(out.ctypes.data, ctypes.c_void_p(result.aligned), nbytes)
                 host.append(out)
-            self.library.mxrtFreeAsync(result.allocated, stream)
+            if result.allocated not in freed:
+                freed.add(result.allocated)
+                self.library.mxrtFreeAsync(result.allocated, stream)
         return host
 
 
