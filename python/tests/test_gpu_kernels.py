@@ -19,6 +19,7 @@ from conftest import (assert_bits_equal, build_gpu_programs, exact_matmul, load_
 from mx import reference, runtime, tools
 
 ROW, COL, ROW128, TILE128 = (1, 32), (32, 1), (1, 128), (128, 128)
+TRANSPOSED = "transposed"
 BF16, F16, F32 = ml_dtypes.bfloat16, np.float16, np.float32
 # Quantize programs: input shape and dtype, element type, scale type, rounding, and the outputs as
 # (block, swizzled) pairs; a block of None is one block per matrix (per-tensor scaling). Blocks name the
@@ -57,16 +58,23 @@ QUANTIZE = {
     "per_tensor_exact": ((300, 500), F32, "f8E5M2", "f32", "exact", [(None, False)]),
     "per_tensor_floor_f16": ((48, 40), F16, "f8E4M3FN", "f32", "floor", [(None, False)]),
     "per_tensor_batched": ((3, 70, 208), BF16, "f8E4M3FN", "f32", "exact", [(None, False)]),
+    # The cast+transpose kernel: TRANSPOSED is one block per matrix, written transposed.
+    "cast_transpose_bf16": ((192, 320), BF16, "f8E4M3FN", "f32", "exact", [(None, False), (TRANSPOSED, False)]),
+    "cast_transpose_partial_tiles": ((2, 80, 48), F32, "f8E5M2", "f32", "exact",
+                                     [(None, False), (TRANSPOSED, False)]),
+    "transposed_alone_f16": ((48, 208), F16, "f8E4M3FN", "f32", "ceil", [(TRANSPOSED, False)]),
 }
 AMAX = {  # input shape and dtype
     "amax_bf16": ((70, 208), BF16),
     "amax_f32_large": ((1000, 1040), F32),
     "amax_f16_batched": ((3, 5, 64, 48), F16),
 }
-DELAYED = {  # input shape and dtype, element type, history rows and columns, index
-    "delayed_bf16": ((70, 208), BF16, "f8E4M3FN", 16, 3, 1),
-    "delayed_f32_e5m2": ((300, 500), F32, "f8E5M2", 1, 5, 4),
-    "delayed_f16_batched": ((2, 64, 48), F16, "f8E4M3FN", 7, 2, 0),
+DELAYED = {  # input shape and dtype, element type, history rows and columns, index, transposed copy
+    "delayed_bf16": ((70, 208), BF16, "f8E4M3FN", 16, 3, 1, False),
+    "delayed_f32_e5m2": ((300, 500), F32, "f8E5M2", 1, 5, 4, False),
+    "delayed_f16_batched": ((2, 64, 48), F16, "f8E4M3FN", 7, 2, 0, False),
+    "delayed_cast_transpose": ((208, 96), BF16, "f8E4M3FN", 16, 3, 1, True),
+    "delayed_cast_transpose_batched": ((2, 64, 48), F32, "f8E5M2", 4, 2, 0, True),
 }
 UPDATE = {  # history rows and columns, element type, algorithm, margin
     "update_max": (16, 8, "f8E4M3FN", "max", 0),
@@ -119,8 +127,12 @@ def _type(shape, dtype):
 
 
 def _full_block(shape, block):
-    """The block of every dimension: 1 on batch dimensions, the whole matrix for None."""
-    return (1,) * (len(shape) - 2) + (tuple(shape[-2:]) if block is None else block)
+    """The block of every dimension: 1 on batch dimensions, the whole matrix for None or TRANSPOSED."""
+    return (1,) * (len(shape) - 2) + (tuple(shape[-2:]) if block in (None, TRANSPOSED) else block)
+
+
+def _output_shape(shape, block):
+    return reference.transposed_shape(shape) if block == TRANSPOSED else shape
 
 
 def _unscaled_dim(shape, block):
@@ -135,11 +147,13 @@ def quantize_source(name):
     shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
     body, results = [], []
     for index, (block, swizzled) in enumerate(outputs):
-        block = _full_block(shape, block)
-        data_type = _type(shape, reference.ELEMENT_TYPES[elem])
-        scales_shape = reference.scales_shape(shape, block)
+        transposed = " transposed" if block == TRANSPOSED else ""
+        data_shape = _output_shape(shape, block)
+        block = _full_block(data_shape, block)
+        data_type = _type(data_shape, reference.ELEMENT_TYPES[elem])
+        scales_shape = reference.scales_shape(data_shape, block)
         scales_type = _type(scales_shape, reference.SCALE_TYPES[scale_type])
-        body.append(f"  %d{index}, %s{index} = mx.quantize %x block {_attribute(block)} rounding "
+        body.append(f"  %d{index}, %s{index} = mx.quantize %x{transposed} block {_attribute(block)} rounding "
                     f"{rounding} : {_type(shape, dtype)} -> {data_type}, {scales_type}")
         results += [(f"%d{index}", data_type)]
         if swizzled:
@@ -159,13 +173,19 @@ def amax_source(name):
 
 
 def delayed_source(name):
-    shape, dtype, elem, rows, columns, index = DELAYED[name]
+    """The cast, and with a transposed copy the transposed cast reading its history (one kernel)."""
+    shape, dtype, elem, rows, columns, index, transposed = DELAYED[name]
     x, s, h = _type(shape, dtype), _type((columns,), F32), _type((rows, columns), F32)
     data, inverse = _type(shape, reference.ELEMENT_TYPES[elem]), _type((1,) * len(shape), F32)
     body = [f"  %d, %i, %h1 = mx.quantize_delayed %x, %s, %h index {index} : {x}, {s}, {h} -> "
             f"{data}, {inverse}, {h}"]
-    return tools.function_source(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body,
-                     [("%d", data), ("%i", inverse), ("%h1", h)])
+    results = [("%d", data), ("%i", inverse), ("%h1", h)]
+    if transposed:
+        data_t = _type(reference.transposed_shape(shape), reference.ELEMENT_TYPES[elem])
+        body.append(f"  %dt, %it, %h2 = mx.quantize_delayed %x, %s, %h1 index {index} transposed : "
+                    f"{x}, {s}, {h} -> {data_t}, {inverse}, {h}")
+        results = [("%d", data), ("%i", inverse), ("%dt", data_t), ("%h2", h)]
+    return tools.function_source(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body, results)
 
 
 def update_source(name):
@@ -257,8 +277,9 @@ def test_quantize_kernel(rng, libraries, name, specials):
     x = _test_input(rng, shape, dtype, specials)
     expected = []
     for block, swizzled in outputs:
-        block = _full_block(shape, block)
-        data, scales = reference.quantize(x, block, elem, scale_type, rounding)
+        source = np.swapaxes(x, -1, -2) if block == TRANSPOSED else x
+        block = _full_block(source.shape, block)
+        data, scales = reference.quantize(source, block, elem, scale_type, rounding)
         expected += [data, reference.swizzle(scales, _unscaled_dim(shape, block)) if swizzled else scales]
     run_gpu_program(libraries, name, [x], expected)
 
@@ -278,7 +299,7 @@ def test_quantize_delayed_kernel(rng, libraries, name, specials, scale):
     """Scales that saturate, keep and flush elements, or a NaN scale (with a sign and a payload); a NaN
     scale in another column. The history is read back whole: every entry but [0, index] must be
     copied."""
-    shape, dtype, elem, rows, columns, index = DELAYED[name]
+    shape, dtype, elem, rows, columns, index, transposed = DELAYED[name]
     x = _test_input(rng, shape, dtype, specials)
     scales = (np.exp2(rng.integers(-40, 40, columns)) * (rng.random(columns) + 0.5)).astype(np.float32)
     scales[(index + 1) % columns] = np.nan
@@ -286,8 +307,10 @@ def test_quantize_delayed_kernel(rng, libraries, name, specials, scale):
         scales.view(np.uint32)[index] = 0xFFC00042
     history = np.abs(rng.standard_normal((rows, columns))).astype(np.float32)
     history[0, index] = 123.0  # overwritten
-    run_gpu_program(libraries, name, [x, scales, history],
-                    list(reference.quantize_delayed(x, scales, history, index, elem)))
+    data, inverse, new_history = reference.quantize_delayed(x, scales, history, index, elem)
+    expected = [data, inverse, np.swapaxes(data, -1, -2), new_history] if transposed else \
+        [data, inverse, new_history]
+    run_gpu_program(libraries, name, [x, scales, history], expected)
 
 
 @pytest.mark.parametrize("name", list(UPDATE))

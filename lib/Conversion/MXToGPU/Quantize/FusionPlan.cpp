@@ -26,7 +26,8 @@ struct MatrixBlock {
 };
 
 MatrixBlock getMatrixBlock(QuantizeOp op) {
-  ArrayRef<int64_t> shape = op.getInput().getType().getShape().take_back(2);
+  // The block is the data's: the input's shape, or its transpose.
+  ArrayRef<int64_t> shape = op.getData().getType().getShape().take_back(2);
   ArrayRef<int64_t> block = op.getBlock().take_back(2);
   return {shape[0], shape[1], block[0], block[1]};
 }
@@ -37,6 +38,45 @@ bool isFusableRowwise(QuantizeOp op) {
   return m.blockRows == 1 && m.blockCols == kMXBlock;
 }
 
+/// The kernel of a transposed quantize: the per-tensor cast+transpose
+/// kernel, for one block per matrix of one-byte elements.
+std::optional<QuantizeKernel> getTransposedKernel(QuantizeOp op, Chip chip,
+                                                  std::string &reason) {
+  MatrixBlock m = getMatrixBlock(op);
+  Type elementType = op.getData().getType().getElementType();
+  if (m.blockRows < m.rows || m.blockCols < m.cols) {
+    reason = "the GPU kernels write transposed data for one block per matrix "
+             "(per-tensor scaling) only";
+    return std::nullopt;
+  }
+  if (getVerifiedElementFormat(elementType).isPacked() ||
+      !ElementConversion::get(elementType, chip)) {
+    llvm::raw_string_ostream(reason)
+        << "the cast+transpose GPU kernel has no conversion to "
+        << elementType << " on " << getChipName(chip);
+    return std::nullopt;
+  }
+  if (m.rows % kElementsPerLane || m.cols % kElementsPerLane) {
+    reason = "the cast+transpose GPU kernel needs both matrix dimensions to "
+             "be multiples of 16";
+    return std::nullopt;
+  }
+  return QuantizeKernel::perTensor;
+}
+
+/// Whether a plain and a transposed per-tensor quantize of one input can
+/// share the cast+transpose kernel: one element type, scale type, rounding
+/// and amax, and one block, where the kernel is built before the first.
+bool canShareCastTranspose(QuantizeOp plain, QuantizeOp transposed) {
+  return plain->getBlock() == transposed->getBlock() &&
+         plain.getAmax() == transposed.getAmax() &&
+         plain.getData().getType().getElementType() ==
+             transposed.getData().getType().getElementType() &&
+         plain.getScales().getType().getElementType() ==
+             transposed.getScales().getType().getElementType() &&
+         plain.getRounding() == transposed.getRounding();
+}
+
 /// The kernel that computes `op` on its own on `chip`, or the reason why none
 /// does. The K conditions of rowwise quantizations are checked once it is
 /// known whether they are fused.
@@ -44,10 +84,8 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op, Chip chip,
                                                   std::string &reason) {
   MatrixBlock m = getMatrixBlock(op);
   Type elementType = op.getData().getType().getElementType();
-  if (op.getTransposed()) {
-    reason = "no GPU kernel computes a transposed quantize yet";
-    return std::nullopt;
-  }
+  if (op.getTransposed())
+    return getTransposedKernel(op, chip, reason);
   ElementFormat format = getVerifiedElementFormat(elementType);
   // FP4 has kernels of its own, which write no swizzle.
   if (format.takesNVFP4Scales()) {
@@ -129,21 +167,37 @@ SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
 } // namespace
 
 QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
-  SmallVector<QuantizeOp> rowwise;
-  llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput;
+  SmallVector<QuantizeOp> rowwise, transposedCasts;
+  llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput,
+      plainCastsByInput;
   root->walk([&](QuantizeOp op) {
     std::string reason;
     std::optional<QuantizeKernel> kernel =
         getStandaloneKernel(op, chip, reason);
-    if (!kernel)
+    if (!kernel) {
       unsupported[op] = std::move(reason);
-    else if (*kernel == QuantizeKernel::rowwise)
+      return;
+    }
+    if (*kernel == QuantizeKernel::rowwise)
       rowwise.push_back(op);
     else if (*kernel == QuantizeKernel::stripColumnwise)
       columnwiseByInput[op.getInput()].push_back(op);
     else
       plan(op, *kernel, {});
+    if (*kernel == QuantizeKernel::perTensor)
+      (op.getTransposed() ? transposedCasts : plainCastsByInput[op.getInput()])
+          .push_back(op);
   });
+  // Each transposed cast takes the first plain cast of its input that it can
+  // share the cast+transpose kernel with.
+  for (QuantizeOp op : transposedCasts)
+    for (QuantizeOp plain : plainCastsByInput.lookup(op.getInput()))
+      if (!quantizes.lookup(plain).sibling &&
+          canShareCastTranspose(plain, op)) {
+        plan(plain, QuantizeKernel::perTensor, op);
+        plan(op, QuantizeKernel::perTensor, plain);
+        break;
+      }
 
   auto findSibling = [&](QuantizeOp op) -> QuantizeOp {
     if (!isFusableRowwise(op))
