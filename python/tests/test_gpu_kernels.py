@@ -19,7 +19,7 @@ from conftest import (assert_bits_equal, build_gpu_programs, exact_matmul, load_
 from mx import reference, runtime, tools
 
 ROW, COL, ROW128, TILE128 = (1, 32), (32, 1), (1, 128), (128, 128)
-TRANSPOSED = "transposed"
+TRANSPOSED, COL_T = "transposed", "columns transposed"
 BF16, F16, F32 = ml_dtypes.bfloat16, np.float16, np.float32
 # Quantize programs: input shape and dtype, element type, scale type, rounding, and the outputs as
 # (block, swizzled) pairs; a block of None is one block per matrix (per-tensor scaling). Blocks name the
@@ -63,6 +63,12 @@ QUANTIZE = {
     "cast_transpose_partial_tiles": ((2, 80, 48), F32, "f8E5M2", "f32", "exact",
                                      [(None, False), (TRANSPOSED, False)]),
     "transposed_alone_f16": ((48, 208), F16, "f8E4M3FN", "f32", "ceil", [(TRANSPOSED, False)]),
+    # MXFP8's columnwise quantization written transposed by the strip kernel (COL_T: [1, 32] blocks
+    # of the transposed data), with and without the rowwise one, tiled or linear scales.
+    "columns_transposed_fused": ((96, 200), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, False), (COL_T, False)]),
+    "columns_transposed_swizzled": ((2, 80, 72), F32, "f8E5M2", "f8E8M0FNU", "floor",
+                                    [(ROW, True), (COL_T, True)]),
+    "columns_transposed_alone": ((48, 100), F16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(COL_T, False)]),
 }
 AMAX = {  # input shape and dtype
     "amax_bf16": ((70, 208), BF16),
@@ -127,12 +133,14 @@ def _type(shape, dtype):
 
 
 def _full_block(shape, block):
-    """The block of every dimension: 1 on batch dimensions, the whole matrix for None or TRANSPOSED."""
-    return (1,) * (len(shape) - 2) + (tuple(shape[-2:]) if block in (None, TRANSPOSED) else block)
+    """The block of every dimension of data of `shape`: 1 on batch dimensions, the whole matrix for
+    None or TRANSPOSED, [1, 32] for COL_T."""
+    block = {None: tuple(shape[-2:]), TRANSPOSED: tuple(shape[-2:]), COL_T: ROW}.get(block, block)
+    return (1,) * (len(shape) - 2) + block
 
 
 def _output_shape(shape, block):
-    return reference.transposed_shape(shape) if block == TRANSPOSED else shape
+    return reference.transposed_shape(shape) if block in (TRANSPOSED, COL_T) else shape
 
 
 def _unscaled_dim(shape, block):
@@ -147,7 +155,7 @@ def quantize_source(name):
     shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
     body, results = [], []
     for index, (block, swizzled) in enumerate(outputs):
-        transposed = " transposed" if block == TRANSPOSED else ""
+        transposed = " transposed" if block in (TRANSPOSED, COL_T) else ""
         data_shape = _output_shape(shape, block)
         block = _full_block(data_shape, block)
         data_type = _type(data_shape, reference.ELEMENT_TYPES[elem])
@@ -277,7 +285,7 @@ def test_quantize_kernel(rng, libraries, name, specials):
     x = _test_input(rng, shape, dtype, specials)
     expected = []
     for block, swizzled in outputs:
-        source = np.swapaxes(x, -1, -2) if block == TRANSPOSED else x
+        source = np.swapaxes(x, -1, -2) if block in (TRANSPOSED, COL_T) else x
         block = _full_block(source.shape, block)
         data, scales = reference.quantize(source, block, elem, scale_type, rounding)
         expected += [data, reference.swizzle(scales, _unscaled_dim(shape, block)) if swizzled else scales]

@@ -54,10 +54,18 @@ func.func @transposed_alone(%x: tensor<32x48xf32>) -> (tensor<48x32xf8E5M2>, ten
 
 // -----
 
-func.func @transposed_blocks(%x: tensor<64x64xbf16>) -> (tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>) {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels write transposed data for one block per matrix (per-tensor scaling) only}}
-  %t, %ts = mx.quantize %x transposed block [1, 32] : tensor<64x64xbf16> -> tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
-  return %t, %ts : tensor<64x64xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+func.func @transposed_blocks(%x: tensor<64x128xbf16>) -> (tensor<128x64xf8E4M3FN>, tensor<128x1xf32>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels write transposed data for one block per matrix (per-tensor scaling) and for [1, 32] blocks of the data only}}
+  %t, %ts = mx.quantize %x transposed block [1, 64] rounding exact : tensor<64x128xbf16> -> tensor<128x64xf8E4M3FN>, tensor<128x1xf32>
+  return %t, %ts : tensor<128x64xf8E4M3FN>, tensor<128x1xf32>
+}
+
+// -----
+
+func.func @transposed_columns_odd(%x: tensor<40x64xbf16>) -> (tensor<64x40xf8E4M3FN>, tensor<64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the transposed columnwise GPU kernel needs the input's rows to be a multiple of 16 and its columns a multiple of 4}}
+  %t, %ts = mx.quantize %x transposed block [1, 32] : tensor<40x64xbf16> -> tensor<64x40xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+  return %t, %ts : tensor<64x40xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
 }
 
 // -----
@@ -74,4 +82,21 @@ func.func @delayed_transposed_odd(%x: tensor<40x24xbf16>, %s: tensor<1xf32>, %h:
   // expected-error @+1 {{'mx.quantize_delayed' op has no GPU lowering: the cast+transpose GPU kernel needs both matrix dimensions to be multiples of 16}}
   %yt, %i, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<40x24xbf16>, tensor<1xf32>, tensor<4x1xf32> -> tensor<24x40xf8E4M3FN>, tensor<1x1xf32>, tensor<4x1xf32>
   return %yt : tensor<24x40xf8E4M3FN>
+}
+
+// -----
+
+// MXFP8's columnwise operand written GEMM-ready by the strip kernel fused
+// with the rowwise quantize: each lane stores a column's 16 codes as one
+// 16-byte chunk of a transposed row, and its scales at [column, row block].
+// CHECK-LABEL: func @mx_columns_transposed
+// CHECK: gpu.launch
+// CHECK-COUNT-4: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<192x96xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<192x3xf8E8M0FNU>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @mx_columns_transposed(%x: tensor<96x192xbf16>) -> (tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>, tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<96x192xbf16> -> tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>
+  %t, %ts = mx.quantize %x transposed block [1, 32] : tensor<96x192xbf16> -> tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>
+  return %d, %s, %t, %ts : tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>, tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>
 }

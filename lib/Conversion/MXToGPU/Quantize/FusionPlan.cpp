@@ -38,22 +38,33 @@ bool isFusableRowwise(QuantizeOp op) {
   return m.blockRows == 1 && m.blockCols == kMXBlock;
 }
 
-/// The kernel of a transposed quantize: the per-tensor cast+transpose
-/// kernel, for one block per matrix of one-byte elements.
+/// The kernel of a transposed quantize, of one-byte elements: the
+/// per-tensor cast+transpose kernel for one block per matrix, the strip
+/// kernel for [1, 32] blocks of the data (the input's columns).
 std::optional<QuantizeKernel> getTransposedKernel(QuantizeOp op, Chip chip,
                                                   std::string &reason) {
+  // In the data's dimensions: its rows are the input's columns.
   MatrixBlock m = getMatrixBlock(op);
   Type elementType = op.getData().getType().getElementType();
-  if (m.blockRows < m.rows || m.blockCols < m.cols) {
+  bool perTensor = m.blockRows >= m.rows && m.blockCols >= m.cols;
+  bool columns = m.blockRows == 1 && m.blockCols == kMXBlock;
+  if (!perTensor && !columns) {
     reason = "the GPU kernels write transposed data for one block per matrix "
-             "(per-tensor scaling) only";
+             "(per-tensor scaling) and for [1, 32] blocks of the data only";
     return std::nullopt;
   }
   if (getVerifiedElementFormat(elementType).isPacked() ||
       !ElementConversion::get(elementType, chip)) {
     llvm::raw_string_ostream(reason)
-        << "the cast+transpose GPU kernel has no conversion to "
-        << elementType << " on " << getChipName(chip);
+        << "no GPU kernel writes transposed " << elementType << " data on "
+        << getChipName(chip);
+    return std::nullopt;
+  }
+  if (columns) {
+    if (m.cols % kElementsPerLane == 0 && m.rows % kStripCols == 0)
+      return QuantizeKernel::stripColumnwise;
+    reason = "the transposed columnwise GPU kernel needs the input's rows to "
+             "be a multiple of 16 and its columns a multiple of 4";
     return std::nullopt;
   }
   if (m.rows % kElementsPerLane || m.cols % kElementsPerLane) {

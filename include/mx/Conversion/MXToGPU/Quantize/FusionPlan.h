@@ -32,10 +32,11 @@ enum class QuantizeKernel {
   /// A `[1, w]` quantize alone, w a power-of-two multiple of 16 up to 512:
   /// MX (32) and FP8 blockwise 1-D (128) (RowwiseQuantize.cpp).
   rowwise,
-  /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp).
+  /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp);
+  /// or its transposed form (`transposed`, `[1, 32]` blocks of the data).
   stripColumnwise,
-  /// The `[1, 32]` and the `[32, 1]` quantize of one input, together by the
-  /// strip kernel (QuantizeStrips.cpp).
+  /// The `[1, 32]` and the `[32, 1]` (or transposed) quantize of one input,
+  /// together by the strip kernel (QuantizeStrips.cpp).
   stripFused,
   /// A `[128, 128]` quantize: one CTA per block (BlockwiseQuantize.cpp).
   blockwise2D,
