@@ -244,11 +244,12 @@ def step_kernels(layer, x, dy):
     return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
-@pytest.mark.parametrize("recipe", ["per_tensor", "delayed"])
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8"])
 def test_step_launches_no_transpose_or_copy(recipe):
-    """The K-outer operands of dgrad and wgrad come from the cast+transpose kernel: one step of a
-    Linear launches mx's kernels only, no torch transpose or copy kernel (the delayed-scaling
-    history write-backs are memcpys, not kernels)."""
+    """The K-outer operands of dgrad and wgrad are written transposed by the quantize kernels
+    (cast+transpose; MXFP8's columnwise quantization): one step of a Linear launches mx's kernels
+    only, no torch transpose or copy kernel (the delayed-scaling history write-backs are memcpys,
+    not kernels). FP8 blockwise still transposes in torch (1x128 inputs, 128x128 weight)."""
     from mx.torch import Linear
     layer = Linear(LINEAR["k"], LINEAR["n"], bias=False, recipe=recipe, device="cuda")
     x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
