@@ -113,6 +113,13 @@ MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype
     "matmul_per_tensor": (64, 32, 128, (64, 128), (32, 128), "f32", False, np.float32),
     "matmul_mx": (256, 128, 512, (1, 32), (1, 32), "f8E8M0FNU", True, ml_dtypes.bfloat16),
 }
+# The generated GEMM kernels' epilogue operands (gemm=kernel): M, N, K, A block, B block, scale type,
+# output dtype, bias dtype (None: no bias), accumulate (an output D added: C += A B^T).
+EPILOGUE = {
+    "epilogue_wgrad_main_grad": (256, 384, 512, (1, 128), (1, 128), "f32", F32, None, True),
+    "epilogue_fprop_bias": (200, 136, 256, (200, 256), (136, 256), "f32", BF16, BF16, False),
+    "epilogue_mx_bias_accumulate": (256, 128, 512, ROW, ROW, "f8E8M0FNU", BF16, F32, True),
+}
 # Swizzle programs: linear scales shape, unscaled dim, scale dtype. Scales tiled along their
 # second-to-last dimension with C a multiple of 4 take the vector kernels, the rest the scalar ones.
 # The vector kernels give a thread 4, 2 or 1 tiles (the most that divide C / 4 and fit 16 bytes)
@@ -239,8 +246,33 @@ def matmul_source(name):
     return tools.function_source(name, args, body, [("%c", _type((m, n), out))])
 
 
+def epilogue_operands(rng, name):
+    """The quantized operands, and the bias and D the epilogue adds (of the product's magnitude)."""
+    m, n, k, a_block, b_block, scale_type, out, bias_dtype, accumulate = EPILOGUE[name]
+    operands = list(matmul_operands(rng, m, n, k, a_block, b_block, scale_type, swizzled=False))
+    size = np.sqrt(k)
+    if bias_dtype is not None:
+        operands.append((rng.standard_normal(n) * size).astype(bias_dtype))
+    if accumulate:
+        operands.append((rng.standard_normal((m, n)) * size).astype(out))
+    return operands
+
+
+def epilogue_source(name):
+    m, n, k, a_block, b_block, _, out, bias_dtype, accumulate = EPILOGUE[name]
+    operands = epilogue_operands(np.random.default_rng(0), name)  # only their types matter here
+    names = ["a", "as", "b", "bs", "bias"][:4 + (bias_dtype is not None)] + ["d"] * accumulate
+    types = [_type(x.shape, x.dtype) for x in operands]
+    clauses = "".join(f" {keyword}(%{v} : {t})" for keyword, v, t in zip(
+        ["bias"] * (bias_dtype is not None) + ["accumulate"] * accumulate, names[4:], types[4:]))
+    result = _type((m, n), out)
+    body = [f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block {_attribute(a_block)} rhs_block "
+            f"{_attribute(b_block)}{clauses} : {', '.join(types[:4])} -> {result}"]
+    return tools.function_source(name, [f"%{v}: {t}" for v, t in zip(names, types)], body, [("%c", result)])
+
+
 def sources():
-    return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: dequantize_source(n) for n in DEQUANTIZE},
+    return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: epilogue_source(n) for n in EPILOGUE}, **{n: dequantize_source(n) for n in DEQUANTIZE},
             **{n: swizzle_source(n) for n in SWIZZLE}, **{n: matmul_source(n) for n in MATMUL},
             **{n: amax_source(n) for n in AMAX}, **{n: delayed_source(n) for n in DELAYED},
             **{n: update_source(n) for n in UPDATE}}
@@ -248,6 +280,8 @@ def sources():
 
 def build(directory, chip=None):
     def lowering(name):
+        if name in EPILOGUE:  # FP8 with f32 scales has generated kernels on sm_90a only
+            return {"gemm": "kernel", **({"chip": "sm_90a"} if EPILOGUE[name][5] == "f32" else {})}
         if name not in MATMUL:
             return {}
         return {"gemm": "cublas", **({"chip": MX_CUBLAS_CHIP} if MATMUL[name][6] else {})}
@@ -386,6 +420,32 @@ def test_scaled_matmul_cublas(rng, libraries, name):
     exact = exact_matmul(*operands, a_block, b_block)
     tolerance = 3e-4 if out is np.float32 else 4e-3
     error = reference.matmul_error(got, exact)
+    assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"
+
+
+@pytest.mark.parametrize("name", list(EPILOGUE))
+def test_gemm_epilogue(rng, libraries, name):
+    """The generated kernel adds the bias and D in its epilogue: the float64 product plus both, within
+    the tolerances of test_scaled_matmul_cublas (bias and D are of the product's magnitude, so a
+    dropped term is an error of order 1)."""
+    out = EPILOGUE[name][6]
+    operands = epilogue_operands(rng, name)
+    if runtime.compute_capability() >= (10, 0) and EPILOGUE[name][5] == "f32":
+        pytest.skip("sm_100a has generated kernels for MX only")
+    buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(x)) for x in operands]
+    try:
+        result, = runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
+        got = result.to_numpy(out)
+        result.free()
+    finally:
+        for buffer in buffers:
+            buffer.close()
+    _, _, _, a_block, b_block, _, _, bias_dtype, accumulate = EPILOGUE[name]
+    expected = exact_matmul(*operands[:4], a_block, b_block)
+    for term in operands[4:]:
+        expected = expected + term.astype(np.float64)
+    tolerance = 3e-4 if out is F32 else 4e-3
+    error = reference.matmul_error(got, expected)
     assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"
 
 
