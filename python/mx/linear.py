@@ -168,7 +168,8 @@ class LinearPlan:
     """The kernels of a Linear with M tokens, K = in_features, N = out_features for one recipe,
     input and weight dtype and target: a TensorPlan per role (`shards` maps a role to its number of
     row shards: sequence-parallel inputs and gradients), the three GEMMs, and delayed scaling's
-    state updates."""
+    state updates. "fprop_bias" is fprop with a bias of the weight's dtype added in its epilogue
+    (where fprop is one scaled_matmul)."""
 
     def __init__(self, m: int, k: int, n: int, recipe, dtype: str, weight_dtype: str, target: str,
                  shards: dict[str, int] | tuple[tuple[str, int], ...] = ()):
@@ -187,6 +188,8 @@ class LinearPlan:
                 slots, recipe.history_len, recipe.element("grad" if state == "backward" else "input"),
                 recipe.algorithm, recipe.margin, target=target) for state, slots in DELAYED_STATES.items()}
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
+        if not isinstance(self.gemms["fprop"], DequantizedGemm):  # the bias added in fprop's epilogue
+            self.gemms["fprop_bias"] = self._gemm_kernel("fprop", bias=True)
 
     def _check_shapes(self, shards: dict[str, int]) -> None:
         multiple, name = self.recipe.required_multiple, self.recipe.name
@@ -199,7 +202,7 @@ class LinearPlan:
                              f"and out_features to be multiples of {multiple} (each is "
                              f"the K of one GEMM); got {', '.join(bad)}")
 
-    def _gemm_kernel(self, name: str) -> compiler.Kernel | DequantizedGemm:
+    def _gemm_kernel(self, name: str, bias: bool = False) -> compiler.Kernel | DequantizedGemm:
         lhs_role, lhs_side, rhs_role, rhs_side = GEMMS[name]
         operands = []
         for role, side in ((lhs_role, lhs_side), (rhs_role, rhs_side)):
@@ -215,4 +218,5 @@ class LinearPlan:
                                      for shape, elem, scales, block in ((a, a_elem, a_scales, a_block),
                                                                         (b, b_elem, b_scales, b_block))), out)
         return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
-                                        b_block, out, target=self.target)
+                                        b_block, out, bias_dtype=self.weight_dtype if bias else None,
+                                        target=self.target)

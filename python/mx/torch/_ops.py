@@ -12,7 +12,7 @@ the bits), which is how mx.torch runs, and is tested, without a GPU.
     mx::quantize_delayed(x, scales, history!, plan) -> (data, scales)
     mx::cast_transpose_delayed(x, scales, history!, plan) -> (data, scales, transposed data)
     mx::update_amax_history(history!, scales!, plan, state)
-    mx::gemm(a, a_scales, b, b_scales, plan, name) -> c  one of mx.linear.GEMMS
+    mx::gemm(a, a_scales, b, b_scales, plan, name, bias?) -> c   one of mx.linear.GEMMS (+ bias: fused)
     mx::transpose_bytes(t) -> t^T                        FP8 bytes, for the derived transposed
                                                          operands (sharded per-tensor, 128x128)
 
@@ -227,8 +227,12 @@ def _(history, scales, plan, state):
 # ---------------------------------------------------------------------------------------------------
 
 @torch.library.custom_op("mx::gemm", mutates_args=())
-def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, name: str) -> Tensor:
-    """a . b^T of two GEMM operands ([rows, K] each) of one of the plan's GEMMs."""
+def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, name: str,
+         bias: Tensor | None = None) -> Tensor:
+    """a . b^T of two GEMM operands ([rows, K] each) of one of the plan's GEMMs; with `bias` (of the
+    weight's dtype, where the plan has the GEMM's "_bias" kernel) added in the GEMM's epilogue."""
+    if bias is not None:
+        return _call(_PLANS[plan].gemms[name + "_bias"], a, a_scales, b, b_scales, bias)[0]
     kernel = _PLANS[plan].gemms[name]
     if isinstance(kernel, DequantizedGemm):
         return _call(kernel.lhs, a, a_scales)[0] @ _call(kernel.rhs, b, b_scales)[0].t()
@@ -236,7 +240,7 @@ def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, na
 
 
 @gemm.register_fake
-def _(a, a_scales, b, b_scales, plan, name):
+def _(a, a_scales, b, b_scales, plan, name, bias=None):
     made = _PLANS[plan]
     dtype = made.weight_dtype if name == "wgrad" else made.dtype
     return a.new_empty((a.shape[0], b.shape[0]), dtype=torch_dtype(dtype))

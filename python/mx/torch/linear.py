@@ -113,10 +113,13 @@ class _LinearFunction(torch.autograd.Function):
         inputs = made.tensors["input"]
         x_parts = quantize(inputs, x2d, need_wgrad, states, amax_group)
         (x_row,) = _operands(inputs, x_parts, ("row",), parallel)
-        y = torch.ops.mx.gemm(*x_row, *w_row, key, "fprop")
+        # The bias in fprop's epilogue, unless the partial outputs are summed after it (row-parallel).
+        fused = bias is not None and parallel.kind != "row" and "fprop_bias" in made.gemms and \
+            _ops.mlir_type(bias) == made.weight_dtype
+        y = torch.ops.mx.gemm(*x_row, *w_row, key, "fprop", bias if fused else None)
         if parallel.kind == "row":
             y = distributed.reduce_scatter_rows(y, parallel.group)
-        if bias is not None:
+        if bias is not None and not fused:
             y = y + bias.to(y.dtype)
         ctx.save_for_backward(*x_parts, *(w_col or ()))
         ctx.key, ctx.parallel, ctx.states, ctx.parts = key, parallel, states, len(x_parts)
