@@ -400,53 +400,47 @@ def test_swizzle_kernels(rng, libraries, name):
 
 @pytest.mark.parametrize("name", list(MATMUL))
 def test_scaled_matmul_cublas(rng, libraries, name):
-    """cuBLASLt through the compiled call. Tolerances: 4e-3 for bf16 (spec); for f32 output 3e-4, not
-    the spec's 1e-5: Hopper's FP8 tensor cores accumulate with less than f32 precision (measured
-    ~1.3e-4 here, identical to torch._scaled_mm on the same data)."""
+    """cuBLASLt through the compiled call, against the float64 product (tolerances: _check_product)."""
     m, n, k, a_block, b_block, _, swizzled, out = MATMUL[name]
     operands = quantized_operands(rng, name)
+    if swizzled and runtime.compute_capability() < (10, 0):
+        with pytest.raises(runtime.MXRuntimeError, match="not supported"):
+            _check_product(libraries, name, operands, out, None)
+        return
+    _check_product(libraries, name, operands, out, exact_matmul(*operands, a_block, b_block))
+
+
+def _check_product(libraries, name, operands, out, expected):
+    """Runs GEMM program `name` on `operands` and compares its [M, N] result of dtype `out` with the
+    float64 `expected`: 4e-3 for bf16 (spec); for f32 output 3e-4, not the spec's 1e-5: Hopper's FP8
+    tensor cores accumulate with less than f32 precision (measured ~1.3e-4 here, identical to
+    torch._scaled_mm on the same data)."""
     buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(x)) for x in operands]
     try:
-        if swizzled and runtime.compute_capability() < (10, 0):
-            with pytest.raises(runtime.MXRuntimeError, match="not supported"):
-                runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
-            return
         result, = runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
         got = result.to_numpy(out)
         result.free()
     finally:
         for buffer in buffers:
             buffer.close()
-    exact = exact_matmul(*operands, a_block, b_block)
     tolerance = 3e-4 if out is np.float32 else 4e-3
-    error = reference.matmul_error(got, exact)
+    error = reference.matmul_error(got, expected)
     assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"
 
 
 @pytest.mark.parametrize("name", list(EPILOGUE))
 def test_gemm_epilogue(rng, libraries, name):
     """The generated kernel adds the bias and D in its epilogue: the float64 product plus both, within
-    the tolerances of test_scaled_matmul_cublas (bias and D are of the product's magnitude, so a
-    dropped term is an error of order 1)."""
-    out = EPILOGUE[name][6]
-    operands = epilogue_operands(rng, name)
-    if runtime.compute_capability() >= (10, 0) and EPILOGUE[name][5] == "f32":
+    _check_product's tolerances (bias and D are of the product's magnitude, so a dropped term is an
+    error of order 1)."""
+    _, _, _, a_block, b_block, scale_type, out, _, _ = EPILOGUE[name]
+    if runtime.compute_capability() >= (10, 0) and scale_type == "f32":
         pytest.skip("sm_100a has generated kernels for MX only")
-    buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(x)) for x in operands]
-    try:
-        result, = runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
-        got = result.to_numpy(out)
-        result.free()
-    finally:
-        for buffer in buffers:
-            buffer.close()
-    _, _, _, a_block, b_block, _, _, bias_dtype, accumulate = EPILOGUE[name]
+    operands = epilogue_operands(rng, name)
     expected = exact_matmul(*operands[:4], a_block, b_block)
     for term in operands[4:]:
         expected = expected + term.astype(np.float64)
-    tolerance = 3e-4 if out is F32 else 4e-3
-    error = reference.matmul_error(got, expected)
-    assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"
+    _check_product(libraries, name, operands, out, expected)
 
 
 def test_dlpack_input(rng, libraries):

@@ -42,4 +42,3 @@ func.func @delayed_history(%x: tensor<64x64xbf16>, %s: tensor<2xf32>, %h: tensor
   %h3 = shard.shard %h2 to %rows : tensor<16x2xf32>
   return %h3 : tensor<16x2xf32>
 }
-
