@@ -112,8 +112,10 @@ class Function:
     def scaled_matmul(self, a: Value, a_scales: Value, b: Value, b_scales: Value,
                       a_block: Sequence[int], b_block: Sequence[int], dtype: str = "f32",
                       a_layout: str = "k_contiguous", b_layout: str = "k_contiguous",
-                      tensor_scales: tuple[Value, Value] | None = None) -> Value:
-        """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k]."""
+                      tensor_scales: tuple[Value, Value] | None = None, bias: Value | None = None,
+                      accumulator: Value | None = None) -> Value:
+        """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k], plus the
+        epilogue operands: `bias` [N] and `accumulator` (an output D of the result's type)."""
         def rows(v: Value, layout: str) -> int:
             return v.shape[-2] if layout == "k_contiguous" else v.shape[-1]
         result = self._value((*a.shape[:-2], rows(a, a_layout), rows(b, b_layout)), dtype)
@@ -121,6 +123,9 @@ class Function:
         if tensor_scales:
             clause = (f" tensor_scales({tensor_scales[0].name}, {tensor_scales[1].name} : "
                       f"{_types(tensor_scales)})")
+        for keyword, operand in (("bias", bias), ("accumulate", accumulator)):
+            if operand is not None:
+                clause += f" {keyword}({operand.name} : {operand.type})"
         self._op([result], f"mx.scaled_matmul {a.name}, {a_scales.name}, {b.name}, {b_scales.name} "
                            f"lhs_block {_list(a_block)} lhs_layout {a_layout} rhs_block {_list(b_block)} "
                            f"rhs_layout {b_layout}{clause} : {_types([a, a_scales, b, b_scales])} -> "

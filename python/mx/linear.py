@@ -7,13 +7,17 @@ machine with mx-opt, into mx.compiler's cache); mx.torch runs them on torch tens
 
 Quantizing a tensor of a role ("input" X [M, K], "weight" W [N, K], "grad" dY [M, N]) gives its
 *compact* parts, what crosses the wire when the tensor is sharded (spec section 12): the rowwise
-"data" and "scales", and, where the transposed operand cannot be derived from them, "col_data" and
-"col_scales": MXFP8's columnwise quantization ([rows, cols] data, [rows / 32, cols] scales), and the
-rowwise quantization of the transposed tensor ([cols, rows]) of FP8 blockwise's 1x128 activations
-and gradients and of MXFP4 (packed FP4 cannot be transposed as bytes). Per-tensor, delayed and
-128x128 blockwise derive the transposed operand from the rowwise bytes. `PartSpec.gather_dim` says
-along which dimension the parts of row shards concatenate. Turning compact parts into GEMM operands
-(byte transposes; the scale swizzle is part of each GEMM program) comes after any gather.
+"data" and "scales", and, where the transposed operand is not derived from them, "col_data" and
+"col_scales": MXFP8's columnwise quantization written transposed ([cols, rows] data, [cols, rows / 32]
+scales, GEMM-ready), the rowwise quantization of the transposed tensor ([cols, rows]) of FP8
+blockwise's 1x128 activations
+and gradients and of MXFP4 (packed FP4 cannot be transposed as bytes), and the transposed data
+([cols, rows], GEMM-ready) that per-tensor and delayed scaling of an unsharded tensor write in the
+same kernel as the rowwise data (Transformer Engine's cast+transpose: mx.quantize / mx.quantize_delayed
+`transposed`). Sharded per-tensor tensors and 128x128 blockwise derive the transposed operand from
+the (gathered) rowwise bytes. `PartSpec.gather_dim` says along which dimension the parts of row
+shards concatenate. Turning compact parts into GEMM operands (byte transposes where derived; the
+scale swizzle is part of each GEMM program) comes after any gather.
 
 A role may be sharded along its rows (`shards`): its kernels then quantize one shard of
 rows / shards rows. Per-tensor current scaling of a shard uses the amax shared by all shards (the
@@ -92,9 +96,21 @@ class TensorPlan:
         return self.shards > 1 and self.recipe.per_tensor and not isinstance(self.recipe, recipes.Delayed)
 
     @property
+    def writes_transposed(self) -> bool:
+        """Whether the quantize writes the transposed operand itself, beside the rowwise one
+        (cast+transpose: per-tensor and delayed scaling of an unsharded tensor)."""
+        return self.recipe.per_tensor and self.shards == 1
+
+    @property
+    def col_derivable(self) -> bool:
+        """Whether the transposed operand can be the rowwise bytes transposed (one scale, or
+        128x128 blocks): what a tensor gathered without its col parts falls back to."""
+        return self.recipe.per_tensor or self.recipe.block(self.role, 1, 1) == (128, 128)
+
+    @property
     def derives_col(self) -> bool:
         """Whether the transposed operand is the rowwise bytes transposed (no col parts)."""
-        return self.recipe.per_tensor or self.recipe.block(self.role, 1, 1) == (128, 128)
+        return self.col_derivable and not self.writes_transposed
 
     def wire_parts(self, sides) -> tuple[int, ...]:
         """The indices of the parts that GEMM operands of `sides` ("row", "col") read."""
@@ -111,13 +127,13 @@ class TensorPlan:
         specs = [PartSpec("data", (rows, cols), elem, 0),
                  PartSpec("scales", reference.scales_shape((rows, cols), block), scale,
                           None if self.recipe.per_tensor else 0)]
-        if col and not self.derives_col:
-            if isinstance(self.recipe, recipes.MXFP8):
-                specs += [PartSpec("col_data", (rows, cols), elem, 0),
-                          PartSpec("col_scales", reference.scales_shape((rows, cols), (32, 1)), scale, 0)]
-            else:  # the transposed shard quantized rowwise (1x128 blockwise, MXFP4)
-                specs += [PartSpec("col_data", (cols, rows), elem, 1),
-                          PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
+        if col and self.writes_transposed:  # one scale, the same for both
+            specs += [PartSpec("col_data", (cols, rows), elem, 1), PartSpec("col_scales", (1, 1), scale, None)]
+        elif col and not self.derives_col:
+            # MXFP8's columnwise quantization written transposed (GEMM-ready), or the transposed
+            # shard quantized rowwise (1x128 blockwise, MXFP4): the same shapes.
+            specs += [PartSpec("col_data", (cols, rows), elem, 1),
+                      PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
         return specs
 
     def _kernels(self) -> dict:
@@ -125,17 +141,23 @@ class TensorPlan:
         elem, scale_type = recipe.element(self.role), recipe.scale_type
         if isinstance(recipe, recipes.Delayed):
             state, index = DELAYED_SLOTS[self.role]
-            return {"delayed": ops.quantize_delayed_kernel(shape, wide, DELAYED_STATES[state],
-                                                           recipe.history_len, index, elem, target=target)}
+            delayed = [ops.quantize_delayed_kernel(shape, wide, DELAYED_STATES[state], recipe.history_len,
+                                                   index, elem, transposed, target=target)
+                       for transposed in (False, True)[:1 + self.writes_transposed]]
+            return dict(zip(("delayed", "delayed_both"), delayed))
         if self.shares_amax:
             return {"amax": _amax_kernel(shape, wide, target),
                     "cast": ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, target=target)}
         if isinstance(recipe, recipes.PerTensor):
-            return {"row": ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", target=target)}
+            per_tensor = [ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", transposed=transposed,
+                                              target=target)
+                          for transposed in (False, True)[:1 + self.writes_transposed]]
+            return dict(zip(("row", "both"), per_tensor))
         block = self.block()
         if isinstance(recipe, recipes.MXFP8):
             return {"row": ops.quantize_kernel(shape, wide, block, elem, target=target),
-                    "both": ops.quantize_kernel(shape, wide, block, elem, columnwise=True, target=target)}
+                    "both": ops.quantize_kernel(shape, wide, block, elem, columnwise=True, transposed=True,
+                                                target=target)}
         kernels = {"row": ops.quantize_kernel(shape, wide, block, elem, scale_type, target=target)}
         if not self.derives_col:
             kernels["col"] = ops.quantize_kernel(shape[::-1], wide, block, elem, scale_type, target=target)
@@ -146,7 +168,8 @@ class LinearPlan:
     """The kernels of a Linear with M tokens, K = in_features, N = out_features for one recipe,
     input and weight dtype and target: a TensorPlan per role (`shards` maps a role to its number of
     row shards: sequence-parallel inputs and gradients), the three GEMMs, and delayed scaling's
-    state updates."""
+    state updates. "fprop_bias" is fprop with a bias of the weight's dtype added in its epilogue
+    (where fprop is one scaled_matmul)."""
 
     def __init__(self, m: int, k: int, n: int, recipe, dtype: str, weight_dtype: str, target: str,
                  shards: dict[str, int] | tuple[tuple[str, int], ...] = ()):
@@ -165,6 +188,8 @@ class LinearPlan:
                 slots, recipe.history_len, recipe.element("grad" if state == "backward" else "input"),
                 recipe.algorithm, recipe.margin, target=target) for state, slots in DELAYED_STATES.items()}
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
+        if not isinstance(self.gemms["fprop"], DequantizedGemm):  # the bias added in fprop's epilogue
+            self.gemms["fprop_bias"] = self._gemm_kernel("fprop", bias=True)
 
     def _check_shapes(self, shards: dict[str, int]) -> None:
         multiple, name = self.recipe.required_multiple, self.recipe.name
@@ -177,7 +202,7 @@ class LinearPlan:
                              f"and out_features to be multiples of {multiple} (each is "
                              f"the K of one GEMM); got {', '.join(bad)}")
 
-    def _gemm_kernel(self, name: str) -> compiler.Kernel | DequantizedGemm:
+    def _gemm_kernel(self, name: str, bias: bool = False) -> compiler.Kernel | DequantizedGemm:
         lhs_role, lhs_side, rhs_role, rhs_side = GEMMS[name]
         operands = []
         for role, side in ((lhs_role, lhs_side), (rhs_role, rhs_side)):
@@ -193,4 +218,5 @@ class LinearPlan:
                                      for shape, elem, scales, block in ((a, a_elem, a_scales, a_block),
                                                                         (b, b_elem, b_scales, b_block))), out)
         return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
-                                        b_block, out, target=self.target)
+                                        b_block, out, bias_dtype=self.weight_dtype if bias else None,
+                                        target=self.target)

@@ -222,10 +222,8 @@ def _expected_parts(recipe, w32, states):
         return [data, scale_inv]
     block, elem = recipe.block("input", *w32.shape), recipe.element("input")
     parts = list(reference.quantize(w32, block, elem, recipe.scale_type))
-    if isinstance(recipe, recipes.MXFP8):
-        parts += list(reference.quantize(w32, (32, 1)))
-    else:  # quantized transposed
-        parts += list(reference.quantize(np.ascontiguousarray(w32.T), block, elem, recipe.scale_type))
+    # The transposed tensor quantized rowwise: also MXFP8's columnwise parts, written transposed.
+    parts += list(reference.quantize(np.ascontiguousarray(w32.T), block, elem, recipe.scale_type))
     return [_packed(p) for p in parts]
 
 

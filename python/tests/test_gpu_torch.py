@@ -231,6 +231,36 @@ def test_weight_is_quantized_once_per_value(monkeypatch):
     assert calls.count("weight") == 2
 
 
+def step_kernels(layer, x, dy):
+    """The names of the CUDA kernels that one training step of `layer` launches (torch.profiler),
+    after a first step that compiles and caches everything."""
+    from torch.profiler import ProfilerActivity, profile
+    layer(x).backward(dy)
+    x.grad = layer.weight.grad = None  # no gradient accumulation kernels in the step below
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        layer(x).backward(dy)
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8"])
+def test_step_launches_no_transpose_or_copy(recipe):
+    """The K-outer operands of dgrad and wgrad are written transposed by the quantize kernels
+    (cast+transpose; MXFP8's columnwise quantization): one step of a Linear launches mx's kernels
+    only, no torch transpose or copy kernel (the delayed-scaling history write-backs are memcpys,
+    not kernels). FP8 blockwise still transposes in torch (1x128 inputs, 128x128 weight)."""
+    from mx.torch import Linear
+    layer = Linear(LINEAR["k"], LINEAR["n"], bias=False, recipe=recipe, device="cuda")
+    x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(LINEAR["m"], LINEAR["n"], device="cuda", dtype=torch.bfloat16)
+    kernels = step_kernels(layer, x, dy)
+    print(f"{recipe}: {kernels}")
+    assert kernels, "the profiler saw no kernel"
+    torch_kernels = [k for k in kernels if "at::native" in k or "transpose" in k.lower() or "copy" in k.lower()]
+    assert not torch_kernels, f"torch kernels in the {recipe} step: {torch_kernels}"
+
+
 @pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
 def test_compile_fullgraph_equals_eager(recipe):
     """torch.compile(fullgraph=True) with the default backend (Inductor) of two converted bf16

@@ -165,13 +165,15 @@ def test_training_on_cpu_tracks_bf16(recipe):
 
 def test_custom_ops_are_registered_with_fake_implementations():
     from torch._subclasses.fake_tensor import FakeTensorMode
-    for name in ("quantize", "amax", "cast", "quantize_delayed", "update_amax_history", "gemm"):
+    for name in ("quantize", "amax", "cast", "quantize_delayed", "cast_transpose_delayed", "update_amax_history",
+                 "gemm"):
         assert hasattr(torch.ops.mx, name), name
     made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP8(), "bf16", "f32", "cpu")
     with FakeTensorMode():
         x = torch.empty(TOKENS, WIDTH, dtype=torch.bfloat16)
         parts = torch.ops.mx.quantize(x, made.tensors["input"].key, True)
-        assert [tuple(p.shape) for p in parts] == [(128, 128), (128, 4), (128, 128), (4, 128)]
+        # The columnwise parts written transposed, GEMM-ready: [K, M] data, [K, M / 32] scales.
+        assert [tuple(p.shape) for p in parts] == [(128, 128), (128, 4), (128, 128), (128, 4)]
         assert [p.dtype for p in parts] == [torch.float8_e4m3fn, torch.float8_e8m0fnu] * 2
         w = torch.empty(HIDDEN, WIDTH, dtype=torch.float8_e4m3fn)
         y = torch.ops.mx.gemm(parts[0], parts[1], w, torch.empty(HIDDEN, 4, dtype=torch.float8_e8m0fnu),

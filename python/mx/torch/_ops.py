@@ -10,9 +10,11 @@ the bits), which is how mx.torch runs, and is tested, without a GPU.
     mx::amax(x, plan) -> amax                            per-tensor current scaling of a shard, then
     mx::cast(x, amax, plan) -> [data, scales]            the cast with the shared (all-reduced) amax
     mx::quantize_delayed(x, scales, history!, plan) -> (data, scales)
+    mx::cast_transpose_delayed(x, scales, history!, plan) -> (data, scales, transposed data)
     mx::update_amax_history(history!, scales!, plan, state)
-    mx::gemm(a, a_scales, b, b_scales, plan, name) -> c  one of mx.linear.GEMMS
-    mx::transpose_bytes(t) -> t^T                        FP8 / E8M0 bytes, for the transposed operands
+    mx::gemm(a, a_scales, b, b_scales, plan, name, bias?) -> c   one of mx.linear.GEMMS (+ bias: fused)
+    mx::transpose_bytes(t) -> t^T                        FP8 bytes, for the derived transposed
+                                                         operands (sharded per-tensor, 128x128)
 
 `operand` turns compact parts into a GEMM operand (after any gather); it is plain torch, so a
 quantize that writes GEMM-ready operands itself changes only it.
@@ -126,7 +128,7 @@ def _empty(x: Tensor, shape, mlir: str) -> Tensor:
 def quantize(x: Tensor, plan: str, col: bool) -> list[Tensor]:
     """The compact parts of `x` (a TensorPlan's tensor or shard), with the col parts if `col`."""
     kernels = _PLANS[plan].kernels
-    if "both" in kernels and col:  # MXFP8: rowwise and columnwise in one kernel
+    if "both" in kernels and col:  # rowwise and columnwise (MXFP8) or transposed in one kernel
         return _call(kernels["both"], x)
     parts = _call(kernels["row"], x)
     if col and "col" in kernels:  # 1x128 blockwise: the transposed shard quantized rowwise
@@ -189,6 +191,20 @@ def _(x, scales, history, plan):
     return tuple(_fake_parts(x, plan, False))
 
 
+@torch.library.custom_op("mx::cast_transpose_delayed", mutates_args=("history",))
+def cast_transpose_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor, Tensor]:
+    """quantize_delayed, plus the transposed data (the GEMM-ready col_data) from the same kernel;
+    the col_scales are the same scales."""
+    data, scale_inv, data_t, new_history = _call(_PLANS[plan].kernels["delayed_both"], x, scales, history)
+    history.copy_(new_history)
+    return data, scale_inv, data_t
+
+
+@cast_transpose_delayed.register_fake
+def _(x, scales, history, plan):
+    return tuple(_fake_parts(x, plan, True)[:3])
+
+
 def _fake_parts(x: Tensor, plan: str, col: bool) -> list[Tensor]:
     return [_empty(x, spec.shape, spec.dtype) for spec in _PLANS[plan].parts(col)]
 
@@ -211,8 +227,12 @@ def _(history, scales, plan, state):
 # ---------------------------------------------------------------------------------------------------
 
 @torch.library.custom_op("mx::gemm", mutates_args=())
-def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, name: str) -> Tensor:
-    """a . b^T of two GEMM operands ([rows, K] each) of one of the plan's GEMMs."""
+def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, name: str,
+         bias: Tensor | None = None) -> Tensor:
+    """a . b^T of two GEMM operands ([rows, K] each) of one of the plan's GEMMs; with `bias` (of the
+    weight's dtype, where the plan has the GEMM's "_bias" kernel) added in the GEMM's epilogue."""
+    if bias is not None:
+        return _call(_PLANS[plan].gemms[name + "_bias"], a, a_scales, b, b_scales, bias)[0]
     kernel = _PLANS[plan].gemms[name]
     if isinstance(kernel, DequantizedGemm):
         return _call(kernel.lhs, a, a_scales)[0] @ _call(kernel.rhs, b, b_scales)[0].t()
@@ -220,7 +240,7 @@ def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, na
 
 
 @gemm.register_fake
-def _(a, a_scales, b, b_scales, plan, name):
+def _(a, a_scales, b, b_scales, plan, name, bias=None):
     made = _PLANS[plan]
     dtype = made.weight_dtype if name == "wgrad" else made.dtype
     return a.new_empty((a.shape[0], b.shape[0]), dtype=torch_dtype(dtype))
@@ -247,11 +267,12 @@ def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, T
     "row" is the tensor as it is, "col" its transpose."""
     if side == "row":
         return parts[0], parts[1]
-    if made.derives_col:  # per-tensor (one scale) or 128x128 blocks: transpose what is there
-        return torch.ops.mx.transpose_bytes(parts[0]), parts[1].t().contiguous()
-    if isinstance(made.recipe, recipes.MXFP8):
-        return torch.ops.mx.transpose_bytes(parts[2]), torch.ops.mx.transpose_bytes(parts[3])
-    return parts[2], parts[3]  # 1x128 blockwise: already quantized transposed
+    if len(parts) > 2 and parts[2] is not None:  # written transposed by the quantize (GEMM-ready)
+        return parts[2], parts[3]
+    if not made.col_derivable:
+        raise ValueError(f"mx.torch: the {made.role}'s transposed operand needs its col parts")
+    # Sharded per-tensor (one scale) or 128x128 blocks: transpose what is there.
+    return torch.ops.mx.transpose_bytes(parts[0]), parts[1].t().contiguous()
 
 
 def delayed_state(states: dict[str, tuple[Tensor, Tensor]], role: str) -> tuple[Tensor, Tensor]:

@@ -9,10 +9,12 @@ runs the fprop GEMM; backward quantizes the output gradient and runs dgrad and w
     wgrad  dW [N, K] = (dY^T) [N, M] . (X^T) [K, M]^T
 
 Each GEMM is one `mx.scaled_matmul` with K-contiguous operands: Hopper's FP8 tensor cores read
-K-major operands only, so the transposed operands are made from the compact quantized parts
-(mx.linear) by byte transposes, or quantized transposed (FP8 blockwise's 1x128 activations and
-gradients). Every kernel is a torch custom op (mx.torch._ops), so `torch.compile(fullgraph=True)`
-traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.
+K-major operands only, so the transposed operands are written by the quantize itself (per-tensor
+and delayed scaling: the cast+transpose kernel; MXFP8: the columnwise quantization written
+transposed; FP8 blockwise's 1x128 activations and gradients: quantized transposed), or made from the
+compact quantized parts (mx.linear) by byte transposes (128x128 blocks, and sharded per-tensor
+tensors after their gather). Every kernel is a torch custom op (mx.torch._ops), so
+`torch.compile(fullgraph=True)` traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.
 
 Delayed scaling keeps its scales and amax histories in buffers (`fp8_scale_forward`,
 `amax_history_forward`, `fp8_scale_backward`, `amax_history_backward`), so `state_dict()` carries
@@ -62,6 +64,9 @@ def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None) ->
     its own over `amax_group`."""
     if isinstance(made.recipe, recipes.Delayed):
         scales, history = _ops.delayed_state(states, made.role)
+        if col and made.writes_transposed:
+            data, scale_inv, data_t = torch.ops.mx.cast_transpose_delayed(t, scales, history, made.key)
+            return [data, scale_inv, data_t, scale_inv]
         return list(torch.ops.mx.quantize_delayed(t, scales, history, made.key))
     if made.shares_amax:
         if amax is None:
@@ -108,10 +113,13 @@ class _LinearFunction(torch.autograd.Function):
         inputs = made.tensors["input"]
         x_parts = quantize(inputs, x2d, need_wgrad, states, amax_group)
         (x_row,) = _operands(inputs, x_parts, ("row",), parallel)
-        y = torch.ops.mx.gemm(*x_row, *w_row, key, "fprop")
+        # The bias in fprop's epilogue, unless the partial outputs are summed after it (row-parallel).
+        fused = bias is not None and parallel.kind != "row" and "fprop_bias" in made.gemms and \
+            _ops.mlir_type(bias) == made.weight_dtype
+        y = torch.ops.mx.gemm(*x_row, *w_row, key, "fprop", bias if fused else None)
         if parallel.kind == "row":
             y = distributed.reduce_scatter_rows(y, parallel.group)
-        if bias is not None:
+        if bias is not None and not fused:
             y = y + bias.to(y.dtype)
         ctx.save_for_backward(*x_parts, *(w_col or ()))
         ctx.key, ctx.parallel, ctx.states, ctx.parts = key, parallel, states, len(x_parts)
@@ -206,7 +214,7 @@ class Linear(torch.nn.Linear):
         weight, plan = self.weight, made.tensors["weight"]
         gathered = getattr(weight, "mx_parts", None)
         if gathered is not None:
-            col = operand(plan, gathered, "col") if plan.derives_col or gathered[2] is not None else None
+            col = operand(plan, gathered, "col") if plan.col_derivable or gathered[2] is not None else None
             return operand(plan, gathered, "row"), col
         cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
         key = (weight._version, weight.data_ptr(), made.key) if cached else None

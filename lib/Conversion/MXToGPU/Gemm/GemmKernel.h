@@ -45,6 +45,8 @@ enum class KernelParameter {
                     // chunks: of A's swizzled E8M0 as rows of 128 bytes
   tensorMapBScales, // the same of B's
   tensorMapOut,     // tmaStore epilogue: CUtensorMap of the output
+  bias,             // [N] of the plan's bias type, added to every row
+  accumulator,      // row-major [M, N] of the output type, added (C += A B^T)
 };
 
 /// The parameters the kernel of `plan` takes, in order: the one list the
@@ -57,6 +59,7 @@ struct KernelArguments {
   mlir::Value aScales, bScales;
   mlir::Value out;
   mlir::Value tensorMapAScales, tensorMapBScales, tensorMapOut;
+  mlir::Value bias, accumulator;
 };
 
 /// The origin of one output tile, in elements (i32).
@@ -194,6 +197,10 @@ public:
   void storeFragment(
       TileOrigin origin, llvm::ArrayRef<mlir::Value> values, int64_t runLength,
       llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
+  /// `width` elements of an epilogue operand (`bias` or `accumulator`) of
+  /// `elementType` from element `index` (i32 or i64), as f32.
+  mlir::Value loadEpilogueOperand(mlir::Value pointer, mlir::Type elementType,
+                                  mlir::Value index, int64_t width);
   /// Stores the consumers' wgmma accumulators of one tile, one fragment per
   /// wave (f32, already scaled), as the plan's epilogue says.
   void storeWaves(const ConsumerThread &thread, TileOrigin origin,

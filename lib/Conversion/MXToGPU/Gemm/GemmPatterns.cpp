@@ -108,6 +108,12 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
     case KernelParameter::tensorMapOut:
       slot = &args.tensorMapOut;
       break;
+    case KernelParameter::bias:
+      slot = &args.bias;
+      break;
+    case KernelParameter::accumulator:
+      slot = &args.accumulator;
+      break;
     }
     *slot = argument;
   }
@@ -299,6 +305,12 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
                                  kSwizzleBytes * 8 /
                                      plan->outputType.getIntOrFloatBitWidth(),
                                  MXRT_SWIZZLE_128B}));
+        break;
+      case KernelParameter::bias:
+        arguments.push_back(pointer(op.getBias()));
+        break;
+      case KernelParameter::accumulator:
+        arguments.push_back(pointer(op.getAccumulator()));
         break;
       }
     }

@@ -255,13 +255,15 @@ LogicalResult chooseCluster(GemmPlan &plan, const GemmConfig &config,
 LogicalResult chooseEpilogue(GemmPlan &plan, const GemmConfig &config,
                              std::string &reason) {
   int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
+  // The bias and accumulate epilogues add to the registers' values.
   bool fits = !plan.usesTensorMemory() && plan.recipe != GemmRecipe::mxExact &&
+              !plan.biasType && !plan.accumulate &&
               (plan.n * outBytes) % 16 == 0 &&
               (plan.tileN * outBytes) % 128 == 0 && outBytes == 2;
   if (config.tmaStore && *config.tmaStore && !fits) {
     reason = "gemm-config: the TMA-store epilogue needs a bf16 or f16 output "
              "whose rows are multiples of 16 bytes, a tile of whole 64-column "
-             "panels, and an FP8 recipe";
+             "panels, an FP8 recipe, and no bias or accumulate operand";
     return failure();
   }
   // Measured on an H100 (bench/RESULTS.md): 5-30% faster than stores from
@@ -402,6 +404,9 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
   plan.a.rows = plan.m;
   plan.b.rows = plan.n;
   plan.outputType = op.getResult().getType().getElementType();
+  if (Value bias = op.getBias())
+    plan.biasType = getElementTypeOrSelf(bias.getType());
+  plan.accumulate = bool(op.getAccumulator());
   if (!isFP8(plan.a.elementType) || !isFP8(plan.b.elementType)) {
     reason = "the generated kernels take f8E4M3FN or f8E5M2 operands";
     return failure();
@@ -471,6 +476,10 @@ void GemmPlan::print(raw_ostream &os) const {
   os << " ctas=" << ctas() << " cluster=" << clusterM << "x" << clusterN
      << " group=" << groupRows << " epilogue="
      << (epilogue == GemmEpilogue::tmaStore ? "tma" : "registers");
+  if (biasType)
+    os << " bias=" << biasType;
+  if (accumulate)
+    os << " accumulate";
   if (recipe == GemmRecipe::mxExact)
     os << " dequant=" << dequantBuffers << "x" << dequantK;
   auto staging = [](ScaleStaging s) {

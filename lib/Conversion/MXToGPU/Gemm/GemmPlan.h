@@ -119,6 +119,11 @@ struct GemmPlan {
   OperandPlan a, b;
   mlir::Type outputType;
   int64_t m = 0, n = 0, k = 0;
+  // The epilogue's operands (mx.scaled_matmul `bias` and `accumulate`): the
+  // bias element type (null without a bias), and whether an existing output
+  // D of the output type is added. Both are added from registers.
+  mlir::Type biasType;
+  bool accumulate = false;
 
   // CTA tile: tileM rows of A, tileN rows of B, tileK FP8 bytes of K per
   // pipeline stage (one TMA box row, 128B-swizzled). SM90: each of the

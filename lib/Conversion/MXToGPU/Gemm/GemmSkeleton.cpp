@@ -57,6 +57,10 @@ SmallVector<KernelParameter> gemm::getKernelParameters(const GemmPlan &plan) {
     parameters.push_back(KernelParameter::tensorMapBScales);
   if (plan.epilogue == GemmEpilogue::tmaStore)
     parameters.push_back(KernelParameter::tensorMapOut);
+  if (plan.biasType)
+    parameters.push_back(KernelParameter::bias);
+  if (plan.accumulate)
+    parameters.push_back(KernelParameter::accumulator);
   return parameters;
 }
 
