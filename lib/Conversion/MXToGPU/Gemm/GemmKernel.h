@@ -210,7 +210,8 @@ private:
   void issueStageLoads(TileOrigin origin, mlir::Value kBlock, RingSlot slot);
   void loadOperandTile(mlir::Value map, int64_t StageLayout::*buffer,
                        mlir::Value k, mlir::Value rowOrigin, int64_t tileRows,
-                       bool shared, mlir::Value full, RingSlot slot);
+                       int64_t rowBytes, bool shared, mlir::Value full,
+                       RingSlot slot);
   void loadStageScales(const OperandPlan &operand, mlir::Value map,
                        int64_t StageLayout::*buffer,
                        mlir::Value kBlock, mlir::Value rowOrigin,

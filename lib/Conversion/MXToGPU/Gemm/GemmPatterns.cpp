@@ -20,6 +20,7 @@
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/GemmLowering.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 #include "mx/Runtime/MXRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -161,14 +162,20 @@ Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module,
       .getResult();
 }
 
-/// The tensor map of a [rows, K] FP8 operand read in 128B-swizzled boxes of
-/// 128 bytes of K and this CTA's share of the tile's rows.
-TensorMapRequest getOperandMap(Value data, const GemmPlan &plan,
+/// The tensor map of a [rows, K] operand read in boxes of one stage row
+/// (OperandPlan::rowBytes, swizzled as the plan says) and this CTA's share
+/// of the tile's rows. Packed operands (FP6, FP4) are maps of their bytes.
+TensorMapRequest getOperandMap(OpBuilder &b, Value data, const GemmPlan &plan,
                                const OperandPlan &operand, int64_t tileRows,
                                bool shared) {
   int64_t boxRows = shared ? tileRows / plan.clusterSize() : tileRows;
-  return {data,   operand.elementType, operand.rows, plan.k,
-          boxRows, kSwizzleBytes,      MXRT_SWIZZLE_128B};
+  ElementFormat format = getVerifiedElementFormat(operand.elementType);
+  Type mapType = format.isPacked() ? b.getI8Type() : operand.elementType;
+  int32_t swizzle = operand.swizzleBytes == 128  ? MXRT_SWIZZLE_128B
+                    : operand.swizzleBytes == 64 ? MXRT_SWIZZLE_64B
+                                                 : MXRT_SWIZZLE_NONE;
+  return {data,    mapType,          operand.rows, format.getStoredBytes(plan.k),
+          boxRows, operand.rowBytes, swizzle};
 }
 
 /// The tensor map of an operand's scales as its stage loads take them:
@@ -265,12 +272,12 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
     for (KernelParameter parameter : getKernelParameters(*plan)) {
       switch (parameter) {
       case KernelParameter::tensorMapA:
-        arguments.push_back(map(getOperandMap(pointer(op.getLhs()), *plan,
+        arguments.push_back(map(getOperandMap(b, pointer(op.getLhs()), *plan,
                                               plan->a, plan->tileM,
                                               plan->clusterN > 1)));
         break;
       case KernelParameter::tensorMapB:
-        arguments.push_back(map(getOperandMap(pointer(op.getRhs()), *plan,
+        arguments.push_back(map(getOperandMap(b, pointer(op.getRhs()), *plan,
                                               plan->b, plan->tileN,
                                               plan->clusterM > 1)));
         break;

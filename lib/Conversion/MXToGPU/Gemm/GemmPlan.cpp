@@ -32,6 +32,7 @@
 #include "GemmPlan.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -47,8 +48,6 @@ constexpr int64_t kMaxStages = 8;
 /// Registers a consumer keeps for addresses, indices and loop state beside
 /// its accumulators.
 constexpr int64_t kConsumerRegisterReserve = 24;
-
-bool isFP8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 
 /// Whether `block` is `rows` x `columns`.
 bool isBlock(ArrayRef<int64_t> block, int64_t rows, int64_t columns) {
@@ -309,7 +308,8 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
                                  const GemmKernelResources &limits,
                                  std::string &reason) {
   bool mx = plan.recipe == GemmRecipe::mxExact;
-  int64_t aTile = plan.tileM * plan.tileK, bTile = plan.tileN * plan.tileK;
+  int64_t aTile = plan.tileM * plan.a.rowBytes;
+  int64_t bTile = plan.tileN * plan.b.rowBytes;
   int64_t aScaleBytes = plan.stageScaleBytes(plan.a, plan.tileM);
   int64_t bScaleBytes = plan.stageScaleBytes(plan.b, plan.tileN);
   // TMA writes the stage's scale rows at 128-byte aligned addresses.
@@ -402,10 +402,6 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
   plan.a.rows = plan.m;
   plan.b.rows = plan.n;
   plan.outputType = op.getResult().getType().getElementType();
-  if (!isFP8(plan.a.elementType) || !isFP8(plan.b.elementType)) {
-    reason = "the generated kernels take f8E4M3FN or f8E5M2 operands";
-    return failure();
-  }
   // Tile and scale indices are i32 in the kernel; a TMA box needs a row.
   for (int64_t extent : {plan.m, plan.n, plan.k}) {
     if (extent < 1 || extent >= (int64_t(1) << 31)) {
@@ -413,10 +409,38 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
       return failure();
     }
   }
-  if (plan.k % 16 != 0) {
-    reason = "K must be a multiple of 16 (TMA row strides are 16-byte "
-             "multiples)";
-    return failure();
+  for (OperandPlan *operand : {&plan.a, &plan.b}) {
+    ElementFormat format = getVerifiedElementFormat(operand->elementType);
+    if (plan.k % format.packedElements != 0 ||
+        format.getStoredBytes(plan.k) % 16 != 0) {
+      reason = ("K = " + Twine(plan.k) + " of " +
+                Twine(format.bitWidth) +
+                "-bit elements is not a multiple of 16 bytes (TMA row "
+                "strides are 16-byte multiples)")
+                   .str();
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// Checks the operand types of `plan.recipe` and sizes each operand's stage
+/// rows. The FP8 recipes and the SM100 kernel read FP8 with FP8 tensor
+/// cores; SM90's MX exact main loop converts any MX element type to bf16.
+LogicalResult planOperands(GemmPlan &plan, std::string &reason) {
+  for (OperandPlan *operand : {&plan.a, &plan.b}) {
+    ElementFormat format = getVerifiedElementFormat(operand->elementType);
+    if (plan.recipe != GemmRecipe::mxExact && !format.takesFP8Recipes()) {
+      reason = ("the " + stringifyGemmRecipe(plan.recipe) +
+                " kernel takes f8E4M3FN or f8E5M2 operands")
+                   .str();
+      return failure();
+    }
+    operand->rowBytes = format.getStoredBytes(plan.tileK);
+    // TMA swizzles rows as wide as its span; FP6's rows are not.
+    operand->swizzleBytes =
+        llvm::is_contained({128, 64}, operand->rowBytes) ? operand->rowBytes
+                                                         : 0;
   }
   return success();
 }
@@ -452,7 +476,7 @@ int64_t GemmPlan::stageScaleBytes(const OperandPlan &operand,
 }
 
 int64_t GemmPlan::stageTransactionBytes() const {
-  return (tileM + tileN) * tileK + stageScaleBytes(a, tileM) +
+  return tileM * a.rowBytes + tileN * b.rowBytes + stageScaleBytes(a, tileM) +
          stageScaleBytes(b, tileN);
 }
 
@@ -487,6 +511,10 @@ void GemmPlan::print(raw_ostream &os) const {
     return "";
   };
   os << " scales=" << staging(a.scales) << "," << staging(b.scales);
+  // Stage row bytes and their swizzle, where an operand is not FP8 or INT8.
+  if (a.rowBytes != 128 || b.rowBytes != 128)
+    os << " rows=" << a.rowBytes << "B/sw" << a.swizzleBytes << ","
+       << b.rowBytes << "B/sw" << b.swizzleBytes;
   os << " smem=" << sharedBytes << " stage0=a:" << stageLayout[0].a
      << ",b:" << stageLayout[0].b;
   if (stageScaleBytes(a, tileM) || stageScaleBytes(b, tileN))
@@ -522,6 +550,8 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   if (failed(recipe))
     return failure();
   plan.recipe = *recipe;
+  if (failed(planOperands(plan, reason)))
+    return failure();
   switch (plan.recipe) {
   case GemmRecipe::blockwise:
   case GemmRecipe::perTensor:

@@ -88,8 +88,14 @@ enum class GemmEpilogue {
 
 /// One operand (A: [M, K], B: [N, K], K contiguous) as the kernel sees it.
 struct OperandPlan {
-  mlir::Type elementType; // f8E4M3FN or f8E5M2
-  int64_t rows = 0;       // M or N
+  /// FP8 for every recipe; MX exact on SM90 also FP6, FP4 and INT8.
+  mlir::Type elementType;
+  int64_t rows = 0; // M or N
+  /// Bytes of one tile row in a stage (tileK elements as stored: 128 for
+  /// FP8 and INT8, 96 for FP6, 64 for FP4), and the TMA swizzle span of the
+  /// stage's rows: 128 or 64 where the row is that wide, else 0 (FP6's
+  /// 96-byte rows lie densely).
+  int64_t rowBytes = 0, swizzleBytes = 0;
   ScaleStaging scales = ScaleStaging::scalar;
   /// stageRows: the padded row count R' of the GEMM-ready scales.
   int64_t scaleRowPitch = 0;
@@ -97,7 +103,7 @@ struct OperandPlan {
 
 /// Byte offsets of one pipeline stage's buffers from the aligned base.
 struct StageLayout {
-  int64_t a = 0, b = 0;             // FP8 tiles, 128B-swizzled
+  int64_t a = 0, b = 0;             // operand tiles (OperandPlan::rowBytes)
   int64_t aScales = 0, bScales = 0; // chunks or stage rows
 };
 
@@ -120,8 +126,8 @@ struct GemmPlan {
   mlir::Type outputType;
   int64_t m = 0, n = 0, k = 0;
 
-  // CTA tile: tileM rows of A, tileN rows of B, tileK FP8 bytes of K per
-  // pipeline stage (one TMA box row, 128B-swizzled). SM90: each of the
+  // CTA tile: tileM rows of A, tileN rows of B, tileK elements of K per
+  // pipeline stage (one TMA box row of each operand's rowBytes). SM90: each of the
   // consumer warpgroups owns `wavesM` blocks of 64 rows, consumer c's wave w
   // being rows (w * consumers + c) * 64, and runs one m64 x tileN wgmma
   // chain per wave and stage (the FP8 recipes reuse one partial accumulator

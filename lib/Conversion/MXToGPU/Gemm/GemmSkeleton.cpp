@@ -317,7 +317,8 @@ Value GemmKernelBuilder::forEachStage(
 void GemmKernelBuilder::loadOperandTile(Value map,
                                         int64_t StageLayout::*buffer, Value k,
                                         Value rowOrigin, int64_t tileRows,
-                                        bool shared, Value full,
+                                        int64_t rowBytes, bool shared,
+                                        Value full,
                                         RingSlot slot) {
   Value destination = stageAddress(buffer, slot.stage);
   Value multicastMask;
@@ -328,7 +329,7 @@ void GemmKernelBuilder::loadOperandTile(Value map,
     Value partRow = arith::MulIOp::create(b, clusterRank, i32(part));
     rowOrigin = arith::AddIOp::create(b, rowOrigin, partRow);
     destination = sharedAddress(
-        destination, arith::MulIOp::create(b, partRow, i32(plan.tileK)));
+        destination, arith::MulIOp::create(b, partRow, i32(rowBytes)));
     multicastMask = arith::ConstantIntOp::create(
         b, (int64_t(1) << plan.clusterSize()) - 1, 16);
   }
@@ -400,11 +401,16 @@ void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
   NVVM::MBarrierArriveExpectTxOp::create(
       b, Type(), full, i32(plan.stageTransactionBytes()),
       NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-  Value k = arith::MulIOp::create(b, kBlock, i32(plan.tileK));
-  loadOperandTile(args.tensorMapA, &StageLayout::a, k, origin.m, plan.tileM,
-                  /*shared=*/plan.clusterN > 1, full, slot);
-  loadOperandTile(args.tensorMapB, &StageLayout::b, k, origin.n, plan.tileN,
-                  /*shared=*/plan.clusterM > 1, full, slot);
+  // The operand maps count K in stored bytes.
+  auto k = [&](const OperandPlan &operand) {
+    return arith::MulIOp::create(b, kBlock, i32(operand.rowBytes)).getResult();
+  };
+  loadOperandTile(args.tensorMapA, &StageLayout::a, k(plan.a), origin.m,
+                  plan.tileM, plan.a.rowBytes, /*shared=*/plan.clusterN > 1,
+                  full, slot);
+  loadOperandTile(args.tensorMapB, &StageLayout::b, k(plan.b), origin.n,
+                  plan.tileN, plan.b.rowBytes, /*shared=*/plan.clusterM > 1,
+                  full, slot);
   loadStageScales(plan.a, args.tensorMapAScales, &StageLayout::aScales, kBlock,
                   origin.m, plan.tileM, full, slot);
   loadStageScales(plan.b, args.tensorMapBScales, &StageLayout::bScales, kBlock,
