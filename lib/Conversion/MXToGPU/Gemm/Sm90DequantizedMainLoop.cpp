@@ -1,27 +1,30 @@
 //===- Sm90DequantizedMainLoop.cpp - Exact MX main loop on bf16 wgmma -----===//
 //
-// MX on SM90, which has no block-scaled tensor core: FP8 x 2^(b-127) is
-// converted to bf16 (FP8 -> f16 by the exact hardware cvt, times the scale
-// in f32, the upper half of the f32 bits: exact unless the product leaves
-// bf16's exponent range; scale byte 0xFF gives NaN) and multiplied with bf16
-// wgmma into one f32 accumulator (m64 x 256 per consumer), 64 K at a time.
+// MX on SM90, which has no block-scaled tensor core: each code times
+// 2^(b-127) is converted to bf16 and multiplied with bf16 wgmma into one f32
+// accumulator (m64 x 256 per consumer), 64 K at a time. Every MX element
+// type takes this loop, A and B in any mix (docs/gpu.md, "Main loops"): the
+// code becomes an exact f16 pair (FP8 by the hardware cvt; FP6 and FP4
+// widened into E4M3 codes, cvt, times 2^(7 - bias); INT8 by the 1024 + byte
+// trick), times the scale in f32, the upper half of the f32 bits: exact
+// unless the product leaves bf16's exponent range; scale byte 0xFF gives NaN.
 //
-// * A never goes back to shared memory: each thread loads the bytes of its
-//   own wgmma A fragment from the FP8 stage (one 4-byte load per row and
-//   K step, conflict-free under the 128-byte swizzle), converts them in
-//   registers and hands them to a wgmma whose A operand is registers (an
-//   inline-asm `wgmma.mma_async ... {a0, a1, a2, a3}, descB`: MLIR 22.1's
-//   NVVM op has no register-A form).
+// * A never goes back to shared memory: each thread loads its own part of
+//   the stage (one load per row and 64-K half, conflict-free under the
+//   swizzle), converts it in registers and hands it to a wgmma whose A
+//   operand is registers (an inline-asm `wgmma.mma_async ... {a0, a1, a2,
+//   a3}, descB`: MLIR 22.1's NVVM op has no register-A form).
 // * B is converted into a bf16 buffer of shared memory (128B-swizzled, K
-//   major), each consumer warpgroup its half of the rows; two buffers
-//   alternate, so converting one overlaps the tensor cores reading the
-//   other, and a named barrier of the consumers separates the conversion
-//   from the wgmma that reads it.
-// * The K order inside each 16-element group is permuted, the same way for
-//   A and B (which a sum over K allows): the fragment wants thread q of a
-//   row quad to hold K elements {2q, 2q+1, 2q+8, 2q+9}, and its 4-byte load
-//   brings bytes 4q..4q+3, so byte 4q+i is K element 2q+i (i < 2) or
-//   2q+8+i-2; B's converted words are stored in that order.
+//   major), each consumer warpgroup its half of the rows, each thread a
+//   row; two buffers alternate, so converting one overlaps the tensor cores
+//   reading the other, and a named barrier of the consumers separates the
+//   conversion from the wgmma that reads it.
+// * The K order inside each 64-element half is permuted, the same way for
+//   A and B (which a sum over K allows): thread q of a row quad loads unit
+//   q, elements 16q..16q+15 (16 bytes of FP8 or INT8, 12 of FP6, 8 of FP4),
+//   and the fragment of K step s wants it to hold the logical K {2q, 2q+1,
+//   2q+8, 2q+9}: those are its elements 16q+4s..16q+4s+3, and B's converted
+//   words are stored in that order.
 //
 //===----------------------------------------------------------------------===//
 
