@@ -23,15 +23,12 @@ is this file's). The tests skip without a GPU and on a chip the programs were no
 
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import exact_matmul
-from test_gpu_gemm import (CHIPS, MX_TOLERANCE, OUT_DTYPES, Artifacts, _can_compile, _dequantized,
-                           _pipeline, measure, needs_gpu, run_compiled)
+from test_gpu_gemm import (CHIPS, MX_TOLERANCE, OUT_DTYPES, Artifacts, _can_compile, _pipeline,
+                           build_cases, needs_gpu, run_and_measure)
 
 from mx import formats, reference, runtime, tools
 
@@ -97,27 +94,7 @@ def source(case):
 
 def build(directory, gemm="auto", chip="sm_90a"):
     """Compiles every case into DIR/<name>.so; a failure leaves DIR/<name>.error. Returns the failures."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-
-    def one(case):
-        library, error = directory / f"{case.name}.so", directory / f"{case.name}.error"
-        library.unlink(missing_ok=True)
-        error.unlink(missing_ok=True)
-        try:
-            options = f"gemm-config={case.config}" if case.config else ""
-            tools.compile_gpu_library(source(case), library, chip, gemm=gemm, options=options)
-            return None
-        except Exception as exc:  # noqa: BLE001 (recorded for the test to report)
-            error.write_text(f"pipeline gemm={gemm}: {type(exc).__name__}: {exc}")
-            lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            return case.name, next((line for line in lines if "error" in line), lines[-1]).strip()
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        failures = [f for f in pool.map(one, CASES) if f]
-    (directory / "gemm_BUILD.txt").write_text(
-        _pipeline(gemm, chip) + "\n" + "".join(f"FAILED {name}: {why}\n" for name, why in failures))
-    return failures
+    return build_cases(directory, CASES, source, gemm, chip)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -220,17 +197,8 @@ def test_programs_build(tmp_path):
 @needs_gpu
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_scaled_matmul_formats(rng, artifacts, case, record_property):
-    lib = artifacts.load(case.name)
     operands, notes = make_operands(rng, case)
-    a, sa, b, sb = operands
-    exact = exact_matmul(a, sa, b, sb, case.a_block, case.b_block)
-    row_norms = (np.linalg.norm(_dequantized(a, sa, case.a_block), axis=1),
-                 np.linalg.norm(_dequantized(b, sb, case.b_block), axis=1))
-    got, poisoned = run_compiled(lib, case, operands)
-    print(f"{case.name} ({artifacts.pipeline}); specials {notes}; output on the poisoned block: {poisoned}")
-    ours = measure(got, exact, row_norms, "mx", case, strict=True)
-    print(f"  mx: {ours}")
-    record_property("mx_error", (ours.plain, ours.scaled))
+    ours, _, _ = run_and_measure(artifacts, case, operands, notes, record_property)
     tolerance = MX_TOLERANCE[case.out]
     assert ours.plain < tolerance and ours.scaled < tolerance, \
         f"mx: {ours}; tolerance {tolerance} for {case.out} output"
