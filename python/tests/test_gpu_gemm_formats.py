@@ -10,7 +10,8 @@ exactly; every element within output rounding plus 1e-4 |A_i| |B_j|; unwritten o
 Operands are codes, not quantized values: uniform random codes of the format (FP8 without NaN and Inf
 codes), one row of A that holds every code of its format (NaN and Inf included, so that row of C is
 NaN) and one row of B that holds every finite code; scale exponents spread by 2^[-20, 20] per row and
-per K-block (opposite on A and B) and +-2 per block, normalized by the format's emax, plus a NaN block
+per K-block (opposite on A and B) and +-2 per block (f16 output: +-1 each, so that C fits), normalized
+by the format's emax, plus a NaN block
 (scale byte 0xFF) in each operand, a block of A at scale byte 0 (2^-127), a zero row of A and a zero
 block of B. Packed operands (FP6 four elements to three bytes, FP4 two to a byte) cross the device
 boundary packed (runtime.DeviceBuffer.from_numpy).
@@ -120,10 +121,10 @@ def _codes(rng, elem, rows, k, all_codes_row, finite_only):
     return codes.view(reference.ELEMENT_TYPES[elem])
 
 
-def _scales(rng, elem, rows, k, row_exp, k_exp):
-    """Linear E8M0 bytes [rows, blocks] giving the codes magnitudes 2^(row_exp + k_exp + U{+-2})."""
+def _scales(rng, elem, rows, k, row_exp, k_exp, cell):
+    """Linear E8M0 bytes [rows, blocks] giving the codes magnitudes 2^(row_exp + k_exp + U{+-cell})."""
     blocks = -(-k // 32)
-    exponent = row_exp[:, None] + k_exp[None, :] + rng.integers(-2, 3, (rows, blocks))
+    exponent = row_exp[:, None] + k_exp[None, :] + rng.integers(-cell, cell + 1, (rows, blocks))
     return np.clip(127 + exponent - reference.emax(elem), 1, 254).astype(np.uint8)
 
 
@@ -131,15 +132,16 @@ def make_operands(rng, case):
     """(A, A scales, B, B scales) of a case, and a description of the planted specials."""
     m, n, k = case.m, case.n, case.k
     blocks = -(-k // 32)
-    spread = 2 if case.out == "f16" else 20
+    # f16 output: products within 2^+-4 of the codes', so that C (sums of up to K of them) fits in f16.
+    spread, cell = (1, 1) if case.out == "f16" else (20, 2)
     k_exp = rng.integers(-spread, spread + 1, blocks)
     rows = rng.choice(m, 4, replace=False)
     codes_a, zero_a, nan_a, tiny_a = (int(r) for r in rows)
     codes_b, zero_b, nan_b = (int(r) for r in rng.choice(n, 3, replace=False))
     a = _codes(rng, case.a_elem, m, k, codes_a, finite_only=False)
     b = _codes(rng, case.b_elem, n, k, codes_b, finite_only=True)
-    sa = _scales(rng, case.a_elem, m, k, rng.integers(-spread, spread + 1, m), k_exp)
-    sb = _scales(rng, case.b_elem, n, k, rng.integers(-spread, spread + 1, n), -k_exp)
+    sa = _scales(rng, case.a_elem, m, k, rng.integers(-spread, spread + 1, m), k_exp, cell)
+    sb = _scales(rng, case.b_elem, n, k, rng.integers(-spread, spread + 1, n), -k_exp, cell)
     a[zero_a] = 0
     zero_block = int(rng.integers(blocks))
     b[zero_b, 32 * zero_block: 32 * zero_block + 32] = 0
