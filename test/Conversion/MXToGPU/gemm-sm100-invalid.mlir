@@ -18,3 +18,24 @@ func.func @per_tensor(%a: tensor<64x128xf8E4M3FN>, %as: tensor<1x1xf32>, %b: ten
       : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<32x128xf8E5M2>, tensor<1x1xf32> -> tensor<64x32xf32>
   return %c : tensor<64x32xf32>
 }
+
+// -----
+
+// kind::mxf8f6f4 has no integer operands; cuBLASLt has no MXINT8 GEMM.
+func.func @int8(%a: tensor<128x256xi8>, %as: tensor<1x2x32x4x4xf8E8M0FNU>, %b: tensor<128x256xf8E4M3FN>, %bs: tensor<1x2x32x4x4xf8E8M0FNU>) -> tensor<128x128xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_100a: the sm_100a kernel (tcgen05 kind::mxf8f6f4) takes FP8, FP6 and FP4 operands, not MXINT8; nor has it a cuBLASLt lowering (cuBLASLt takes FP8 (f8E4M3FN, f8E5M2) or FP4 (f4E2M1FN) operands, got i8)}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<128x256xi8>, tensor<1x2x32x4x4xf8E8M0FNU>, tensor<128x256xf8E4M3FN>, tensor<1x2x32x4x4xf8E8M0FNU> -> tensor<128x128xf32>
+  return %c : tensor<128x128xf32>
+}
+
+// -----
+
+// The unpacking tensor maps of packed operands take rows of whole 128-element
+// boxes.
+func.func @fp6_short_k(%a: tensor<128x64xf6E2M3FN>, %as: tensor<128x2xf8E8M0FNU>, %b: tensor<128x64xf8E4M3FN>, %bs: tensor<128x2xf8E8M0FNU>) -> tensor<128x128xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_100a: K = 64 of 6-bit elements is not a multiple of 128 (the sm_100a kernel's tensor maps spread packed rows in boxes of 128)}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<128x64xf6E2M3FN>, tensor<128x2xf8E8M0FNU>, tensor<128x64xf8E4M3FN>, tensor<128x2xf8E8M0FNU> -> tensor<128x128xf32>
+  return %c : tensor<128x128xf32>
+}

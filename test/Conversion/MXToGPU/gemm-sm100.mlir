@@ -84,3 +84,26 @@ func.func @mx_linear_scales(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x8xf8E8
     : tensor<200x256xf8E4M3FN>, tensor<200x8xf8E8M0FNU>, tensor<100x256xf8E4M3FN>, tensor<100x8xf8E8M0FNU> -> tensor<200x100xf32>
   return %c : tensor<200x100xf32>
 }
+
+// -----
+
+// FP6 x FP4 on kind::mxf8f6f4 (assembled, never run): the packed operands'
+// tensor maps are of their element types (F6E3M2 = 8, F4E2M1 = 6, which
+// the runtime encodes as 16U6/16U4_ALIGN16B: each 16 elements of a row in
+// 16 bytes of shared memory) with K in elements and 128-element boxes, so
+// the stage rows, the expected bytes and the smem descriptors are FP8's;
+// the instruction descriptors carry A = E3M2 (4, bits 7-9) and B = E2M1
+// (5, bits 10-12): 0x08C01600 plus the scale ids.
+// CHECK-LABEL: func.func @fp6_fp4
+// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c8_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c6_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=256x128x512 tile=128x256x128 stages=4
+// CHECK-SAME: stage0=a:0,b:16384,
+// CHECK: nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %c146806272_i32,
+// CHECK: nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %c683677200_i32,
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c50688_i32
+func.func @fp6_fp4(%a: tensor<256x512xf6E3M2FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf4E2M1FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<256x512xf6E3M2FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf4E2M1FN>, tensor<1x4x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}

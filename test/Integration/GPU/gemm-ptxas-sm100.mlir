@@ -4,6 +4,7 @@
 // allocation, the scale copies, the block-scaled MMA, the commits, and the
 // tensor-memory loads of the epilogue. ptxas -v reports the registers; the
 // shared memory is dynamic (the plan's smem, checked in gemm-sm100.mlir).
+// Four kernels: FP8 (E4M3 x E5M2, E5M2 x E4M3), FP6 x FP4 and FP4 x E4M3.
 // Nothing here runs on an SM100 GPU.
 // REQUIRES: ptxas
 // RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_100a format=isa" | %python -m mx.ptx --split %t.gemm
@@ -11,6 +12,10 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.gemm.1.ptx
 // RUN: %ptxas -arch=sm_100a -v %t.gemm.0.ptx -o %t.0.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: %ptxas -arch=sm_100a -v %t.gemm.1.ptx -o %t.1.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=PTX < %t.gemm.2.ptx
+// RUN: %ptxas -arch=sm_100a -v %t.gemm.2.ptx -o %t.2.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=PTX < %t.gemm.3.ptx
+// RUN: %ptxas -arch=sm_100a -v %t.gemm.3.ptx -o %t.3.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // PTX: .version 8.8
 // PTX: .target sm_100a
@@ -43,4 +48,21 @@ func.func @mx_long_k(%a: tensor<200x8192xf8E5M2>, %as: tensor<2x64x32x4x4xf8E8M0
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
     : tensor<200x8192xf8E5M2>, tensor<2x64x32x4x4xf8E8M0FNU>, tensor<77x8192xf8E4M3FN>, tensor<1x64x32x4x4xf8E8M0FNU> -> tensor<200x77xf32>
   return %c : tensor<200x77xf32>
+}
+
+// -----
+
+// kind::mxf8f6f4 on FP6 x FP4 and FP4 x E4M3 operands.
+func.func @fp6_fp4(%a: tensor<256x512xf6E3M2FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf4E2M1FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<256x512xf6E3M2FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf4E2M1FN>, tensor<1x4x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}
+
+// -----
+
+func.func @fp4_e4m3(%a: tensor<200x1024xf4E2M1FN>, %as: tensor<2x8x32x4x4xf8E8M0FNU>, %b: tensor<136x1024xf8E4M3FN>, %bs: tensor<2x8x32x4x4xf8E8M0FNU>) -> tensor<200x136xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<200x1024xf4E2M1FN>, tensor<2x8x32x4x4xf8E8M0FNU>, tensor<136x1024xf8E4M3FN>, tensor<2x8x32x4x4xf8E8M0FNU> -> tensor<200x136xf32>
+  return %c : tensor<200x136xf32>
 }

@@ -163,19 +163,22 @@ Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module,
 }
 
 /// The tensor map of a [rows, K] operand read in boxes of one stage row
-/// (OperandPlan::rowBytes, swizzled as the plan says) and this CTA's share
-/// of the tile's rows. Packed operands (FP6, FP4) are maps of their bytes.
+/// (OperandPlan::mapBoxK, swizzled as the plan says) and this CTA's share
+/// of the tile's rows: a map of bytes or of the element type, as the plan
+/// says.
 TensorMapRequest getOperandMap(OpBuilder &b, Value data, const GemmPlan &plan,
                                const OperandPlan &operand, int64_t tileRows,
                                bool shared) {
   int64_t boxRows = shared ? tileRows / plan.clusterSize() : tileRows;
   ElementFormat format = getVerifiedElementFormat(operand.elementType);
-  Type mapType = format.isPacked() ? b.getI8Type() : operand.elementType;
   int32_t swizzle = operand.swizzleBytes == 128  ? MXRT_SWIZZLE_128B
                     : operand.swizzleBytes == 64 ? MXRT_SWIZZLE_64B
                                                  : MXRT_SWIZZLE_NONE;
-  return {data,    mapType,          operand.rows, format.getStoredBytes(plan.k),
-          boxRows, operand.rowBytes, swizzle};
+  if (operand.mapsBytes)
+    return {data,    b.getI8Type(),   operand.rows, format.getStoredBytes(plan.k),
+            boxRows, operand.mapBoxK, swizzle};
+  return {data,    operand.elementType, operand.rows, plan.k,
+          boxRows, operand.mapBoxK,     swizzle};
 }
 
 /// The tensor map of an operand's scales as its stage loads take them:

@@ -425,22 +425,54 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
 }
 
 /// Checks the operand types of `plan.recipe` and sizes each operand's stage
-/// rows. The FP8 recipes and the SM100 kernel read FP8 with FP8 tensor
-/// cores; SM90's MX exact main loop converts any MX element type to bf16.
+/// rows. The FP8 recipes read FP8 with FP8 tensor cores; SM90's MX exact
+/// main loop converts any MX element type to bf16; SM100's kind::mxf8f6f4
+/// takes FP8, FP6 and FP4 (not INT8), packed ones spread by TMA.
 LogicalResult planOperands(GemmPlan &plan, std::string &reason) {
   for (OperandPlan *operand : {&plan.a, &plan.b}) {
     ElementFormat format = getVerifiedElementFormat(operand->elementType);
-    if (plan.recipe != GemmRecipe::mxExact && !format.takesFP8Recipes()) {
-      reason = ("the " + stringifyGemmRecipe(plan.recipe) +
-                " kernel takes f8E4M3FN or f8E5M2 operands")
-                   .str();
-      return failure();
+    switch (plan.recipe) {
+    case GemmRecipe::blockwise:
+    case GemmRecipe::perTensor:
+      if (!format.takesFP8Recipes()) {
+        reason = ("the " + stringifyGemmRecipe(plan.recipe) +
+                  " kernel takes f8E4M3FN or f8E5M2 operands")
+                     .str();
+        return failure();
+      }
+      break;
+    case GemmRecipe::mxBlockScaled:
+      if (format.isInteger) {
+        reason = ("the " + getChipName(plan.chip) +
+                  " kernel (tcgen05 kind::mxf8f6f4) takes FP8, FP6 and FP4 "
+                  "operands, not MXINT8")
+                     .str();
+        return failure();
+      }
+      // The unpacking tensor maps take rows of whole 128-element boxes.
+      if (format.isPacked() && plan.k % plan.tileK != 0) {
+        reason = ("K = " + Twine(plan.k) + " of " + Twine(format.bitWidth) +
+                  "-bit elements is not a multiple of " + Twine(plan.tileK) +
+                  " (the " + getChipName(plan.chip) +
+                  " kernel's tensor maps spread packed rows in boxes of " +
+                  Twine(plan.tileK) + ")")
+                     .str();
+        return failure();
+      }
+      operand->rowBytes = plan.tileK;
+      operand->swizzleBytes = plan.tileK;
+      operand->mapBoxK = plan.tileK;
+      continue;
+    case GemmRecipe::mxExact:
+      break;
     }
     operand->rowBytes = format.getStoredBytes(plan.tileK);
     // TMA swizzles rows as wide as its span; FP6's rows are not.
     operand->swizzleBytes =
         llvm::is_contained({128, 64}, operand->rowBytes) ? operand->rowBytes
                                                          : 0;
+    operand->mapsBytes = format.isPacked();
+    operand->mapBoxK = operand->mapsBytes ? operand->rowBytes : plan.tileK;
   }
   return success();
 }

@@ -91,11 +91,19 @@ struct OperandPlan {
   /// FP8 for every recipe; MX exact on SM90 also FP6, FP4 and INT8.
   mlir::Type elementType;
   int64_t rows = 0; // M or N
-  /// Bytes of one tile row in a stage (tileK elements as stored: 128 for
-  /// FP8 and INT8, 96 for FP6, 64 for FP4), and the TMA swizzle span of the
-  /// stage's rows: 128 or 64 where the row is that wide, else 0 (FP6's
-  /// 96-byte rows lie densely).
+  /// Bytes of one tile row in a stage, and the TMA swizzle span of the
+  /// stage's rows. SM90: tileK elements as stored (128 for FP8 and INT8, 96
+  /// for FP6, 64 for FP4), swizzled where the row is 128 or 64 bytes wide
+  /// (FP6's 96-byte rows lie densely). SM100: 128 for every format, TMA
+  /// spreading each 16 packed FP6 or FP4 elements to 16 bytes, as
+  /// tcgen05's kind::mxf8f6f4 reads them.
   int64_t rowBytes = 0, swizzleBytes = 0;
+  /// How the operand's tensor map counts K: in bytes (a map of bytes, which
+  /// SM90 uses for packed operands) or in elements (of a type the runtime
+  /// maps, FP4 and FP6 as the unpacking 16U4/16U6_ALIGN16B types).
+  bool mapsBytes = false;
+  /// K of one stage in the map's units: its box width.
+  int64_t mapBoxK = 0;
   ScaleStaging scales = ScaleStaging::scalar;
   /// stageRows: the padded row count R' of the GEMM-ready scales.
   int64_t scaleRowPitch = 0;

@@ -401,9 +401,9 @@ void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
   NVVM::MBarrierArriveExpectTxOp::create(
       b, Type(), full, i32(plan.stageTransactionBytes()),
       NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-  // The operand maps count K in stored bytes.
+  // K of the stage in each operand map's units (bytes or elements).
   auto k = [&](const OperandPlan &operand) {
-    return arith::MulIOp::create(b, kBlock, i32(operand.rowBytes)).getResult();
+    return arith::MulIOp::create(b, kBlock, i32(operand.mapBoxK)).getResult();
   };
   loadOperandTile(args.tensorMapA, &StageLayout::a, k(plan.a), origin.m,
                   plan.tileM, plan.a.rowBytes, /*shared=*/plan.clusterN > 1,

@@ -42,6 +42,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mx;
@@ -57,9 +58,18 @@ constexpr int64_t kChunkColumns = 4;
 constexpr int64_t kLoadColumns = 32;
 constexpr int64_t kStoreBytes = 16;
 
+/// The kind::mxf8f6f4 format of an operand the plan admitted (FP8, FP6,
+/// FP4).
 Tcgen05OperandFormat getOperandFormat(Type type) {
-  return isa<Float8E5M2Type>(type) ? Tcgen05OperandFormat::e5m2
-                                   : Tcgen05OperandFormat::e4m3;
+  return TypeSwitch<Type, Tcgen05OperandFormat>(type)
+      .Case([](Float8E5M2Type) { return Tcgen05OperandFormat::e5m2; })
+      .Case([](Float6E3M2FNType) { return Tcgen05OperandFormat::e3m2; })
+      .Case([](Float6E2M3FNType) { return Tcgen05OperandFormat::e2m3; })
+      .Case([](Float4E2M1FNType) { return Tcgen05OperandFormat::e2m1; })
+      .Case([](Float8E4M3FNType) { return Tcgen05OperandFormat::e4m3; })
+      .Default([](Type) -> Tcgen05OperandFormat {
+        llvm_unreachable("the plan admits FP8, FP6 and FP4 operands only");
+      });
 }
 
 class Sm100MainLoop : public GemmMainLoop {
