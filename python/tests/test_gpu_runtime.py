@@ -441,11 +441,16 @@ def test_tensor_map_encoding(tensor, elem_type, swizzle):
                                                (rt.ElemType.F6E2M3, 15)], ids=lambda v: str(v))
 def test_tensor_map_packed_encoding(tensor, elem_type, cu_type):
     """FP4 and FP6 maps are the 16U4 / 16U6_ALIGN16B types (SM100's unpacking loads), dims in elements
-    and byte strides of the packed rows."""
+    and byte strides of the packed rows. Where the driver has no such type for this GPU, mxrtTensorMap
+    reports the driver's refusal."""
     bits = 4 if elem_type == rt.ElemType.F4E2M1 else 6
     dims, box = [256, 40, 2], [128, 32, 1]
     strides = [256 * bits // 8, 256 * 40 * bits // 8]
-    address = rt.tensor_map(tensor, elem_type, dims, box, rt.Swizzle.B128)
+    try:
+        address = rt.tensor_map(tensor, elem_type, dims, box, rt.Swizzle.B128)
+    except rt.MXRuntimeError as exc:
+        assert str(exc).startswith(f"cuTensorMapEncodeTiled({elem_type.name}"), exc
+        pytest.skip(f"the driver refuses the packed type on this GPU: {str(exc).splitlines()[0]}")
     stored = rt.MemRef(address, (128,)).to_numpy(np.uint8).tobytes()
     assert stored == driver_encoding(tensor, elem_type, dims, box, rt.Swizzle.B128, cu_type, strides)
 
