@@ -217,6 +217,17 @@ TEST(Tcgen05SmemDescriptor, KMajor128BTile) {
   EXPECT_EQ(desc, 0x4000404000010240u);
 }
 
+TEST(Tcgen05SmemDescriptor, KMajor64BTile) {
+  // The packed E2M1 tile of `.kind::mxf4*` that TMA writes with
+  // SWIZZLE_64B: 64-byte rows (128 elements) in 8-row groups of 512 bytes,
+  // so SBO = 512 (field 32); LBO unused; swizzle code 4.
+  uint64_t desc = encodeTcgen05SmemDescriptor(
+      getTcgen05KMajorSwizzledTile(0x2400, /*rowBytes=*/64));
+  expectSmemFields(desc, {0x240, 1, 32, 4});
+  // 4 << 61 | 1 << 46 | 32 << 32 | 1 << 16 | 0x240.
+  EXPECT_EQ(desc, 0x8000402000010240u);
+}
+
 TEST(Tcgen05SmemDescriptor, ScaleChunk) {
   // The source of `tcgen05.cp .32x128b`: unswizzled 16-byte rows, core
   // matrices 128 bytes apart (SBO field 8), LBO 0.

@@ -39,3 +39,14 @@ func.func @fp6_short_k(%a: tensor<128x64xf6E2M3FN>, %as: tensor<128x2xf8E8M0FNU>
     : tensor<128x64xf6E2M3FN>, tensor<128x2xf8E8M0FNU>, tensor<128x64xf8E4M3FN>, tensor<128x2xf8E8M0FNU> -> tensor<128x128xf32>
   return %c : tensor<128x128xf32>
 }
+
+// -----
+
+// FP4 beside FP8 takes kind::mxf8f6f4 and its unpacking maps (only FP4 x FP4
+// reads packed rows, on kind::mxf4).
+func.func @fp4_e4m3_short_k(%a: tensor<128x64xf4E2M1FN>, %as: tensor<128x2xf8E8M0FNU>, %b: tensor<128x64xf8E4M3FN>, %bs: tensor<128x2xf8E8M0FNU>) -> tensor<128x128xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_100a: K = 64 of 4-bit elements is not a multiple of 128 (the sm_100a kernel's tensor maps spread packed rows in boxes of 128)}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<128x64xf4E2M1FN>, tensor<128x2xf8E8M0FNU>, tensor<128x64xf8E4M3FN>, tensor<128x2xf8E8M0FNU> -> tensor<128x128xf32>
+  return %c : tensor<128x128xf32>
+}

@@ -4,7 +4,8 @@
 // allocation, the scale copies, the block-scaled MMA, the commits, and the
 // tensor-memory loads of the epilogue. ptxas -v reports the registers; the
 // shared memory is dynamic (the plan's smem, checked in gemm-sm100.mlir).
-// Four kernels: FP8 (E4M3 x E5M2, E5M2 x E4M3), FP6 x FP4 and FP4 x E4M3.
+// Five kernels: FP8 (E4M3 x E5M2, E5M2 x E4M3), FP6 x FP4 and FP4 x E4M3 on
+// kind::mxf8f6f4, and FP4 x FP4 on kind::mxf4 (packed operands).
 // Nothing here runs on an SM100 GPU.
 // REQUIRES: ptxas
 // RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_100a format=isa" | %python -m mx.ptx --split %t.gemm
@@ -16,6 +17,8 @@
 // RUN: %ptxas -arch=sm_100a -v %t.gemm.2.ptx -o %t.2.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX < %t.gemm.3.ptx
 // RUN: %ptxas -arch=sm_100a -v %t.gemm.3.ptx -o %t.3.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=MXF4 < %t.gemm.4.ptx
+// RUN: %ptxas -arch=sm_100a -v %t.gemm.4.ptx -o %t.4.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // PTX: .version 8.8
 // PTX: .target sm_100a
@@ -29,6 +32,11 @@
 // PTX-DAG: tcgen05.ld.sync.aligned.32x32b.x32.b32
 // PTX-DAG: tcgen05.wait::ld.sync.aligned;
 // PTX: tcgen05.dealloc.cta_group::1.sync.aligned.b32
+
+// MXF4: .target sm_100a
+// MXF4: tcgen05.cp.cta_group::1.32x128b.warpx4
+// MXF4: tcgen05.mma.cta_group::1.kind::mxf4.block_scale.block32
+// MXF4-NOT: kind::mxf8f6f4
 
 // PTXAS-NOT: warning
 // PTXAS: Compiling entry function 'kernel' for 'sm_100a'
@@ -64,5 +72,14 @@ func.func @fp6_fp4(%a: tensor<256x512xf6E3M2FN>, %as: tensor<2x4x32x4x4xf8E8M0FN
 func.func @fp4_e4m3(%a: tensor<200x1024xf4E2M1FN>, %as: tensor<2x8x32x4x4xf8E8M0FNU>, %b: tensor<136x1024xf8E4M3FN>, %bs: tensor<2x8x32x4x4xf8E8M0FNU>) -> tensor<200x136xf32> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
     : tensor<200x1024xf4E2M1FN>, tensor<2x8x32x4x4xf8E8M0FNU>, tensor<136x1024xf8E4M3FN>, tensor<2x8x32x4x4xf8E8M0FNU> -> tensor<200x136xf32>
+  return %c : tensor<200x136xf32>
+}
+
+// -----
+
+// kind::mxf4: MXFP4 x MXFP4, packed; K = 1056 ends in a partial stage.
+func.func @fp4_fp4(%a: tensor<200x1056xf4E2M1FN>, %as: tensor<2x9x32x4x4xf8E8M0FNU>, %b: tensor<136x1056xf4E2M1FN>, %bs: tensor<2x9x32x4x4xf8E8M0FNU>) -> tensor<200x136xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<200x1056xf4E2M1FN>, tensor<2x9x32x4x4xf8E8M0FNU>, tensor<136x1056xf4E2M1FN>, tensor<2x9x32x4x4xf8E8M0FNU> -> tensor<200x136xf32>
   return %c : tensor<200x136xf32>
 }

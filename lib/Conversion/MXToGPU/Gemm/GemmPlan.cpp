@@ -25,7 +25,8 @@
 // On SM100 the generator covers MX, scaled by the tensor core: a 128x256
 // tile (the widest one-CTA tcgen05.mma), its f32 accumulator in 256 columns
 // of tensor memory and each stage's scales in 12 more, which leaves no room
-// for a second accumulator; the same 128-byte K stages as on SM90.
+// for a second accumulator; the same K stages of 128 elements as on SM90
+// (128-byte rows; 64 for kind::mxf4's packed E2M1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,8 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
+
+#include <array>
 
 using namespace mlir;
 using namespace mx;
@@ -424,11 +427,28 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
   return success();
 }
 
+/// SM100's block-scaled kind of the operands: kind::mxf4 reads two E2M1
+/// operands packed, kind::mxf8f6f4 any mix of FP8, FP6 and FP4 unpacked.
+Tcgen05BlockScaledKind getBlockScaledKind(const GemmPlan &plan) {
+  bool fp4 = llvm::all_of(std::array{plan.a.elementType, plan.b.elementType},
+                          [](Type type) {
+                            return getVerifiedElementFormat(type)
+                                .takesNVFP4Scales();
+                          });
+  return fp4 ? Tcgen05BlockScaledKind::mxf4
+             : Tcgen05BlockScaledKind::mxf8f6f4;
+}
+
 /// Checks the operand types of `plan.recipe` and sizes each operand's stage
 /// rows. The FP8 recipes read FP8 with FP8 tensor cores; SM90's MX exact
 /// main loop converts any MX element type to bf16; SM100's kind::mxf8f6f4
-/// takes FP8, FP6 and FP4 (not INT8), packed ones spread by TMA.
+/// takes FP8, FP6 and FP4 (not INT8), packed ones spread by TMA, and its
+/// kind::mxf4 two packed E2M1 operands, which TMA copies as bytes (a map of
+/// bytes writes what 16U4_ALIGN8B writes: 16 elements in 8 bytes, no gaps).
 LogicalResult planOperands(GemmPlan &plan, std::string &reason) {
+  if (plan.recipe == GemmRecipe::mxBlockScaled)
+    plan.mmaKind = getBlockScaledKind(plan);
+  bool packedKind = plan.mmaKind != Tcgen05BlockScaledKind::mxf8f6f4;
   for (OperandPlan *operand : {&plan.a, &plan.b}) {
     ElementFormat format = getVerifiedElementFormat(operand->elementType);
     switch (plan.recipe) {
@@ -449,6 +469,8 @@ LogicalResult planOperands(GemmPlan &plan, std::string &reason) {
                      .str();
         return failure();
       }
+      if (packedKind)
+        break; // Packed rows, mapped and swizzled as on SM90 (below).
       // The unpacking tensor maps take rows of whole 128-element boxes.
       if (format.isPacked() && plan.k % plan.tileK != 0) {
         reason = ("K = " + Twine(plan.k) + " of " + Twine(format.bitWidth) +
@@ -518,8 +540,9 @@ void GemmPlan::print(raw_ostream &os) const {
      << " tile=" << tileM << "x" << tileN << "x" << tileK
      << " stages=" << stages;
   if (usesTensorMemory())
-    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m" << tileM << "n" << tileN
-       << "k" << mmaK << ".block32";
+    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05="
+       << stringifyTcgen05BlockScaledKind(mmaKind) << ".m" << tileM << "n"
+       << tileN << "k" << mmaK << ".block32";
   else
     os << " roles=tma:1,mma:" << consumerWarpgroups << "x" << wavesM
        << " regs=" << producerRegisters << "/" << consumerRegisters
@@ -600,7 +623,10 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
     // halves the dequantization (and its shared-memory traffic) per FLOP of
     // B on SM90.
     plan.tileN = 256;
-    plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16 : 32;
+    // bf16 wgmma k16; tcgen05 k32, or k64 on packed E2M1 (32 bytes either).
+    plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16
+                : plan.mmaKind == Tcgen05BlockScaledKind::mxf8f6f4 ? 32
+                                                                    : 64;
     break;
   }
   if (plan.usesTensorMemory()) {

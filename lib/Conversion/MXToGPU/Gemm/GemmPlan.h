@@ -19,6 +19,7 @@
 #define MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMPLAN_H
 
 #include "mx/Conversion/MXToGPU/Gemm/GemmGenerator.h"
+#include "mx/Conversion/MXToGPU/Gemm/Tcgen05Descriptors.h"
 #include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
@@ -94,9 +95,9 @@ struct OperandPlan {
   /// Bytes of one tile row in a stage, and the TMA swizzle span of the
   /// stage's rows. SM90: tileK elements as stored (128 for FP8 and INT8, 96
   /// for FP6, 64 for FP4), swizzled where the row is 128 or 64 bytes wide
-  /// (FP6's 96-byte rows lie densely). SM100: 128 for every format, TMA
-  /// spreading each 16 packed FP6 or FP4 elements to 16 bytes, as
-  /// tcgen05's kind::mxf8f6f4 reads them.
+  /// (FP6's 96-byte rows lie densely). SM100: 128 for kind::mxf8f6f4's
+  /// formats, TMA spreading each 16 packed FP6 or FP4 elements to 16 bytes,
+  /// as it reads them; 64 (swizzled 64) for kind::mxf4's packed E2M1.
   int64_t rowBytes = 0, swizzleBytes = 0;
   /// How the operand's tensor map counts K: in bytes (a map of bytes, which
   /// SM90 uses for packed operands) or in elements (of a type the runtime
@@ -160,6 +161,10 @@ struct GemmPlan {
   // MMA instruction: wgmma m64 x tileN x mmaK (SM90) or tcgen05.mma
   // tileM x tileN x mmaK (SM100), operands from shared memory.
   int64_t mmaK = 32;
+  /// SM100: the block-scaled kind. kind::mxf4 where both operands are E2M1,
+  /// which it reads packed (K = 64 per MMA, half the shared memory and TMA
+  /// bytes of kind::mxf8f6f4's unpacked FP4); kind::mxf8f6f4 otherwise.
+  Tcgen05BlockScaledKind mmaKind = Tcgen05BlockScaledKind::mxf8f6f4;
   // MX exact only: K elements of one bf16 buffer of B (one 128-byte row)
   // and how many such buffers rotate.
   int64_t dequantK = 0, dequantBuffers = 0;

@@ -13,8 +13,10 @@
 //   row the 4 K-block scales of rows r, r + 32, r + 64, r + 96, lands in lane
 //   r, one column per row group; the copy repeats it in the 4 lane quarters,
 //   and the tensor core reads row m's scales at lane m % 32 of its quarter,
-//   column m / 32), then issues four `tcgen05.mma.block_scale` of K = 32
-//   whose instruction descriptors pick scale byte k of each column
+//   column m / 32), then issues the stage's `tcgen05.mma.block_scale`s:
+//   four of K = 32 (kind::mxf8f6f4) whose instruction descriptors pick scale
+//   byte k of each column, or for two packed E2M1 operands two of K = 64
+//   (kind::mxf4, scale_vec::2X) that pick bytes 2k and 2k + 1
 //   (Tcgen05Descriptors.h), and `tcgen05.commit`s the stage's empty barrier:
 //   the commit arrives when the tensor core has read the stage. After a
 //   tile's last stage it commits the accumulator-full barrier;
@@ -58,8 +60,8 @@ constexpr int64_t kChunkColumns = 4;
 constexpr int64_t kLoadColumns = 32;
 constexpr int64_t kStoreBytes = 16;
 
-/// The kind::mxf8f6f4 format of an operand the plan admitted (FP8, FP6,
-/// FP4).
+/// The format of an operand the plan admitted (FP8, FP6, FP4), as
+/// kind::mxf8f6f4 numbers it (the encoder renumbers E2M1 for kind::mxf4).
 Tcgen05OperandFormat getOperandFormat(Type type) {
   return TypeSwitch<Type, Tcgen05OperandFormat>(type)
       .Case([](Float8E5M2Type) { return Tcgen05OperandFormat::e5m2; })
@@ -70,6 +72,19 @@ Tcgen05OperandFormat getOperandFormat(Type type) {
       .Default([](Type) -> Tcgen05OperandFormat {
         llvm_unreachable("the plan admits FP8, FP6 and FP4 operands only");
       });
+}
+
+/// The NVVM spelling of `kind`.
+NVVM::MMABlockScaleKind getBlockScaleKind(Tcgen05BlockScaledKind kind) {
+  switch (kind) {
+  case Tcgen05BlockScaledKind::mxf8f6f4:
+    return NVVM::MMABlockScaleKind::MXF8F6F4;
+  case Tcgen05BlockScaledKind::mxf4:
+    return NVVM::MMABlockScaleKind::MXF4;
+  case Tcgen05BlockScaledKind::mxf4nvf4:
+    return NVVM::MMABlockScaleKind::MXF4NVF4;
+  }
+  llvm_unreachable("unknown block-scaled kind");
 }
 
 class Sm100MainLoop : public GemmMainLoop {
@@ -185,8 +200,11 @@ void Sm100MainLoop::issueStageMmas(RingSlot slot, Value accumulateFirst) {
   copyChunks(&StageLayout::aScales, tmem.aScales, plan.tileM);
   copyChunks(&StageLayout::bScales, tmem.bScales, plan.tileN);
 
-  constexpr uint64_t tileFields =
-      encodeTcgen05SmemDescriptor(getTcgen05KMajorSwizzledTile(0));
+  // Both operands' rows are as wide (the plan gives packed rows to
+  // kind::mxf4 only, on both).
+  assert(plan.a.rowBytes == plan.b.rowBytes && "operand rows differ");
+  uint64_t tileFields = encodeTcgen05SmemDescriptor(
+      getTcgen05KMajorSwizzledTile(0, plan.a.rowBytes));
   Value descA =
       k.withStartAddress(tileFields, k.stageAddress(&StageLayout::a, slot.stage));
   Value descB =
@@ -194,18 +212,24 @@ void Sm100MainLoop::issueStageMmas(RingSlot slot, Value accumulateFirst) {
   Value accumulator = getTensorMemoryAddress(k.i32(0), k.i32(tmem.accumulator));
   Value scalesA = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.aScales, 0));
   Value scalesB = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.bScales, 0));
-  // FP8: one byte per element, so K step s starts 32s bytes into the rows.
-  int64_t stepBytes = plan.mmaK;
-  for (int64_t s = 0; s < plan.tileK / stepBytes; ++s) {
+  // MMA s reads 32 bytes of each row from 32s on (32 unpacked or 64 packed
+  // elements) and the scales of its K blocks of 32: byte sf_id of each
+  // scale column, one per MMA of kind::mxf8f6f4, two (scale_vec::2X, sf_id
+  // 0 or 2) per MMA of kind::mxf4.
+  int64_t stepBytes = plan.a.rowBytes * plan.mmaK / plan.tileK;
+  int64_t blocksPerMma = plan.mmaK / kMXBlock;
+  for (int64_t s = 0; s < plan.tileK / plan.mmaK; ++s) {
     BlockScaledInstructionFields fields;
+    fields.kind = plan.mmaKind;
     fields.a = getOperandFormat(plan.a.elementType);
     fields.b = getOperandFormat(plan.b.elementType);
     fields.m = plan.tileM;
     fields.n = plan.tileN;
-    fields.aScaleId = fields.bScaleId = s;
+    fields.aScaleId = fields.bScaleId = s * blocksPerMma;
+    assert(isValidBlockScaledInstruction(fields) && "invalid MMA");
     Value step = k.i64(getWgmmaAddressStep(s * stepBytes));
     NVVM::Tcgen05MMABlockScaleOp::create(
-        b, NVVM::MMABlockScaleKind::MXF8F6F4, NVVM::CTAGroupKind::CTA_1,
+        b, getBlockScaleKind(plan.mmaKind), NVVM::CTAGroupKind::CTA_1,
         NVVM::Tcgen05MMABlockScale::BLOCK32,
         NVVM::Tcgen05MMACollectorOp::DISCARD, accumulator,
         arith::AddIOp::create(b, descA, step),

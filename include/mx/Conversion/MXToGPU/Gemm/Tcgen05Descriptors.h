@@ -72,18 +72,22 @@ encodeTcgen05SmemDescriptor(const Tcgen05SmemDescriptorFields &f) {
          (uint64_t(f.swizzle) << 61);
 }
 
-/// A K-major operand tile of 128-byte rows as TMA writes it with 128B
-/// swizzle: 8-row groups of 1 KiB (SBO), one core matrix along K per
-/// swizzled row (LBO unused, conventionally 16 bytes). An `mma` of K = 32
-/// FP8 bytes starts `32 * k` bytes into the row: the start address moves,
+/// A K-major operand tile of `rowBytes`-byte rows (128 or 64) as TMA writes
+/// it with the swizzle of the row's width: 8-row groups of 8 rows (SBO), one
+/// core matrix along K per swizzled row (LBO unused, conventionally 16
+/// bytes). 128-byte rows hold 128 FP8 (or unpacked FP6/FP4) elements of
+/// `.kind::mxf8f6f4`; 64-byte rows 128 packed E2M1 elements of
+/// `.kind::mxf4*`. An `mma` of K = 32 bytes (32 unpacked or 64 packed
+/// elements) starts `32 * k` bytes into the row: the start address moves,
 /// the swizzle phase comes from the address bits, as with wgmma.
 constexpr Tcgen05SmemDescriptorFields
-getTcgen05KMajorSwizzledTile(uint32_t startAddress) {
+getTcgen05KMajorSwizzledTile(uint32_t startAddress, uint32_t rowBytes = 128) {
   Tcgen05SmemDescriptorFields f;
   f.startAddress = startAddress;
   f.leadingByteOffset = 16;
-  f.strideByteOffset = 1024;
-  f.swizzle = Tcgen05Swizzle::bytes128;
+  f.strideByteOffset = 8 * rowBytes;
+  f.swizzle =
+      rowBytes == 64 ? Tcgen05Swizzle::bytes64 : Tcgen05Swizzle::bytes128;
   return f;
 }
 
@@ -110,6 +114,20 @@ getTcgen05ScaleChunk(uint32_t startAddress) {
 /// `.kind::mxf4nvf4` E2M1 operands with UE8M0 per 32 or UE4M3 per 16 (K =
 /// 64 per dense MMA).
 enum class Tcgen05BlockScaledKind { mxf8f6f4, mxf4, mxf4nvf4 };
+
+/// The kind as PTX spells it.
+constexpr const char *
+stringifyTcgen05BlockScaledKind(Tcgen05BlockScaledKind kind) {
+  switch (kind) {
+  case Tcgen05BlockScaledKind::mxf8f6f4:
+    return "mxf8f6f4";
+  case Tcgen05BlockScaledKind::mxf4:
+    return "mxf4";
+  case Tcgen05BlockScaledKind::mxf4nvf4:
+    return "mxf4nvf4";
+  }
+  return "";
+}
 
 /// Operand formats of `.kind::mxf8f6f4` (bits 7-9 for A, 10-12 for B, these
 /// codes). `.kind::mxf4` and `.kind::mxf4nvf4` take e2m1 only, whose code in
