@@ -58,7 +58,7 @@ class Case:
         return "_".join(p for p in parts if p)
 
     def scales_shape(self, rows):
-        shape = reference.scales_shape((rows, self.k), (1, 32))
+        shape = reference.scales_shape((rows, self.k), self.a_block)
         return reference.swizzled_shape(shape, 0) if self.swizzled else shape
 
 
@@ -84,13 +84,35 @@ CASES = [
 
 
 def source(case):
-    e8m0 = reference.SCALE_TYPES["f8E8M0FNU"]
+    nvfp4 = case.recipe == "nvfp4"
+    scale = reference.ELEMENT_TYPES["f8E4M3FN"] if nvfp4 else reference.SCALE_TYPES["f8E8M0FNU"]
     types = [tools.mlir_type((case.m, case.k), reference.ELEMENT_TYPES[case.a_elem]),
-             tools.mlir_type(case.scales_shape(case.m), e8m0),
+             tools.mlir_type(case.scales_shape(case.m), scale),
              tools.mlir_type((case.n, case.k), reference.ELEMENT_TYPES[case.b_elem]),
-             tools.mlir_type(case.scales_shape(case.n), e8m0)]
+             tools.mlir_type(case.scales_shape(case.n), scale)]
     return tools.scaled_matmul_source(case.name, types, case.a_block, case.b_block,
-                                      tools.mlir_type((case.m, case.n), OUT_DTYPES[case.out]))
+                                      tools.mlir_type((case.m, case.n), OUT_DTYPES[case.out]),
+                                      tensor_scales=nvfp4)
+
+
+@dataclass(frozen=True)
+class NVFP4Case(Case):
+    """An NVFP4 GEMM (E2M1 with E4M3 scales of [1, 16] blocks and f32 tensor scales): built for sm_100a
+    only (tcgen05 kind::mxf4nvf4; sm_90a has no kernel for it, and no run of it exists)."""
+    recipe = "nvfp4"
+    a_block = b_block = (1, reference.NVFP4_BLOCK)
+
+    @property
+    def name(self):
+        return super().name.replace("gemmfmt", "gemmfmt_nvfp4", 1)
+
+
+# K: multiples of 128 (two 128x4 scale chunks of 64 K per stage); odd M and N; more tiles than CTAs.
+NVFP4_CASES = [
+    NVFP4Case("f4E2M1FN", "f4E2M1FN", 200, 136, 1024, "bf16", swizzled=True),
+    NVFP4Case("f4E2M1FN", "f4E2M1FN", 130, 264, 384, "f32"),
+    NVFP4Case("f4E2M1FN", "f4E2M1FN", 2048, 1024, 512, "f16", swizzled=True),
+]
 
 
 def build(directory, gemm="auto", chip="sm_90a"):
@@ -215,6 +237,17 @@ def test_programs_assemble_sm100(tmp_path):
     failures = dict(build_cases(tmp_path, cases, source, "auto", "sm_100a"))
     assert set(failures) == {case.name for case in cases if sm100_refuses(case)}, failures
     assert all("not MXINT8" in why or "boxes of 128" in why for why in failures.values()), failures
+
+
+@pytest.mark.skipif(not _can_compile(), reason="no mx-opt, LLVM tools or ptxas on this machine")
+def test_nvfp4_programs_assemble_sm100(tmp_path):
+    """gemm=auto takes the generated kernel (tcgen05 kind::mxf4nvf4) for NVFP4 on sm_100a, and ptxas
+    assembles it (nothing of it has run)."""
+    failures = build_cases(tmp_path, NVFP4_CASES, source, "auto", "sm_100a")
+    assert not failures, failures
+    for case in NVFP4_CASES:
+        isa = tools.run_mx_opt(source(case), "--mx-lower-to-nvvm=chip=sm_100a format=isa")
+        assert "kind::mxf4nvf4.block_scale.block16" in isa, case.name
 
 
 @needs_gpu

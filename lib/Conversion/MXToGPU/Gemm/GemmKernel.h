@@ -45,6 +45,8 @@ enum class KernelParameter {
                     // chunks: of A's swizzled E8M0 as rows of 128 bytes
   tensorMapBScales, // the same of B's
   tensorMapOut,     // tmaStore epilogue: CUtensorMap of the output
+  aTensorScale,     // NVFP4: A's f32 tensor scale (0-D)
+  bTensorScale,     // NVFP4: B's
 };
 
 /// The parameters the kernel of `plan` takes, in order: the one list the
@@ -57,6 +59,7 @@ struct KernelArguments {
   mlir::Value aScales, bScales;
   mlir::Value out;
   mlir::Value tensorMapAScales, tensorMapBScales, tensorMapOut;
+  mlir::Value aTensorScale, bTensorScale;
 };
 
 /// The origin of one output tile, in elements (i32).

@@ -109,6 +109,12 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
     case KernelParameter::tensorMapOut:
       slot = &args.tensorMapOut;
       break;
+    case KernelParameter::aTensorScale:
+      slot = &args.aTensorScale;
+      break;
+    case KernelParameter::bTensorScale:
+      slot = &args.bTensorScale;
+      break;
     }
     *slot = argument;
   }
@@ -183,18 +189,24 @@ TensorMapRequest getOperandMap(OpBuilder &b, Value data, const GemmPlan &plan,
 
 /// The tensor map of an operand's scales as its stage loads take them:
 /// GEMM-ready 1x128 scales [KB, R'] one K-block row of `tileRows` f32 at a
-/// time, or the 128x4 chunks of swizzled E8M0 scales (512 bytes each, R'/128
-/// x KB of them) as rows of 128 bytes, four rows a chunk.
+/// time, or the 128x4 chunks of swizzled E8M0 (E4M3 for NVFP4) scales (512
+/// bytes each, R'/128 x KB x scaleChunksAlongK of them) as rows of 128
+/// bytes, four rows a chunk.
 TensorMapRequest getStageScalesMap(OpBuilder &b, Value data,
                                    const GemmPlan &plan,
                                    const OperandPlan &operand,
                                    Type scaleType, int64_t tileRows) {
   if (operand.scales == ScaleStaging::chunks) {
-    int64_t chunks =
-        llvm::divideCeil(operand.rows, kScaleChunkRows) * plan.kBlocks();
+    int64_t chunks = llvm::divideCeil(operand.rows, kScaleChunkRows) *
+                     plan.kBlocks() * plan.scaleChunksAlongK();
     int64_t lines = kScaleChunkBytes / kScaleChunkLine;
-    return {data,  scaleType,       chunks * lines, kScaleChunkLine,
-            lines, kScaleChunkLine, MXRT_SWIZZLE_NONE};
+    return {data,
+            scaleType,
+            chunks * lines,
+            kScaleChunkLine,
+            lines * plan.scaleChunksAlongK(),
+            kScaleChunkLine,
+            MXRT_SWIZZLE_NONE};
   }
   return {data,     b.getF32Type(), plan.kBlocks(), operand.scaleRowPitch,
           1,        tileRows,       MXRT_SWIZZLE_NONE};
@@ -309,6 +321,12 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
                                  kSwizzleBytes * 8 /
                                      plan->outputType.getIntOrFloatBitWidth(),
                                  MXRT_SWIZZLE_128B}));
+        break;
+      case KernelParameter::aTensorScale:
+        arguments.push_back(pointer(op.getTensorScales()[0]));
+        break;
+      case KernelParameter::bTensorScale:
+        arguments.push_back(pointer(op.getTensorScales()[1]));
         break;
       }
     }

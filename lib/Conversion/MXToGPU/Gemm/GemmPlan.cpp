@@ -90,6 +90,23 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
     return hasBlockScaledTensorCores(plan.chip) ? GemmRecipe::mxBlockScaled
                                                 : GemmRecipe::mxExact;
   }
+  if (isNVFP4Scale(aScale) || isNVFP4Scale(bScale)) {
+    if (!hasBlockScaledTensorCores(plan.chip)) {
+      reason = ("the " + getChipName(plan.chip) +
+                " kernels have no NVFP4 main loop (tcgen05 kind::mxf4nvf4 "
+                "needs SM100)")
+                   .str();
+      return failure();
+    }
+    if (!isNVFP4Scale(aScale) || !isNVFP4Scale(bScale) ||
+        !isBlock(aBlock, 1, kNVFP4Block) || !isBlock(bBlock, 1, kNVFP4Block)) {
+      reason = "NVFP4 needs E4M3 scales of [1, 16] blocks on both operands";
+      return failure();
+    }
+    plan.a.scales = plan.b.scales = ScaleStaging::chunks;
+    plan.scaleBlockK = kNVFP4Block;
+    return GemmRecipe::mxBlockScaled;
+  }
   if (!aScale.isF32() || !bScale.isF32()) {
     reason = "scales must be E8M0 on both operands or f32 on both";
     return failure();
@@ -97,7 +114,8 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
   // The block-scaled kernel has no FP8 main loop with f32 scales yet.
   if (hasBlockScaledTensorCores(plan.chip)) {
     reason = ("the " + getChipName(plan.chip) +
-              " kernel takes MX operands only (E8M0 scales of [1, 32] blocks)")
+              " kernel takes MX or NVFP4 operands only (E8M0 scales of [1, 32] "
+              "blocks, E4M3 of [1, 16])")
                  .str();
     return failure();
   }
@@ -427,9 +445,12 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
   return success();
 }
 
-/// SM100's block-scaled kind of the operands: kind::mxf4 reads two E2M1
-/// operands packed, kind::mxf8f6f4 any mix of FP8, FP6 and FP4 unpacked.
+/// SM100's block-scaled kind of the operands: kind::mxf4nvf4 for NVFP4
+/// (E4M3 scales per 16), kind::mxf4 reads two E2M1 operands packed,
+/// kind::mxf8f6f4 any mix of FP8, FP6 and FP4 unpacked.
 Tcgen05BlockScaledKind getBlockScaledKind(const GemmPlan &plan) {
+  if (plan.hasTensorScales())
+    return Tcgen05BlockScaledKind::mxf4nvf4;
   bool fp4 = llvm::all_of(std::array{plan.a.elementType, plan.b.elementType},
                           [](Type type) {
                             return getVerifiedElementFormat(type)
@@ -449,6 +470,15 @@ LogicalResult planOperands(GemmPlan &plan, std::string &reason) {
   if (plan.recipe == GemmRecipe::mxBlockScaled)
     plan.mmaKind = getBlockScaledKind(plan);
   bool packedKind = plan.mmaKind != Tcgen05BlockScaledKind::mxf8f6f4;
+  // NVFP4: a stage takes two whole scale chunks along K; a partial last
+  // stage would read the next row tile's first chunk.
+  if (plan.hasTensorScales() && plan.k % plan.tileK != 0) {
+    reason = ("K = " + Twine(plan.k) + " of NVFP4 is not a multiple of " +
+              Twine(plan.tileK) + " (the " + getChipName(plan.chip) +
+              " kernel reads two 128x4 scale chunks of 64 K per stage)")
+                 .str();
+    return failure();
+  }
   for (OperandPlan *operand : {&plan.a, &plan.b}) {
     ElementFormat format = getVerifiedElementFormat(operand->elementType);
     switch (plan.recipe) {
@@ -519,7 +549,7 @@ int64_t GemmPlan::stageScaleBytes(const OperandPlan &operand,
                                   int64_t tileRows) const {
   switch (operand.scales) {
   case ScaleStaging::chunks:
-    return kScaleChunkBytes * tileRows / kScaleChunkRows;
+    return kScaleChunkBytes * scaleChunks(tileRows);
   case ScaleStaging::stageRows:
     return 4 * tileRows;
   case ScaleStaging::scalar:
@@ -542,7 +572,7 @@ void GemmPlan::print(raw_ostream &os) const {
   if (usesTensorMemory())
     os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05="
        << stringifyTcgen05BlockScaledKind(mmaKind) << ".m" << tileM << "n"
-       << tileN << "k" << mmaK << ".block32";
+       << tileN << "k" << mmaK << ".block" << scaleBlockK;
   else
     os << " roles=tma:1,mma:" << consumerWarpgroups << "x" << wavesM
        << " regs=" << producerRegisters << "/" << consumerRegisters

@@ -34,7 +34,8 @@ constexpr int64_t kWarpgroupThreads = 128;
 constexpr int64_t kWaveRows = 64;
 
 /// One chunk of swizzled E8M0 scales: the 128x4 tile of `mx.swizzle`, i.e.
-/// 128 rows x one stage's 128 K (4 blocks of 32), 512 contiguous bytes.
+/// 128 rows x 4 blocks (MX: one stage's 128 K; NVFP4: half a stage's),
+/// 512 contiguous bytes.
 constexpr int64_t kScaleChunkRows = 128;
 constexpr int64_t kScaleChunkBytes = 512;
 /// The chunks' tensor map reads them as rows of this many bytes.
@@ -165,6 +166,9 @@ struct GemmPlan {
   /// which it reads packed (K = 64 per MMA, half the shared memory and TMA
   /// bytes of kind::mxf8f6f4's unpacked FP4); kind::mxf8f6f4 otherwise.
   Tcgen05BlockScaledKind mmaKind = Tcgen05BlockScaledKind::mxf8f6f4;
+  /// K extent of a scale block: 32 (MX, E8M0) or 16 (NVFP4, E4M3, on SM100
+  /// only, with the two f32 tensor scales applied in the epilogue).
+  int64_t scaleBlockK = kMXBlock;
   // MX exact only: K elements of one bf16 buffer of B (one 128-byte row)
   // and how many such buffers rotate.
   int64_t dequantK = 0, dequantBuffers = 0;
@@ -211,9 +215,17 @@ struct GemmPlan {
   /// Whether the kernel copies its E8M0 scales as 128x4 chunks of the
   /// swizzled layout (MX recipes).
   bool usesScaleChunks() const { return a.scales == ScaleStaging::chunks; }
-  /// E8M0 scale chunks per stage for a tile of `tileRows` rows (MX only).
+  /// NVFP4: the kernel multiplies the output by the two f32 tensor scales.
+  bool hasTensorScales() const { return scaleBlockK == kNVFP4Block; }
+  /// 128x4 scale chunks along K per stage and 128 rows: a chunk holds 4
+  /// scale blocks of each row, 128 K of MX, 64 of NVFP4.
+  int64_t scaleChunksAlongK() const { return tileK / (4 * scaleBlockK); }
+  /// Scale chunks per stage for a tile of `tileRows` rows (MX and NVFP4),
+  /// row tile major: (row tile r, K chunk j) is chunk r * alongK + j.
   int64_t scaleChunks(int64_t tileRows) const {
-    return usesScaleChunks() ? tileRows / kScaleChunkRows : 0;
+    return usesScaleChunks()
+               ? tileRows / kScaleChunkRows * scaleChunksAlongK()
+               : 0;
   }
   /// Bytes one stage's copies deliver to each CTA (the expect-tx count).
   int64_t stageTransactionBytes() const;

@@ -181,19 +181,25 @@ void Sm100MainLoop::issueStageMmas(RingSlot slot, Value accumulateFirst) {
         b, k.i32(columns[0] + offset),
         arith::MulIOp::create(b, slot.stage, k.i32(columns[1] - columns[0])));
   };
-  // The stage's scale chunks into its scale columns.
+  // The stage's scale chunks into its scale columns. Shared memory holds
+  // them row tile major (chunk r * alongK + j), tensor memory K chunk major:
+  // the MMAs of K chunk j read the columns of every row tile from
+  // kChunkColumns * rowTiles * j on.
   constexpr uint64_t chunkFields =
       encodeTcgen05SmemDescriptor(getTcgen05ScaleChunk(/*startAddress=*/0));
+  int64_t alongK = plan.scaleChunksAlongK();
   auto copyChunks = [&](int64_t StageLayout::*buffer, ArrayRef<int64_t> columns,
                         int64_t tileRows) {
+    int64_t rowTiles = tileRows / kScaleChunkRows;
     for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
       Value source = k.sharedAddress(k.stageAddress(buffer, slot.stage),
                                    k.i32(kScaleChunkBytes * chunk));
+      int64_t column = kChunkColumns * ((chunk % alongK) * rowTiles +
+                                        chunk / alongK);
       NVVM::Tcgen05CpOp::create(
           b, NVVM::Tcgen05CpShape::SHAPE_32x128b, NVVM::CTAGroupKind::CTA_1,
           NVVM::Tcgen05CpMulticast::WARPX4, NVVM::Tcgen05CpSrcFormatAttr(),
-          getTensorMemoryAddress(k.i32(0),
-                                 stageColumn(columns, kChunkColumns * chunk)),
+          getTensorMemoryAddress(k.i32(0), stageColumn(columns, column)),
           k.withStartAddress(chunkFields, source));
     }
   };
@@ -210,27 +216,40 @@ void Sm100MainLoop::issueStageMmas(RingSlot slot, Value accumulateFirst) {
   Value descB =
       k.withStartAddress(tileFields, k.stageAddress(&StageLayout::b, slot.stage));
   Value accumulator = getTensorMemoryAddress(k.i32(0), k.i32(tmem.accumulator));
-  Value scalesA = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.aScales, 0));
-  Value scalesB = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.bScales, 0));
   // MMA s reads 32 bytes of each row from 32s on (32 unpacked or 64 packed
-  // elements) and the scales of its K blocks of 32: byte sf_id of each
-  // scale column, one per MMA of kind::mxf8f6f4, two (scale_vec::2X, sf_id
-  // 0 or 2) per MMA of kind::mxf4.
+  // elements) and the scales of its K blocks: byte sf_id of each scale
+  // column, one per MMA of kind::mxf8f6f4, two (scale_vec::2X, sf_id 0 or
+  // 2) per MMA of kind::mxf4, all four (scale_vec::4X, sf_id 0) of the
+  // MMA's own K chunk for NVFP4's blocks of 16.
   int64_t stepBytes = plan.a.rowBytes * plan.mmaK / plan.tileK;
-  int64_t blocksPerMma = plan.mmaK / kMXBlock;
+  int64_t blocksPerMma = plan.mmaK / plan.scaleBlockK;
+  constexpr int64_t kBlocksPerChunk = 4;
+  bool nvfp4 = plan.hasTensorScales();
   for (int64_t s = 0; s < plan.tileK / plan.mmaK; ++s) {
+    int64_t block = s * blocksPerMma;
+    int64_t chunk = block / kBlocksPerChunk;
     BlockScaledInstructionFields fields;
     fields.kind = plan.mmaKind;
     fields.a = getOperandFormat(plan.a.elementType);
     fields.b = getOperandFormat(plan.b.elementType);
+    fields.scaleFormat =
+        nvfp4 ? Tcgen05ScaleFormat::ue4m3 : Tcgen05ScaleFormat::ue8m0;
     fields.m = plan.tileM;
     fields.n = plan.tileN;
-    fields.aScaleId = fields.bScaleId = s * blocksPerMma;
+    fields.aScaleId = fields.bScaleId = block % kBlocksPerChunk;
     assert(isValidBlockScaledInstruction(fields) && "invalid MMA");
     Value step = k.i64(getWgmmaAddressStep(s * stepBytes));
+    auto scales = [&](ArrayRef<int64_t> columns, int64_t tileRows) {
+      return getTensorMemoryAddress(
+          k.i32(0), stageColumn(columns, kChunkColumns * chunk * tileRows /
+                                             kScaleChunkRows));
+    };
+    Value scalesA = scales(tmem.aScales, plan.tileM);
+    Value scalesB = scales(tmem.bScales, plan.tileN);
     NVVM::Tcgen05MMABlockScaleOp::create(
         b, getBlockScaleKind(plan.mmaKind), NVVM::CTAGroupKind::CTA_1,
-        NVVM::Tcgen05MMABlockScale::BLOCK32,
+        nvfp4 ? NVVM::Tcgen05MMABlockScale::BLOCK16
+              : NVVM::Tcgen05MMABlockScale::BLOCK32,
         NVVM::Tcgen05MMACollectorOp::DISCARD, accumulator,
         arith::AddIOp::create(b, descA, step),
         arith::AddIOp::create(b, descB, step),
@@ -278,6 +297,14 @@ Value Sm100MainLoop::buildTile(const ConsumerThread &thread,
   int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
   auto rawType = VectorType::get({kLoadColumns}, b.getI32Type());
   auto valueType = VectorType::get({kLoadColumns}, b.getF32Type());
+  // NVFP4: the product of the two f32 tensor scales, once per tile.
+  Value tensorScale;
+  if (plan.hasTensorScales()) {
+    const KernelArguments &args = k.getArguments();
+    Value a = k.loadGlobalF32(args.aTensorScale, k.i32(0));
+    Value bScale = k.loadGlobalF32(args.bTensorScale, k.i32(0));
+    tensorScale = arith::MulFOp::create(b, a, bScale);
+  }
   int64_t loads = plan.tileN / kLoadColumns;
   for (int64_t load = 0; load < loads; ++load) {
     int64_t firstColumn = load * kLoadColumns;
@@ -297,8 +324,11 @@ Value Sm100MainLoop::buildTile(const ConsumerThread &thread,
     }
     Value row = vector::BitCastOp::create(b, valueType, raw);
     SmallVector<Value> values;
-    for (int64_t column = 0; column < kLoadColumns; ++column)
-      values.push_back(vector::ExtractOp::create(b, row, column));
+    for (int64_t column = 0; column < kLoadColumns; ++column) {
+      Value value = vector::ExtractOp::create(b, row, column);
+      values.push_back(tensorScale ? arith::MulFOp::create(b, value, tensorScale)
+                                   : value);
+    }
     k.storeFragment(origin, values, kStoreBytes / outBytes, [&](int64_t e) {
       return std::make_pair(thread.threadInGroup, k.i32(firstColumn + e));
     });
