@@ -47,6 +47,8 @@ enum class KernelParameter {
   tensorMapOut,     // tmaStore epilogue: CUtensorMap of the output
   bias,             // [N] of the plan's bias type, added to every row
   accumulator,      // row-major [M, N] of the output type, added (C += A B^T)
+  aTensorScale,     // NVFP4: A's f32 tensor scale (0-D)
+  bTensorScale,     // NVFP4: B's
 };
 
 /// The parameters the kernel of `plan` takes, in order: the one list the
@@ -60,6 +62,7 @@ struct KernelArguments {
   mlir::Value out;
   mlir::Value tensorMapAScales, tensorMapBScales, tensorMapOut;
   mlir::Value bias, accumulator;
+  mlir::Value aTensorScale, bTensorScale;
 };
 
 /// The origin of one output tile, in elements (i32).
@@ -217,7 +220,8 @@ private:
   void issueStageLoads(TileOrigin origin, mlir::Value kBlock, RingSlot slot);
   void loadOperandTile(mlir::Value map, int64_t StageLayout::*buffer,
                        mlir::Value k, mlir::Value rowOrigin, int64_t tileRows,
-                       bool shared, mlir::Value full, RingSlot slot);
+                       int64_t rowBytes, bool shared, mlir::Value full,
+                       RingSlot slot);
   void loadStageScales(const OperandPlan &operand, mlir::Value map,
                        int64_t StageLayout::*buffer,
                        mlir::Value kBlock, mlir::Value rowOrigin,
