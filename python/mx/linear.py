@@ -83,6 +83,19 @@ def _shard_quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int,
     return compiler.compile(f, target)
 
 
+def _swizzled_gemm_kernel(operands, out: str, tensor_scales: bool, target: str) -> compiler.Kernel:
+    """mx.scaled_matmul of two operands ((shape, element, scales shape, scale type, block) each)
+    with compact scales, swizzled into 128x4 tiles in the program first: what cuBLASLt's
+    block-scaled FP4 GEMM reads (docs/gpu.md). The swizzle thus comes after any gather."""
+    f = builder.Function("scaled_matmul")
+    values = []
+    for shape, elem, scales_shape, scale_type, _ in operands:
+        values += [f.arg(shape, elem), f.swizzle(f.arg(scales_shape, scale_type))]
+    scalars = (f.arg((), "f32"), f.arg((), "f32")) if tensor_scales else None
+    f.returns(f.scaled_matmul(*values, operands[0][4], operands[1][4], out, tensor_scales=scalars))
+    return compiler.compile(f, target)
+
+
 class TensorPlan:
     """The kernels quantizing one role's tensor [rows, cols] of dtype `wide`, or one of its `shards`
     row shards, in a recipe, for a target; compiled (or taken from the cache) on construction."""
@@ -227,6 +240,8 @@ class LinearPlan:
                                                            self.recipe.tensor_scaled, target=self.target)
                                      for shape, elem, scales, block in ((a, a_elem, a_scales, a_block),
                                                                         (b, b_elem, b_scales, b_block))), out)
+        if a_elem == "f4E2M1FN" and self.target != "cpu":  # cuBLASLt (sm_100a) reads swizzled scales
+            return _swizzled_gemm_kernel(operands, out, self.recipe.tensor_scaled, self.target)
         return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
                                         b_block, out, tensor_scales=self.recipe.tensor_scaled,
                                         target=self.target)
