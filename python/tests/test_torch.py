@@ -240,6 +240,19 @@ def test_fp4_linear_against_float64(recipe):
     linear_cases.check_linear_against_float64(recipe, "cpu")
 
 
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("recipe", linear_cases.FP4)
+def test_fp4_plans_compile_for_the_gpus(recipe, chip):
+    """The FP4 plans compile for both chips without a GPU (a GPU machine gets them ahead of time):
+    the GEMMs dequantize on sm_90a and go to cuBLASLt (swizzled scales) on sm_100a, and a sequence-
+    parallel input shard takes the amax of the whole tensor (NVFP4's tensor scale)."""
+    from mx.linear import DequantizedGemm, LinearPlan
+    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "f32", chip, (("input", 2),))
+    assert all(isinstance(g, DequantizedGemm) == (chip == "sm_90a") for g in made.gemms.values())
+    assert set(made.tensors["input"].kernels) == ({"amax", "cast", "col_cast"} if recipe == "nvfp4"
+                                                  else {"row", "col"})
+
+
 @pytest.mark.parametrize("recipe", linear_cases.FP4)
 def test_dequantized_gemm_matches_scaled_matmul(monkeypatch, recipe):
     """sm_90a's FP4 GEMM (both operands dequantized, then a matmul, then NVFP4's tensor scales:
