@@ -225,7 +225,7 @@ def test_compile_fullgraph_equals_eager(recipe):
                                  backend="aot_eager")
 
 
-@pytest.mark.parametrize("recipe", ["mxfp8", "delayed"])
+@pytest.mark.parametrize("recipe", ["mxfp8", "delayed", "nvfp4"])
 def test_inductor_fullgraph_equals_eager(recipe):
     """The default backend (Inductor, C++ on the CPU): the mx ops stay opaque, and gradients and
     scaling state equal eager mode's bit for bit (the loss stays outside the compiled model)."""
