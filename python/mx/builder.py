@@ -67,9 +67,11 @@ class Function:
 
     def quantize(self, x: Value, block: Sequence[int], elem: str = "f8E4M3FN",
                  scale_type: str = "f8E8M0FNU", rounding: str | None = None,
-                 tensor_scale: Value | None = None, transposed: bool = False) -> tuple[Value, ...]:
+                 tensor_scale: Value | None = None, transposed: bool = False,
+                 amax: Value | None = None) -> tuple[Value, ...]:
         """`mx.quantize`: (data, scales), plus the computed tensor scale for NVFP4 without one.
-        `transposed` quantizes x with its last two dimensions swapped (`block` is the data's)."""
+        `transposed` quantizes x with its last two dimensions swapped (`block` is the data's);
+        `amax` is the amax of the whole tensor that x is a shard of."""
         shape = reference.transposed_shape(x.shape) if transposed else x.shape
         data = self._value(shape, elem)
         scales = self._value(reference.scales_shape(shape, block), scale_type)
@@ -79,6 +81,8 @@ class Function:
         clauses = f" rounding {rounding}" if rounding else ""
         if tensor_scale is not None:
             clauses += f" tensor_scale({tensor_scale.name} : {tensor_scale.type})"
+        if amax is not None:
+            clauses += f" amax({amax.name} : {amax.type})"
         self._op(results, f"mx.quantize {x.name}{' transposed' * transposed} block {_list(block)}{clauses} : {x.type} -> "
                           f"{_types(results)}")
         return tuple(results)
@@ -132,10 +136,11 @@ class Function:
                            f"{result.type}")
         return result
 
-    def amax(self, x: Value) -> Value:
-        """`mx.amax`: the largest magnitude, a 0-D f32 tensor."""
+    def amax(self, x: Value, finite: bool = False) -> Value:
+        """`mx.amax`: the largest magnitude, a 0-D f32 tensor (`finite`: of the finite elements,
+        what NVFP4's tensor scale derives from)."""
         result = self._value((), "f32")
-        self._op([result], f"mx.amax {x.name} : {x.type} -> {result.type}")
+        self._op([result], f"mx.amax {x.name}{' finite' * finite} : {x.type} -> {result.type}")
         return result
 
     def quantize_delayed(self, x: Value, scales: Value, history: Value, index: int,

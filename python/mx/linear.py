@@ -17,13 +17,16 @@ same kernel as the rowwise data (Transformer Engine's cast+transpose: mx.quantiz
 `transposed`). Sharded per-tensor tensors and 128x128 blockwise derive the transposed operand from
 the (gathered) rowwise bytes. `PartSpec.gather_dim` says along which dimension the parts of row
 shards concatenate. Turning compact parts into GEMM operands (byte transposes where derived; the
-scale swizzle is part of each GEMM program) comes after any gather.
+scale swizzle is part of each GEMM program) comes after any gather. NVFP4's f32 tensor scale is the
+last part ("tensor_scale"); the transposed tensor has the same amax, so one serves both orientations.
 
 A role may be sharded along its rows (`shards`): its kernels then quantize one shard of
 rows / shards rows. Per-tensor current scaling of a shard uses the amax shared by all shards (the
 "amax" and "cast" kernels: mx.amax, then, after the caller's all-reduce, the cast x * scale of
 mx.quantize_delayed with scale = maxfinite / amax: Transformer Engine's current-scaling cast,
-docs/torch.md).
+docs/torch.md). So does NVFP4's tensor scale: mx.amax of the finite elements, then mx.quantize with
+the all-reduced amax (its `amax` operand), which derives the tensor scale from it as a quantize of
+the whole tensor does ("cast", and "col_cast" for the transposed shard).
 
 Delayed scaling keeps two states, each a [slots] f32 scale and a [history_len, slots] amax history:
 "forward" for the input (slot 0) and the weight (slot 1), updated with E4M3's maxfinite, and
@@ -59,15 +62,40 @@ class PartSpec:
 @dataclass(frozen=True)
 class DequantizedGemm:
     """A GEMM the chip has no instruction for (FP4 on sm_90a): both operands dequantized to the
-    result type by mx.dequantize, then an ordinary matmul (their values are exact in it)."""
+    result type by mx.dequantize, then an ordinary matmul (their values are exact in it). NVFP4's
+    operands are dequantized with tensor scale 1 (E2M1 times E4M3 is exact in bf16, times an f32
+    would not be) and the tensor scales' product multiplies the result, as cuBLASLt's alpha does
+    on sm_100a."""
     lhs: compiler.Kernel
     rhs: compiler.Kernel
     out: str
 
 
-def _amax_kernel(shape: tuple[int, ...], dtype: str, target: str) -> compiler.Kernel:
+def _amax_kernel(shape: tuple[int, ...], dtype: str, target: str, finite: bool = False) -> compiler.Kernel:
     f = builder.Function("amax")
-    f.returns(f.amax(f.arg(shape, dtype)))
+    f.returns(f.amax(f.arg(shape, dtype), finite))
+    return compiler.compile(f, target)
+
+
+def _shard_quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, int], elem: str,
+                           scale_type: str, target: str) -> compiler.Kernel:
+    """mx.quantize of a shard with the amax of the whole tensor given (NVFP4: data, scales and the
+    tensor scale derived from that amax)."""
+    f = builder.Function("quantize")
+    f.returns(*f.quantize(f.arg(shape, dtype), block, elem, scale_type, amax=f.arg((), "f32")))
+    return compiler.compile(f, target)
+
+
+def _swizzled_gemm_kernel(operands, out: str, tensor_scales: bool, target: str) -> compiler.Kernel:
+    """mx.scaled_matmul of two operands ((shape, element, scales shape, scale type, block) each)
+    with compact scales, swizzled into 128x4 tiles in the program first: what cuBLASLt's
+    block-scaled FP4 GEMM reads (docs/gpu.md). The swizzle thus comes after any gather."""
+    f = builder.Function("scaled_matmul")
+    values = []
+    for shape, elem, scales_shape, scale_type, _ in operands:
+        values += [f.arg(shape, elem), f.swizzle(f.arg(scales_shape, scale_type))]
+    scalars = (f.arg((), "f32"), f.arg((), "f32")) if tensor_scales else None
+    f.returns(f.scaled_matmul(*values, operands[0][4], operands[1][4], out, tensor_scales=scalars))
     return compiler.compile(f, target)
 
 
@@ -92,8 +120,10 @@ class TensorPlan:
 
     @property
     def shares_amax(self) -> bool:
-        """Whether a shard is cast with the amax of the whole tensor (current scaling)."""
-        return self.shards > 1 and self.recipe.per_tensor and not isinstance(self.recipe, recipes.Delayed)
+        """Whether a shard is cast with the amax of the whole tensor (current scaling, and NVFP4's
+        tensor scale)."""
+        current = self.recipe.per_tensor and not isinstance(self.recipe, recipes.Delayed)
+        return self.shards > 1 and (current or self.recipe.tensor_scaled)
 
     @property
     def writes_transposed(self) -> bool:
@@ -113,10 +143,19 @@ class TensorPlan:
         return self.col_derivable and not self.writes_transposed
 
     def wire_parts(self, sides) -> tuple[int, ...]:
-        """The indices of the parts that GEMM operands of `sides` ("row", "col") read."""
+        """The indices in parts(True) of the parts that GEMM operands of `sides` ("row", "col")
+        read."""
         row = "row" in sides or ("col" in sides and self.derives_col)
         col = "col" in sides and not self.derives_col
-        return (0, 1) * row + (2, 3) * col
+        return (0, 1) * row + (2, 3) * col + (len(self.parts(True)) - 1,) * self.recipe.tensor_scaled
+
+    def has_col(self, parts) -> bool:
+        """Whether `parts` (as quantized) are all of parts(True), the col parts included."""
+        return len(parts) == len(self.parts(True))
+
+    def full(self, parts) -> list:
+        """`parts` laid out as parts(True), None where the col parts were not quantized."""
+        return list(parts) if self.has_col(parts) else [*parts[:2], None, None, *parts[2:]]
 
     def parts(self, col: bool = True) -> list[PartSpec]:
         """The compact parts of a quantized shard (with the col parts if `col` and the recipe has
@@ -134,6 +173,8 @@ class TensorPlan:
             # shard quantized rowwise (1x128 blockwise, MXFP4): the same shapes.
             specs += [PartSpec("col_data", (cols, rows), elem, 1),
                       PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
+        if self.recipe.tensor_scaled:
+            specs.append(PartSpec("tensor_scale", (), "f32", None))
         return specs
 
     def _kernels(self) -> dict:
@@ -145,6 +186,11 @@ class TensorPlan:
                                                    index, elem, transposed, target=target)
                        for transposed in (False, True)[:1 + self.writes_transposed]]
             return dict(zip(("delayed", "delayed_both"), delayed))
+        if self.shares_amax and recipe.tensor_scaled:
+            block = self.block()
+            return {"amax": _amax_kernel(shape, wide, target, finite=True),
+                    "cast": _shard_quantize_kernel(shape, wide, block, elem, scale_type, target),
+                    "col_cast": _shard_quantize_kernel(shape[::-1], wide, block, elem, scale_type, target)}
         if self.shares_amax:
             return {"amax": _amax_kernel(shape, wide, target),
                     "cast": ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, target=target)}
@@ -188,8 +234,9 @@ class LinearPlan:
                 slots, recipe.history_len, recipe.element("grad" if state == "backward" else "input"),
                 recipe.algorithm, recipe.margin, target=target) for state, slots in DELAYED_STATES.items()}
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
-        if not isinstance(self.gemms["fprop"], DequantizedGemm):  # the bias added in fprop's epilogue
-            self.gemms["fprop_bias"] = self._gemm_kernel("fprop", bias=True)
+        fprop_bias = self._gemm_kernel("fprop", bias=True)  # the bias added in fprop's epilogue
+        if fprop_bias is not None:
+            self.gemms["fprop_bias"] = fprop_bias
 
     def _check_shapes(self, shards: dict[str, int]) -> None:
         multiple, name = self.recipe.required_multiple, self.recipe.name
@@ -213,10 +260,16 @@ class LinearPlan:
                              reference.scales_shape((rows, k), block), self.recipe.scale_type, block))
         (a, a_elem, a_scales, scale, a_block), (b, b_elem, b_scales, _, b_block) = operands
         out = self.dtype if name != "wgrad" else self.weight_dtype
+        if a_elem == "f4E2M1FN" and self.target != "cpu" and bias:
+            return None  # a dequantized torch GEMM or cuBLASLt's: no bias epilogue of mx's
         if a_elem == "f4E2M1FN" and self.target == "sm_90a":  # Hopper has no FP4 MMA (docs/gpu.md)
-            return DequantizedGemm(*(ops.dequantize_kernel(shape, elem, scales, scale, block, out, target=self.target)
+            return DequantizedGemm(*(ops.dequantize_kernel(shape, elem, scales, scale, block, out,
+                                                           self.recipe.tensor_scaled, target=self.target)
                                      for shape, elem, scales, block in ((a, a_elem, a_scales, a_block),
                                                                         (b, b_elem, b_scales, b_block))), out)
+        if a_elem == "f4E2M1FN" and self.target != "cpu":  # cuBLASLt (sm_100a) reads swizzled scales
+            return _swizzled_gemm_kernel(operands, out, self.recipe.tensor_scaled, self.target)
         return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
                                         b_block, out, bias_dtype=self.weight_dtype if bias else None,
+                                        tensor_scales=self.recipe.tensor_scaled,
                                         target=self.target)

@@ -71,7 +71,7 @@ def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None) ->
     if made.shares_amax:
         if amax is None:
             amax = distributed.all_reduce_max(torch.ops.mx.amax(t, made.key), amax_group)
-        return torch.ops.mx.cast(t, amax, made.key)
+        return torch.ops.mx.cast(t, amax, made.key, col)
     return torch.ops.mx.quantize(t, made.key, col)
 
 
@@ -80,7 +80,7 @@ def _operands(made, parts, sides, parallel: Parallel):
     all-gathered first if the tensor is sharded: only the parts that `sides` read (the usage the
     next GEMM reads)."""
     if made.shards > 1:
-        specs = made.parts(len(parts) > 2)
+        specs = made.parts(made.has_col(parts))
         wanted = [i for i in made.wire_parts(sides) if i < len(parts) and specs[i].gather_dim is not None]
         gathered = distributed.gather_parts([parts[i] for i in wanted], [specs[i] for i in wanted],
                                             parallel.group)
@@ -116,7 +116,7 @@ class _LinearFunction(torch.autograd.Function):
         # The bias in fprop's epilogue, unless the partial outputs are summed after it (row-parallel).
         fused = bias is not None and parallel.kind != "row" and "fprop_bias" in made.gemms and \
             _ops.mlir_type(bias) == made.weight_dtype
-        y = torch.ops.mx.gemm(*x_row, *w_row, key, "fprop", bias if fused else None)
+        y = torch.ops.mx.gemm(x_row, w_row, key, "fprop", bias if fused else None)
         if parallel.kind == "row":
             y = distributed.reduce_scatter_rows(y, parallel.group)
         if bias is not None and not fused:
@@ -140,12 +140,12 @@ class _LinearFunction(torch.autograd.Function):
         g_ops = _operands(grads, g_parts, ("row", "col") if need_wgrad else ("row",), parallel)
         dx = dw = db = None
         if need_dgrad:
-            dx = torch.ops.mx.gemm(*g_ops[0], *w_col, ctx.key, "dgrad")
+            dx = torch.ops.mx.gemm(g_ops[0], w_col, ctx.key, "dgrad")
             if parallel.kind == "column":
                 dx = distributed.reduce_scatter_rows(dx, parallel.group)
         if need_wgrad:
             (x_col,) = _operands(made.tensors["input"], x_parts, ("col",), parallel)
-            dw = torch.ops.mx.gemm(*g_ops[1], *x_col, ctx.key, "wgrad")
+            dw = torch.ops.mx.gemm(g_ops[1], x_col, ctx.key, "wgrad")
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = dy.sum(0)
             if parallel.kind == "row":  # dY is a token shard: the bias gradient sums all of them
@@ -157,8 +157,8 @@ class _LinearFunction(torch.autograd.Function):
 
 class Linear(torch.nn.Linear):
     """`torch.nn.Linear` (same constructor, parameters and state dict, plus delayed scaling's
-    buffers) computing in FP8 or MXFP4 with an mx recipe (an mx.recipes object or its shorthand;
-    NVFP4 is refused for now, docs/torch.md). Inputs of any rank >= 2 are flattened to
+    buffers) computing in FP8, MXFP4 or NVFP4 with an mx recipe (an mx.recipes object or its
+    shorthand). Inputs of any rank >= 2 are flattened to
     [tokens, in_features] (tokens first). `parallel`, `group`: mx.torch.parallel's layers;
     `amax_group`: where per-tensor current and delayed scaling reduce their amaxes (default
     `group`)."""
@@ -169,8 +169,6 @@ class Linear(torch.nn.Linear):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
-        if isinstance(self.recipe, recipes.NVFP4):
-            raise ValueError(f"mx.torch.Linear does not train with {self.recipe.name} yet (docs/torch.md)")
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
         self._weight_cache = None
