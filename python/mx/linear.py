@@ -234,9 +234,20 @@ class LinearPlan:
                 slots, recipe.history_len, recipe.element("grad" if state == "backward" else "input"),
                 recipe.algorithm, recipe.margin, target=target) for state, slots in DELAYED_STATES.items()}
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
-        fprop_bias = self._gemm_kernel("fprop", bias=True)  # the bias added in fprop's epilogue
+        fprop_bias = self._fprop_bias_kernel()
         if fprop_bias is not None:
             self.gemms["fprop_bias"] = fprop_bias
+
+    def _fprop_bias_kernel(self):
+        """fprop with the bias added in its epilogue, or None where the chip's GEMM for it takes no
+        bias: only the generated kernels do (cuBLASLt's lowering has no bias operand), and which
+        GEMMs the chip generates is mx-opt's choice (gemm=auto), asked here by compiling."""
+        try:
+            return self._gemm_kernel("fprop", bias=True)
+        except compiler.CompileError as error:
+            if "nor a cuBLASLt lowering" in str(error):
+                return None
+            raise
 
     def _check_shapes(self, shards: dict[str, int]) -> None:
         multiple, name = self.recipe.required_multiple, self.recipe.name

@@ -255,6 +255,16 @@ def test_fp4_plans_compile_for_the_gpus(recipe, chip):
                                                   else {"row", "col"})
 
 
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+def test_fp8_plans_compile_for_sm100(recipe):
+    """The FP8 plans compile for sm_100a without a GPU, and fprop fuses the bias only where the chip
+    generates the GEMM (MX on tcgen05): its FP8 per-tensor and blockwise GEMMs are cuBLASLt's, which
+    mx lowers without a bias operand, so the bias is added after the GEMM there."""
+    from mx.linear import LinearPlan
+    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "f32", "sm_100a")
+    assert ("fprop_bias" in made.gemms) == (recipe == "mxfp8")
+
+
 @pytest.mark.parametrize("recipe", linear_cases.FP4)
 def test_dequantized_gemm_matches_scaled_matmul(monkeypatch, recipe):
     """sm_90a's FP4 GEMM (both operands dequantized, then a matmul, then NVFP4's tensor scales:
