@@ -15,6 +15,16 @@ SPECIALS = np.array([0.0, -0.0, 1e-40, -3e-42, 1e-44, 448.0, -448.0, 464.0, 5734
                      -np.inf, np.nan, 2.0**-9, 2.0**-10 * 1.5, 2.0**-16, 2.0**-17 * 3], np.float32)
 
 
+def gpu_target():
+    """mx's target for the CUDA GPU (mx.ops' mapping of the compute capability), or None where mx
+    compiles for no chip of that capability."""
+    from mx import ops
+    try:
+        return ops._chip("cuda")
+    except ValueError:
+        return None
+
+
 @pytest.fixture
 def rng(request):
     seed = np.random.SeedSequence().entropy

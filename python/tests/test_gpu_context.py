@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 import mx
-from mx import builder, reference
-from conftest import build_cache_main
+from mx import builder, compiler, reference
+from conftest import build_cache_main, gpu_target
 
 ROW = (1, 32)
 RACE_SHAPE = (16384, 16384)  # bf16: 512 MiB, so that producing it takes long enough to race
@@ -99,10 +99,7 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 from mx import runtime as rt  # noqa: E402
 
-TARGET = {9: "sm_90a", 10: "sm_100a"}.get(torch.cuda.get_device_capability()[0])
-TORCH_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
-               "f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2, "f8E8M0FNU": torch.uint8,
-               "f4E2M1FN": torch.uint8}
+TARGET = gpu_target()
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +121,7 @@ def fresh_argument(spec, generator):
     values = torch.randn(shape, device="cuda", generator=generator)
     if spec.dtype == "f32" and values.numel() <= 1024:
         values = values.abs() + 0.5
-    return values.to(TORCH_TYPES[spec.dtype])
+    return values.to(getattr(torch, compiler.TORCH_DTYPES[spec.dtype][0]))
 
 
 def fresh_arguments(kernel, seed=0):

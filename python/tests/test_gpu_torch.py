@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import mx
-from mx import ops, reference
+from mx import formats, ops, reference
 import linear_cases
-from conftest import assert_bits_equal, build_cache_main, random_input
+from conftest import assert_bits_equal, build_cache_main, gpu_target, random_input
 from linear_cases import LINEAR
 
 QUANTIZE_SHAPE = (256, 512)
@@ -59,7 +59,7 @@ if __name__ == "__main__":
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
-TARGET = {9: "sm_90a", 10: "sm_100a"}.get(torch.cuda.get_device_capability()[0])
+TARGET = gpu_target()
 
 
 def to_numpy(t, dtype):
@@ -70,9 +70,7 @@ def to_numpy(t, dtype):
 
 def from_numpy(a):
     carrier = {1: np.uint8, 2: np.int16, 4: np.int32}[a.dtype.itemsize]
-    torch_dtype = {np.dtype(ml_dtypes.bfloat16): torch.bfloat16, np.dtype(np.float32): torch.float32,
-                   np.dtype(ml_dtypes.float8_e4m3fn): torch.float8_e4m3fn,
-                   np.dtype(ml_dtypes.float8_e8m0fnu): torch.float8_e8m0fnu}[a.dtype]
+    torch_dtype = getattr(torch, formats.BY_DTYPE[a.dtype].torch[0])
     return torch.from_numpy(a.view(carrier).copy()).cuda().view(torch_dtype)
 
 
