@@ -22,6 +22,9 @@ Recipes (all measured in one run per shape):
   * wgrad (A 1x128 x B 1x128, both GEMM-ready: the weight-gradient form): against cuBLASLt VEC128_32F x
     VEC128_32F (torch._scaled_mm, else mxrtScaledMatmul);
   * per_tensor (one f32 scale amax / 448 per operand): against cuBLASLt per-tensor (torch._scaled_mm).
+  * mx_e3m2, mx_e2m3, mx_e2m1, mx_int8 (MXFP6, MXFP4, MXINT8 on both operands) and mx_e4m3_e2m1 (mixed):
+    the compiled mx program only (same exact kernel as mx; nothing else runs these on SM90), on random
+    codes with E8M0 bytes in [120, 134]; compare with the mx row of the same run.
 Every FP8 row promotes partial sums to f32 (use_fast_accum=False for the peers).
 Time = median over iterations of the summed device time of every kernel one call launches (CUPTI through
 torch.profiler, as bench/quantize.py): host work (the compiled function's gpu.alloc of C, its stream
@@ -53,9 +56,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192), (8192, 28672, 8192),
           (4096, 7168, 16384), (4096, 24576, 1536)]
 RECIPES = ["mx", "blockwise", "wgrad", "per_tensor"]
+# The other MX element types (A, B), run by the same exact dequantize-to-bf16 kernel as "mx"; not in the
+# default --recipes: compare them with "mx" in the same run (--recipes mx,mx_e3m2,...).
+MX_FORMATS = {"mx_e3m2": ("f6E3M2FN", "f6E3M2FN"), "mx_e2m3": ("f6E2M3FN", "f6E2M3FN"),
+              "mx_e2m1": ("f4E2M1FN", "f4E2M1FN"), "mx_int8": ("i8", "i8"),
+              "mx_e4m3_e2m1": ("f8E4M3FN", "f4E2M1FN")}
+ALL_RECIPES = RECIPES + list(MX_FORMATS)
 PEAK_BF16, PEAK_FP8 = 989.0, 1979.0
 RECIPE_TITLES = {"mx": "MXFP8 (E8M0 1x32)", "blockwise": "FP8 blockwise 1x128 x 128x128",
-                 "wgrad": "FP8 blockwise 1x128 x 1x128 (wgrad)", "per_tensor": "FP8 per-tensor"}
+                 "wgrad": "FP8 blockwise 1x128 x 1x128 (wgrad)", "per_tensor": "FP8 per-tensor",
+                 **{r: "MX " + " x ".join(elems) + " (E8M0 1x32)" for r, elems in MX_FORMATS.items()}}
 
 
 def kernel_name(recipe, m, n, k, variant=0):
@@ -64,7 +74,8 @@ def kernel_name(recipe, m, n, k, variant=0):
 
 def kernel_source(recipe, m, n, k, variant=0):
     from mx import tools
-    if recipe == "mx":
+    elements = MX_FORMATS.get(recipe, ("f8E4M3FN", "f8E4M3FN"))
+    if recipe == "mx" or recipe in MX_FORMATS:
         a_scales = f"tensor<{m // 128}x{k // 128}x32x4x4xf8E8M0FNU>"
         b_scales = f"tensor<{n // 128}x{k // 128}x32x4x4xf8E8M0FNU>"
         blocks = ([1, 32], [1, 32])
@@ -77,7 +88,7 @@ def kernel_source(recipe, m, n, k, variant=0):
     else:
         a_scales = b_scales = "tensor<1x1xf32>"
         blocks = ([m, k], [n, k])
-    types = [f"tensor<{m}x{k}xf8E4M3FN>", a_scales, f"tensor<{n}x{k}xf8E4M3FN>", b_scales]
+    types = [f"tensor<{m}x{k}x{elements[0]}>", a_scales, f"tensor<{n}x{k}x{elements[1]}>", b_scales]
     return tools.scaled_matmul_source(kernel_name(recipe, m, n, k, variant), types, *blocks,
                                       f"tensor<{m}x{n}xbf16>")
 
@@ -388,15 +399,21 @@ class Compiled:
         return runtime.load_compiled(library)
 
 
-def mx_call(lib, name, operands):
-    """A call of the compiled program on torch tensors (passed through DLPack, FP8 / E8M0 as bytes).
+def mx_call(lib, name, operands, shapes=None):
+    """A call of the compiled program on torch tensors (passed through DLPack, FP8 / E8M0 as bytes; or,
+    with `shapes`, as memrefs of those logical shapes on the tensors' bytes: packed FP4 / FP6).
     The program returns C in a fresh device buffer: call(keep=True) copies it into a torch tensor,
     call() frees it at once; either way it is freed."""
     import torch
     from mx import runtime
-    memrefs = [runtime.MemRef.from_dlpack(t.view(torch.uint8) if t.element_size() == 1 else t)
-               for t in operands]
-    m, n = operands[0].shape[0], operands[2].shape[0]
+    if shapes is None:
+        memrefs = [runtime.MemRef.from_dlpack(t.view(torch.uint8) if t.element_size() == 1 else t)
+                   for t in operands]
+    else:
+        memrefs = [runtime.MemRef(t.data_ptr(), shape) for t, shape in zip(operands, shapes)]
+        for memref, tensor in zip(memrefs, operands):
+            memref.owner = tensor
+    m, n = (shapes or [t.shape for t in operands])[0][0], (shapes or [t.shape for t in operands])[2][0]
 
     def call(keep=False):
         result, = runtime.call_mlir_function(lib, name, memrefs, result_ranks=[2])
@@ -429,15 +446,15 @@ def bench_shape(shape, compiled, recipes):
         return row
     add.rows = rows
 
-    def add_ours(recipe, operand_sets, ref):
+    def add_ours(recipe, operand_sets, ref, shapes=None):
         """A row per program variant of the recipe: the default, then each gemm-config."""
-        peak = PEAK_BF16 if recipe == "mx" else PEAK_FP8
+        peak = PEAK_BF16 if recipe == "mx" or recipe in MX_FORMATS else PEAK_FP8
         for variant, config in enumerate(compiled.variants):
             name = kernel_name(recipe, m, n, k, variant)
             impl = "mx (compiled)" + (f" [{config}]" if config else "")
             try:
                 lib = compiled.load(name)
-                calls = [mx_call(lib, name, operands) for operands in operand_sets]
+                calls = [mx_call(lib, name, operands, shapes) for operands in operand_sets]
             except Exception as exc:  # noqa: BLE001 (not built, no runtime, ...: an n/a row)
                 row = Row(shape, recipe, impl, peak, ours=variant == 0)
                 row.fail(exc)
@@ -450,7 +467,10 @@ def bench_shape(shape, compiled, recipes):
     benches = {"mx": bench_mx, "blockwise": bench_blockwise, "wgrad": bench_wgrad,
                "per_tensor": bench_per_tensor}
     for recipe in recipes:
-        benches[recipe](shape, xa, xb, add, add_ours)
+        if recipe in MX_FORMATS:
+            bench_mx_format(shape, recipe, add_ours)
+        else:
+            benches[recipe](shape, xa, xb, add, add_ours)
         torch.cuda.empty_cache()
     return rows
 
@@ -487,6 +507,47 @@ def bench_mx(shape, xa, xb, add, add_ours):
             break
         if config != TRITON_CONFIGS[-1]:
             add.rows.pop()
+
+
+def random_mx_operand(rows, k, elem, generator):
+    """Random codes of `elem` [rows, k] as device memory holds them (FP4 two and FP6 four to three bytes
+    per element group, little-endian), E8M0 bytes [rows, k/32] in [120, 134], and the f32 values."""
+    import numpy as np
+    import torch
+    from mx import formats
+    fmt = formats.get(elem)
+    codes = torch.randint(0, 1 << fmt.bits, (rows, k), device="cuda", generator=generator, dtype=torch.int32)
+    if elem == "f8E4M3FN":  # no NaN codes
+        codes = torch.where(codes & 0x7F == 0x7F, codes - 1, codes)
+    table = np.arange(1 << fmt.bits, dtype=np.uint8)
+    if fmt.int_fraction_bits is not None:  # MXINT8: two's complement codes times 2^-fraction bits
+        table = np.ldexp(table.view(np.int8).astype(np.float32), -fmt.int_fraction_bits)
+    values = torch.tensor(table.view(fmt.dtype).astype(np.float32) if fmt.int_fraction_bits is None
+                          else table, device="cuda")[codes.long()]
+    scale_bytes = torch.randint(120, 135, (rows, k // 32), device="cuda", generator=generator,
+                                dtype=torch.int32)
+    ref = (values.view(rows, k // 32, 32) * torch.exp2(scale_bytes.float() - 127)[..., None]).view(rows, k)
+    if fmt.packed_elements > 1:  # element i of a group in bits [bits * i, bits * (i + 1))
+        group = codes.view(rows, k // fmt.packed_elements, fmt.packed_elements)
+        shifts = torch.arange(fmt.packed_elements, device="cuda", dtype=torch.int32) * fmt.bits
+        word = (group << shifts).sum(-1)
+        codes = torch.stack([(word >> (8 * i)) & 0xFF for i in range(fmt.packed_bytes)], -1)
+    return codes.to(torch.uint8).reshape(rows, -1), scale_bytes.to(torch.uint8), ref
+
+
+def bench_mx_format(shape, recipe, add_ours):
+    """An MX format pair on the exact kernel: random codes and scales, checked against their f32 product."""
+    import torch
+    m, n, k = shape
+    generator = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a_elem, b_elem = MX_FORMATS[recipe]
+    a, sa, ra = random_mx_operand(m, k, a_elem, generator)
+    b, sb, rb = random_mx_operand(n, k, b_elem, generator)
+    ref = ra @ rb.t()
+    del ra, rb
+    sets = input_sets(a.numel() + b.numel() + sa.numel() + sb.numel())
+    shapes = [(m, k), (m // 128, k // 128, 32, 4, 4), (n, k), (n // 128, k // 128, 32, 4, 4)]
+    add_ours(recipe, copies((a, swizzle(sa), b, swizzle(sb)), sets), ref, shapes)
 
 
 def gemm_ready(scales):
@@ -705,13 +766,14 @@ def main(argv):
                         help="the pipeline's gemm option (default kernel: the generated kernels are what is measured)")
     parser.add_argument("--variants", default="",
                         help="build: gemm-config choices separated by ';'; profile: variant numbers, e.g. 0,2")
-    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--recipes", default=",".join(RECIPES),
+                        help=f"some of {ALL_RECIPES} (default: {','.join(RECIPES)})")
     parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
     args = parser.parse_args(argv)
     recipes = [r for r in args.recipes.split(",") if r]
-    unknown = [r for r in recipes if r not in RECIPES]
+    unknown = [r for r in recipes if r not in ALL_RECIPES]
     if unknown:
-        parser.error(f"unknown recipes {unknown}; expected some of {RECIPES}")
+        parser.error(f"unknown recipes {unknown}; expected some of {ALL_RECIPES}")
     try:
         shapes = [tuple(int(d) for d in s.split("x")) for s in args.shapes.split(",") if s]
     except ValueError:

@@ -1,19 +1,25 @@
 """bench/linear: mx.torch.Linear forward + backward against torch.nn.Linear in bf16, on one GPU.
 
   python bench/linear.py build DIR                 # here: compile every recipe's kernels into the cache DIR
-  MX_CACHE_DIR=DIR python bench/linear.py run      # on the GPU machine: print the table
+  MX_CACHE_DIR=DIR python bench/linear.py run      # on the GPU machine: print the tables
 
 One training step of one layer: Y = X W^T + b, then dX and dW from dY, with X and dY in bf16 and the
 weight in f32 under torch.autocast for torch.nn.Linear (its GEMMs run in bf16), and mx.torch.Linear
 with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of 5 runs.
-TFLOP/s counts the three GEMMs (6 M N K).
+TFLOP/s counts the three GEMMs (6 M N K); each mx cell also gives the step-time ratio bf16 / mx.
+Then, at BREAKDOWN_SHAPE, the kernels of one step of each recipe (torch.profiler): every kernel with
+its GPU time, so that one sees where a step's time goes.
 """
 
 import os
 import statistics
 import sys
 
-SHAPES = [(8192, 4096, 4096), (8192, 8192, 8192)]  # tokens M, in_features K, out_features N
+# tokens M, in_features K, out_features N: issue 19's shapes (Transformer Engine's 5B model: M = 15872,
+# hidden 4096, FFN 16384).
+SHAPES = [(8192, 4096, 4096), (8192, 8192, 8192), (15872, 4096, 4096), (15872, 4096, 16384),
+          (15872, 16384, 4096)]
+BREAKDOWN_SHAPE = (8192, 8192, 8192)
 
 
 def build(directory):
@@ -45,6 +51,33 @@ def step_time(layer, x, dy, autocast):
     return statistics.median(runs)
 
 
+def kernel_breakdown(layer, x, dy, autocast):
+    """[(kernel name, GPU ms)] of one step, in launch order (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            y = layer(x)
+        y.backward(dy)
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    return [(e.name, e.time_range.elapsed_us() / 1e3) for e in prof.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def print_breakdown(name, kernels):
+    total = sum(ms for _, ms in kernels)
+    print(f"\n{name}: {len(kernels)} kernels, {total:.3f} ms of GPU time\n")
+    print("| kernel | ms | share |\n|---|---|---|")
+    for kernel, ms in kernels:
+        short = kernel if len(kernel) <= 80 else kernel[:77] + "..."
+        print(f"| `{short}` | {ms:.3f} | {100 * ms / total:.0f}% |")
+
+
 def run():
     import torch
     from mx.recipes import FP8_RECIPES as RECIPES
@@ -63,6 +96,15 @@ def run():
             ms = step_time(Linear(k, n, recipe=recipe, device="cuda"), x, dy, autocast=False)
             cells.append(f"{ms:.2f} ms ({flops / ms / 1e9:.0f} TFLOP/s, {base / ms:.2f}x)")
         print(f"| {m} x {k} x {n} | " + " | ".join(cells) + " |")
+        del x, dy
+        torch.cuda.empty_cache()
+    m, k, n = BREAKDOWN_SHAPE
+    print(f"\nOne step's kernels at {m} x {k} x {n}:")
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    print_breakdown("torch.nn.Linear bf16", kernel_breakdown(torch.nn.Linear(k, n, device="cuda"), x, dy, True))
+    for recipe in RECIPES:
+        print_breakdown(f"mx {recipe}", kernel_breakdown(Linear(k, n, recipe=recipe, device="cuda"), x, dy, False))
 
 
 if __name__ == "__main__":

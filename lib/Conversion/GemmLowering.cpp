@@ -121,6 +121,12 @@ std::optional<ScaledMatmulRecipe> mx::classifyScaledMatmul(ScaledMatmulOp op) {
 
 FailureOr<CublasGemm> mx::getCublasGemm(ScaledMatmulOp op, Chip chip,
                                          std::string &reason) {
+  // mxrtScaledMatmul takes no epilogue operands: gemm=auto then picks the
+  // generated kernel, which adds them.
+  if (op.getBias() || op.getAccumulator()) {
+    reason = "the cuBLASLt lowering takes no bias or accumulate operand";
+    return failure();
+  }
   for (Value operand : {op.getLhs(), op.getRhs()})
     if (failed(checkCublasElementType(getElementTypeOrSelf(operand.getType()),
                                       reason)))

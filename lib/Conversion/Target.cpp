@@ -66,13 +66,18 @@ const ChipFacts &getChipFacts(Chip chip) {
       "+ptx88",
       true,
       {148, 232448, 512},
-      {{{GemmLowering::cublas, "the generator's sm_100a kernel takes MX only"},
-        {GemmLowering::cublas, "the generator's sm_100a kernel takes MX only"},
-        {GemmLowering::cublas, "the generator's sm_100a kernel takes MX only"},
+      {{{GemmLowering::cublas,
+         "the generator's sm_100a kernel takes MX and NVFP4 only"},
+        {GemmLowering::cublas,
+         "the generator's sm_100a kernel takes MX and NVFP4 only"},
+        {GemmLowering::cublas,
+         "the generator's sm_100a kernel takes MX and NVFP4 only"},
         {GemmLowering::kernel, "not measured (no SM100 GPU has run it): the "
                                "generated tcgen05 kernel is the project's "
                                "MX path"},
-        {GemmLowering::cublas, "the generator has no NVFP4 kernel"}}},
+        {GemmLowering::kernel, "not measured (no SM100 GPU has run it): the "
+                               "generated tcgen05 kernel (kind::mxf4nvf4) is "
+                               "the project's NVFP4 path"}}},
       {TypeID::get<mlir::Float8E4M3FNType>(),
        TypeID::get<mlir::Float8E5M2Type>(),
        TypeID::get<mlir::Float6E3M2FNType>(),

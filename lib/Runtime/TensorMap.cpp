@@ -16,6 +16,10 @@
 // element size (strides, box bytes) and which out-of-bounds fills are
 // allowed. FP8 operands and E8M0 scales are therefore encoded as UINT8; the
 // zero fill (FLOAT_OOB_FILL_NONE) is what the GEMM needs for ragged edges.
+// Packed FP4 and FP6 are the 16U4_ALIGN16B / 16U6_ALIGN16B types, which
+// place each 16 elements of a row in 16 bytes of shared memory, the layout
+// tcgen05's kind::mxf8f6f4 reads (SM100; a kernel that decodes packed bytes
+// itself maps them as I8).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,23 +46,35 @@ constexpr int32_t kMaxBox = 256;
 
 struct Element {
   CUtensorMapDataType type;
-  uint32_t bytes;
+  uint32_t bits;
   const char *name;
+  /// A packed type that TMA spreads in shared memory, 16 elements to 16
+  /// bytes (16U4_ALIGN16B, 16U6_ALIGN16B): with its own rules (below).
+  bool unpacksToBytes = false;
 };
 
 bool elementOf(int32_t elemType, Element &out) {
   switch (elemType) {
-  case MXRT_TYPE_F8E4M3: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "F8E4M3"}; return true;
-  case MXRT_TYPE_F8E5M2: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "F8E5M2"}; return true;
-  case MXRT_TYPE_BF16: out = {CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, "BF16"}; return true;
-  case MXRT_TYPE_F16: out = {CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, "F16"}; return true;
-  case MXRT_TYPE_F32: out = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, "F32"}; return true;
-  case MXRT_TYPE_E8M0: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "E8M0"}; return true;
-  case MXRT_TYPE_I8: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, "I8"}; return true;
-  case MXRT_TYPE_U32: out = {CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, "U32"}; return true;
+  case MXRT_TYPE_F8E4M3: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 8, "F8E4M3"}; return true;
+  case MXRT_TYPE_F8E5M2: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 8, "F8E5M2"}; return true;
+  case MXRT_TYPE_BF16: out = {CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 16, "BF16"}; return true;
+  case MXRT_TYPE_F16: out = {CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 16, "F16"}; return true;
+  case MXRT_TYPE_F32: out = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 32, "F32"}; return true;
+  case MXRT_TYPE_E8M0: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 8, "E8M0"}; return true;
+  case MXRT_TYPE_I8: out = {CU_TENSOR_MAP_DATA_TYPE_UINT8, 8, "I8"}; return true;
+  case MXRT_TYPE_U32: out = {CU_TENSOR_MAP_DATA_TYPE_UINT32, 32, "U32"}; return true;
+  // What tcgen05's kind::mxf8f6f4 reads: each 16 packed elements of a row
+  // in 16 bytes of shared memory.
+  case MXRT_TYPE_F4E2M1: out = {CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B, 4, "F4E2M1", true}; return true;
+  case MXRT_TYPE_F6E3M2: out = {CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B, 6, "F6E3M2", true}; return true;
+  case MXRT_TYPE_F6E2M3: out = {CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B, 6, "F6E2M3", true}; return true;
   default: return false;
   }
 }
+
+/// The 16U4/16U6_ALIGN16B rules of cuTensorMapEncodeTiled.
+constexpr uint32_t kUnpackedAlignment = 32; // base and strides, bytes
+constexpr uint32_t kUnpackedBox = 128;      // box[0] and a multiple of dims[0]
 
 bool swizzleOf(int32_t bytes, CUtensorMapSwizzle &out) {
   switch (bytes) {
@@ -116,7 +132,16 @@ int32_t validate(const void *base, int32_t elemType, int32_t rank,
   r.swizzleBytes = swizzle;
   r.rank = static_cast<cuuint32_t>(rank);
 
-  uint64_t stride = r.element.bytes;
+  bool unpacks = r.element.unpacksToBytes;
+  if (unpacks && reinterpret_cast<uintptr_t>(base) % kUnpackedAlignment)
+    return invalid(format("base %p of %s is not %u-byte aligned", base,
+                          r.element.name, kUnpackedAlignment));
+  if (unpacks && dims[0] % kUnpackedBox)
+    return invalid(format("dims[0]=%lld %s elements is not a multiple of %u",
+                          static_cast<long long>(dims[0]), r.element.name,
+                          kUnpackedBox));
+  // Bits, so that packed rows count exactly; a row is whole bytes below.
+  uint64_t stride = r.element.bits;
   for (int32_t i = 0; i < rank; ++i) {
     if (dims[i] < 1 || static_cast<uint64_t>(dims[i]) > kMaxDim)
       return invalid(format("dims[%d]=%lld is out of range 1..2^32", i,
@@ -124,17 +149,18 @@ int32_t validate(const void *base, int32_t elemType, int32_t rank,
     r.dims[i] = static_cast<cuuint64_t>(dims[i]);
     if (i == 0)
       continue;
-    if (r.dims[i - 1] > (kMaxStrideBytes - 1) / stride)
+    if (r.dims[i - 1] > (8 * kMaxStrideBytes - 1) / stride)
       return invalid(format("the stride of dims[%d] (dims[0..%d] of %s) "
                             "reaches 2^40 bytes",
                             i, i - 1, r.element.name));
     stride *= r.dims[i - 1];
-    if (stride % 16)
-      return invalid(format("the stride of dims[%d], %llu bytes (dims[0..%d] "
-                            "of %u-byte %s elements), is not a multiple of 16",
-                            i, static_cast<unsigned long long>(stride), i - 1,
-                            r.element.bytes, r.element.name));
-    r.strides[i - 1] = stride;
+    uint32_t multiple = unpacks ? kUnpackedAlignment : 16;
+    if (stride % (8 * multiple))
+      return invalid(format("the stride of dims[%d], %.3f bytes (dims[0..%d] "
+                            "of %u-bit %s elements), is not a multiple of %u",
+                            i, static_cast<double>(stride) / 8, i - 1,
+                            r.element.bits, r.element.name, multiple));
+    r.strides[i - 1] = stride / 8;
   }
 
   for (int32_t i = 0; i < rank; ++i) {
@@ -143,7 +169,16 @@ int32_t validate(const void *base, int32_t elemType, int32_t rank,
                             kMaxBox));
     r.box[i] = static_cast<cuuint32_t>(box[i]);
   }
-  uint32_t innerBytes = r.box[0] * r.element.bytes;
+  if (unpacks) {
+    // 128 elements, 128 bytes of shared memory: loads swizzle 128B or none.
+    if (r.box[0] != kUnpackedBox || (swizzle != MXRT_SWIZZLE_NONE &&
+                                     swizzle != MXRT_SWIZZLE_128B))
+      return invalid(format("%s boxes are %u elements wide (box[0]=%d) and "
+                            "swizzle 128B or none (swizzle %d)",
+                            r.element.name, kUnpackedBox, box[0], swizzle));
+    return MXRT_SUCCESS;
+  }
+  uint32_t innerBytes = r.box[0] * r.element.bits / 8;
   if (innerBytes % 16)
     return invalid(format("box[0]=%d %s elements is %u bytes, not a multiple "
                           "of 16",

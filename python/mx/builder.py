@@ -67,9 +67,11 @@ class Function:
 
     def quantize(self, x: Value, block: Sequence[int], elem: str = "f8E4M3FN",
                  scale_type: str = "f8E8M0FNU", rounding: str | None = None,
-                 tensor_scale: Value | None = None, transposed: bool = False) -> tuple[Value, ...]:
+                 tensor_scale: Value | None = None, transposed: bool = False,
+                 amax: Value | None = None) -> tuple[Value, ...]:
         """`mx.quantize`: (data, scales), plus the computed tensor scale for NVFP4 without one.
-        `transposed` quantizes x with its last two dimensions swapped (`block` is the data's)."""
+        `transposed` quantizes x with its last two dimensions swapped (`block` is the data's);
+        `amax` is the amax of the whole tensor that x is a shard of."""
         shape = reference.transposed_shape(x.shape) if transposed else x.shape
         data = self._value(shape, elem)
         scales = self._value(reference.scales_shape(shape, block), scale_type)
@@ -79,6 +81,8 @@ class Function:
         clauses = f" rounding {rounding}" if rounding else ""
         if tensor_scale is not None:
             clauses += f" tensor_scale({tensor_scale.name} : {tensor_scale.type})"
+        if amax is not None:
+            clauses += f" amax({amax.name} : {amax.type})"
         self._op(results, f"mx.quantize {x.name}{' transposed' * transposed} block {_list(block)}{clauses} : {x.type} -> "
                           f"{_types(results)}")
         return tuple(results)
@@ -112,8 +116,10 @@ class Function:
     def scaled_matmul(self, a: Value, a_scales: Value, b: Value, b_scales: Value,
                       a_block: Sequence[int], b_block: Sequence[int], dtype: str = "f32",
                       a_layout: str = "k_contiguous", b_layout: str = "k_contiguous",
-                      tensor_scales: tuple[Value, Value] | None = None) -> Value:
-        """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k]."""
+                      tensor_scales: tuple[Value, Value] | None = None, bias: Value | None = None,
+                      accumulator: Value | None = None) -> Value:
+        """`mx.scaled_matmul`: C[..., m, n] = sum_k deq(A)[..., m, k] deq(B)[..., n, k], plus the
+        epilogue operands: `bias` [N] and `accumulator` (an output D of the result's type)."""
         def rows(v: Value, layout: str) -> int:
             return v.shape[-2] if layout == "k_contiguous" else v.shape[-1]
         result = self._value((*a.shape[:-2], rows(a, a_layout), rows(b, b_layout)), dtype)
@@ -121,16 +127,20 @@ class Function:
         if tensor_scales:
             clause = (f" tensor_scales({tensor_scales[0].name}, {tensor_scales[1].name} : "
                       f"{_types(tensor_scales)})")
+        for keyword, operand in (("bias", bias), ("accumulate", accumulator)):
+            if operand is not None:
+                clause += f" {keyword}({operand.name} : {operand.type})"
         self._op([result], f"mx.scaled_matmul {a.name}, {a_scales.name}, {b.name}, {b_scales.name} "
                            f"lhs_block {_list(a_block)} lhs_layout {a_layout} rhs_block {_list(b_block)} "
                            f"rhs_layout {b_layout}{clause} : {_types([a, a_scales, b, b_scales])} -> "
                            f"{result.type}")
         return result
 
-    def amax(self, x: Value) -> Value:
-        """`mx.amax`: the largest magnitude, a 0-D f32 tensor."""
+    def amax(self, x: Value, finite: bool = False) -> Value:
+        """`mx.amax`: the largest magnitude, a 0-D f32 tensor (`finite`: of the finite elements,
+        what NVFP4's tensor scale derives from)."""
         result = self._value((), "f32")
-        self._op([result], f"mx.amax {x.name} : {x.type} -> {result.type}")
+        self._op([result], f"mx.amax {x.name}{' finite' * finite} : {x.type} -> {result.type}")
         return result
 
     def quantize_delayed(self, x: Value, scales: Value, history: Value, index: int,

@@ -7,19 +7,26 @@ machine with mx-opt, into mx.compiler's cache); mx.torch runs them on torch tens
 
 Quantizing a tensor of a role ("input" X [M, K], "weight" W [N, K], "grad" dY [M, N]) gives its
 *compact* parts, what crosses the wire when the tensor is sharded (spec section 12): the rowwise
-"data" and "scales", and, where the transposed operand cannot be derived from them, "col_data" and
-"col_scales": MXFP8's columnwise quantization ([rows, cols] data, [rows / 32, cols] scales), and the
-rowwise quantization of the transposed tensor ([cols, rows]) of FP8 blockwise's 1x128 activations
-and gradients and of MXFP4 (packed FP4 cannot be transposed as bytes). Per-tensor, delayed and
-128x128 blockwise derive the transposed operand from the rowwise bytes. `PartSpec.gather_dim` says
-along which dimension the parts of row shards concatenate. Turning compact parts into GEMM operands
-(byte transposes; the scale swizzle is part of each GEMM program) comes after any gather.
+"data" and "scales", and, where the transposed operand is not derived from them, "col_data" and
+"col_scales": MXFP8's columnwise quantization written transposed ([cols, rows] data, [cols, rows / 32]
+scales, GEMM-ready), the rowwise quantization of the transposed tensor ([cols, rows]) of FP8
+blockwise's 1x128 activations
+and gradients and of MXFP4 (packed FP4 cannot be transposed as bytes), and the transposed data
+([cols, rows], GEMM-ready) that per-tensor and delayed scaling of an unsharded tensor write in the
+same kernel as the rowwise data (Transformer Engine's cast+transpose: mx.quantize / mx.quantize_delayed
+`transposed`). Sharded per-tensor tensors and 128x128 blockwise derive the transposed operand from
+the (gathered) rowwise bytes. `PartSpec.gather_dim` says along which dimension the parts of row
+shards concatenate. Turning compact parts into GEMM operands (byte transposes where derived; the
+scale swizzle is part of each GEMM program) comes after any gather. NVFP4's f32 tensor scale is the
+last part ("tensor_scale"); the transposed tensor has the same amax, so one serves both orientations.
 
 A role may be sharded along its rows (`shards`): its kernels then quantize one shard of
 rows / shards rows. Per-tensor current scaling of a shard uses the amax shared by all shards (the
 "amax" and "cast" kernels: mx.amax, then, after the caller's all-reduce, the cast x * scale of
 mx.quantize_delayed with scale = maxfinite / amax: Transformer Engine's current-scaling cast,
-docs/torch.md).
+docs/torch.md). So does NVFP4's tensor scale: mx.amax of the finite elements, then mx.quantize with
+the all-reduced amax (its `amax` operand), which derives the tensor scale from it as a quantize of
+the whole tensor does ("cast", and "col_cast" for the transposed shard).
 
 Delayed scaling keeps two states, each a [slots] f32 scale and a [history_len, slots] amax history:
 "forward" for the input (slot 0) and the weight (slot 1), updated with E4M3's maxfinite, and
@@ -55,15 +62,40 @@ class PartSpec:
 @dataclass(frozen=True)
 class DequantizedGemm:
     """A GEMM the chip has no instruction for (FP4 on sm_90a): both operands dequantized to the
-    result type by mx.dequantize, then an ordinary matmul (their values are exact in it)."""
+    result type by mx.dequantize, then an ordinary matmul (their values are exact in it). NVFP4's
+    operands are dequantized with tensor scale 1 (E2M1 times E4M3 is exact in bf16, times an f32
+    would not be) and the tensor scales' product multiplies the result, as cuBLASLt's alpha does
+    on sm_100a."""
     lhs: compiler.Kernel
     rhs: compiler.Kernel
     out: str
 
 
-def _amax_kernel(shape: tuple[int, ...], dtype: str, target: str) -> compiler.Kernel:
+def _amax_kernel(shape: tuple[int, ...], dtype: str, target: str, finite: bool = False) -> compiler.Kernel:
     f = builder.Function("amax")
-    f.returns(f.amax(f.arg(shape, dtype)))
+    f.returns(f.amax(f.arg(shape, dtype), finite))
+    return compiler.compile(f, target)
+
+
+def _shard_quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, int], elem: str,
+                           scale_type: str, target: str) -> compiler.Kernel:
+    """mx.quantize of a shard with the amax of the whole tensor given (NVFP4: data, scales and the
+    tensor scale derived from that amax)."""
+    f = builder.Function("quantize")
+    f.returns(*f.quantize(f.arg(shape, dtype), block, elem, scale_type, amax=f.arg((), "f32")))
+    return compiler.compile(f, target)
+
+
+def _swizzled_gemm_kernel(operands, out: str, tensor_scales: bool, target: str) -> compiler.Kernel:
+    """mx.scaled_matmul of two operands ((shape, element, scales shape, scale type, block) each)
+    with compact scales, swizzled into 128x4 tiles in the program first: what cuBLASLt's
+    block-scaled FP4 GEMM reads (docs/gpu.md). The swizzle thus comes after any gather."""
+    f = builder.Function("scaled_matmul")
+    values = []
+    for shape, elem, scales_shape, scale_type, _ in operands:
+        values += [f.arg(shape, elem), f.swizzle(f.arg(scales_shape, scale_type))]
+    scalars = (f.arg((), "f32"), f.arg((), "f32")) if tensor_scales else None
+    f.returns(f.scaled_matmul(*values, operands[0][4], operands[1][4], out, tensor_scales=scalars))
     return compiler.compile(f, target)
 
 
@@ -88,19 +120,42 @@ class TensorPlan:
 
     @property
     def shares_amax(self) -> bool:
-        """Whether a shard is cast with the amax of the whole tensor (current scaling)."""
-        return self.shards > 1 and self.recipe.per_tensor and not isinstance(self.recipe, recipes.Delayed)
+        """Whether a shard is cast with the amax of the whole tensor (current scaling, and NVFP4's
+        tensor scale)."""
+        current = self.recipe.per_tensor and not isinstance(self.recipe, recipes.Delayed)
+        return self.shards > 1 and (current or self.recipe.tensor_scaled)
+
+    @property
+    def writes_transposed(self) -> bool:
+        """Whether the quantize writes the transposed operand itself, beside the rowwise one
+        (cast+transpose: per-tensor and delayed scaling of an unsharded tensor)."""
+        return self.recipe.per_tensor and self.shards == 1
+
+    @property
+    def col_derivable(self) -> bool:
+        """Whether the transposed operand can be the rowwise bytes transposed (one scale, or
+        128x128 blocks): what a tensor gathered without its col parts falls back to."""
+        return self.recipe.per_tensor or self.recipe.block(self.role, 1, 1) == (128, 128)
 
     @property
     def derives_col(self) -> bool:
         """Whether the transposed operand is the rowwise bytes transposed (no col parts)."""
-        return self.recipe.per_tensor or self.recipe.block(self.role, 1, 1) == (128, 128)
+        return self.col_derivable and not self.writes_transposed
 
     def wire_parts(self, sides) -> tuple[int, ...]:
-        """The indices of the parts that GEMM operands of `sides` ("row", "col") read."""
+        """The indices in parts(True) of the parts that GEMM operands of `sides` ("row", "col")
+        read."""
         row = "row" in sides or ("col" in sides and self.derives_col)
         col = "col" in sides and not self.derives_col
-        return (0, 1) * row + (2, 3) * col
+        return (0, 1) * row + (2, 3) * col + (len(self.parts(True)) - 1,) * self.recipe.tensor_scaled
+
+    def has_col(self, parts) -> bool:
+        """Whether `parts` (as quantized) are all of parts(True), the col parts included."""
+        return len(parts) == len(self.parts(True))
+
+    def full(self, parts) -> list:
+        """`parts` laid out as parts(True), None where the col parts were not quantized."""
+        return list(parts) if self.has_col(parts) else [*parts[:2], None, None, *parts[2:]]
 
     def parts(self, col: bool = True) -> list[PartSpec]:
         """The compact parts of a quantized shard (with the col parts if `col` and the recipe has
@@ -111,13 +166,15 @@ class TensorPlan:
         specs = [PartSpec("data", (rows, cols), elem, 0),
                  PartSpec("scales", reference.scales_shape((rows, cols), block), scale,
                           None if self.recipe.per_tensor else 0)]
-        if col and not self.derives_col:
-            if isinstance(self.recipe, recipes.MXFP8):
-                specs += [PartSpec("col_data", (rows, cols), elem, 0),
-                          PartSpec("col_scales", reference.scales_shape((rows, cols), (32, 1)), scale, 0)]
-            else:  # the transposed shard quantized rowwise (1x128 blockwise, MXFP4)
-                specs += [PartSpec("col_data", (cols, rows), elem, 1),
-                          PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
+        if col and self.writes_transposed:  # one scale, the same for both
+            specs += [PartSpec("col_data", (cols, rows), elem, 1), PartSpec("col_scales", (1, 1), scale, None)]
+        elif col and not self.derives_col:
+            # MXFP8's columnwise quantization written transposed (GEMM-ready), or the transposed
+            # shard quantized rowwise (1x128 blockwise, MXFP4): the same shapes.
+            specs += [PartSpec("col_data", (cols, rows), elem, 1),
+                      PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
+        if self.recipe.tensor_scaled:
+            specs.append(PartSpec("tensor_scale", (), "f32", None))
         return specs
 
     def _kernels(self) -> dict:
@@ -125,17 +182,28 @@ class TensorPlan:
         elem, scale_type = recipe.element(self.role), recipe.scale_type
         if isinstance(recipe, recipes.Delayed):
             state, index = DELAYED_SLOTS[self.role]
-            return {"delayed": ops.quantize_delayed_kernel(shape, wide, DELAYED_STATES[state],
-                                                           recipe.history_len, index, elem, target=target)}
+            delayed = [ops.quantize_delayed_kernel(shape, wide, DELAYED_STATES[state], recipe.history_len,
+                                                   index, elem, transposed, target=target)
+                       for transposed in (False, True)[:1 + self.writes_transposed]]
+            return dict(zip(("delayed", "delayed_both"), delayed))
+        if self.shares_amax and recipe.tensor_scaled:
+            block = self.block()
+            return {"amax": _amax_kernel(shape, wide, target, finite=True),
+                    "cast": _shard_quantize_kernel(shape, wide, block, elem, scale_type, target),
+                    "col_cast": _shard_quantize_kernel(shape[::-1], wide, block, elem, scale_type, target)}
         if self.shares_amax:
             return {"amax": _amax_kernel(shape, wide, target),
                     "cast": ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, target=target)}
         if isinstance(recipe, recipes.PerTensor):
-            return {"row": ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", target=target)}
+            per_tensor = [ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", transposed=transposed,
+                                              target=target)
+                          for transposed in (False, True)[:1 + self.writes_transposed]]
+            return dict(zip(("row", "both"), per_tensor))
         block = self.block()
         if isinstance(recipe, recipes.MXFP8):
             return {"row": ops.quantize_kernel(shape, wide, block, elem, target=target),
-                    "both": ops.quantize_kernel(shape, wide, block, elem, columnwise=True, target=target)}
+                    "both": ops.quantize_kernel(shape, wide, block, elem, columnwise=True, transposed=True,
+                                                target=target)}
         kernels = {"row": ops.quantize_kernel(shape, wide, block, elem, scale_type, target=target)}
         if not self.derives_col:
             kernels["col"] = ops.quantize_kernel(shape[::-1], wide, block, elem, scale_type, target=target)
@@ -146,7 +214,8 @@ class LinearPlan:
     """The kernels of a Linear with M tokens, K = in_features, N = out_features for one recipe,
     input and weight dtype and target: a TensorPlan per role (`shards` maps a role to its number of
     row shards: sequence-parallel inputs and gradients), the three GEMMs, and delayed scaling's
-    state updates."""
+    state updates. "fprop_bias" is fprop with a bias of the weight's dtype added in its epilogue
+    (where fprop is one scaled_matmul)."""
 
     def __init__(self, m: int, k: int, n: int, recipe, dtype: str, weight_dtype: str, target: str,
                  shards: dict[str, int] | tuple[tuple[str, int], ...] = ()):
@@ -165,6 +234,20 @@ class LinearPlan:
                 slots, recipe.history_len, recipe.element("grad" if state == "backward" else "input"),
                 recipe.algorithm, recipe.margin, target=target) for state, slots in DELAYED_STATES.items()}
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
+        fprop_bias = self._fprop_bias_kernel()
+        if fprop_bias is not None:
+            self.gemms["fprop_bias"] = fprop_bias
+
+    def _fprop_bias_kernel(self):
+        """fprop with the bias added in its epilogue, or None where the chip's GEMM for it takes no
+        bias: only the generated kernels do (cuBLASLt's lowering has no bias operand), and which
+        GEMMs the chip generates is mx-opt's choice (gemm=auto), asked here by compiling."""
+        try:
+            return self._gemm_kernel("fprop", bias=True)
+        except compiler.CompileError as error:
+            if "nor a cuBLASLt lowering" in str(error):
+                return None
+            raise
 
     def _check_shapes(self, shards: dict[str, int]) -> None:
         multiple, name = self.recipe.required_multiple, self.recipe.name
@@ -177,7 +260,7 @@ class LinearPlan:
                              f"and out_features to be multiples of {multiple} (each is "
                              f"the K of one GEMM); got {', '.join(bad)}")
 
-    def _gemm_kernel(self, name: str) -> compiler.Kernel | DequantizedGemm:
+    def _gemm_kernel(self, name: str, bias: bool = False) -> compiler.Kernel | DequantizedGemm:
         lhs_role, lhs_side, rhs_role, rhs_side = GEMMS[name]
         operands = []
         for role, side in ((lhs_role, lhs_side), (rhs_role, rhs_side)):
@@ -188,9 +271,16 @@ class LinearPlan:
                              reference.scales_shape((rows, k), block), self.recipe.scale_type, block))
         (a, a_elem, a_scales, scale, a_block), (b, b_elem, b_scales, _, b_block) = operands
         out = self.dtype if name != "wgrad" else self.weight_dtype
+        if a_elem == "f4E2M1FN" and self.target != "cpu" and bias:
+            return None  # a dequantized torch GEMM or cuBLASLt's: no bias epilogue of mx's
         if a_elem == "f4E2M1FN" and self.target == "sm_90a":  # Hopper has no FP4 MMA (docs/gpu.md)
-            return DequantizedGemm(*(ops.dequantize_kernel(shape, elem, scales, scale, block, out, target=self.target)
+            return DequantizedGemm(*(ops.dequantize_kernel(shape, elem, scales, scale, block, out,
+                                                           self.recipe.tensor_scaled, target=self.target)
                                      for shape, elem, scales, block in ((a, a_elem, a_scales, a_block),
                                                                         (b, b_elem, b_scales, b_block))), out)
+        if a_elem == "f4E2M1FN" and self.target != "cpu":  # cuBLASLt (sm_100a) reads swizzled scales
+            return _swizzled_gemm_kernel(operands, out, self.recipe.tensor_scaled, self.target)
         return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
-                                        b_block, out, target=self.target)
+                                        b_block, out, bias_dtype=self.weight_dtype if bias else None,
+                                        tensor_scales=self.recipe.tensor_scaled,
+                                        target=self.target)

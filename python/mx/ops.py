@@ -339,9 +339,12 @@ def scaled_matmul_kernel(a_shape: tuple[int, ...], a_type: str, a_scales_shape: 
                          b_scales_shape: tuple[int, ...], b_scale_type: str, a_block: tuple[int, ...],
                          b_block: tuple[int, ...], out_dtype: str = "f32",
                          a_layout: str = "k_contiguous", b_layout: str = "k_contiguous",
-                         tensor_scales: bool = False, *, target: str = "cpu") -> compiler.Kernel:
+                         tensor_scales: bool = False, bias_dtype: str | None = None, accumulate: bool = False,
+                         *, target: str = "cpu") -> compiler.Kernel:
     """The compiled product of `scaled_matmul` for one set of operand shapes (`tensor_scales`: with both
-    operands' NVFP4 tensor scales as two more arguments)."""
+    operands' NVFP4 tensor scales as two more arguments; `bias_dtype`: with a bias [N] of that type
+    added, `accumulate`: with an output D [..., M, N] of `out_dtype` added, as the last arguments:
+    C = round((A B^T + bias) + D), in one kernel on the GPU)."""
     op = "scaled_matmul"
     a_type, b_type = (_type_name(op, f"{name} dtype", t, _ELEMENTS) for name, t in (("lhs", a_type), ("rhs", b_type)))
     out_dtype = _type_name(op, "result dtype", out_dtype, WIDE_TYPES)
@@ -358,8 +361,14 @@ def scaled_matmul_kernel(a_shape: tuple[int, ...], a_type: str, a_scales_shape: 
     a, a_scales = f.arg(a_shape, a_type), f.arg(a_scales_shape, a_scale_type)
     b, b_scales = f.arg(b_shape, b_type), f.arg(b_scales_shape, b_scale_type)
     scalars = (f.arg((), "f32"), f.arg((), "f32")) if tensor_scales else None
+    rows = [_gemm_rows_and_k(op, shape, layout, name)[0]
+            for shape, layout, name in ((a_shape, a_layout, "lhs"), (b_shape, b_layout, "rhs"))]
+    bias = None
+    if bias_dtype is not None:
+        bias = f.arg((rows[1],), _type_name(op, "bias dtype", bias_dtype, WIDE_TYPES))
+    accumulator = f.arg((*a_shape[:-2], *rows), out_dtype) if accumulate else None
     f.returns(f.scaled_matmul(a, a_scales, b, b_scales, a_block, b_block, out_dtype, a_layout, b_layout,
-                              scalars))
+                              scalars, bias, accumulator))
     return compiler.compile(f, target)
 
 

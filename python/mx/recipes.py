@@ -50,6 +50,9 @@ class Recipe:
     """What every recipe answers; subclasses fix the numbers and add knobs."""
 
     numbers: ClassVar[Numbers]
+    # A second-level f32 scale per tensor, from the tensor's finite amax, over the block scales
+    # (NVFP4, spec section 10): one more compact part, which ranks must agree on as on an amax.
+    tensor_scaled: ClassVar[bool] = False
     fp8_format: str = "e4m3"
 
     name = property(lambda self: self.numbers.name)
@@ -142,6 +145,7 @@ class MXFP4(_FP4):
 class NVFP4(_FP4):
     """E2M1 data, E4M3 scales per 16 and an f32 tensor scale (section 10)."""
     numbers = Numbers("nvfp4", "f8E4M3FN", 32, (1, 16), (1, 16))
+    tensor_scaled = True
 
 
 SHORTHANDS = {cls.numbers.name: cls for cls in (MXFP8, Blockwise, PerTensor, Delayed, MXFP4, NVFP4)}

@@ -104,11 +104,15 @@ def mlir_type(shape: Sequence[int], dtype) -> str:
 
 
 def scaled_matmul_source(name: str, operand_types: Sequence[str], lhs_block: Sequence[int],
-                         rhs_block: Sequence[int], result_type: str) -> str:
+                         rhs_block: Sequence[int], result_type: str, tensor_scales: bool = False) -> str:
     """`func.func @name(%a, %as, %b, %bs) -> C` computing one `mx.scaled_matmul`; `operand_types` are
-    the MLIR types of A, its scales, B and its scales."""
+    the MLIR types of A, its scales, B and its scales. With `tensor_scales` (NVFP4) the function also
+    takes the f32 tensor scales `%ta` and `%tb` of A and B."""
     args = ", ".join(f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), operand_types))
     blocks = f"lhs_block [{', '.join(map(str, lhs_block))}] rhs_block [{', '.join(map(str, rhs_block))}]"
+    if tensor_scales:
+        args += ", %ta: tensor<f32>, %tb: tensor<f32>"
+        blocks += " tensor_scales(%ta, %tb : tensor<f32>, tensor<f32>)"
     return "\n".join([
         f"func.func @{name}({args}) -> {result_type} {{",
         f"  %c = mx.scaled_matmul %a, %as, %b, %bs {blocks} : {', '.join(operand_types)} -> {result_type}",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 WIDTH, HIDDEN, TOKENS, STEPS, LR, WORLD = 256, 256, 256, 4, 0.5, 2
-RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "mxfp4")
+RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "mxfp4", "nvfp4")
 
 
 def plans(target: str, world: int = WORLD):
@@ -75,9 +75,17 @@ def _expected_weight_bytes(recipe, weight) -> bytes:
         scale = np.float32(448) / reference.amax(w)
         data, _, _ = reference.quantize_delayed(w, np.array([scale], np.float32), np.zeros((1, 1), np.float32), 0)
     else:
-        data, _ = reference.quantize(w, recipe.block("weight", *w.shape), recipe.element("weight"),
-                                     recipe.scale_type)
+        data = _block_quantize(recipe, "weight", w)[0]
     return _packed(data).tobytes()
+
+
+def _block_quantize(recipe, role, x32):
+    """mx.reference's rowwise quantize of `x32` in a block-scaled recipe: (data, scales), and
+    NVFP4's tensor scale (computed from the whole tensor)."""
+    from mx import reference
+    if recipe.tensor_scaled:
+        return list(reference.quantize_nvfp4(x32))
+    return list(reference.quantize(x32, recipe.block(role, *x32.shape), recipe.element(role), recipe.scale_type))
 
 
 def _packed(data):
@@ -194,14 +202,14 @@ def _sharded_quantize(rank, world, recipe, device, specials):
         states["forward"][0].fill_(448 / 3.0)
     group = torch.distributed.group.WORLD
     parts = quantize(plan, x[rows].contiguous(), True, states, group)
-    specs = plan.parts(len(parts) > 2)
+    specs = plan.parts(plan.has_col(parts))
     wire = [i for i, spec in enumerate(specs) if spec.gather_dim is not None]
     gathered = dict(zip(wire, distributed.gather_parts([parts[i] for i in wire], [specs[i] for i in wire], group)))
     w32 = whole.astype(np.float32)
     expected = _expected_parts(recipe, w32, states)
     bad = []
     for i, want in enumerate(expected):
-        got = gathered.get(i, parts[i]).contiguous().view(torch.uint8).cpu().numpy()
+        got = gathered.get(i, parts[i]).contiguous().reshape(-1).view(torch.uint8).cpu().numpy()
         if got.tobytes() != np.ascontiguousarray(want).tobytes():
             bad.append(specs[i].name)
     return bad
@@ -220,13 +228,11 @@ def _expected_parts(recipe, w32, states):
         data, scale_inv, _ = reference.quantize_delayed(w32, np.array([scale], np.float32),
                                                         np.zeros((1, 1), np.float32), 0)
         return [data, scale_inv]
-    block, elem = recipe.block("input", *w32.shape), recipe.element("input")
-    parts = list(reference.quantize(w32, block, elem, recipe.scale_type))
-    if isinstance(recipe, recipes.MXFP8):
-        parts += list(reference.quantize(w32, (32, 1)))
-    else:  # quantized transposed
-        parts += list(reference.quantize(np.ascontiguousarray(w32.T), block, elem, recipe.scale_type))
-    return [_packed(p) for p in parts]
+    parts = _block_quantize(recipe, "input", w32)
+    # The transposed tensor quantized rowwise: also MXFP8's columnwise parts, written transposed
+    # (NVFP4: the same tensor scale, the last part).
+    parts[2:2] = _block_quantize(recipe, "input", np.ascontiguousarray(w32.T))[:2]
+    return [_packed(np.asarray(p)) for p in parts]
 
 
 def everything(rank, world, recipe, device):

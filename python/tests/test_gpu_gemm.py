@@ -180,6 +180,15 @@ def _pipeline(gemm, chip):
 
 def build(directory, gemm="auto", chip="sm_90a"):
     """Compiles every case into DIR/<name>.so; a failure leaves DIR/<name>.error. Returns the failures."""
+    # gemm-config choices are those of the sm_90a kernels.
+    cases = [case for case in CASES if chip == "sm_90a" or not case.config]
+    return build_cases(directory, cases, source, gemm, chip)
+
+
+def build_cases(directory, cases, source_of, gemm, chip):
+    """Compiles each case's program (`source_of(case)`, its `config` as gemm-config) into
+    DIR/<name>.so, a failure leaving DIR/<name>.error, and the pipeline with the failures into
+    DIR/gemm_BUILD.txt. Returns the failures as (name, reason)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
 
@@ -189,7 +198,7 @@ def build(directory, gemm="auto", chip="sm_90a"):
         error.unlink(missing_ok=True)
         try:
             options = f"gemm-config={case.config}" if case.config else ""
-            tools.compile_gpu_library(source(case), library, chip, gemm=gemm, options=options)
+            tools.compile_gpu_library(source_of(case), library, chip, gemm=gemm, options=options)
             return None
         except Exception as exc:  # noqa: BLE001 (recorded for the test to report)
             library.with_suffix(".o").unlink(missing_ok=True)
@@ -197,8 +206,6 @@ def build(directory, gemm="auto", chip="sm_90a"):
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             return case.name, next((line for line in lines if "error" in line), lines[-1]).strip()
 
-    # gemm-config choices are those of the sm_90a kernels.
-    cases = [case for case in CASES if chip == "sm_90a" or not case.config]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         failures = [f for f in pool.map(one, cases) if f]
     (directory / "gemm_BUILD.txt").write_text(
@@ -501,15 +508,10 @@ def test_programs_assemble(tmp_path):
     assert all("which cuBLASLt needs for its 1x128 (VEC128_32F) scales" in why for why in failures.values())
 
 
-@needs_gpu
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
-def test_scaled_matmul(rng, artifacts, case, record_property):
-    if case.config and artifacts.chip != "sm_90a":
-        pytest.skip(f"gemm-config {case.config} chooses for the sm_90a kernels")
-    if cublas_refuses(case) and not (artifacts.directory / f"{case.name}.so").is_file():
-        pytest.skip("cuBLASLt refuses these shapes and lowers this case here: rejected when compiling")
+def run_and_measure(artifacts, case, operands, notes, record_property):
+    """Runs the case's program on (A, A scales, B, B scales) and measures it strictly against their
+    float64 product; returns (errors, the dequantized rows' norms, the product)."""
     lib = artifacts.load(case.name)
-    operands, notes = make_operands(rng, case)
     a, sa, b, sb = operands
     exact = exact_matmul(a, sa, b, sb, case.a_block, case.b_block)
     row_norms = (np.linalg.norm(_dequantized(a, sa, case.a_block), axis=1),
@@ -519,6 +521,19 @@ def test_scaled_matmul(rng, artifacts, case, record_property):
     ours = measure(got, exact, row_norms, "mx", case, strict=True)
     print(f"  mx: {ours}")
     record_property("mx_error", (ours.plain, ours.scaled))
+    return ours, row_norms, exact
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_scaled_matmul(rng, artifacts, case, record_property):
+    if case.config and artifacts.chip != "sm_90a":
+        pytest.skip(f"gemm-config {case.config} chooses for the sm_90a kernels")
+    if cublas_refuses(case) and not (artifacts.directory / f"{case.name}.so").is_file():
+        pytest.skip("cuBLASLt refuses these shapes and lowers this case here: rejected when compiling")
+    operands, notes = make_operands(rng, case)
+    ours, row_norms, exact = run_and_measure(artifacts, case, operands, notes, record_property)
+    a, sa, b, sb = operands
     if case.recipe == "mx":
         tolerance = MX_TOLERANCE[case.out]
         assert ours.plain < tolerance and ours.scaled < tolerance, \

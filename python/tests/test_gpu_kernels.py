@@ -19,6 +19,7 @@ from conftest import (assert_bits_equal, build_gpu_programs, exact_matmul, load_
 from mx import reference, runtime, tools
 
 ROW, COL, ROW128, TILE128 = (1, 32), (32, 1), (1, 128), (128, 128)
+TRANSPOSED, COL_T = "transposed", "columns transposed"
 BF16, F16, F32 = ml_dtypes.bfloat16, np.float16, np.float32
 # Quantize programs: input shape and dtype, element type, scale type, rounding, and the outputs as
 # (block, swizzled) pairs; a block of None is one block per matrix (per-tensor scaling). Blocks name the
@@ -57,16 +58,29 @@ QUANTIZE = {
     "per_tensor_exact": ((300, 500), F32, "f8E5M2", "f32", "exact", [(None, False)]),
     "per_tensor_floor_f16": ((48, 40), F16, "f8E4M3FN", "f32", "floor", [(None, False)]),
     "per_tensor_batched": ((3, 70, 208), BF16, "f8E4M3FN", "f32", "exact", [(None, False)]),
+    # The cast+transpose kernel: TRANSPOSED is one block per matrix, written transposed.
+    "cast_transpose_bf16": ((192, 320), BF16, "f8E4M3FN", "f32", "exact", [(None, False), (TRANSPOSED, False)]),
+    "cast_transpose_partial_tiles": ((2, 80, 48), F32, "f8E5M2", "f32", "exact",
+                                     [(None, False), (TRANSPOSED, False)]),
+    "transposed_alone_f16": ((48, 208), F16, "f8E4M3FN", "f32", "ceil", [(TRANSPOSED, False)]),
+    # MXFP8's columnwise quantization written transposed by the strip kernel (COL_T: [1, 32] blocks
+    # of the transposed data), with and without the rowwise one, tiled or linear scales.
+    "columns_transposed_fused": ((96, 200), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, False), (COL_T, False)]),
+    "columns_transposed_swizzled": ((2, 80, 72), F32, "f8E5M2", "f8E8M0FNU", "floor",
+                                    [(ROW, True), (COL_T, True)]),
+    "columns_transposed_alone": ((48, 100), F16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(COL_T, False)]),
 }
 AMAX = {  # input shape and dtype
     "amax_bf16": ((70, 208), BF16),
     "amax_f32_large": ((1000, 1040), F32),
     "amax_f16_batched": ((3, 5, 64, 48), F16),
 }
-DELAYED = {  # input shape and dtype, element type, history rows and columns, index
-    "delayed_bf16": ((70, 208), BF16, "f8E4M3FN", 16, 3, 1),
-    "delayed_f32_e5m2": ((300, 500), F32, "f8E5M2", 1, 5, 4),
-    "delayed_f16_batched": ((2, 64, 48), F16, "f8E4M3FN", 7, 2, 0),
+DELAYED = {  # input shape and dtype, element type, history rows and columns, index, transposed copy
+    "delayed_bf16": ((70, 208), BF16, "f8E4M3FN", 16, 3, 1, False),
+    "delayed_f32_e5m2": ((300, 500), F32, "f8E5M2", 1, 5, 4, False),
+    "delayed_f16_batched": ((2, 64, 48), F16, "f8E4M3FN", 7, 2, 0, False),
+    "delayed_cast_transpose": ((208, 96), BF16, "f8E4M3FN", 16, 3, 1, True),
+    "delayed_cast_transpose_batched": ((2, 64, 48), F32, "f8E5M2", 4, 2, 0, True),
 }
 UPDATE = {  # history rows and columns, element type, algorithm, margin
     "update_max": (16, 8, "f8E4M3FN", "max", 0),
@@ -99,6 +113,13 @@ MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype
     "matmul_per_tensor": (64, 32, 128, (64, 128), (32, 128), "f32", False, np.float32),
     "matmul_mx": (256, 128, 512, (1, 32), (1, 32), "f8E8M0FNU", True, ml_dtypes.bfloat16),
 }
+# The generated GEMM kernels' epilogue operands (gemm=kernel): M, N, K, A block, B block, scale type,
+# output dtype, bias dtype (None: no bias), accumulate (an output D added: C += A B^T).
+EPILOGUE = {
+    "epilogue_wgrad_main_grad": (256, 384, 512, (1, 128), (1, 128), "f32", F32, None, True),
+    "epilogue_fprop_bias": (200, 136, 256, (200, 256), (136, 256), "f32", BF16, BF16, False),
+    "epilogue_mx_bias_accumulate": (256, 128, 512, ROW, ROW, "f8E8M0FNU", BF16, F32, True),
+}
 # Swizzle programs: linear scales shape, unscaled dim, scale dtype. Scales tiled along their
 # second-to-last dimension with C a multiple of 4 take the vector kernels, the rest the scalar ones.
 # The vector kernels give a thread 4, 2 or 1 tiles (the most that divide C / 4 and fit 16 bytes)
@@ -119,8 +140,14 @@ def _type(shape, dtype):
 
 
 def _full_block(shape, block):
-    """The block of every dimension: 1 on batch dimensions, the whole matrix for None."""
-    return (1,) * (len(shape) - 2) + (tuple(shape[-2:]) if block is None else block)
+    """The block of every dimension of data of `shape`: 1 on batch dimensions, the whole matrix for
+    None or TRANSPOSED, [1, 32] for COL_T."""
+    block = {None: tuple(shape[-2:]), TRANSPOSED: tuple(shape[-2:]), COL_T: ROW}.get(block, block)
+    return (1,) * (len(shape) - 2) + block
+
+
+def _output_shape(shape, block):
+    return reference.transposed_shape(shape) if block in (TRANSPOSED, COL_T) else shape
 
 
 def _unscaled_dim(shape, block):
@@ -135,11 +162,13 @@ def quantize_source(name):
     shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
     body, results = [], []
     for index, (block, swizzled) in enumerate(outputs):
-        block = _full_block(shape, block)
-        data_type = _type(shape, reference.ELEMENT_TYPES[elem])
-        scales_shape = reference.scales_shape(shape, block)
+        transposed = " transposed" if block in (TRANSPOSED, COL_T) else ""
+        data_shape = _output_shape(shape, block)
+        block = _full_block(data_shape, block)
+        data_type = _type(data_shape, reference.ELEMENT_TYPES[elem])
+        scales_shape = reference.scales_shape(data_shape, block)
         scales_type = _type(scales_shape, reference.SCALE_TYPES[scale_type])
-        body.append(f"  %d{index}, %s{index} = mx.quantize %x block {_attribute(block)} rounding "
+        body.append(f"  %d{index}, %s{index} = mx.quantize %x{transposed} block {_attribute(block)} rounding "
                     f"{rounding} : {_type(shape, dtype)} -> {data_type}, {scales_type}")
         results += [(f"%d{index}", data_type)]
         if swizzled:
@@ -159,13 +188,19 @@ def amax_source(name):
 
 
 def delayed_source(name):
-    shape, dtype, elem, rows, columns, index = DELAYED[name]
+    """The cast, and with a transposed copy the transposed cast reading its history (one kernel)."""
+    shape, dtype, elem, rows, columns, index, transposed = DELAYED[name]
     x, s, h = _type(shape, dtype), _type((columns,), F32), _type((rows, columns), F32)
     data, inverse = _type(shape, reference.ELEMENT_TYPES[elem]), _type((1,) * len(shape), F32)
     body = [f"  %d, %i, %h1 = mx.quantize_delayed %x, %s, %h index {index} : {x}, {s}, {h} -> "
             f"{data}, {inverse}, {h}"]
-    return tools.function_source(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body,
-                     [("%d", data), ("%i", inverse), ("%h1", h)])
+    results = [("%d", data), ("%i", inverse), ("%h1", h)]
+    if transposed:
+        data_t = _type(reference.transposed_shape(shape), reference.ELEMENT_TYPES[elem])
+        body.append(f"  %dt, %it, %h2 = mx.quantize_delayed %x, %s, %h1 index {index} transposed : "
+                    f"{x}, {s}, {h} -> {data_t}, {inverse}, {h}")
+        results = [("%d", data), ("%i", inverse), ("%dt", data_t), ("%h2", h)]
+    return tools.function_source(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body, results)
 
 
 def update_source(name):
@@ -211,8 +246,33 @@ def matmul_source(name):
     return tools.function_source(name, args, body, [("%c", _type((m, n), out))])
 
 
+def epilogue_operands(rng, name):
+    """The quantized operands, and the bias and D the epilogue adds (of the product's magnitude)."""
+    m, n, k, a_block, b_block, scale_type, out, bias_dtype, accumulate = EPILOGUE[name]
+    operands = list(matmul_operands(rng, m, n, k, a_block, b_block, scale_type, swizzled=False))
+    size = np.sqrt(k)
+    if bias_dtype is not None:
+        operands.append((rng.standard_normal(n) * size).astype(bias_dtype))
+    if accumulate:
+        operands.append((rng.standard_normal((m, n)) * size).astype(out))
+    return operands
+
+
+def epilogue_source(name):
+    m, n, k, a_block, b_block, _, out, bias_dtype, accumulate = EPILOGUE[name]
+    operands = epilogue_operands(np.random.default_rng(0), name)  # only their types matter here
+    names = ["a", "as", "b", "bs", "bias"][:4 + (bias_dtype is not None)] + ["d"] * accumulate
+    types = [_type(x.shape, x.dtype) for x in operands]
+    clauses = "".join(f" {keyword}(%{v} : {t})" for keyword, v, t in zip(
+        ["bias"] * (bias_dtype is not None) + ["accumulate"] * accumulate, names[4:], types[4:]))
+    result = _type((m, n), out)
+    body = [f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block {_attribute(a_block)} rhs_block "
+            f"{_attribute(b_block)}{clauses} : {', '.join(types[:4])} -> {result}"]
+    return tools.function_source(name, [f"%{v}: {t}" for v, t in zip(names, types)], body, [("%c", result)])
+
+
 def sources():
-    return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: dequantize_source(n) for n in DEQUANTIZE},
+    return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: epilogue_source(n) for n in EPILOGUE}, **{n: dequantize_source(n) for n in DEQUANTIZE},
             **{n: swizzle_source(n) for n in SWIZZLE}, **{n: matmul_source(n) for n in MATMUL},
             **{n: amax_source(n) for n in AMAX}, **{n: delayed_source(n) for n in DELAYED},
             **{n: update_source(n) for n in UPDATE}}
@@ -220,6 +280,8 @@ def sources():
 
 def build(directory, chip=None):
     def lowering(name):
+        if name in EPILOGUE:  # FP8 with f32 scales has generated kernels on sm_90a only
+            return {"gemm": "kernel", **({"chip": "sm_90a"} if EPILOGUE[name][5] == "f32" else {})}
         if name not in MATMUL:
             return {}
         return {"gemm": "cublas", **({"chip": MX_CUBLAS_CHIP} if MATMUL[name][6] else {})}
@@ -257,8 +319,9 @@ def test_quantize_kernel(rng, libraries, name, specials):
     x = _test_input(rng, shape, dtype, specials)
     expected = []
     for block, swizzled in outputs:
-        block = _full_block(shape, block)
-        data, scales = reference.quantize(x, block, elem, scale_type, rounding)
+        source = np.swapaxes(x, -1, -2) if block in (TRANSPOSED, COL_T) else x
+        block = _full_block(source.shape, block)
+        data, scales = reference.quantize(source, block, elem, scale_type, rounding)
         expected += [data, reference.swizzle(scales, _unscaled_dim(shape, block)) if swizzled else scales]
     run_gpu_program(libraries, name, [x], expected)
 
@@ -278,7 +341,7 @@ def test_quantize_delayed_kernel(rng, libraries, name, specials, scale):
     """Scales that saturate, keep and flush elements, or a NaN scale (with a sign and a payload); a NaN
     scale in another column. The history is read back whole: every entry but [0, index] must be
     copied."""
-    shape, dtype, elem, rows, columns, index = DELAYED[name]
+    shape, dtype, elem, rows, columns, index, transposed = DELAYED[name]
     x = _test_input(rng, shape, dtype, specials)
     scales = (np.exp2(rng.integers(-40, 40, columns)) * (rng.random(columns) + 0.5)).astype(np.float32)
     scales[(index + 1) % columns] = np.nan
@@ -286,8 +349,10 @@ def test_quantize_delayed_kernel(rng, libraries, name, specials, scale):
         scales.view(np.uint32)[index] = 0xFFC00042
     history = np.abs(rng.standard_normal((rows, columns))).astype(np.float32)
     history[0, index] = 123.0  # overwritten
-    run_gpu_program(libraries, name, [x, scales, history],
-                    list(reference.quantize_delayed(x, scales, history, index, elem)))
+    data, inverse, new_history = reference.quantize_delayed(x, scales, history, index, elem)
+    expected = [data, inverse, np.swapaxes(data, -1, -2), new_history] if transposed else \
+        [data, inverse, new_history]
+    run_gpu_program(libraries, name, [x, scales, history], expected)
 
 
 @pytest.mark.parametrize("name", list(UPDATE))
@@ -335,27 +400,47 @@ def test_swizzle_kernels(rng, libraries, name):
 
 @pytest.mark.parametrize("name", list(MATMUL))
 def test_scaled_matmul_cublas(rng, libraries, name):
-    """cuBLASLt through the compiled call. Tolerances: 4e-3 for bf16 (spec); for f32 output 3e-4, not
-    the spec's 1e-5: Hopper's FP8 tensor cores accumulate with less than f32 precision (measured
-    ~1.3e-4 here, identical to torch._scaled_mm on the same data)."""
+    """cuBLASLt through the compiled call, against the float64 product (tolerances: _check_product)."""
     m, n, k, a_block, b_block, _, swizzled, out = MATMUL[name]
     operands = quantized_operands(rng, name)
+    if swizzled and runtime.compute_capability() < (10, 0):
+        with pytest.raises(runtime.MXRuntimeError, match="not supported"):
+            _check_product(libraries, name, operands, out, None)
+        return
+    _check_product(libraries, name, operands, out, exact_matmul(*operands, a_block, b_block))
+
+
+def _check_product(libraries, name, operands, out, expected):
+    """Runs GEMM program `name` on `operands` and compares its [M, N] result of dtype `out` with the
+    float64 `expected`: 4e-3 for bf16 (spec); for f32 output 3e-4, not the spec's 1e-5: Hopper's FP8
+    tensor cores accumulate with less than f32 precision (measured ~1.3e-4 here, identical to
+    torch._scaled_mm on the same data)."""
     buffers = [runtime.DeviceBuffer.from_numpy(np.ascontiguousarray(x)) for x in operands]
     try:
-        if swizzled and runtime.compute_capability() < (10, 0):
-            with pytest.raises(runtime.MXRuntimeError, match="not supported"):
-                runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
-            return
         result, = runtime.call_mlir_function(libraries[name], name, buffers, result_ranks=[2])
         got = result.to_numpy(out)
         result.free()
     finally:
         for buffer in buffers:
             buffer.close()
-    exact = exact_matmul(*operands, a_block, b_block)
     tolerance = 3e-4 if out is np.float32 else 4e-3
-    error = reference.matmul_error(got, exact)
+    error = reference.matmul_error(got, expected)
     assert error < tolerance, f"relative Frobenius error {error:.3g} >= {tolerance}"
+
+
+@pytest.mark.parametrize("name", list(EPILOGUE))
+def test_gemm_epilogue(rng, libraries, name):
+    """The generated kernel adds the bias and D in its epilogue: the float64 product plus both, within
+    _check_product's tolerances (bias and D are of the product's magnitude, so a dropped term is an
+    error of order 1)."""
+    _, _, _, a_block, b_block, scale_type, out, _, _ = EPILOGUE[name]
+    if runtime.compute_capability() >= (10, 0) and scale_type == "f32":
+        pytest.skip("sm_100a has generated kernels for MX only")
+    operands = epilogue_operands(rng, name)
+    expected = exact_matmul(*operands[:4], a_block, b_block)
+    for term in operands[4:]:
+        expected = expected + term.astype(np.float64)
+    _check_product(libraries, name, operands, out, expected)
 
 
 def test_dlpack_input(rng, libraries):

@@ -391,7 +391,7 @@ def tensor():
         yield buf.ptr
 
 
-def driver_encoding(base, elem_type, dims, box, swizzle):
+def driver_encoding(base, elem_type, dims, box, swizzle, cu_type=None, strides=None):
     """The 128 bytes cuTensorMapEncodeTiled gives for mxrtTensorMap's contract.
 
     The driver encodes only with a context current: device 0's primary context
@@ -402,15 +402,17 @@ def driver_encoding(base, elem_type, dims, box, swizzle):
     encode = cuda.cuTensorMapEncodeTiled
     encode.argtypes = [vp, ctypes.c_int, u32, vp] + [ctypes.POINTER(u64)] * 2 + \
         [ctypes.POINTER(u32)] * 2 + [ctypes.c_int] * 4
-    rank, size = len(dims), rt.NUMPY_DTYPES[elem_type].itemsize
-    strides = [size * int(np.prod(dims[:i])) for i in range(1, rank)]
+    rank = len(dims)
+    if strides is None:
+        size = rt.NUMPY_DTYPES[elem_type].itemsize
+        strides = [size * int(np.prod(dims[:i])) for i in range(1, rank)]
     storage = ctypes.create_string_buffer(128 + 64)  # CUtensorMap is 64-byte aligned.
     address = ctypes.addressof(storage) + -ctypes.addressof(storage) % 64
     context = vp()
     assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0) == 0
     assert cuda.cuCtxPushCurrent_v2(context) == 0
     try:
-        status = encode(address, CU_TENSOR_MAP_TYPES[elem_type], rank, base,
+        status = encode(address, CU_TENSOR_MAP_TYPES[elem_type] if cu_type is None else cu_type, rank, base,
                         (u64 * rank)(*dims), (u64 * (rank - 1))(*strides), (u32 * rank)(*box),
                         (u32 * rank)(*[1] * rank), CU_INTERLEAVE_NONE, CU_SWIZZLES[swizzle],
                         CU_L2_PROMOTION_256B, CU_OOB_FILL_ZERO)
@@ -433,6 +435,24 @@ def test_tensor_map_encoding(tensor, elem_type, swizzle):
     assert address % 64 == 0
     stored = rt.MemRef(address, (128,)).to_numpy(np.uint8).tobytes()
     assert stored == driver_encoding(tensor, elem_type, dims, box, swizzle)
+
+
+@pytest.mark.parametrize("elem_type,cu_type", [(rt.ElemType.F4E2M1, 14), (rt.ElemType.F6E3M2, 15),
+                                               (rt.ElemType.F6E2M3, 15)], ids=lambda v: str(v))
+def test_tensor_map_packed_encoding(tensor, elem_type, cu_type):
+    """FP4 and FP6 maps are the 16U4 / 16U6_ALIGN16B types (SM100's unpacking loads), dims in elements
+    and byte strides of the packed rows. Where the driver has no such type for this GPU, mxrtTensorMap
+    reports the driver's refusal."""
+    bits = 4 if elem_type == rt.ElemType.F4E2M1 else 6
+    dims, box = [256, 40, 2], [128, 32, 1]
+    strides = [256 * bits // 8, 256 * 40 * bits // 8]
+    try:
+        address = rt.tensor_map(tensor, elem_type, dims, box, rt.Swizzle.B128)
+    except rt.MXRuntimeError as exc:
+        assert str(exc).startswith(f"cuTensorMapEncodeTiled({elem_type.name}"), exc
+        pytest.skip(f"the driver refuses the packed type on this GPU: {str(exc).splitlines()[0]}")
+    stored = rt.MemRef(address, (128,)).to_numpy(np.uint8).tobytes()
+    assert stored == driver_encoding(tensor, elem_type, dims, box, rt.Swizzle.B128, cu_type, strides)
 
 
 def test_tensor_map_cache(tensor):
@@ -473,7 +493,12 @@ def test_tensor_map_threads(tensor):
 @pytest.mark.parametrize("offset,elem_type,dims,box,swizzle,message", [
     (8, rt.ElemType.BF16, [64, 64], [64, 64], rt.Swizzle.B128, r"base 0x[0-9a-f]+ is not 16-byte"),
     (0, rt.ElemType.F8E4M3, [100, 4], [16, 4], rt.Swizzle.NONE,
-     r"the stride of dims\[1\], 100 bytes .* is not a multiple of 16"),
+     r"the stride of dims\[1\], 100\.000 bytes .* is not a multiple of 16"),
+    (0, rt.ElemType.F4E2M1, [200, 4], [128, 4], rt.Swizzle.B128,
+     r"dims\[0\]=200 F4E2M1 elements is not a multiple of 128"),
+    (16, rt.ElemType.F6E3M2, [256, 4], [128, 4], rt.Swizzle.B128, r"base 0x[0-9a-f]+ of F6E3M2 is not 32-byte"),
+    (0, rt.ElemType.F6E2M3, [128, 4], [64, 4], rt.Swizzle.B128, r"F6E2M3 boxes are 128 elements wide"),
+    (0, rt.ElemType.F4E2M1, [128, 4], [128, 4], rt.Swizzle.B64, r"swizzle 128B or none \(swizzle 64\)"),
     (0, rt.ElemType.F8E4M3, [1024, 4], [512, 4], rt.Swizzle.NONE, r"box\[0\]=512 is out of range 1\.\.256"),
     (0, rt.ElemType.F8E4M3, [1024, 512], [64, 300], rt.Swizzle.NONE,
      r"box\[1\]=300 is out of range 1\.\.256"),
@@ -484,7 +509,7 @@ def test_tensor_map_threads(tensor):
     (0, rt.ElemType.F8E4M3, [256], [64], rt.Swizzle.NONE, "rank 1 is out of range 2..5"),
     (0, rt.ElemType.F8E4M3, [16] * 6, [16] * 6, rt.Swizzle.NONE, "rank 6 is out of range 2..5"),
     (0, rt.ElemType.F8E4M3, [256, 0], [64, 1], rt.Swizzle.NONE, r"dims\[1\]=0 is out of range"),
-    (0, 9, [256, 64], [64, 64], rt.Swizzle.NONE, "unknown element type 9"),
+    (0, 99, [256, 64], [64, 64], rt.Swizzle.NONE, "unknown element type 99"),
     (0, rt.ElemType.F8E4M3, [256, 64], [16, 64], 16, "swizzle 16 is not 0, 32, 64 or 128"),
 ])
 def test_tensor_map_invalid_arguments(tensor, offset, elem_type, dims, box, swizzle, message):

@@ -13,13 +13,16 @@ import pytest
 
 import mx
 from mx import formats, ops, reference
+import linear_cases
 from conftest import assert_bits_equal, build_cache_main, gpu_target, random_input
+from linear_cases import LINEAR
 
 QUANTIZE_SHAPE = (256, 512)
 OPS_SHAPES = {"quantize": (384, 256), "matmul": (256, 192, 512)}
-LINEAR = {"m": 256, "k": 512, "n": 384}  # tokens, in_features, out_features
 MLP = {"batch": 256, "width": 256, "hidden": 512, "steps": 300}
 TRAIN_RECIPES = ("mxfp8", "blockwise")
+LINEAR_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", *linear_cases.FP4)
+COMPILE_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4")
 QUANTIZE = """
 func.func @quantize(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
@@ -31,7 +34,6 @@ func.func @quantize(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tens
 def programs(target):
     """Compiles (or finds in the cache) every program the tests run; the same calls the tests make."""
     from mx.linear import LinearPlan
-    from mx.recipes import FP8_RECIPES
     mx.compile(QUANTIZE, target)
     rows, cols = OPS_SHAPES["quantize"]
     ops.quantize_kernel((rows, cols), "bf16", (1, 32), swizzle=True, columnwise=True, target=target)
@@ -40,12 +42,12 @@ def programs(target):
     m, n, k = OPS_SHAPES["matmul"]
     ops.scaled_matmul_kernel((m, k), "f8E4M3FN", (m, k // 32), "f8E8M0FNU", (n, k), "f8E4M3FN",
                              (n, k // 32), "f8E8M0FNU", (1, 32), (1, 32), "f32", target=target)
-    for recipe in FP8_RECIPES:
+    for recipe in LINEAR_RECIPES:
         LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", "f32", target)
     for recipe in TRAIN_RECIPES:
         for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
             LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "f32", target)
-    for recipe in FP8_RECIPES:  # test_compile_fullgraph_equals_eager's bf16 model
+    for recipe in COMPILE_RECIPES:  # test_compile_fullgraph_equals_eager's bf16 model
         for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
             LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "bf16", target)
 
@@ -131,50 +133,11 @@ def test_ops_on_torch_match_reference(rng):
     assert reference.matmul_error(c.cpu().numpy(), expected) < 1e-5
 
 
-def _dequantized(x, block, recipe):
-    """float64 of x quantized the way the recipe quantizes it along its last dimension."""
-    x32 = x.float().cpu().numpy()
-    if recipe in ("per_tensor", "delayed"):  # delayed's first step has scale 1: one f32 product
-        block, scale_type, rounding = x32.shape, "f32", "exact" if recipe == "per_tensor" else None
-    else:
-        scale_type, rounding = ("f8E8M0FNU", "ceil") if recipe == "mxfp8" else ("f32", "ceil")
-    if recipe == "delayed":
-        data, _, _ = reference.quantize_delayed(x32, np.ones(3, np.float32), np.zeros((16, 3), np.float32), 0)
-        return data.astype(np.float64)
-    data, scales = reference.quantize(x32, block, "f8E4M3FN", scale_type, rounding)
-    return reference.dequantize(data, scales, block).astype(np.float64)
-
-
-@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+@pytest.mark.parametrize("recipe", LINEAR_RECIPES)
 def test_linear_against_float64(recipe):
     """Forward, dgrad and wgrad of one step against float64 products of the same quantized operands
     (the spec's bf16 tolerance), and against torch.nn.Linear in float64 (the quantization error)."""
-    from mx.torch import Linear
-    m, k, n = LINEAR["m"], LINEAR["k"], LINEAR["n"]
-    torch.manual_seed(0)
-    layer = Linear(k, n, recipe=recipe, device="cuda")
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
-    y = layer(x)
-    y.backward(dy)
-    w = layer.weight.detach()
-    act, wgt = ((1, 32), (1, 32)) if recipe == "mxfp8" else ((1, 128), (128, 128))
-    xq, wq, gq = _dequantized(x.detach(), act, recipe), _dequantized(w, wgt, recipe), _dequantized(dy, act, recipe)
-    bias = layer.bias.detach().double().cpu().numpy()
-    checks = {
-        "fprop": (y, xq @ wq.T + bias),
-        "dgrad": (x.grad, gq @ _dequantized(w.T.contiguous(), wgt, recipe).T),
-        "wgrad": (layer.weight.grad, _dequantized(dy.T.contiguous(), act, recipe)
-                  @ _dequantized(x.detach().T.contiguous(), act, recipe).T),
-    }
-    for name, (got, expected) in checks.items():
-        error = reference.matmul_error(got.detach().double().cpu().numpy(), expected)
-        # The spec's bf16 tolerance; for f32 results 1e-5 where the tensor cores accumulate in f32
-        # (MXFP8: exact dequantization, bf16 wgmma), else Hopper's FP8 accumulation (docs/numerics.md).
-        limit = 4e-3 if got.dtype == torch.bfloat16 else 1e-5 if recipe == "mxfp8" else 5e-4
-        assert error < limit, f"{recipe} {name}: relative error {error:.2e} >= {limit}"
-    exact = torch.nn.functional.linear(x.detach().double(), w.double(), layer.bias.detach().double())
-    assert reference.matmul_error(y.detach().double().cpu().numpy(), exact.cpu().numpy()) < 0.1
+    linear_cases.check_linear_against_float64(recipe, "cuda")
 
 
 def _train(make_linear, seed):
@@ -229,7 +192,37 @@ def test_weight_is_quantized_once_per_value(monkeypatch):
     assert calls.count("weight") == 2
 
 
-@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+def step_kernels(layer, x, dy):
+    """The names of the CUDA kernels that one training step of `layer` launches (torch.profiler),
+    after a first step that compiles and caches everything."""
+    from torch.profiler import ProfilerActivity, profile
+    layer(x).backward(dy)
+    x.grad = layer.weight.grad = None  # no gradient accumulation kernels in the step below
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        layer(x).backward(dy)
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8"])
+def test_step_launches_no_transpose_or_copy(recipe):
+    """The K-outer operands of dgrad and wgrad are written transposed by the quantize kernels
+    (cast+transpose; MXFP8's columnwise quantization): one step of a Linear launches mx's kernels
+    only, no torch transpose or copy kernel (the delayed-scaling history write-backs are memcpys,
+    not kernels). FP8 blockwise still transposes in torch (1x128 inputs, 128x128 weight)."""
+    from mx.torch import Linear
+    layer = Linear(LINEAR["k"], LINEAR["n"], bias=False, recipe=recipe, device="cuda")
+    x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(LINEAR["m"], LINEAR["n"], device="cuda", dtype=torch.bfloat16)
+    kernels = step_kernels(layer, x, dy)
+    print(f"{recipe}: {kernels}")
+    assert kernels, "the profiler saw no kernel"
+    torch_kernels = [k for k in kernels if "at::native" in k or "transpose" in k.lower() or "copy" in k.lower()]
+    assert not torch_kernels, f"torch kernels in the {recipe} step: {torch_kernels}"
+
+
+@pytest.mark.parametrize("recipe", COMPILE_RECIPES)
 def test_compile_fullgraph_equals_eager(recipe):
     """torch.compile(fullgraph=True) with the default backend (Inductor) of two converted bf16
     Linears: no graph break, and two training steps give the eager mode's gradients and scaling

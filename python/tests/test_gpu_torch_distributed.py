@@ -1,5 +1,5 @@
 """mx.torch on 2 GPUs (one process per GPU, NCCL): test_torch_distributed.py's tests with device
-"cuda": FSDP2 and sequence-parallel loss curves of every recipe (FP8, MXFP4) against one GPU on the same
+"cuda": FSDP2 and sequence-parallel loss curves of every recipe (FP8, MXFP4, NVFP4) against one GPU on the same
 global batches, the gathered weights and a sharded quantize bit for bit against mx.reference, and the
 all-gathered bytes against bf16 FSDP2's. Each rank sees only its own GPU (CUDA_VISIBLE_DEVICES), as
 cuda:0, where mx runs; NCCL_NVLS_ENABLE=0 is set in every rank.

@@ -79,6 +79,37 @@ def test_quantize_delayed_transposed_matches_reference(rng):
     assert_bits_equal(new_history, ref_history, "new history")
 
 
+@pytest.mark.parametrize("out, bias_dtype, accumulate", [
+    ("f32", None, True),          # wgrad into an f32 main gradient
+    ("bf16", "bf16", False),      # fprop with a bias
+    ("bf16", "f32", True),
+])
+def test_scaled_matmul_epilogue(rng, out, bias_dtype, accumulate):
+    """The epilogue adds, in f32 and before the one rounding, the bias to every row and then D: bit
+    for bit the plain product's f32 values plus the same terms (the CPU pipeline sums the product in
+    one order in both programs), and the reference product within the f32 summation tolerance."""
+    a, a_scales = reference.quantize(random_input(rng, (48, 256), np.float32, specials=False), (1, 32))
+    b, b_scales = reference.quantize(random_input(rng, (40, 256), np.float32, specials=False), (1, 32))
+    shapes = (a.shape, "f8E4M3FN", a_scales.shape, "f8E8M0FNU", b.shape, "f8E4M3FN", b_scales.shape,
+              "f8E8M0FNU", (1, 32), (1, 32))
+    plain = ops.scaled_matmul_kernel(*shapes, "f32")(a, a_scales, b, b_scales)
+    kernel = ops.scaled_matmul_kernel(*shapes, out, bias_dtype=bias_dtype, accumulate=accumulate)
+    dtypes = {"f32": np.float32, "bf16": ml_dtypes.bfloat16}
+    args, expected = [a, a_scales, b, b_scales], plain
+    if bias_dtype:
+        bias = (rng.standard_normal(40) * 100).astype(dtypes[bias_dtype])
+        args.append(bias)
+        expected = expected + bias.astype(np.float32)
+    if accumulate:
+        d = (rng.standard_normal((48, 40)) * 100).astype(dtypes[out])
+        args.append(d)
+        expected = expected + d.astype(np.float32)
+    got = kernel(*args)
+    assert_bits_equal(got, expected.astype(dtypes[out]), "epilogue")
+    with_reference = reference.scaled_matmul(a, a_scales, b, b_scales, (1, 32), (1, 32)) + (expected - plain)
+    assert reference.matmul_error(got.astype(np.float32), with_reference) < 1e-2
+
+
 def test_dequantize_swizzle_unswizzle(rng):
     x = random_input(rng, (130, 64), np.float32)
     data, scales = reference.quantize(x, (1, 32))

@@ -10,13 +10,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import linear_cases  # noqa: E402
 import mx.torch  # noqa: E402
 from mx import recipes  # noqa: E402
 from mx.torch import _ops  # noqa: E402
 
 TRAIN_RECIPES = ["mxfp8", "blockwise", "per_tensor", "delayed",
                  recipes.Delayed(history_len=3, algorithm="most_recent", margin=1, fp8_format="hybrid"),
-                 recipes.MXFP8(fp8_format="hybrid"), "mxfp4"]
+                 recipes.MXFP8(fp8_format="hybrid"), "mxfp4", "nvfp4"]
 WIDTH, HIDDEN, TOKENS = 128, 256, 128
 
 
@@ -44,7 +45,6 @@ def test_recipe_objects_and_shorthands():
     (lambda: recipes.get("fp8"), "unknown recipe 'fp8'"),
     (lambda: mx.torch.Linear(64, 64, recipe="mxfp6"), "unknown recipe 'mxfp6'"),
     (lambda: mx.torch.Linear(64, 64, parallel="diagonal"), "parallel='diagonal'"),
-    (lambda: mx.torch.Linear(64, 64, recipe="nvfp4"), "does not train with nvfp4"),
 ])
 def test_bad_knob_is_a_value_error_naming_it(make, knob):
     with pytest.raises(ValueError, match=knob.replace("(", r"\(").replace(")", r"\)")):
@@ -153,7 +153,7 @@ def test_delayed_state_is_in_buffers():
     assert model[2].amax_history_backward[-1, 0] > 0 and model[2].fp8_scale_backward[0] > 1
 
 
-@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4"])
 def test_training_on_cpu_tracks_bf16(recipe):
     data = batches(12)
     model, baseline = mlp(recipe), mlp(None)
@@ -165,16 +165,18 @@ def test_training_on_cpu_tracks_bf16(recipe):
 
 def test_custom_ops_are_registered_with_fake_implementations():
     from torch._subclasses.fake_tensor import FakeTensorMode
-    for name in ("quantize", "amax", "cast", "quantize_delayed", "update_amax_history", "gemm"):
+    for name in ("quantize", "amax", "cast", "quantize_delayed", "cast_transpose_delayed", "update_amax_history",
+                 "gemm"):
         assert hasattr(torch.ops.mx, name), name
     made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP8(), "bf16", "f32", "cpu")
     with FakeTensorMode():
         x = torch.empty(TOKENS, WIDTH, dtype=torch.bfloat16)
         parts = torch.ops.mx.quantize(x, made.tensors["input"].key, True)
-        assert [tuple(p.shape) for p in parts] == [(128, 128), (128, 4), (128, 128), (4, 128)]
+        # The columnwise parts written transposed, GEMM-ready: [K, M] data, [K, M / 32] scales.
+        assert [tuple(p.shape) for p in parts] == [(128, 128), (128, 4), (128, 128), (128, 4)]
         assert [p.dtype for p in parts] == [torch.float8_e4m3fn, torch.float8_e8m0fnu] * 2
         w = torch.empty(HIDDEN, WIDTH, dtype=torch.float8_e4m3fn)
-        y = torch.ops.mx.gemm(parts[0], parts[1], w, torch.empty(HIDDEN, 4, dtype=torch.float8_e8m0fnu),
+        y = torch.ops.mx.gemm(parts[:2], [w, torch.empty(HIDDEN, 4, dtype=torch.float8_e8m0fnu)],
                               made.key, "fprop")
         assert tuple(y.shape) == (TOKENS, HIDDEN) and y.dtype == torch.bfloat16
     for op in (torch.ops.mx.quantize.default, torch.ops.mx.gemm.default):
@@ -187,7 +189,7 @@ def _sample(op, made):
         return (x, made.tensors["input"].key, True)
     xd, xs = torch.ops.mx.quantize(x, made.tensors["input"].key, False)
     wd, ws = torch.ops.mx.quantize(torch.randn(HIDDEN, WIDTH), made.tensors["weight"].key, False)
-    return (xd, xs, wd, ws, made.key, "fprop")
+    return ([xd, xs], [wd, ws], made.key, "fprop")
 
 
 def assert_compiled_equals_eager(make, inputs, loss, **options):
@@ -215,7 +217,7 @@ def bias_free_pair(recipe, width, hidden, device):
     return made
 
 
-@pytest.mark.parametrize("recipe", ["mxfp8", "per_tensor", "delayed"])
+@pytest.mark.parametrize("recipe", ["mxfp8", "per_tensor", "delayed", "nvfp4"])
 def test_compile_fullgraph_equals_eager(recipe):
     """torch.compile(fullgraph=True) traces forward and backward of a converted model without graph
     breaks, and computes the same bits as eager mode."""
@@ -225,7 +227,7 @@ def test_compile_fullgraph_equals_eager(recipe):
                                  backend="aot_eager")
 
 
-@pytest.mark.parametrize("recipe", ["mxfp8", "delayed"])
+@pytest.mark.parametrize("recipe", ["mxfp8", "delayed", "nvfp4"])
 def test_inductor_fullgraph_equals_eager(recipe):
     """The default backend (Inductor, C++ on the CPU): the mx ops stay opaque, and gradients and
     scaling state equal eager mode's bit for bit (the loss stays outside the compiled model)."""
@@ -233,18 +235,52 @@ def test_inductor_fullgraph_equals_eager(recipe):
                                  [x for x, _ in batches(2)], lambda y, i: y.float().square().mean())
 
 
-def test_dequantized_gemm_matches_scaled_matmul(monkeypatch):
-    """sm_90a's MXFP4 GEMM (both operands dequantized, then a matmul: mx.linear.DequantizedGemm), run
-    with the CPU's kernels, against mx.scaled_matmul of the same operands."""
+@pytest.mark.parametrize("recipe", linear_cases.FP4)
+def test_fp4_linear_against_float64(recipe):
+    """The FP4 recipes' forward, dgrad and wgrad on the CPU pipeline against float64 products of
+    the operands mx.reference quantizes (test_gpu_torch.py runs every recipe on a GPU)."""
+    linear_cases.check_linear_against_float64(recipe, "cpu")
+
+
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("recipe", linear_cases.FP4)
+def test_fp4_plans_compile_for_the_gpus(recipe, chip):
+    """The FP4 plans compile for both chips without a GPU (a GPU machine gets them ahead of time):
+    the GEMMs dequantize on sm_90a and go to cuBLASLt (swizzled scales) on sm_100a, and a sequence-
+    parallel input shard takes the amax of the whole tensor (NVFP4's tensor scale)."""
+    from mx.linear import DequantizedGemm, LinearPlan
+    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "f32", chip, (("input", 2),))
+    assert all(isinstance(g, DequantizedGemm) == (chip == "sm_90a") for g in made.gemms.values())
+    assert set(made.tensors["input"].kernels) == ({"amax", "cast", "col_cast"} if recipe == "nvfp4"
+                                                  else {"row", "col"})
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
+def test_fp8_plans_compile_for_sm100(recipe):
+    """The FP8 plans compile for sm_100a without a GPU, and fprop fuses the bias only where the chip
+    generates the GEMM (MX on tcgen05): its FP8 per-tensor and blockwise GEMMs are cuBLASLt's, which
+    mx lowers without a bias operand, so the bias is added after the GEMM there."""
+    from mx.linear import LinearPlan
+    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "f32", "sm_100a")
+    assert ("fprop_bias" in made.gemms) == (recipe == "mxfp8")
+
+
+@pytest.mark.parametrize("recipe", linear_cases.FP4)
+def test_dequantized_gemm_matches_scaled_matmul(monkeypatch, recipe):
+    """sm_90a's FP4 GEMM (both operands dequantized, then a matmul, then NVFP4's tensor scales:
+    mx.linear.DequantizedGemm), run with the CPU's kernels, against mx.scaled_matmul of the same
+    operands."""
     from mx import ops
     from mx.linear import DequantizedGemm
-    made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP4(), "bf16", "f32", "cpu")
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.get(recipe), "bf16", "f32", "cpu")
     x = torch.randn(TOKENS, WIDTH).bfloat16()
-    w = torch.randn(HIDDEN, WIDTH)
+    w = torch.randn(HIDDEN, WIDTH) * 1e-3  # an NVFP4 tensor scale far from 1
     operands = [torch.ops.mx.quantize(t, made.tensors[role].key, False) for t, role in ((x, "input"), (w, "weight"))]
-    expected = torch.ops.mx.gemm(*operands[0], *operands[1], made.key, "fprop").float()
-    dequantize = [ops.dequantize_kernel(shape, "f4E2M1FN", (shape[0], shape[1] // 32), "f8E8M0FNU", (1, 32), "bf16",
-                                        target="cpu") for shape in ((TOKENS, WIDTH), (HIDDEN, WIDTH))]
+    expected = torch.ops.mx.gemm(*operands, made.key, "fprop").float()
+    block = made.recipe.block("input", 1, 1)
+    dequantize = [ops.dequantize_kernel(shape, "f4E2M1FN", (shape[0], shape[1] // block[1]), made.recipe.scale_type,
+                                        block, "bf16", made.recipe.tensor_scaled, target="cpu")
+                  for shape in ((TOKENS, WIDTH), (HIDDEN, WIDTH))]
     monkeypatch.setitem(made.gemms, "fprop", DequantizedGemm(*dequantize, "bf16"))
-    got = torch.ops.mx.gemm(*operands[0], *operands[1], made.key, "fprop").float()
+    got = torch.ops.mx.gemm(*operands, made.key, "fprop").float()
     assert torch.linalg.norm(got - expected) / torch.linalg.norm(expected) < 4e-3

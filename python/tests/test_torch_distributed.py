@@ -1,5 +1,5 @@
 """mx.torch across 2 processes on the CPU (torch.distributed on gloo, the kernels on the CPU pipeline):
-for every recipe mx.torch.Linear trains (the FP8 ones and MXFP4), FSDP2 with the quantized weight all-gather and a sequence-parallel
+for every recipe mx.torch.Linear trains (the FP8 ones, MXFP4 and NVFP4), FSDP2 with the quantized weight all-gather and a sequence-parallel
 column/row-parallel pair train the loss curve of one process on the same global batches; FSDP2
 training resumed from a saved state dict is bit-identical; the gathered weights of the first step
 are mx.reference's quantize of the whole weights, bit for bit;
@@ -78,8 +78,9 @@ def test_sequence_parallel_matches_one_process(runs, device, recipe):
     # gradient's (both usages, or the rowwise bytes where the transposed operand derives from them):
     # FP8 bytes plus scales, against 2 bytes an element for bf16.
     elements = cases.TOKENS // WORLD * cases.WIDTH
-    per_usage = {"mxfp8": 1 + 1 / 32, "blockwise": 1 + 4 / 128, "mxfp4": 0.5 + 1 / 32}.get(recipe, 1)
-    usages = 4 if recipe in ("mxfp8", "blockwise", "mxfp4") else 3
+    per_usage = {"mxfp8": 1 + 1 / 32, "blockwise": 1 + 4 / 128, "mxfp4": 0.5 + 1 / 32,
+                 "nvfp4": 0.5 + 1 / 16}.get(recipe, 1)
+    usages = 4 if recipe in ("mxfp8", "blockwise", "mxfp4", "nvfp4") else 3
     assert ranks[0]["sequence_parallel"]["bytes"][0] == round(usages * per_usage * elements)
 
 

@@ -1,8 +1,8 @@
-// The cuBLASLt-only recipes through the whole pipeline on sm_100a: NVFP4's
-// alpha kernel is outlined and launched before the call that reads it, and
-// K-outer operands reach the call as layout codes. Nothing here has run on
-// an SM100 GPU.
-// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a format=isa" | FileCheck %s
+// The cuBLASLt recipes through the whole pipeline on sm_100a (gemm=cublas: NVFP4
+// would take the generated kernel under gemm=auto): NVFP4's alpha kernel is outlined
+// and launched before the call that reads it, and K-outer operands reach the
+// call as layout codes. Nothing here has run on an SM100 GPU.
+// RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_100a gemm=cublas format=isa" | FileCheck %s
 
 // CHECK-LABEL: llvm.func @nvfp4
 // CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @nvfp4_kernel::@nvfp4_kernel blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])

@@ -51,7 +51,7 @@
 
 // KERNEL100-NOT: convert-mx-to-cublas
 // KERNEL100: convert-mx-to-gpu{chip=sm_100a gemm=kernel gemm-config=}
-// KERNEL100: error: 'mx.scaled_matmul' op has no generated kernel on sm_100a: the sm_100a kernel takes MX operands only (E8M0 scales of [1, 32] blocks); cuBLASLt runs it (mx-lower-to-nvvm gemm=cublas or gemm=auto)
+// KERNEL100: error: 'mx.scaled_matmul' op has no generated kernel on sm_100a: the sm_100a kernel takes MX or NVFP4 operands only (E8M0 scales of [1, 32] blocks, E4M3 of [1, 16]); cuBLASLt runs it (mx-lower-to-nvvm gemm=cublas or gemm=auto)
 
 // gemm=cublas on sm_100a: both through cuBLASLt; VEC32_UE8M0 is 1.
 // CUBLAS100: convert-mx-to-cublas{chip=sm_100a gemm=cublas gemm-config=}

@@ -13,7 +13,10 @@
 // scale format 23, M >> 7 in 27-28, A scale id 29-30, sparsity 0-2 and
 // reserved bits zero), the values cross-checked against CUTLASS's
 // `InstrDescriptorBlockScaled`, and the four descriptors of the kernel's K
-// steps, worked out by hand from the table.
+// steps, worked out by hand from the table; then the table of `.kind::mxf4`
+// and `.kind::mxf4nvf4` (E2M1 = 1 in A's bits 7-9 and B's 10-11, dense K in
+// bit 31, the other fields as above), NVFP4's descriptor by hand, and which
+// kind, format, scale format and scale id combinations the ISA allows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -214,6 +217,17 @@ TEST(Tcgen05SmemDescriptor, KMajor128BTile) {
   EXPECT_EQ(desc, 0x4000404000010240u);
 }
 
+TEST(Tcgen05SmemDescriptor, KMajor64BTile) {
+  // The packed E2M1 tile of `.kind::mxf4*` that TMA writes with
+  // SWIZZLE_64B: 64-byte rows (128 elements) in 8-row groups of 512 bytes,
+  // so SBO = 512 (field 32); LBO unused; swizzle code 4.
+  uint64_t desc = encodeTcgen05SmemDescriptor(
+      getTcgen05KMajorSwizzledTile(0x2400, /*rowBytes=*/64));
+  expectSmemFields(desc, {0x240, 1, 32, 4});
+  // 4 << 61 | 1 << 46 | 32 << 32 | 1 << 16 | 0x240.
+  EXPECT_EQ(desc, 0x8000402000010240u);
+}
+
 TEST(Tcgen05SmemDescriptor, ScaleChunk) {
   // The source of `tcgen05.cp .32x128b`: unswizzled 16-byte rows, core
   // matrices 128 bytes apart (SBO field 8), LBO 0.
@@ -321,10 +335,9 @@ TEST(Tcgen05InstructionDescriptor, ScaleFormatIsBit23) {
   EXPECT_EQ(encodeBlockScaledInstruction(f), 0u);
 }
 
-TEST(Tcgen05InstructionDescriptor, MIsBits24To28InUnitsOf16) {
-  // M >> 4 at bits 24-28 (CUTLASS, and PTX's dense-kind table) is PTX's
-  // block-scaled M >> 7 at bits 27-28 with 24-26 reserved, for the M that
-  // block scaling allows.
+TEST(Tcgen05InstructionDescriptor, MIsBits27To28InUnitsOf128) {
+  // PTX's block-scaled M >> 7 at bits 27-28 with 24-26 reserved, which is
+  // CUTLASS's M >> 4 at bits 24-28 for the M that block scaling allows.
   BlockScaledInstructionFields f = zeroInstruction();
   const std::pair<uint32_t, uint32_t> table[] = {{128, 27}, {256, 28}};
   for (auto [m, bit] : table) {
@@ -335,13 +348,105 @@ TEST(Tcgen05InstructionDescriptor, MIsBits24To28InUnitsOf16) {
     EXPECT_EQ(bits(desc, 27, 28), m >> 7);
     EXPECT_EQ(bits(desc, 24, 26), 0u);
   }
-  f.m = 512; // five bits only: does not leak into A's scale id
+  f.m = 512; // two bits only: does not leak into A's scale id
   EXPECT_EQ(encodeBlockScaledInstruction(f), 0u);
+  f.m = 64; // below the field: reserved bits 24-26 stay clear
+  EXPECT_EQ(encodeBlockScaledInstruction(f), 0u);
+}
+
+/// `zeroInstruction` of a `.kind::mxf4*` kind: its E2M1 operands encode to
+/// 1 in both format fields.
+BlockScaledInstructionFields zeroMxf4Instruction(Tcgen05BlockScaledKind kind) {
+  BlockScaledInstructionFields f = zeroInstruction();
+  f.kind = kind;
+  f.a = f.b = Tcgen05OperandFormat::e2m1;
+  return f;
+}
+constexpr uint32_t kMxf4Formats = (1u << 7) | (1u << 10);
+
+TEST(Tcgen05InstructionDescriptor, Mxf4FormatsAreE2M1CodeOne) {
+  // The mxf4 table's A type (bits 7-9) and B type (bits 10-11): E2M1 = 1.
+  for (auto kind :
+       {Tcgen05BlockScaledKind::mxf4, Tcgen05BlockScaledKind::mxf4nvf4}) {
+    uint32_t desc = encodeBlockScaledInstruction(zeroMxf4Instruction(kind));
+    EXPECT_EQ(desc, kMxf4Formats);
+    EXPECT_EQ(bits(desc, 7, 9), 1u);
+    EXPECT_EQ(bits(desc, 10, 11), 1u);
+    EXPECT_EQ(bits(desc, 12, 12), 0u);
+  }
+  // mxf8f6f4's E2M1 is 5 in both fields.
+  BlockScaledInstructionFields f = zeroInstruction();
+  f.a = f.b = Tcgen05OperandFormat::e2m1;
+  EXPECT_EQ(encodeBlockScaledInstruction(f), (5u << 7) | (5u << 10));
+}
+
+TEST(Tcgen05InstructionDescriptor, Mxf4FieldsShareTheMxf8f6f4Bits) {
+  // Scale ids, negation, transpose, N, scale format and M sit where they sit
+  // for mxf8f6f4; bit 31 is the mxf4 kinds' K dimension (dense K = 96).
+  for (auto kind :
+       {Tcgen05BlockScaledKind::mxf4, Tcgen05BlockScaledKind::mxf4nvf4}) {
+    BlockScaledInstructionFields f = zeroMxf4Instruction(kind);
+    f.aScaleId = f.bScaleId = 2;
+    f.negateA = f.transposeB = true;
+    f.n = 256;
+    f.m = 128;
+    f.scaleFormat = Tcgen05ScaleFormat::ue8m0;
+    uint32_t expected = kMxf4Formats | (2u << 4) | (2u << 29) | (1u << 13) |
+                        (1u << 16) | (32u << 17) | (1u << 27) | (1u << 23);
+    EXPECT_EQ(encodeBlockScaledInstruction(f), expected);
+    f.denseK96 = true;
+    EXPECT_EQ(encodeBlockScaledInstruction(f), expected | (1u << 31));
+  }
+  // mxf8f6f4 keeps bit 31 reserved.
+  BlockScaledInstructionFields f = zeroInstruction();
+  f.denseK96 = true;
+  EXPECT_EQ(encodeBlockScaledInstruction(f), 0u);
+}
+
+TEST(Tcgen05InstructionDescriptor, Nvfp4Descriptor) {
+  // NVFP4: .kind::mxf4nvf4, E2M1 x E2M1, UE4M3 scales per 16 (scale id 0),
+  // M = 128, N = 256, K-major, dense K = 64. By hand: 1 << 27 (M) | 32 << 17
+  // (N) | 1 << 10 | 1 << 7 = 0x08400480.
+  BlockScaledInstructionFields f = zeroMxf4Instruction(
+      Tcgen05BlockScaledKind::mxf4nvf4);
+  f.m = 128;
+  f.n = 256;
+  f.scaleFormat = Tcgen05ScaleFormat::ue4m3;
+  EXPECT_EQ(encodeBlockScaledInstruction(f), 0x08400480u);
+  EXPECT_TRUE(isValidBlockScaledInstruction(f));
+}
+
+TEST(Tcgen05InstructionDescriptor, ValidCombinations) {
+  BlockScaledInstructionFields f = zeroInstruction();
+  f.scaleFormat = Tcgen05ScaleFormat::ue8m0;
+  EXPECT_TRUE(isValidBlockScaledInstruction(f)); // mxf8f6f4, UE8M0
+  f.aScaleId = 3;
+  EXPECT_TRUE(isValidBlockScaledInstruction(f));
+  f.scaleFormat = Tcgen05ScaleFormat::ue4m3; // mxf8f6f4 has UE8M0 only
+  EXPECT_FALSE(isValidBlockScaledInstruction(f));
+  for (auto kind :
+       {Tcgen05BlockScaledKind::mxf4, Tcgen05BlockScaledKind::mxf4nvf4}) {
+    f = zeroMxf4Instruction(kind);
+    f.scaleFormat = Tcgen05ScaleFormat::ue8m0; // 2 scales per K = 64
+    for (uint32_t id = 0; id < 4; ++id) {
+      f.aScaleId = f.bScaleId = id;
+      EXPECT_EQ(isValidBlockScaledInstruction(f), id == 0 || id == 2);
+    }
+    f.aScaleId = f.bScaleId = 0;
+    f.a = Tcgen05OperandFormat::e4m3; // E2M1 only
+    EXPECT_FALSE(isValidBlockScaledInstruction(f));
+    f.a = Tcgen05OperandFormat::e2m1;
+    f.scaleFormat = Tcgen05ScaleFormat::ue4m3; // NVFP4's scales
+    EXPECT_EQ(isValidBlockScaledInstruction(f),
+              kind == Tcgen05BlockScaledKind::mxf4nvf4);
+    f.aScaleId = 2; // 4 scales per K = 64: id 0 only
+    EXPECT_FALSE(isValidBlockScaledInstruction(f));
+  }
 }
 
 TEST(Tcgen05InstructionDescriptor, SparsityAndReservedBitsStayZero) {
   // Every field at its largest value: sparsity bits 0-2 (dense MMA) and
-  // reserved bits 3, 6 and 31 stay clear.
+  // reserved bits 3, 6, 24-26 and 31 stay clear.
   BlockScaledInstructionFields f;
   f.a = Tcgen05OperandFormat::e2m1;
   f.b = Tcgen05OperandFormat::e2m1;
@@ -355,10 +460,11 @@ TEST(Tcgen05InstructionDescriptor, SparsityAndReservedBitsStayZero) {
   EXPECT_EQ(bits(desc, 0, 2), 0u);
   EXPECT_EQ(bits(desc, 3, 3), 0u);
   EXPECT_EQ(bits(desc, 6, 6), 0u);
+  EXPECT_EQ(bits(desc, 24, 26), 0u);
   EXPECT_EQ(bits(desc, 31, 31), 0u);
-  // 3 << 29 | 31 << 24 | 1 << 23 | 63 << 17 | 0xF << 13 | 5 << 10 | 5 << 7
+  // 3 << 29 | 3 << 27 | 1 << 23 | 63 << 17 | 0xF << 13 | 5 << 10 | 5 << 7
   // | 3 << 4.
-  EXPECT_EQ(desc, 0x7FFFF6B0u);
+  EXPECT_EQ(desc, 0x78FFF6B0u);
 }
 
 TEST(Tcgen05InstructionDescriptor, CutlassValues) {

@@ -295,7 +295,11 @@ typedef enum mxrtTensorMapSwizzle {
  * dims and the element size), boxes of `box` (elements, innermost first),
  * element type `elemType` (mxrtElemType; F8E4M3/F8E5M2/I8 encode as
  * CU_TENSOR_MAP_DATA_TYPE_UINT8, BF16 as BFLOAT16, F16 as FLOAT16, F32 as
- * FLOAT32, E8M0 as UINT8; the packed FP4 and FP6 types are not taken), interleave none, the given swizzle
+ * FLOAT32, E8M0 as UINT8, F4E2M1 as 16U4_ALIGN16B and F6E3M2/F6E2M3 as
+ * 16U6_ALIGN16B: each 16 packed elements of a row land in 16 bytes of shared
+ * memory, as SM100's tcgen05 kind::mxf8f6f4 reads them; those need a 32-byte
+ * aligned base and strides, dims[0] a multiple of 128, box[0] = 128 and
+ * swizzle 128B or none), interleave none, the given swizzle
  * (mxrtTensorMapSwizzle), L2 promotion 256B, out-of-bounds elements read as
  * zero. The map lives on the current default device, ready when the call
  * returns (a kernel on any stream may use it). Identical requests on one

@@ -524,19 +524,38 @@ struct ScaledMatmulOpLowering : OpConversionPattern<ScaledMatmulOp> {
             })
             .getResult(0);
 
-    if (!resultType.getElementType().isF32()) {
+    // The epilogue, in f32: + bias[n], + D[..., m, n], one rounding.
+    if (!resultType.getElementType().isF32() || adaptor.getBias() ||
+        adaptor.getAccumulator()) {
       AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+      SmallVector<Value> inputs = {product};
+      SmallVector<AffineMap> epilogueMaps = {identity};
+      if (Value bias = adaptor.getBias()) {
+        inputs.push_back(bias);
+        epilogueMaps.push_back(AffineMap::get(rank, 0, n, ctx));
+      }
+      if (Value accumulator = adaptor.getAccumulator()) {
+        inputs.push_back(accumulator);
+        epilogueMaps.push_back(identity);
+      }
+      epilogueMaps.push_back(identity);
       product =
           linalg::GenericOp::create(
-              rewriter, loc, TypeRange{resultType}, ValueRange{product},
+              rewriter, loc, TypeRange{resultType}, inputs,
               ValueRange{createEmpty(rewriter, loc, resultType.getShape(),
                                      resultType.getElementType())},
-              SmallVector<AffineMap>(2, identity), parallelIterators(rank),
+              epilogueMaps, parallelIterators(rank),
               [&](OpBuilder &b, Location nloc, ValueRange args) {
-                linalg::YieldOp::create(
-                    b, nloc,
-                    arith::TruncFOp::create(b, nloc, args[1].getType(), args[0])
-                        .getResult());
+                Value sum = args[0];
+                for (Value term : args.drop_front().drop_back()) {
+                  if (!term.getType().isF32())
+                    term = arith::ExtFOp::create(b, nloc, b.getF32Type(), term);
+                  sum = arith::AddFOp::create(b, nloc, sum, term);
+                }
+                Type out = args.back().getType();
+                if (!out.isF32())
+                  sum = arith::TruncFOp::create(b, nloc, out, sum);
+                linalg::YieldOp::create(b, nloc, sum);
               })
               .getResult(0);
     }

@@ -7,12 +7,16 @@ kernel. On CPU tensors the kernels are the CPU pipeline's (numpy in and out, con
 the bits), which is how mx.torch runs, and is tested, without a GPU.
 
     mx::quantize(x, plan, col) -> [parts]                compact parts of a shard (TensorPlan.parts)
-    mx::amax(x, plan) -> amax                            per-tensor current scaling of a shard, then
-    mx::cast(x, amax, plan) -> [data, scales]            the cast with the shared (all-reduced) amax
+    mx::amax(x, plan) -> amax                            per-tensor current scaling (and NVFP4's tensor
+    mx::cast(x, amax, plan, col) -> [parts]              scale) of a shard: the cast with the shared
+                                                         (all-reduced) amax
     mx::quantize_delayed(x, scales, history!, plan) -> (data, scales)
+    mx::cast_transpose_delayed(x, scales, history!, plan) -> (data, scales, transposed data)
     mx::update_amax_history(history!, scales!, plan, state)
-    mx::gemm(a, a_scales, b, b_scales, plan, name) -> c  one of mx.linear.GEMMS
-    mx::transpose_bytes(t) -> t^T                        FP8 / E8M0 bytes, for the transposed operands
+    mx::gemm(a, b, plan, name, bias?) -> c               one of mx.linear.GEMMS; an operand is [data,
+                                                         scales] (and NVFP4's tensor scale); + bias: fused
+    mx::transpose_bytes(t) -> t^T                        FP8 bytes, for the derived transposed
+                                                         operands (sharded per-tensor, 128x128)
 
 `operand` turns compact parts into a GEMM operand (after any gather); it is plain torch, so a
 quantize that writes GEMM-ready operands itself changes only it.
@@ -100,7 +104,8 @@ def _to_torch(array: np.ndarray) -> Tensor:
     if fmt.packed:
         array = fmt.pack(array)
     carrier = {1: np.uint8, 2: np.int16, 4: np.int32}[array.dtype.itemsize]
-    return torch.from_numpy(np.ascontiguousarray(array).view(carrier)).view(torch_dtype(dtype))
+    bits = np.ascontiguousarray(array).view(carrier).reshape(array.shape)  # 0-D stays 0-D
+    return torch.from_numpy(bits).view(torch_dtype(dtype))
 
 
 def _call(kernel: compiler.Kernel, *args: Tensor) -> list[Tensor]:
@@ -126,12 +131,18 @@ def _empty(x: Tensor, shape, mlir: str) -> Tensor:
 def quantize(x: Tensor, plan: str, col: bool) -> list[Tensor]:
     """The compact parts of `x` (a TensorPlan's tensor or shard), with the col parts if `col`."""
     kernels = _PLANS[plan].kernels
-    if "both" in kernels and col:  # MXFP8: rowwise and columnwise in one kernel
+    if "both" in kernels and col:  # rowwise and columnwise (MXFP8) or transposed in one kernel
         return _call(kernels["both"], x)
     parts = _call(kernels["row"], x)
-    if col and "col" in kernels:  # 1x128 blockwise: the transposed shard quantized rowwise
-        parts += _call(kernels["col"], x.t().contiguous())
+    if col and "col" in kernels:  # 1x128 blockwise, FP4: the transposed shard quantized rowwise
+        parts[2:2] = _transposed_parts(kernels["col"], x)
     return parts
+
+
+def _transposed_parts(kernel: compiler.Kernel, x: Tensor, *amax: Tensor) -> list[Tensor]:
+    """(data, scales) of x^T quantized rowwise; NVFP4's tensor scale, the same as x's (the same
+    amax), is left out: the rowwise quantize's serves both."""
+    return _call(kernel, x.t().contiguous(), *amax)[:2]
 
 
 @quantize.register_fake
@@ -141,7 +152,7 @@ def _(x, plan, col):
 
 @torch.library.custom_op("mx::amax", mutates_args=())
 def amax(x: Tensor, plan: str) -> Tensor:
-    """max |x| (f32, NaN if any NaN), shaped [1, 1] for the scale kernel."""
+    """max |x| (f32, NaN if any NaN; NVFP4: of the finite elements), shaped [1, 1]."""
     return _call(_PLANS[plan].kernels["amax"], x)[0].reshape(1, 1)
 
 
@@ -162,17 +173,24 @@ def current_scale(amax: Tensor, elem: str) -> Tensor:
 
 
 @torch.library.custom_op("mx::cast", mutates_args=())
-def cast(x: Tensor, amax: Tensor, plan: str) -> list[Tensor]:
-    """(data, scales) of `x` cast with current_scale(amax) (`amax` [1, 1] of the whole tensor)."""
+def cast(x: Tensor, amax: Tensor, plan: str, col: bool) -> list[Tensor]:
+    """The compact parts of the shard `x` with `amax` [1, 1] of the whole tensor: per-tensor
+    (data, scales) cast with current_scale(amax); NVFP4's parts (the col ones if `col`) quantized
+    with that amax (the tensor scale derived from it)."""
     made = _PLANS[plan]
+    if made.recipe.tensor_scaled:
+        parts = _call(made.kernels["cast"], x, amax.reshape(()))
+        if col:
+            parts[2:2] = _transposed_parts(made.kernels["col_cast"], x, amax.reshape(()))
+        return parts
     scale = current_scale(amax, made.recipe.element(made.role))
     data, scale_inv, _ = _call(made.kernels["cast"], x, scale, torch.zeros_like(amax))
     return [data, scale_inv]
 
 
 @cast.register_fake
-def _(x, amax, plan):
-    return _fake_parts(x, plan, False)
+def _(x, amax, plan, col):
+    return _fake_parts(x, plan, col)
 
 
 @torch.library.custom_op("mx::quantize_delayed", mutates_args=("history",))
@@ -187,6 +205,20 @@ def quantize_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> t
 @quantize_delayed.register_fake
 def _(x, scales, history, plan):
     return tuple(_fake_parts(x, plan, False))
+
+
+@torch.library.custom_op("mx::cast_transpose_delayed", mutates_args=("history",))
+def cast_transpose_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor, Tensor]:
+    """quantize_delayed, plus the transposed data (the GEMM-ready col_data) from the same kernel;
+    the col_scales are the same scales."""
+    data, scale_inv, data_t, new_history = _call(_PLANS[plan].kernels["delayed_both"], x, scales, history)
+    history.copy_(new_history)
+    return data, scale_inv, data_t
+
+
+@cast_transpose_delayed.register_fake
+def _(x, scales, history, plan):
+    return tuple(_fake_parts(x, plan, True)[:3])
 
 
 def _fake_parts(x: Tensor, plan: str, col: bool) -> list[Tensor]:
@@ -211,19 +243,27 @@ def _(history, scales, plan, state):
 # ---------------------------------------------------------------------------------------------------
 
 @torch.library.custom_op("mx::gemm", mutates_args=())
-def gemm(a: Tensor, a_scales: Tensor, b: Tensor, b_scales: Tensor, plan: str, name: str) -> Tensor:
-    """a . b^T of two GEMM operands ([rows, K] each) of one of the plan's GEMMs."""
+def gemm(a: list[Tensor], b: list[Tensor], plan: str, name: str, bias: Tensor | None = None) -> Tensor:
+    """a . b^T of two GEMM operands ([rows, K] data, scales, and NVFP4's tensor scale) of one of
+    the plan's GEMMs; with `bias` (of the weight's dtype, where the plan has the GEMM's "_bias"
+    kernel) added in the GEMM's epilogue."""
+    if bias is not None:
+        return _call(_PLANS[plan].gemms[name + "_bias"], *a[:2], *b[:2], *a[2:], *b[2:], bias)[0]
     kernel = _PLANS[plan].gemms[name]
     if isinstance(kernel, DequantizedGemm):
-        return _call(kernel.lhs, a, a_scales)[0] @ _call(kernel.rhs, b, b_scales)[0].t()
-    return _call(kernel, a, a_scales, b, b_scales)[0]
+        # NVFP4: dequantized with tensor scale 1 (exact), the tensor scales' product multiplies
+        # the result, as cuBLASLt's alpha.
+        unit = [torch.ones((), dtype=torch.float32, device=a[0].device)] * (len(a) > 2)
+        c = _call(kernel.lhs, *a[:2], *unit)[0] @ _call(kernel.rhs, *b[:2], *unit)[0].t()
+        return (c.float() * (a[2] * b[2])).to(c.dtype) if unit else c
+    return _call(kernel, *a[:2], *b[:2], *a[2:], *b[2:])[0]
 
 
 @gemm.register_fake
-def _(a, a_scales, b, b_scales, plan, name):
+def _(a, b, plan, name, bias=None):
     made = _PLANS[plan]
     dtype = made.weight_dtype if name == "wgrad" else made.dtype
-    return a.new_empty((a.shape[0], b.shape[0]), dtype=torch_dtype(dtype))
+    return a[0].new_empty((a[0].shape[0], b[0].shape[0]), dtype=torch_dtype(dtype))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -242,16 +282,20 @@ def _(t):
     return t.new_empty((t.shape[1], t.shape[0]))
 
 
-def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, Tensor]:
-    """The GEMM operand (data, scales) [rows, K] of a tensor from its (gathered) compact parts:
-    "row" is the tensor as it is, "col" its transpose."""
+def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, ...]:
+    """The GEMM operand (data, scales[, tensor scale]) [rows, K] of a tensor from its (gathered)
+    compact parts: "row" is the tensor as it is, "col" its transpose. NVFP4's tensor scale, the
+    last part, serves both."""
+    tensor_scale = (parts[-1],) if made.recipe.tensor_scaled else ()
     if side == "row":
-        return parts[0], parts[1]
-    if made.derives_col:  # per-tensor (one scale) or 128x128 blocks: transpose what is there
-        return torch.ops.mx.transpose_bytes(parts[0]), parts[1].t().contiguous()
-    if isinstance(made.recipe, recipes.MXFP8):
-        return torch.ops.mx.transpose_bytes(parts[2]), torch.ops.mx.transpose_bytes(parts[3])
-    return parts[2], parts[3]  # 1x128 blockwise: already quantized transposed
+        return parts[0], parts[1], *tensor_scale
+    if len(parts) == 4 + len(tensor_scale) and parts[2] is not None:
+        # Written transposed by the quantize (GEMM-ready), or the transposed tensor quantized rowwise.
+        return parts[2], parts[3], *tensor_scale
+    if not made.col_derivable:
+        raise ValueError(f"mx.torch: the {made.role}'s transposed operand needs its col parts")
+    # Sharded per-tensor (one scale) or 128x128 blocks: transpose what is there.
+    return torch.ops.mx.transpose_bytes(parts[0]), parts[1].t().contiguous()
 
 
 def delayed_state(states: dict[str, tuple[Tensor, Tensor]], role: str) -> tuple[Tensor, Tensor]:

@@ -6,15 +6,17 @@
     fully_shard(model)
     ...
     optimizer.step()
-    mx.torch.fsdp.precompute_scales(model)             # per-tensor: one all-reduce for all weights
+    mx.torch.fsdp.precompute_scales(model)             # per-tensor, NVFP4: one all-reduce for all weights
 
 `quantize_all_gather` wraps each mx.torch.Linear's weight in a `ShardedWeight`, a tensor subclass that
 holds the high-precision tensor (what the optimizer updates and the checkpoint saves) and implements
 FSDP2's all-gather extension (torch.distributed.fsdp's `fsdp_pre_all_gather` / `fsdp_post_all_gather`):
 * before the gather, each rank quantizes its shard (rows of the weight) in the layer's recipe, to the
-  compact format of spec section 12: FP8 data and E8M0 or f32 scales. Per-tensor current scaling
-  casts with the amax of the whole weight (all-reduced, or precomputed for every weight at once by
-  `precompute_scales`); delayed scaling with the layer's delayed scale, identical on every rank;
+  compact format of spec section 12: FP8 or E2M1 data and E8M0, E4M3 or f32 scales. Per-tensor
+  current scaling casts, and NVFP4 derives its tensor scale, with the amax of the whole weight
+  (all-reduced, or precomputed for every weight at once by `precompute_scales`; the tensor scale,
+  the same on every rank, does not travel); delayed scaling with the layer's delayed scale,
+  identical on every rank;
 * only the usage the next GEMM reads crosses the wire: the rowwise parts in forward; for MXFP8, whose
   columnwise quantization cannot be derived from the rowwise one, the columnwise parts when backward
   gathers again (both in forward when FSDP2 keeps the weight unsharded after forward);
@@ -22,7 +24,7 @@ FSDP2's all-gather extension (torch.distributed.fsdp's `fsdp_pre_all_gather` / `
   the layer makes its GEMM operands from them (byte transposes; the scale swizzle is in the GEMM).
 
 The gathered bytes are what the single-GPU layer would quantize from the whole weight, bit for bit,
-for the block-local recipes and delayed scaling; per-tensor current scaling casts with
+for the block-local recipes, NVFP4 and delayed scaling; per-tensor current scaling casts with
 maxfinite / amax there (docs/torch.md). Weight shards must hold a multiple of the recipe's rows
 (32 for MXFP8, 128 for blockwise, 16 for per-tensor); FSDP2 must not pad them.
 """
@@ -34,7 +36,6 @@ import weakref
 import torch
 from torch.utils._pytree import tree_map_only
 
-from .. import recipes
 from . import _ops, distributed
 from .linear import Linear, quantize
 
@@ -110,10 +111,12 @@ class ShardedWeight(torch.Tensor):
         layer, plan = self._plan(outer_size[0], outer_size[1], mesh.size())
         wanted = plan.wire_parts(_sides(plan, module))
         amax = self._amax[1] if self._amax is not None and self._amax[0] == self._tensor._version else None
-        parts = quantize(plan, self._tensor.contiguous(), 2 in wanted, layer.scaling_states(), group, amax)
-        specs = plan.parts(2 in wanted)
+        parts = plan.full(quantize(plan, self._tensor.contiguous(), 2 in wanted, layer.scaling_states(), group,
+                                   amax))
+        specs = plan.parts(True)
         wire = tuple(i for i in wanted if specs[i].gather_dim is not None)
-        # Parts that are the same on every rank (a per-tensor scale) travel as metadata.
+        # Parts that are the same on every rank (a per-tensor scale, NVFP4's tensor scale) travel
+        # as metadata.
         local = {i: parts[i] for i in wanted if i not in wire}
         return tuple(parts[i].view(torch.uint8) for i in wire), (wire, local, plan.key)
 
@@ -121,7 +124,7 @@ class ShardedWeight(torch.Tensor):
         wire, local, key = metadata
         plan = _ops._PLANS[key]
         specs = plan.parts(True)
-        parts = [None] * 4
+        parts = [None] * len(specs)
         for index, tensor in zip(wire, outputs):  # FSDP2 concatenates along dim 0
             whole = tensor.view(_ops.torch_dtype(specs[index].dtype))
             if specs[index].gather_dim != 0:  # FP4's transposed parts: [cols, rows] shards
@@ -181,20 +184,24 @@ def quantize_all_gather(model: torch.nn.Module, group=None) -> list[str]:
 
 @torch.no_grad()
 def precompute_scales(model: torch.nn.Module) -> int:
-    """Per-tensor current scaling under FSDP2: the amax of every wrapped weight, with ONE all-reduce
-    (max) for all of them; call it after optimizer.step(). The next all-gathers cast with them (a
-    weight changed since recomputes its own). Returns the number of weights."""
+    """Per-tensor current scaling and NVFP4 under FSDP2: the amax of every wrapped weight whose
+    shards share one (TensorPlan.shares_amax), with ONE all-reduce (max) for all of them; call it
+    after optimizer.step(). The next all-gathers cast with them (a weight changed since recomputes
+    its own). Returns the number of weights."""
     shards, amaxes, group = [], [], None
     for layer in model.modules():
-        if not isinstance(layer, Linear) or not layer.recipe.per_tensor or isinstance(layer.recipe, recipes.Delayed):
+        if not isinstance(layer, Linear):
             continue
         weight = layer.weight
         local = weight.to_local() if hasattr(weight, "to_local") else weight
         if not isinstance(local, ShardedWeight):
             continue
-        group = weight.device_mesh.get_group() if hasattr(weight, "device_mesh") else layer.amax_group
-        size = torch.distributed.get_world_size(group)
+        layer_group = weight.device_mesh.get_group() if hasattr(weight, "device_mesh") else layer.amax_group
+        size = torch.distributed.get_world_size(layer_group)
         _, plan = local._plan(local.shape[0] * size, local.shape[1], size)
+        if not plan.shares_amax:
+            continue
+        group = layer_group
         shards.append(local)
         amaxes.append(torch.ops.mx.amax(local._tensor.contiguous(), plan.key))
     if shards:

@@ -9,10 +9,12 @@ runs the fprop GEMM; backward quantizes the output gradient and runs dgrad and w
     wgrad  dW [N, K] = (dY^T) [N, M] . (X^T) [K, M]^T
 
 Each GEMM is one `mx.scaled_matmul` with K-contiguous operands: Hopper's FP8 tensor cores read
-K-major operands only, so the transposed operands are made from the compact quantized parts
-(mx.linear) by byte transposes, or quantized transposed (FP8 blockwise's 1x128 activations and
-gradients). Every kernel is a torch custom op (mx.torch._ops), so `torch.compile(fullgraph=True)`
-traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.
+K-major operands only, so the transposed operands are written by the quantize itself (per-tensor
+and delayed scaling: the cast+transpose kernel; MXFP8: the columnwise quantization written
+transposed; FP8 blockwise's 1x128 activations and gradients: quantized transposed), or made from the
+compact quantized parts (mx.linear) by byte transposes (128x128 blocks, and sharded per-tensor
+tensors after their gather). Every kernel is a torch custom op (mx.torch._ops), so
+`torch.compile(fullgraph=True)` traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.
 
 Delayed scaling keeps its scales and amax histories in buffers (`fp8_scale_forward`,
 `amax_history_forward`, `fp8_scale_backward`, `amax_history_backward`), so `state_dict()` carries
@@ -62,11 +64,14 @@ def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None) ->
     its own over `amax_group`."""
     if isinstance(made.recipe, recipes.Delayed):
         scales, history = _ops.delayed_state(states, made.role)
+        if col and made.writes_transposed:
+            data, scale_inv, data_t = torch.ops.mx.cast_transpose_delayed(t, scales, history, made.key)
+            return [data, scale_inv, data_t, scale_inv]
         return list(torch.ops.mx.quantize_delayed(t, scales, history, made.key))
     if made.shares_amax:
         if amax is None:
             amax = distributed.all_reduce_max(torch.ops.mx.amax(t, made.key), amax_group)
-        return torch.ops.mx.cast(t, amax, made.key)
+        return torch.ops.mx.cast(t, amax, made.key, col)
     return torch.ops.mx.quantize(t, made.key, col)
 
 
@@ -75,7 +80,7 @@ def _operands(made, parts, sides, parallel: Parallel):
     all-gathered first if the tensor is sharded: only the parts that `sides` read (the usage the
     next GEMM reads)."""
     if made.shards > 1:
-        specs = made.parts(len(parts) > 2)
+        specs = made.parts(made.has_col(parts))
         wanted = [i for i in made.wire_parts(sides) if i < len(parts) and specs[i].gather_dim is not None]
         gathered = distributed.gather_parts([parts[i] for i in wanted], [specs[i] for i in wanted],
                                             parallel.group)
@@ -108,10 +113,13 @@ class _LinearFunction(torch.autograd.Function):
         inputs = made.tensors["input"]
         x_parts = quantize(inputs, x2d, need_wgrad, states, amax_group)
         (x_row,) = _operands(inputs, x_parts, ("row",), parallel)
-        y = torch.ops.mx.gemm(*x_row, *w_row, key, "fprop")
+        # The bias in fprop's epilogue, unless the partial outputs are summed after it (row-parallel).
+        fused = bias is not None and parallel.kind != "row" and "fprop_bias" in made.gemms and \
+            _ops.mlir_type(bias) == made.weight_dtype
+        y = torch.ops.mx.gemm(x_row, w_row, key, "fprop", bias if fused else None)
         if parallel.kind == "row":
             y = distributed.reduce_scatter_rows(y, parallel.group)
-        if bias is not None:
+        if bias is not None and not fused:
             y = y + bias.to(y.dtype)
         ctx.save_for_backward(*x_parts, *(w_col or ()))
         ctx.key, ctx.parallel, ctx.states, ctx.parts = key, parallel, states, len(x_parts)
@@ -132,12 +140,12 @@ class _LinearFunction(torch.autograd.Function):
         g_ops = _operands(grads, g_parts, ("row", "col") if need_wgrad else ("row",), parallel)
         dx = dw = db = None
         if need_dgrad:
-            dx = torch.ops.mx.gemm(*g_ops[0], *w_col, ctx.key, "dgrad")
+            dx = torch.ops.mx.gemm(g_ops[0], w_col, ctx.key, "dgrad")
             if parallel.kind == "column":
                 dx = distributed.reduce_scatter_rows(dx, parallel.group)
         if need_wgrad:
             (x_col,) = _operands(made.tensors["input"], x_parts, ("col",), parallel)
-            dw = torch.ops.mx.gemm(*g_ops[1], *x_col, ctx.key, "wgrad")
+            dw = torch.ops.mx.gemm(g_ops[1], x_col, ctx.key, "wgrad")
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = dy.sum(0)
             if parallel.kind == "row":  # dY is a token shard: the bias gradient sums all of them
@@ -149,8 +157,8 @@ class _LinearFunction(torch.autograd.Function):
 
 class Linear(torch.nn.Linear):
     """`torch.nn.Linear` (same constructor, parameters and state dict, plus delayed scaling's
-    buffers) computing in FP8 or MXFP4 with an mx recipe (an mx.recipes object or its shorthand;
-    NVFP4 is refused for now, docs/torch.md). Inputs of any rank >= 2 are flattened to
+    buffers) computing in FP8, MXFP4 or NVFP4 with an mx recipe (an mx.recipes object or its
+    shorthand). Inputs of any rank >= 2 are flattened to
     [tokens, in_features] (tokens first). `parallel`, `group`: mx.torch.parallel's layers;
     `amax_group`: where per-tensor current and delayed scaling reduce their amaxes (default
     `group`)."""
@@ -161,8 +169,6 @@ class Linear(torch.nn.Linear):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
-        if isinstance(self.recipe, recipes.NVFP4):
-            raise ValueError(f"mx.torch.Linear does not train with {self.recipe.name} yet (docs/torch.md)")
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
         self._weight_cache = None
@@ -206,7 +212,7 @@ class Linear(torch.nn.Linear):
         weight, plan = self.weight, made.tensors["weight"]
         gathered = getattr(weight, "mx_parts", None)
         if gathered is not None:
-            col = operand(plan, gathered, "col") if plan.derives_col or gathered[2] is not None else None
+            col = operand(plan, gathered, "col") if plan.col_derivable or gathered[2] is not None else None
             return operand(plan, gathered, "row"), col
         cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
         key = (weight._version, weight.data_ptr(), made.key) if cached else None

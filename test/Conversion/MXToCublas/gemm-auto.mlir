@@ -7,13 +7,13 @@
 // RUN: mx-opt %s --convert-mx-to-cublas="chip=sm_90a gemm=auto" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=SM90
 
 // sm_100a: MX stays for the tcgen05 kernel, the FP8 recipes go to cuBLASLt
-// (the sm_100a kernel takes MX only).
+// (the sm_100a kernel takes MX and NVFP4 only).
 // sm_90a: the generated kernels are faster for per-tensor and 1x128 x
 // 128x128 blockwise; cuBLASLt for the 1x128 x 1x128 (wgrad) form.
 // SM100-LABEL: func @recipes
 // SM100: mx.scaled_matmul {{.*}} lhs_block [1, 32] rhs_block [1, 32]
-// SM100: llvm.call @mxrtScaledMatmul({{.*}}) {mx.gemm_lowering = "cublas: faster on sm_100a (the generator's sm_100a kernel takes MX only)"}
-// SM100: llvm.call @mxrtScaledMatmul({{.*}}) {mx.gemm_lowering = "cublas: faster on sm_100a (the generator's sm_100a kernel takes MX only)"}
+// SM100: llvm.call @mxrtScaledMatmul({{.*}}) {mx.gemm_lowering = "cublas: faster on sm_100a (the generator's sm_100a kernel takes MX and NVFP4 only)"}
+// SM100: llvm.call @mxrtScaledMatmul({{.*}}) {mx.gemm_lowering = "cublas: faster on sm_100a (the generator's sm_100a kernel takes MX and NVFP4 only)"}
 // SM90-LABEL: func @recipes
 // SM90: mx.scaled_matmul {{.*}} lhs_block [1, 32] rhs_block [1, 32]
 // SM90: mx.scaled_matmul {{.*}} lhs_block [1, 128] rhs_block [128, 128]

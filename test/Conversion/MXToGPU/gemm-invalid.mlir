@@ -24,11 +24,11 @@ func.func @tensor_map_symbol_taken(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4
 
 // -----
 
-// MXFP6 and MXINT8 products have no generated kernel yet, and cuBLASLt has no
-// GEMM for them at all: the reason says both.
-func.func @mxfp6(%a: tensor<128x256xf6E3M2FN>, %as: tensor<1x2x32x4x4xf8E8M0FNU>, %b: tensor<128x256xi8>, %bs: tensor<1x2x32x4x4xf8E8M0FNU>) -> tensor<128x128xf32> {
-  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_90a: the generated kernels take f8E4M3FN or f8E5M2 operands; nor has it a cuBLASLt lowering (cuBLASLt takes FP8 (f8E4M3FN, f8E5M2) or FP4 (f4E2M1FN) operands, got f6E3M2FN)}}
+// FP6 rows of K = 32 elements are 24 bytes, which a TMA row stride cannot
+// be; cuBLASLt has no FP6 GEMM: the reason says both.
+func.func @fp6_short_rows(%a: tensor<128x32xf6E3M2FN>, %as: tensor<128x1xf8E8M0FNU>, %b: tensor<128x32xi8>, %bs: tensor<128x1xf8E8M0FNU>) -> tensor<128x128xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_90a: K = 32 of 6-bit elements is not a multiple of 16 bytes (TMA row strides are 16-byte multiples); nor has it a cuBLASLt lowering (cuBLASLt takes FP8 (f8E4M3FN, f8E5M2) or FP4 (f4E2M1FN) operands, got f6E3M2FN)}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
-    : tensor<128x256xf6E3M2FN>, tensor<1x2x32x4x4xf8E8M0FNU>, tensor<128x256xi8>, tensor<1x2x32x4x4xf8E8M0FNU> -> tensor<128x128xf32>
+    : tensor<128x32xf6E3M2FN>, tensor<128x1xf8E8M0FNU>, tensor<128x32xi8>, tensor<128x1xf8E8M0FNU> -> tensor<128x128xf32>
   return %c : tensor<128x128xf32>
 }

@@ -7,9 +7,10 @@
 // MX exact: bf16 wgmma on operands converted from FP8 x 2^(b-127); the E8M0
 // chunks arrive by TMA next to the boxes of A and B (their tensor maps read
 // the swizzled scales as rows of 128 bytes, 4 per chunk). A is
-// converted in registers (two 4-byte loads per K step, one row and the row 8
-// below) and fed to a register-A wgmma (inline asm); B goes through a bf16
-// buffer of shared memory, its K words stored permuted like A's.
+// converted in registers (one 16-byte load per 64-K half of a row and of the
+// row 8 below) and fed to a register-A wgmma (inline asm); B goes through a
+// bf16 buffer of shared memory (each thread one row: four 16-byte loads,
+// eight 16-byte stores), its K words stored permuted like A's.
 // CHECK-LABEL: func.func @mx_exact
 // CHECK-COUNT-2: llvm.call @mxrtTensorMap(%{{.*}}, %c0_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
 // CHECK-COUNT-2: llvm.call @mxrtTensorMap(%{{.*}}, %c5_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
@@ -31,10 +32,11 @@
 // CHECK: nvvm.setmaxregister  increase 232
 // CHECK: nvvm.shfl.sync  idx
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
-// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> vector<4xi8>
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E4M3FN)
-// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-COUNT-8: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}

@@ -131,15 +131,15 @@ func.func @blockwise_2d(%x: tensor<200x272xbf16>) -> (tensor<200x272xf8E4M3FN>, 
 // Current per-tensor scaling, one scale per batch slice: the amax of each
 // slice by an atomic max on its bits into zeroed scratch, then the cast.
 // CHECK-LABEL: func @per_tensor
-// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2]] : tensor<3x70x208xbf16> into tensor<43680xbf16>
-// CHECK: %[[DATA:.*]] = gpu.alloc () : memref<43680xf8E5M2>
-// CHECK: %[[SCALES:.*]] = gpu.alloc () : memref<3xf32>
 // CHECK: %[[AMAX:.*]] = gpu.alloc () : memref<3xf32>
 // CHECK: gpu.memset %[[AMAX]], %{{.*}} : memref<3xf32>, f32
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1, 2]] : tensor<3x70x208xbf16> into tensor<43680xbf16>
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3, {{.*}}) threads({{.*}}) workgroup(
 // CHECK:   gpu.barrier
 // CHECK:   %[[BITS:.*]] = arith.bitcast %[[AMAX]] : memref<3xf32> to memref<3xi32>
 // CHECK:   memref.atomic_rmw maxu %{{.*}}, %[[BITS]][%{{.*}}] : (i32, memref<3xi32>) -> i32
+// CHECK: %[[DATA:.*]] = gpu.alloc () : memref<43680xf8E5M2>
+// CHECK: %[[SCALES:.*]] = gpu.alloc () : memref<3xf32>
 // CHECK: gpu.launch
 // CHECK:   memref.load %[[AMAX]][%{{.*}}] : memref<3xf32>
 // CHECK:   vector.store %{{.*}}, %[[DATA]][%{{.*}}] {alignment = 16 : i64} : memref<43680xf8E5M2>, vector<16xf8E5M2>

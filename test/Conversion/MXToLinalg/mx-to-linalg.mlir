@@ -272,3 +272,21 @@ func.func @quantize_delayed_transposed(%x: tensor<64x128xbf16>, %s: tensor<3xf32
       : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
   return %y, %i, %h1 : tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
 }
+
+// -----
+
+// The epilogue: the f32 product + bias[n] + D[m, n], then one rounding.
+// CHECK-DAG: #[[ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func @scaled_matmul_epilogue
+// CHECK: linalg.generic {indexing_maps = [#[[ID2]], #[[COL]], #[[ID2]], #[[ID2]]], {{.*}}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<32x16xf32>, tensor<16xf32>, tensor<32x16xbf16>) outs(%{{.*}} : tensor<32x16xbf16>)
+// CHECK:   %[[SUM:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK:   %[[D:.*]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK:   %[[ALL:.*]] = arith.addf %[[SUM]], %[[D]] : f32
+// CHECK:   arith.truncf %[[ALL]] : f32 to bf16
+func.func @scaled_matmul_epilogue(%a: tensor<32x64xf8E4M3FN>, %as: tensor<32x2xf8E8M0FNU>, %b: tensor<16x64xf8E4M3FN>, %bs: tensor<16x2xf8E8M0FNU>, %bias: tensor<16xf32>, %d: tensor<32x16xbf16>) -> tensor<32x16xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      bias(%bias : tensor<16xf32>) accumulate(%d : tensor<32x16xbf16>)
+      : tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU>, tensor<16x64xf8E4M3FN>, tensor<16x2xf8E8M0FNU> -> tensor<32x16xbf16>
+  return %c : tensor<32x16xbf16>
+}

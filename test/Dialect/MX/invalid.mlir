@@ -698,3 +698,21 @@ func.func @quantize_delayed_transposed_shape(%x: tensor<64x128xbf16>, %s: tensor
       : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
   return
 }
+
+// -----
+
+func.func @scaled_matmul_bias_shape(%a: tensor<128x256xf8E4M3FN>, %as: tensor<128x8xf8E8M0FNU>, %b: tensor<64x256xf8E4M3FN>, %bs: tensor<64x8xf8E8M0FNU>, %bias: tensor<128xf32>) -> tensor<128x64xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op expected bias of shape [64] (one value per column N), got [128]}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32] bias(%bias : tensor<128xf32>)
+      : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU> -> tensor<128x64xf32>
+  return %c : tensor<128x64xf32>
+}
+
+// -----
+
+func.func @scaled_matmul_accumulate_type(%a: tensor<128x256xf8E4M3FN>, %as: tensor<128x8xf8E8M0FNU>, %b: tensor<64x256xf8E4M3FN>, %bs: tensor<64x8xf8E8M0FNU>, %d: tensor<128x64xbf16>) -> tensor<128x64xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op accumulate operand must have the result type 'tensor<128x64xf32>', got 'tensor<128x64xbf16>'}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32] accumulate(%d : tensor<128x64xbf16>)
+      : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU> -> tensor<128x64xf32>
+  return %c : tensor<128x64xf32>
+}

@@ -171,3 +171,12 @@ func.func @quantize_transposed(%x: tensor<256x96xbf16>, %b: tensor<2x128x64xf32>
       : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
   return
 }
+
+// CHECK-LABEL: func @scaled_matmul_epilogue
+// CHECK: mx.scaled_matmul %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lhs_block [1, 32] rhs_block [1, 32] bias(%{{.*}} : tensor<64xbf16>) accumulate(%{{.*}} : tensor<128x64xf32>)
+func.func @scaled_matmul_epilogue(%a: tensor<128x256xf8E4M3FN>, %as: tensor<128x8xf8E8M0FNU>, %b: tensor<64x256xf8E4M3FN>, %bs: tensor<64x8xf8E8M0FNU>, %bias: tensor<64xbf16>, %d: tensor<128x64xf32>) -> tensor<128x64xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      bias(%bias : tensor<64xbf16>) accumulate(%d : tensor<128x64xf32>)
+      : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU> -> tensor<128x64xf32>
+  return %c : tensor<128x64xf32>
+}

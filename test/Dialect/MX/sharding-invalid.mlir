@@ -95,3 +95,20 @@ func.func @history_split(%h: tensor<16x4xf32>, %s: tensor<4xf32>) -> tensor<4xf3
   %h2, %s2 = mx.update_amax_history %h1, %s element f8E4M3FN : tensor<16x4xf32>, tensor<4xf32> -> tensor<16x4xf32>, tensor<4xf32>
   return %s2 : tensor<4xf32>
 }
+
+// -----
+
+// A split K gives each device a partial product: each would add the bias.
+shard.grid @grid(shape = 2)
+func.func @matmul_k_bias(%a: tensor<256x1024xf8E4M3FN>, %as: tensor<2x8x32x4x4xf8E8M0FNU>,
+                         %b: tensor<128x1024xf8E4M3FN>, %bs: tensor<1x8x32x4x4xf8E8M0FNU>, %bias: tensor<128xf32>) -> tensor<256x128xbf16> {
+  %k = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %a1 = shard.shard %a to %k : tensor<256x1024xf8E4M3FN>
+  %as1 = shard.shard %as to %k : tensor<2x8x32x4x4xf8E8M0FNU>
+  %b1 = shard.shard %b to %k : tensor<128x1024xf8E4M3FN>
+  %bs1 = shard.shard %bs to %k : tensor<1x8x32x4x4xf8E8M0FNU>
+  // expected-error @+1 {{'mx.scaled_matmul' op cannot split K over devices with a bias or accumulate operand (each partial product would add it)}}
+  %c = mx.scaled_matmul %a1, %as1, %b1, %bs1 lhs_block [1, 32] rhs_block [1, 32] bias(%bias : tensor<128xf32>)
+      : tensor<256x1024xf8E4M3FN>, tensor<2x8x32x4x4xf8E8M0FNU>, tensor<128x1024xf8E4M3FN>, tensor<1x8x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
+  return %c : tensor<256x128xbf16>
+}

@@ -1,6 +1,8 @@
 //===- GemmEpilogue.cpp - Output stores of the GEMM kernels ---------------===//
 //
-// How a tile's f32 accumulators, already scaled, become the output:
+// How a tile's f32 accumulators, already scaled, become the output (plus,
+// from registers only, mx.scaled_matmul's `bias` and `accumulate` operands,
+// loaded beside each stored run and added in f32 before the rounding):
 //
 // * from registers (`GemmEpilogue::registers`, every recipe and output
 //   type): each thread rounds its fragment to the output type and stores
@@ -75,15 +77,44 @@ void GemmKernelBuilder::storeFragment(
                                         ArrayRef<LLVM::GEPArg>{Value(index)});
     Value vector = vector::FromElementsOp::create(
         b, VectorType::get({width}, b.getF32Type()), values.slice(e, width));
-    if (!outType.isF32())
-      vector =
-          arith::TruncFOp::create(b, VectorType::get({width}, outType), vector);
-    Value stored =
-        width == 1 ? Value(vector::ExtractOp::create(b, vector, 0)) : vector;
     ifThen(valid, [&] {
+      // The epilogue operands, in f32: + bias[col], then + D[row, col].
+      if (args.bias)
+        vector = arith::AddFOp::create(
+            b, vector,
+            loadEpilogueOperand(args.bias, plan.biasType, globalCol, width));
+      if (args.accumulator)
+        vector = arith::AddFOp::create(
+            b, vector,
+            loadEpilogueOperand(args.accumulator, outType, index, width));
+      Value rounded = outType.isF32()
+                          ? vector
+                          : arith::TruncFOp::create(
+                                b, VectorType::get({width}, outType), vector);
+      Value stored = width == 1
+                         ? Value(vector::ExtractOp::create(b, rounded, 0))
+                         : rounded;
       LLVM::StoreOp::create(b, stored, address, width * outBytes);
     });
   }
+}
+
+Value GemmKernelBuilder::loadEpilogueOperand(Value pointer, Type elementType,
+                                             Value index, int64_t width) {
+  auto globalPtr = LLVM::LLVMPointerType::get(
+      b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
+  Value base = LLVM::AddrSpaceCastOp::create(b, globalPtr, pointer);
+  Value address = LLVM::GEPOp::create(b, globalPtr, elementType, base,
+                                      ArrayRef<LLVM::GEPArg>{index});
+  // Runs start at multiples of `width` columns of rows of N, a multiple of
+  // `width`: aligned to the vector's size.
+  auto type = VectorType::get({width}, elementType);
+  Value loaded = LLVM::LoadOp::create(
+      b, type, address, width * elementType.getIntOrFloatBitWidth() / 8);
+  if (elementType.isF32())
+    return loaded;
+  return arith::ExtFOp::create(b, VectorType::get({width}, b.getF32Type()),
+                               loaded);
 }
 
 void GemmKernelBuilder::storeWaves(const ConsumerThread &thread,

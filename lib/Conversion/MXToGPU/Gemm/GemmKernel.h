@@ -45,6 +45,10 @@ enum class KernelParameter {
                     // chunks: of A's swizzled E8M0 as rows of 128 bytes
   tensorMapBScales, // the same of B's
   tensorMapOut,     // tmaStore epilogue: CUtensorMap of the output
+  bias,             // [N] of the plan's bias type, added to every row
+  accumulator,      // row-major [M, N] of the output type, added (C += A B^T)
+  aTensorScale,     // NVFP4: A's f32 tensor scale (0-D)
+  bTensorScale,     // NVFP4: B's
 };
 
 /// The parameters the kernel of `plan` takes, in order: the one list the
@@ -57,6 +61,8 @@ struct KernelArguments {
   mlir::Value aScales, bScales;
   mlir::Value out;
   mlir::Value tensorMapAScales, tensorMapBScales, tensorMapOut;
+  mlir::Value bias, accumulator;
+  mlir::Value aTensorScale, bTensorScale;
 };
 
 /// The origin of one output tile, in elements (i32).
@@ -194,6 +200,10 @@ public:
   void storeFragment(
       TileOrigin origin, llvm::ArrayRef<mlir::Value> values, int64_t runLength,
       llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
+  /// `width` elements of an epilogue operand (`bias` or `accumulator`) of
+  /// `elementType` from element `index` (i32 or i64), as f32.
+  mlir::Value loadEpilogueOperand(mlir::Value pointer, mlir::Type elementType,
+                                  mlir::Value index, int64_t width);
   /// Stores the consumers' wgmma accumulators of one tile, one fragment per
   /// wave (f32, already scaled), as the plan's epilogue says.
   void storeWaves(const ConsumerThread &thread, TileOrigin origin,
@@ -210,7 +220,8 @@ private:
   void issueStageLoads(TileOrigin origin, mlir::Value kBlock, RingSlot slot);
   void loadOperandTile(mlir::Value map, int64_t StageLayout::*buffer,
                        mlir::Value k, mlir::Value rowOrigin, int64_t tileRows,
-                       bool shared, mlir::Value full, RingSlot slot);
+                       int64_t rowBytes, bool shared, mlir::Value full,
+                       RingSlot slot);
   void loadStageScales(const OperandPlan &operand, mlir::Value map,
                        int64_t StageLayout::*buffer,
                        mlir::Value kBlock, mlir::Value rowOrigin,

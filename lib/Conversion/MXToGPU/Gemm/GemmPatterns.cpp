@@ -20,6 +20,7 @@
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/GemmLowering.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 #include "mx/Runtime/MXRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -108,6 +109,18 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
     case KernelParameter::tensorMapOut:
       slot = &args.tensorMapOut;
       break;
+    case KernelParameter::bias:
+      slot = &args.bias;
+      break;
+    case KernelParameter::accumulator:
+      slot = &args.accumulator;
+      break;
+    case KernelParameter::aTensorScale:
+      slot = &args.aTensorScale;
+      break;
+    case KernelParameter::bTensorScale:
+      slot = &args.bTensorScale;
+      break;
     }
     *slot = argument;
   }
@@ -161,30 +174,45 @@ Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module,
       .getResult();
 }
 
-/// The tensor map of a [rows, K] FP8 operand read in 128B-swizzled boxes of
-/// 128 bytes of K and this CTA's share of the tile's rows.
-TensorMapRequest getOperandMap(Value data, const GemmPlan &plan,
+/// The tensor map of a [rows, K] operand read in boxes of one stage row
+/// (OperandPlan::mapBoxK, swizzled as the plan says) and this CTA's share
+/// of the tile's rows: a map of bytes or of the element type, as the plan
+/// says.
+TensorMapRequest getOperandMap(OpBuilder &b, Value data, const GemmPlan &plan,
                                const OperandPlan &operand, int64_t tileRows,
                                bool shared) {
   int64_t boxRows = shared ? tileRows / plan.clusterSize() : tileRows;
-  return {data,   operand.elementType, operand.rows, plan.k,
-          boxRows, kSwizzleBytes,      MXRT_SWIZZLE_128B};
+  ElementFormat format = getVerifiedElementFormat(operand.elementType);
+  int32_t swizzle = operand.swizzleBytes == 128  ? MXRT_SWIZZLE_128B
+                    : operand.swizzleBytes == 64 ? MXRT_SWIZZLE_64B
+                                                 : MXRT_SWIZZLE_NONE;
+  if (operand.mapsBytes)
+    return {data,    b.getI8Type(),   operand.rows, format.getStoredBytes(plan.k),
+            boxRows, operand.mapBoxK, swizzle};
+  return {data,    operand.elementType, operand.rows, plan.k,
+          boxRows, operand.mapBoxK,     swizzle};
 }
 
 /// The tensor map of an operand's scales as its stage loads take them:
 /// GEMM-ready 1x128 scales [KB, R'] one K-block row of `tileRows` f32 at a
-/// time, or the 128x4 chunks of swizzled E8M0 scales (512 bytes each, R'/128
-/// x KB of them) as rows of 128 bytes, four rows a chunk.
+/// time, or the 128x4 chunks of swizzled E8M0 (E4M3 for NVFP4) scales (512
+/// bytes each, R'/128 x KB x scaleChunksAlongK of them) as rows of 128
+/// bytes, four rows a chunk.
 TensorMapRequest getStageScalesMap(OpBuilder &b, Value data,
                                    const GemmPlan &plan,
                                    const OperandPlan &operand,
                                    Type scaleType, int64_t tileRows) {
   if (operand.scales == ScaleStaging::chunks) {
-    int64_t chunks =
-        llvm::divideCeil(operand.rows, kScaleChunkRows) * plan.kBlocks();
+    int64_t chunks = llvm::divideCeil(operand.rows, kScaleChunkRows) *
+                     plan.kBlocks() * plan.scaleChunksAlongK();
     int64_t lines = kScaleChunkBytes / kScaleChunkLine;
-    return {data,  scaleType,       chunks * lines, kScaleChunkLine,
-            lines, kScaleChunkLine, MXRT_SWIZZLE_NONE};
+    return {data,
+            scaleType,
+            chunks * lines,
+            kScaleChunkLine,
+            lines * plan.scaleChunksAlongK(),
+            kScaleChunkLine,
+            MXRT_SWIZZLE_NONE};
   }
   return {data,     b.getF32Type(), plan.kBlocks(), operand.scaleRowPitch,
           1,        tileRows,       MXRT_SWIZZLE_NONE};
@@ -265,12 +293,12 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
     for (KernelParameter parameter : getKernelParameters(*plan)) {
       switch (parameter) {
       case KernelParameter::tensorMapA:
-        arguments.push_back(map(getOperandMap(pointer(op.getLhs()), *plan,
+        arguments.push_back(map(getOperandMap(b, pointer(op.getLhs()), *plan,
                                               plan->a, plan->tileM,
                                               plan->clusterN > 1)));
         break;
       case KernelParameter::tensorMapB:
-        arguments.push_back(map(getOperandMap(pointer(op.getRhs()), *plan,
+        arguments.push_back(map(getOperandMap(b, pointer(op.getRhs()), *plan,
                                               plan->b, plan->tileN,
                                               plan->clusterM > 1)));
         break;
@@ -299,6 +327,18 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
                                  kSwizzleBytes * 8 /
                                      plan->outputType.getIntOrFloatBitWidth(),
                                  MXRT_SWIZZLE_128B}));
+        break;
+      case KernelParameter::bias:
+        arguments.push_back(pointer(op.getBias()));
+        break;
+      case KernelParameter::accumulator:
+        arguments.push_back(pointer(op.getAccumulator()));
+        break;
+      case KernelParameter::aTensorScale:
+        arguments.push_back(pointer(op.getTensorScales()[0]));
+        break;
+      case KernelParameter::bTensorScale:
+        arguments.push_back(pointer(op.getTensorScales()[1]));
         break;
       }
     }

@@ -25,16 +25,20 @@
 // On SM100 the generator covers MX, scaled by the tensor core: a 128x256
 // tile (the widest one-CTA tcgen05.mma), its f32 accumulator in 256 columns
 // of tensor memory and each stage's scales in 12 more, which leaves no room
-// for a second accumulator; the same 128-byte K stages as on SM90.
+// for a second accumulator; the same K stages of 128 elements as on SM90
+// (128-byte rows; 64 for kind::mxf4's packed E2M1).
 //
 //===----------------------------------------------------------------------===//
 
 #include "GemmPlan.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
+
+#include <array>
 
 using namespace mlir;
 using namespace mx;
@@ -47,8 +51,6 @@ constexpr int64_t kMaxStages = 8;
 /// Registers a consumer keeps for addresses, indices and loop state beside
 /// its accumulators.
 constexpr int64_t kConsumerRegisterReserve = 24;
-
-bool isFP8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 
 /// Whether `block` is `rows` x `columns`.
 bool isBlock(ArrayRef<int64_t> block, int64_t rows, int64_t columns) {
@@ -88,6 +90,23 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
     return hasBlockScaledTensorCores(plan.chip) ? GemmRecipe::mxBlockScaled
                                                 : GemmRecipe::mxExact;
   }
+  if (isNVFP4Scale(aScale) || isNVFP4Scale(bScale)) {
+    if (!hasBlockScaledTensorCores(plan.chip)) {
+      reason = ("the " + getChipName(plan.chip) +
+                " kernels have no NVFP4 main loop (tcgen05 kind::mxf4nvf4 "
+                "needs SM100)")
+                   .str();
+      return failure();
+    }
+    if (!isNVFP4Scale(aScale) || !isNVFP4Scale(bScale) ||
+        !isBlock(aBlock, 1, kNVFP4Block) || !isBlock(bBlock, 1, kNVFP4Block)) {
+      reason = "NVFP4 needs E4M3 scales of [1, 16] blocks on both operands";
+      return failure();
+    }
+    plan.a.scales = plan.b.scales = ScaleStaging::chunks;
+    plan.scaleBlockK = kNVFP4Block;
+    return GemmRecipe::mxBlockScaled;
+  }
   if (!aScale.isF32() || !bScale.isF32()) {
     reason = "scales must be E8M0 on both operands or f32 on both";
     return failure();
@@ -95,7 +114,8 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
   // The block-scaled kernel has no FP8 main loop with f32 scales yet.
   if (hasBlockScaledTensorCores(plan.chip)) {
     reason = ("the " + getChipName(plan.chip) +
-              " kernel takes MX operands only (E8M0 scales of [1, 32] blocks)")
+              " kernel takes MX or NVFP4 operands only (E8M0 scales of [1, 32] "
+              "blocks, E4M3 of [1, 16])")
                  .str();
     return failure();
   }
@@ -255,13 +275,15 @@ LogicalResult chooseCluster(GemmPlan &plan, const GemmConfig &config,
 LogicalResult chooseEpilogue(GemmPlan &plan, const GemmConfig &config,
                              std::string &reason) {
   int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
+  // The bias and accumulate epilogues add to the registers' values.
   bool fits = !plan.usesTensorMemory() && plan.recipe != GemmRecipe::mxExact &&
+              !plan.biasType && !plan.accumulate &&
               (plan.n * outBytes) % 16 == 0 &&
               (plan.tileN * outBytes) % 128 == 0 && outBytes == 2;
   if (config.tmaStore && *config.tmaStore && !fits) {
     reason = "gemm-config: the TMA-store epilogue needs a bf16 or f16 output "
              "whose rows are multiples of 16 bytes, a tile of whole 64-column "
-             "panels, and an FP8 recipe";
+             "panels, an FP8 recipe, and no bias or accumulate operand";
     return failure();
   }
   // Measured on an H100 (bench/RESULTS.md): 5-30% faster than stores from
@@ -309,7 +331,8 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
                                  const GemmKernelResources &limits,
                                  std::string &reason) {
   bool mx = plan.recipe == GemmRecipe::mxExact;
-  int64_t aTile = plan.tileM * plan.tileK, bTile = plan.tileN * plan.tileK;
+  int64_t aTile = plan.tileM * plan.a.rowBytes;
+  int64_t bTile = plan.tileN * plan.b.rowBytes;
   int64_t aScaleBytes = plan.stageScaleBytes(plan.a, plan.tileM);
   int64_t bScaleBytes = plan.stageScaleBytes(plan.b, plan.tileN);
   // TMA writes the stage's scale rows at 128-byte aligned addresses.
@@ -402,10 +425,9 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
   plan.a.rows = plan.m;
   plan.b.rows = plan.n;
   plan.outputType = op.getResult().getType().getElementType();
-  if (!isFP8(plan.a.elementType) || !isFP8(plan.b.elementType)) {
-    reason = "the generated kernels take f8E4M3FN or f8E5M2 operands";
-    return failure();
-  }
+  if (Value bias = op.getBias())
+    plan.biasType = getElementTypeOrSelf(bias.getType());
+  plan.accumulate = bool(op.getAccumulator());
   // Tile and scale indices are i32 in the kernel; a TMA box needs a row.
   for (int64_t extent : {plan.m, plan.n, plan.k}) {
     if (extent < 1 || extent >= (int64_t(1) << 31)) {
@@ -413,10 +435,101 @@ LogicalResult readShape(ScaledMatmulOp op, GemmPlan &plan,
       return failure();
     }
   }
-  if (plan.k % 16 != 0) {
-    reason = "K must be a multiple of 16 (TMA row strides are 16-byte "
-             "multiples)";
+  for (OperandPlan *operand : {&plan.a, &plan.b}) {
+    ElementFormat format = getVerifiedElementFormat(operand->elementType);
+    if (plan.k % format.packedElements != 0 ||
+        format.getStoredBytes(plan.k) % 16 != 0) {
+      reason = ("K = " + Twine(plan.k) + " of " +
+                Twine(format.bitWidth) +
+                "-bit elements is not a multiple of 16 bytes (TMA row "
+                "strides are 16-byte multiples)")
+                   .str();
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// SM100's block-scaled kind of the operands: kind::mxf4nvf4 for NVFP4
+/// (E4M3 scales per 16), kind::mxf4 reads two E2M1 operands packed,
+/// kind::mxf8f6f4 any mix of FP8, FP6 and FP4 unpacked.
+Tcgen05BlockScaledKind getBlockScaledKind(const GemmPlan &plan) {
+  if (plan.hasTensorScales())
+    return Tcgen05BlockScaledKind::mxf4nvf4;
+  bool fp4 = llvm::all_of(std::array{plan.a.elementType, plan.b.elementType},
+                          [](Type type) {
+                            return getVerifiedElementFormat(type)
+                                .takesNVFP4Scales();
+                          });
+  return fp4 ? Tcgen05BlockScaledKind::mxf4
+             : Tcgen05BlockScaledKind::mxf8f6f4;
+}
+
+/// Checks the operand types of `plan.recipe` and sizes each operand's stage
+/// rows. The FP8 recipes read FP8 with FP8 tensor cores; SM90's MX exact
+/// main loop converts any MX element type to bf16; SM100's kind::mxf8f6f4
+/// takes FP8, FP6 and FP4 (not INT8), packed ones spread by TMA, and its
+/// kind::mxf4 two packed E2M1 operands, which TMA copies as bytes (a map of
+/// bytes writes what 16U4_ALIGN8B writes: 16 elements in 8 bytes, no gaps).
+LogicalResult planOperands(GemmPlan &plan, std::string &reason) {
+  if (plan.recipe == GemmRecipe::mxBlockScaled)
+    plan.mmaKind = getBlockScaledKind(plan);
+  bool packedKind = plan.mmaKind != Tcgen05BlockScaledKind::mxf8f6f4;
+  // NVFP4: a stage takes two whole scale chunks along K; a partial last
+  // stage would read the next row tile's first chunk.
+  if (plan.hasTensorScales() && plan.k % plan.tileK != 0) {
+    reason = ("K = " + Twine(plan.k) + " of NVFP4 is not a multiple of " +
+              Twine(plan.tileK) + " (the " + getChipName(plan.chip) +
+              " kernel reads two 128x4 scale chunks of 64 K per stage)")
+                 .str();
     return failure();
+  }
+  for (OperandPlan *operand : {&plan.a, &plan.b}) {
+    ElementFormat format = getVerifiedElementFormat(operand->elementType);
+    switch (plan.recipe) {
+    case GemmRecipe::blockwise:
+    case GemmRecipe::perTensor:
+      if (!format.takesFP8Recipes()) {
+        reason = ("the " + stringifyGemmRecipe(plan.recipe) +
+                  " kernel takes f8E4M3FN or f8E5M2 operands")
+                     .str();
+        return failure();
+      }
+      break;
+    case GemmRecipe::mxBlockScaled:
+      if (format.isInteger) {
+        reason = ("the " + getChipName(plan.chip) +
+                  " kernel (tcgen05 kind::mxf8f6f4) takes FP8, FP6 and FP4 "
+                  "operands, not MXINT8")
+                     .str();
+        return failure();
+      }
+      if (packedKind)
+        break; // Packed rows, mapped and swizzled as on SM90 (below).
+      // The unpacking tensor maps take rows of whole 128-element boxes.
+      if (format.isPacked() && plan.k % plan.tileK != 0) {
+        reason = ("K = " + Twine(plan.k) + " of " + Twine(format.bitWidth) +
+                  "-bit elements is not a multiple of " + Twine(plan.tileK) +
+                  " (the " + getChipName(plan.chip) +
+                  " kernel's tensor maps spread packed rows in boxes of " +
+                  Twine(plan.tileK) + ")")
+                     .str();
+        return failure();
+      }
+      operand->rowBytes = plan.tileK;
+      operand->swizzleBytes = plan.tileK;
+      operand->mapBoxK = plan.tileK;
+      continue;
+    case GemmRecipe::mxExact:
+      break;
+    }
+    operand->rowBytes = format.getStoredBytes(plan.tileK);
+    // TMA swizzles rows as wide as its span; FP6's rows are not.
+    operand->swizzleBytes =
+        llvm::is_contained({128, 64}, operand->rowBytes) ? operand->rowBytes
+                                                         : 0;
+    operand->mapsBytes = format.isPacked();
+    operand->mapBoxK = operand->mapsBytes ? operand->rowBytes : plan.tileK;
   }
   return success();
 }
@@ -441,7 +554,7 @@ int64_t GemmPlan::stageScaleBytes(const OperandPlan &operand,
                                   int64_t tileRows) const {
   switch (operand.scales) {
   case ScaleStaging::chunks:
-    return kScaleChunkBytes * tileRows / kScaleChunkRows;
+    return kScaleChunkBytes * scaleChunks(tileRows);
   case ScaleStaging::stageRows:
     return 4 * tileRows;
   case ScaleStaging::scalar:
@@ -452,7 +565,7 @@ int64_t GemmPlan::stageScaleBytes(const OperandPlan &operand,
 }
 
 int64_t GemmPlan::stageTransactionBytes() const {
-  return (tileM + tileN) * tileK + stageScaleBytes(a, tileM) +
+  return tileM * a.rowBytes + tileN * b.rowBytes + stageScaleBytes(a, tileM) +
          stageScaleBytes(b, tileN);
 }
 
@@ -462,8 +575,9 @@ void GemmPlan::print(raw_ostream &os) const {
      << " tile=" << tileM << "x" << tileN << "x" << tileK
      << " stages=" << stages;
   if (usesTensorMemory())
-    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=m" << tileM << "n" << tileN
-       << "k" << mmaK << ".block32";
+    os << " roles=tma:w0,mma:w1,epilogue:wg1 tcgen05="
+       << stringifyTcgen05BlockScaledKind(mmaKind) << ".m" << tileM << "n"
+       << tileN << "k" << mmaK << ".block" << scaleBlockK;
   else
     os << " roles=tma:1,mma:" << consumerWarpgroups << "x" << wavesM
        << " regs=" << producerRegisters << "/" << consumerRegisters
@@ -471,6 +585,10 @@ void GemmPlan::print(raw_ostream &os) const {
   os << " ctas=" << ctas() << " cluster=" << clusterM << "x" << clusterN
      << " group=" << groupRows << " epilogue="
      << (epilogue == GemmEpilogue::tmaStore ? "tma" : "registers");
+  if (biasType)
+    os << " bias=" << biasType;
+  if (accumulate)
+    os << " accumulate";
   if (recipe == GemmRecipe::mxExact)
     os << " dequant=" << dequantBuffers << "x" << dequantK;
   auto staging = [](ScaleStaging s) {
@@ -487,6 +605,10 @@ void GemmPlan::print(raw_ostream &os) const {
     return "";
   };
   os << " scales=" << staging(a.scales) << "," << staging(b.scales);
+  // Stage row bytes and their swizzle, where an operand is not FP8 or INT8.
+  if (a.rowBytes != 128 || b.rowBytes != 128)
+    os << " rows=" << a.rowBytes << "B/sw" << a.swizzleBytes << ","
+       << b.rowBytes << "B/sw" << b.swizzleBytes;
   os << " smem=" << sharedBytes << " stage0=a:" << stageLayout[0].a
      << ",b:" << stageLayout[0].b;
   if (stageScaleBytes(a, tileM) || stageScaleBytes(b, tileN))
@@ -522,6 +644,8 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   if (failed(recipe))
     return failure();
   plan.recipe = *recipe;
+  if (failed(planOperands(plan, reason)))
+    return failure();
   switch (plan.recipe) {
   case GemmRecipe::blockwise:
   case GemmRecipe::perTensor:
@@ -538,7 +662,10 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
     // halves the dequantization (and its shared-memory traffic) per FLOP of
     // B on SM90.
     plan.tileN = 256;
-    plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16 : 32;
+    // bf16 wgmma k16; tcgen05 k32, or k64 on packed E2M1 (32 bytes either).
+    plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16
+                : plan.mmaKind == Tcgen05BlockScaledKind::mxf8f6f4 ? 32
+                                                                    : 64;
     break;
   }
   if (plan.usesTensorMemory()) {

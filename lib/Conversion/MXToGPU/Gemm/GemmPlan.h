@@ -19,6 +19,7 @@
 #define MX_LIB_CONVERSION_MXTOGPU_GEMM_GEMMPLAN_H
 
 #include "mx/Conversion/MXToGPU/Gemm/GemmGenerator.h"
+#include "mx/Conversion/MXToGPU/Gemm/Tcgen05Descriptors.h"
 #include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
@@ -33,7 +34,8 @@ constexpr int64_t kWarpgroupThreads = 128;
 constexpr int64_t kWaveRows = 64;
 
 /// One chunk of swizzled E8M0 scales: the 128x4 tile of `mx.swizzle`, i.e.
-/// 128 rows x one stage's 128 K (4 blocks of 32), 512 contiguous bytes.
+/// 128 rows x 4 blocks (MX: one stage's 128 K; NVFP4: half a stage's),
+/// 512 contiguous bytes.
 constexpr int64_t kScaleChunkRows = 128;
 constexpr int64_t kScaleChunkBytes = 512;
 /// The chunks' tensor map reads them as rows of this many bytes.
@@ -88,8 +90,22 @@ enum class GemmEpilogue {
 
 /// One operand (A: [M, K], B: [N, K], K contiguous) as the kernel sees it.
 struct OperandPlan {
-  mlir::Type elementType; // f8E4M3FN or f8E5M2
-  int64_t rows = 0;       // M or N
+  /// FP8 for every recipe; MX exact on SM90 also FP6, FP4 and INT8.
+  mlir::Type elementType;
+  int64_t rows = 0; // M or N
+  /// Bytes of one tile row in a stage, and the TMA swizzle span of the
+  /// stage's rows. SM90: tileK elements as stored (128 for FP8 and INT8, 96
+  /// for FP6, 64 for FP4), swizzled where the row is 128 or 64 bytes wide
+  /// (FP6's 96-byte rows lie densely). SM100: 128 for kind::mxf8f6f4's
+  /// formats, TMA spreading each 16 packed FP6 or FP4 elements to 16 bytes,
+  /// as it reads them; 64 (swizzled 64) for kind::mxf4's packed E2M1.
+  int64_t rowBytes = 0, swizzleBytes = 0;
+  /// How the operand's tensor map counts K: in bytes (a map of bytes, which
+  /// SM90 uses for packed operands) or in elements (of a type the runtime
+  /// maps, FP4 and FP6 as the unpacking 16U4/16U6_ALIGN16B types).
+  bool mapsBytes = false;
+  /// K of one stage in the map's units: its box width.
+  int64_t mapBoxK = 0;
   ScaleStaging scales = ScaleStaging::scalar;
   /// stageRows: the padded row count R' of the GEMM-ready scales.
   int64_t scaleRowPitch = 0;
@@ -97,7 +113,7 @@ struct OperandPlan {
 
 /// Byte offsets of one pipeline stage's buffers from the aligned base.
 struct StageLayout {
-  int64_t a = 0, b = 0;             // FP8 tiles, 128B-swizzled
+  int64_t a = 0, b = 0;             // operand tiles (OperandPlan::rowBytes)
   int64_t aScales = 0, bScales = 0; // chunks or stage rows
 };
 
@@ -119,9 +135,14 @@ struct GemmPlan {
   OperandPlan a, b;
   mlir::Type outputType;
   int64_t m = 0, n = 0, k = 0;
+  // The epilogue's operands (mx.scaled_matmul `bias` and `accumulate`): the
+  // bias element type (null without a bias), and whether an existing output
+  // D of the output type is added. Both are added from registers.
+  mlir::Type biasType;
+  bool accumulate = false;
 
-  // CTA tile: tileM rows of A, tileN rows of B, tileK FP8 bytes of K per
-  // pipeline stage (one TMA box row, 128B-swizzled). SM90: each of the
+  // CTA tile: tileM rows of A, tileN rows of B, tileK elements of K per
+  // pipeline stage (one TMA box row of each operand's rowBytes). SM90: each of the
   // consumer warpgroups owns `wavesM` blocks of 64 rows, consumer c's wave w
   // being rows (w * consumers + c) * 64, and runs one m64 x tileN wgmma
   // chain per wave and stage (the FP8 recipes reuse one partial accumulator
@@ -146,6 +167,13 @@ struct GemmPlan {
   // MMA instruction: wgmma m64 x tileN x mmaK (SM90) or tcgen05.mma
   // tileM x tileN x mmaK (SM100), operands from shared memory.
   int64_t mmaK = 32;
+  /// SM100: the block-scaled kind. kind::mxf4 where both operands are E2M1,
+  /// which it reads packed (K = 64 per MMA, half the shared memory and TMA
+  /// bytes of kind::mxf8f6f4's unpacked FP4); kind::mxf8f6f4 otherwise.
+  Tcgen05BlockScaledKind mmaKind = Tcgen05BlockScaledKind::mxf8f6f4;
+  /// K extent of a scale block: 32 (MX, E8M0) or 16 (NVFP4, E4M3, on SM100
+  /// only, with the two f32 tensor scales applied in the epilogue).
+  int64_t scaleBlockK = kMXBlock;
   // MX exact only: K elements of one bf16 buffer of B (one 128-byte row)
   // and how many such buffers rotate.
   int64_t dequantK = 0, dequantBuffers = 0;
@@ -192,9 +220,17 @@ struct GemmPlan {
   /// Whether the kernel copies its E8M0 scales as 128x4 chunks of the
   /// swizzled layout (MX recipes).
   bool usesScaleChunks() const { return a.scales == ScaleStaging::chunks; }
-  /// E8M0 scale chunks per stage for a tile of `tileRows` rows (MX only).
+  /// NVFP4: the kernel multiplies the output by the two f32 tensor scales.
+  bool hasTensorScales() const { return scaleBlockK == kNVFP4Block; }
+  /// 128x4 scale chunks along K per stage and 128 rows: a chunk holds 4
+  /// scale blocks of each row, 128 K of MX, 64 of NVFP4.
+  int64_t scaleChunksAlongK() const { return tileK / (4 * scaleBlockK); }
+  /// Scale chunks per stage for a tile of `tileRows` rows (MX and NVFP4),
+  /// row tile major: (row tile r, K chunk j) is chunk r * alongK + j.
   int64_t scaleChunks(int64_t tileRows) const {
-    return usesScaleChunks() ? tileRows / kScaleChunkRows : 0;
+    return usesScaleChunks()
+               ? tileRows / kScaleChunkRows * scaleChunksAlongK()
+               : 0;
   }
   /// Bytes one stage's copies deliver to each CTA (the expect-tx count).
   int64_t stageTransactionBytes() const;

@@ -57,6 +57,13 @@ SmallVector<KernelParameter> gemm::getKernelParameters(const GemmPlan &plan) {
     parameters.push_back(KernelParameter::tensorMapBScales);
   if (plan.epilogue == GemmEpilogue::tmaStore)
     parameters.push_back(KernelParameter::tensorMapOut);
+  if (plan.biasType)
+    parameters.push_back(KernelParameter::bias);
+  if (plan.accumulate)
+    parameters.push_back(KernelParameter::accumulator);
+  if (plan.hasTensorScales())
+    parameters.append(
+        {KernelParameter::aTensorScale, KernelParameter::bTensorScale});
   return parameters;
 }
 
@@ -317,7 +324,8 @@ Value GemmKernelBuilder::forEachStage(
 void GemmKernelBuilder::loadOperandTile(Value map,
                                         int64_t StageLayout::*buffer, Value k,
                                         Value rowOrigin, int64_t tileRows,
-                                        bool shared, Value full,
+                                        int64_t rowBytes, bool shared,
+                                        Value full,
                                         RingSlot slot) {
   Value destination = stageAddress(buffer, slot.stage);
   Value multicastMask;
@@ -328,7 +336,7 @@ void GemmKernelBuilder::loadOperandTile(Value map,
     Value partRow = arith::MulIOp::create(b, clusterRank, i32(part));
     rowOrigin = arith::AddIOp::create(b, rowOrigin, partRow);
     destination = sharedAddress(
-        destination, arith::MulIOp::create(b, partRow, i32(plan.tileK)));
+        destination, arith::MulIOp::create(b, partRow, i32(rowBytes)));
     multicastMask = arith::ConstantIntOp::create(
         b, (int64_t(1) << plan.clusterSize()) - 1, 16);
   }
@@ -370,24 +378,29 @@ void GemmKernelBuilder::loadStageScales(const OperandPlan &operand,
   }
   if (operand.scales != ScaleStaging::chunks)
     return;
-  // The 128x4 chunk of (row tile, K tile) is 512 contiguous bytes of the
-  // swizzled scales, which the map reads as 4 rows of 128 bytes: one box
-  // per 128 tile rows. A tile reaching past the last chunk row (N = 72 with
-  // 256-row tiles) re-reads the last chunk: the rows it would scale are
-  // TMA's zero fill and are never stored. (TMA rather than a plain bulk
-  // copy: compute-sanitizer's racecheck follows the mbarrier of a tensor
-  // copy, not of a bulk one.)
+  // The 128x4 chunks of (row tile, K tile) are 512 contiguous bytes each of
+  // the swizzled scales (one per 128 K for MX, two for NVFP4's blocks of 16,
+  // adjacent), which the map reads as rows of 128 bytes: one box per 128
+  // tile rows. A tile reaching past the last chunk row (N = 72 with 256-row
+  // tiles) re-reads the last chunks: the rows they would scale are TMA's
+  // zero fill and are never stored. (TMA rather than a plain bulk copy:
+  // compute-sanitizer's racecheck follows the mbarrier of a tensor copy, not
+  // of a bulk one.)
+  int64_t alongK = plan.scaleChunksAlongK();
   int64_t lastChunkRow = llvm::divideCeil(operand.rows, kScaleChunkRows) - 1;
-  for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
+  for (int64_t chunk = 0; chunk < tileRows / kScaleChunkRows; ++chunk) {
     Value rowTile = arith::MinUIOp::create(
         b,
         arith::AddIOp::create(
             b, arith::DivUIOp::create(b, rowOrigin, i32(kScaleChunkRows)),
             i32(chunk)),
         i32(lastChunkRow));
-    Value index = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, rowTile, i32(plan.kBlocks())), kBlock);
-    load(sharedAddress(destination, i32(kScaleChunkBytes * chunk)),
+    Value index = arith::MulIOp::create(
+        b,
+        arith::AddIOp::create(
+            b, arith::MulIOp::create(b, rowTile, i32(plan.kBlocks())), kBlock),
+        i32(alongK));
+    load(sharedAddress(destination, i32(kScaleChunkBytes * alongK * chunk)),
          ValueRange{i32(0), arith::MulIOp::create(
                                 b, index, i32(kScaleChunkBytes /
                                               kScaleChunkLine))});
@@ -400,11 +413,16 @@ void GemmKernelBuilder::issueStageLoads(TileOrigin origin, Value kBlock,
   NVVM::MBarrierArriveExpectTxOp::create(
       b, Type(), full, i32(plan.stageTransactionBytes()),
       NVVM::MemScopeKind::CTA, /*relaxed=*/false, Value());
-  Value k = arith::MulIOp::create(b, kBlock, i32(plan.tileK));
-  loadOperandTile(args.tensorMapA, &StageLayout::a, k, origin.m, plan.tileM,
-                  /*shared=*/plan.clusterN > 1, full, slot);
-  loadOperandTile(args.tensorMapB, &StageLayout::b, k, origin.n, plan.tileN,
-                  /*shared=*/plan.clusterM > 1, full, slot);
+  // K of the stage in each operand map's units (bytes or elements).
+  auto k = [&](const OperandPlan &operand) {
+    return arith::MulIOp::create(b, kBlock, i32(operand.mapBoxK)).getResult();
+  };
+  loadOperandTile(args.tensorMapA, &StageLayout::a, k(plan.a), origin.m,
+                  plan.tileM, plan.a.rowBytes, /*shared=*/plan.clusterN > 1,
+                  full, slot);
+  loadOperandTile(args.tensorMapB, &StageLayout::b, k(plan.b), origin.n,
+                  plan.tileN, plan.b.rowBytes, /*shared=*/plan.clusterM > 1,
+                  full, slot);
   loadStageScales(plan.a, args.tensorMapAScales, &StageLayout::aScales, kBlock,
                   origin.m, plan.tileM, full, slot);
   loadStageScales(plan.b, args.tensorMapBScales, &StageLayout::bScales, kBlock,

@@ -13,8 +13,10 @@
 //   row the 4 K-block scales of rows r, r + 32, r + 64, r + 96, lands in lane
 //   r, one column per row group; the copy repeats it in the 4 lane quarters,
 //   and the tensor core reads row m's scales at lane m % 32 of its quarter,
-//   column m / 32), then issues four `tcgen05.mma.block_scale` of K = 32
-//   whose instruction descriptors pick scale byte k of each column
+//   column m / 32), then issues the stage's `tcgen05.mma.block_scale`s:
+//   four of K = 32 (kind::mxf8f6f4) whose instruction descriptors pick scale
+//   byte k of each column, or for two packed E2M1 operands two of K = 64
+//   (kind::mxf4, scale_vec::2X) that pick bytes 2k and 2k + 1
 //   (Tcgen05Descriptors.h), and `tcgen05.commit`s the stage's empty barrier:
 //   the commit arrives when the tensor core has read the stage. After a
 //   tile's last stage it commits the accumulator-full barrier;
@@ -42,6 +44,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mx;
@@ -57,9 +60,31 @@ constexpr int64_t kChunkColumns = 4;
 constexpr int64_t kLoadColumns = 32;
 constexpr int64_t kStoreBytes = 16;
 
+/// The format of an operand the plan admitted (FP8, FP6, FP4), as
+/// kind::mxf8f6f4 numbers it (the encoder renumbers E2M1 for kind::mxf4).
 Tcgen05OperandFormat getOperandFormat(Type type) {
-  return isa<Float8E5M2Type>(type) ? Tcgen05OperandFormat::e5m2
-                                   : Tcgen05OperandFormat::e4m3;
+  return TypeSwitch<Type, Tcgen05OperandFormat>(type)
+      .Case([](Float8E5M2Type) { return Tcgen05OperandFormat::e5m2; })
+      .Case([](Float6E3M2FNType) { return Tcgen05OperandFormat::e3m2; })
+      .Case([](Float6E2M3FNType) { return Tcgen05OperandFormat::e2m3; })
+      .Case([](Float4E2M1FNType) { return Tcgen05OperandFormat::e2m1; })
+      .Case([](Float8E4M3FNType) { return Tcgen05OperandFormat::e4m3; })
+      .Default([](Type) -> Tcgen05OperandFormat {
+        llvm_unreachable("the plan admits FP8, FP6 and FP4 operands only");
+      });
+}
+
+/// The NVVM spelling of `kind`.
+NVVM::MMABlockScaleKind getBlockScaleKind(Tcgen05BlockScaledKind kind) {
+  switch (kind) {
+  case Tcgen05BlockScaledKind::mxf8f6f4:
+    return NVVM::MMABlockScaleKind::MXF8F6F4;
+  case Tcgen05BlockScaledKind::mxf4:
+    return NVVM::MMABlockScaleKind::MXF4;
+  case Tcgen05BlockScaledKind::mxf4nvf4:
+    return NVVM::MMABlockScaleKind::MXF4NVF4;
+  }
+  llvm_unreachable("unknown block-scaled kind");
 }
 
 class Sm100MainLoop : public GemmMainLoop {
@@ -156,47 +181,75 @@ void Sm100MainLoop::issueStageMmas(RingSlot slot, Value accumulateFirst) {
         b, k.i32(columns[0] + offset),
         arith::MulIOp::create(b, slot.stage, k.i32(columns[1] - columns[0])));
   };
-  // The stage's scale chunks into its scale columns.
+  // The stage's scale chunks into its scale columns. Shared memory holds
+  // them row tile major (chunk r * alongK + j), tensor memory K chunk major:
+  // the MMAs of K chunk j read the columns of every row tile from
+  // kChunkColumns * rowTiles * j on.
   constexpr uint64_t chunkFields =
       encodeTcgen05SmemDescriptor(getTcgen05ScaleChunk(/*startAddress=*/0));
+  int64_t alongK = plan.scaleChunksAlongK();
   auto copyChunks = [&](int64_t StageLayout::*buffer, ArrayRef<int64_t> columns,
                         int64_t tileRows) {
+    int64_t rowTiles = tileRows / kScaleChunkRows;
     for (int64_t chunk = 0; chunk < plan.scaleChunks(tileRows); ++chunk) {
       Value source = k.sharedAddress(k.stageAddress(buffer, slot.stage),
                                    k.i32(kScaleChunkBytes * chunk));
+      int64_t column = kChunkColumns * ((chunk % alongK) * rowTiles +
+                                        chunk / alongK);
       NVVM::Tcgen05CpOp::create(
           b, NVVM::Tcgen05CpShape::SHAPE_32x128b, NVVM::CTAGroupKind::CTA_1,
           NVVM::Tcgen05CpMulticast::WARPX4, NVVM::Tcgen05CpSrcFormatAttr(),
-          getTensorMemoryAddress(k.i32(0),
-                                 stageColumn(columns, kChunkColumns * chunk)),
+          getTensorMemoryAddress(k.i32(0), stageColumn(columns, column)),
           k.withStartAddress(chunkFields, source));
     }
   };
   copyChunks(&StageLayout::aScales, tmem.aScales, plan.tileM);
   copyChunks(&StageLayout::bScales, tmem.bScales, plan.tileN);
 
-  constexpr uint64_t tileFields =
-      encodeTcgen05SmemDescriptor(getTcgen05KMajorSwizzledTile(0));
+  // Both operands' rows are as wide (the plan gives packed rows to
+  // kind::mxf4 only, on both).
+  assert(plan.a.rowBytes == plan.b.rowBytes && "operand rows differ");
+  uint64_t tileFields = encodeTcgen05SmemDescriptor(
+      getTcgen05KMajorSwizzledTile(0, plan.a.rowBytes));
   Value descA =
       k.withStartAddress(tileFields, k.stageAddress(&StageLayout::a, slot.stage));
   Value descB =
       k.withStartAddress(tileFields, k.stageAddress(&StageLayout::b, slot.stage));
   Value accumulator = getTensorMemoryAddress(k.i32(0), k.i32(tmem.accumulator));
-  Value scalesA = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.aScales, 0));
-  Value scalesB = getTensorMemoryAddress(k.i32(0), stageColumn(tmem.bScales, 0));
-  // FP8: one byte per element, so K step s starts 32s bytes into the rows.
-  int64_t stepBytes = plan.mmaK;
-  for (int64_t s = 0; s < plan.tileK / stepBytes; ++s) {
+  // MMA s reads 32 bytes of each row from 32s on (32 unpacked or 64 packed
+  // elements) and the scales of its K blocks: byte sf_id of each scale
+  // column, one per MMA of kind::mxf8f6f4, two (scale_vec::2X, sf_id 0 or
+  // 2) per MMA of kind::mxf4, all four (scale_vec::4X, sf_id 0) of the
+  // MMA's own K chunk for NVFP4's blocks of 16.
+  int64_t stepBytes = plan.a.rowBytes * plan.mmaK / plan.tileK;
+  int64_t blocksPerMma = plan.mmaK / plan.scaleBlockK;
+  constexpr int64_t kBlocksPerChunk = 4;
+  bool nvfp4 = plan.hasTensorScales();
+  for (int64_t s = 0; s < plan.tileK / plan.mmaK; ++s) {
+    int64_t block = s * blocksPerMma;
+    int64_t chunk = block / kBlocksPerChunk;
     BlockScaledInstructionFields fields;
+    fields.kind = plan.mmaKind;
     fields.a = getOperandFormat(plan.a.elementType);
     fields.b = getOperandFormat(plan.b.elementType);
+    fields.scaleFormat =
+        nvfp4 ? Tcgen05ScaleFormat::ue4m3 : Tcgen05ScaleFormat::ue8m0;
     fields.m = plan.tileM;
     fields.n = plan.tileN;
-    fields.aScaleId = fields.bScaleId = s;
+    fields.aScaleId = fields.bScaleId = block % kBlocksPerChunk;
+    assert(isValidBlockScaledInstruction(fields) && "invalid MMA");
     Value step = k.i64(getWgmmaAddressStep(s * stepBytes));
+    auto scales = [&](ArrayRef<int64_t> columns, int64_t tileRows) {
+      return getTensorMemoryAddress(
+          k.i32(0), stageColumn(columns, kChunkColumns * chunk * tileRows /
+                                             kScaleChunkRows));
+    };
+    Value scalesA = scales(tmem.aScales, plan.tileM);
+    Value scalesB = scales(tmem.bScales, plan.tileN);
     NVVM::Tcgen05MMABlockScaleOp::create(
-        b, NVVM::MMABlockScaleKind::MXF8F6F4, NVVM::CTAGroupKind::CTA_1,
-        NVVM::Tcgen05MMABlockScale::BLOCK32,
+        b, getBlockScaleKind(plan.mmaKind), NVVM::CTAGroupKind::CTA_1,
+        nvfp4 ? NVVM::Tcgen05MMABlockScale::BLOCK16
+              : NVVM::Tcgen05MMABlockScale::BLOCK32,
         NVVM::Tcgen05MMACollectorOp::DISCARD, accumulator,
         arith::AddIOp::create(b, descA, step),
         arith::AddIOp::create(b, descB, step),
@@ -244,6 +297,14 @@ Value Sm100MainLoop::buildTile(const ConsumerThread &thread,
   int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
   auto rawType = VectorType::get({kLoadColumns}, b.getI32Type());
   auto valueType = VectorType::get({kLoadColumns}, b.getF32Type());
+  // NVFP4: the product of the two f32 tensor scales, once per tile.
+  Value tensorScale;
+  if (plan.hasTensorScales()) {
+    const KernelArguments &args = k.getArguments();
+    Value a = k.loadGlobalF32(args.aTensorScale, k.i32(0));
+    Value bScale = k.loadGlobalF32(args.bTensorScale, k.i32(0));
+    tensorScale = arith::MulFOp::create(b, a, bScale);
+  }
   int64_t loads = plan.tileN / kLoadColumns;
   for (int64_t load = 0; load < loads; ++load) {
     int64_t firstColumn = load * kLoadColumns;
@@ -263,8 +324,11 @@ Value Sm100MainLoop::buildTile(const ConsumerThread &thread,
     }
     Value row = vector::BitCastOp::create(b, valueType, raw);
     SmallVector<Value> values;
-    for (int64_t column = 0; column < kLoadColumns; ++column)
-      values.push_back(vector::ExtractOp::create(b, row, column));
+    for (int64_t column = 0; column < kLoadColumns; ++column) {
+      Value value = vector::ExtractOp::create(b, row, column);
+      values.push_back(tensorScale ? arith::MulFOp::create(b, value, tensorScale)
+                                   : value);
+    }
     k.storeFragment(origin, values, kStoreBytes / outBytes, [&](int64_t e) {
       return std::make_pair(thread.threadInGroup, k.i32(firstColumn + e));
     });

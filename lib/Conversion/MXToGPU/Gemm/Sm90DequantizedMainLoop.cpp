@@ -1,33 +1,37 @@
 //===- Sm90DequantizedMainLoop.cpp - Exact MX main loop on bf16 wgmma -----===//
 //
-// MX on SM90, which has no block-scaled tensor core: FP8 x 2^(b-127) is
-// converted to bf16 (FP8 -> f16 by the exact hardware cvt, times the scale
-// in f32, the upper half of the f32 bits: exact unless the product leaves
-// bf16's exponent range; scale byte 0xFF gives NaN) and multiplied with bf16
-// wgmma into one f32 accumulator (m64 x 256 per consumer), 64 K at a time.
+// MX on SM90, which has no block-scaled tensor core: each code times
+// 2^(b-127) is converted to bf16 and multiplied with bf16 wgmma into one f32
+// accumulator (m64 x 256 per consumer), 64 K at a time. Every MX element
+// type takes this loop, A and B in any mix (docs/gpu.md, "Main loops"): the
+// code becomes an exact f16 pair (FP8 by the hardware cvt; FP6 and FP4
+// widened into E4M3 codes, cvt, times 2^(7 - bias); INT8 by the 1024 + byte
+// trick), times the scale in f32, the upper half of the f32 bits: exact
+// unless the product leaves bf16's exponent range; scale byte 0xFF gives NaN.
 //
-// * A never goes back to shared memory: each thread loads the bytes of its
-//   own wgmma A fragment from the FP8 stage (one 4-byte load per row and
-//   K step, conflict-free under the 128-byte swizzle), converts them in
-//   registers and hands them to a wgmma whose A operand is registers (an
-//   inline-asm `wgmma.mma_async ... {a0, a1, a2, a3}, descB`: MLIR 22.1's
-//   NVVM op has no register-A form).
+// * A never goes back to shared memory: each thread loads its own part of
+//   the stage (one load per row and 64-K half, conflict-free under the
+//   swizzle), converts it in registers and hands it to a wgmma whose A
+//   operand is registers (an inline-asm `wgmma.mma_async ... {a0, a1, a2,
+//   a3}, descB`: MLIR 22.1's NVVM op has no register-A form).
 // * B is converted into a bf16 buffer of shared memory (128B-swizzled, K
-//   major), each consumer warpgroup its half of the rows; two buffers
-//   alternate, so converting one overlaps the tensor cores reading the
-//   other, and a named barrier of the consumers separates the conversion
-//   from the wgmma that reads it.
-// * The K order inside each 16-element group is permuted, the same way for
-//   A and B (which a sum over K allows): the fragment wants thread q of a
-//   row quad to hold K elements {2q, 2q+1, 2q+8, 2q+9}, and its 4-byte load
-//   brings bytes 4q..4q+3, so byte 4q+i is K element 2q+i (i < 2) or
-//   2q+8+i-2; B's converted words are stored in that order.
+//   major), each consumer warpgroup its half of the rows, each thread a
+//   row; two buffers alternate, so converting one overlaps the tensor cores
+//   reading the other, and a named barrier of the consumers separates the
+//   conversion from the wgmma that reads it.
+// * The K order inside each 64-element half is permuted, the same way for
+//   A and B (which a sum over K allows): thread q of a row quad loads unit
+//   q, elements 16q..16q+15 (16 bytes of FP8 or INT8, 12 of FP6, 8 of FP4),
+//   and the fragment of K step s wants it to hold the logical K {2q, 2q+1,
+//   2q+8, 2q+9}: those are its elements 16q+4s..16q+4s+3, and B's converted
+//   words are stored in that order.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
 
 #include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
+#include "mx/Dialect/MX/IR/ElementFormat.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -36,24 +40,33 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <cmath>
+#include <map>
+
 using namespace mlir;
 using namespace mx;
 using namespace mx::gemm;
 
 namespace {
 
-constexpr int64_t kRowBytes = 128;  // one 128B-swizzled row
-constexpr int64_t kChunkBytes = 16; // one swizzled chunk: 16 FP8, 8 bf16
-/// K elements of one bf16 wgmma step.
+constexpr int64_t kRowBytes = 128;  // one 128B-swizzled row of bf16
+constexpr int64_t kChunkBytes = 16; // one swizzled chunk
+/// K elements of one bf16 wgmma step, and of one thread's unit of a 64-K
+/// half (four steps): unit q of a half is its elements 16q..16q+15.
 constexpr int64_t kStepK = 16;
+constexpr int64_t kUnitK = 16;
+/// Units of a 64-K half: one per thread of a row quad.
+constexpr int64_t kUnits = 4;
 
-/// One 16-byte chunk of B loaded for conversion: its bytes, its E8M0 scale
-/// byte, and where its row sits in a 128B-swizzled tile.
-struct FP8Chunk {
-  Value data, scaleByte;
-  Value rowBase, rowPhase; // row * 128 and row % 8
-  Value chunkInHalf;       // 0..3 within the 64-K half
+/// The i32 words of one row's unit as loaded (FP8 and INT8: 4, FP6: 3, FP4:
+/// 2), and its E8M0 scale byte.
+struct LoadedUnit {
+  SmallVector<Value, 4> words;
+  Value scaleByte;
 };
+
+/// bf16 pairs of one unit, in K order: word j holds elements 2j, 2j + 1.
+using UnitPairs = SmallVector<Value, 8>;
 
 /// The registers of one A fragment step: a0..a3, bf16 pairs.
 using AFragment = SmallVector<Value, 4>;
@@ -67,20 +80,35 @@ public:
 
 private:
   Type getAccumulatorType();
-  /// Converts `bytes` (a vector of an even number of FP8 codes of one E8M0
-  /// block) to bf16 pairs, one i32 word per pair.
-  SmallVector<Value> dequantizePairs(Value bytes, Value scaleByte,
-                                     Type elementType);
+  /// Loads unit `unit` of half `half` of the row at `row` of the operand's
+  /// stage tile at `tile` (swizzled as the plan says), with its scale from
+  /// the stage's 128x4 chunks at `scales`.
+  /// Loads `bytes` (16, 12 or 8) at byte `offset` of the row at `row` of
+  /// the operand's stage tile at `tile` (swizzled as the plan says), as i32
+  /// words.
+  SmallVector<Value> loadRowWords(const OperandPlan &operand, Value tile,
+                                  Value row, Value offset, int64_t bytes);
+  /// The E8M0 scale byte of unit `unit` of half `half` of the row at `row`.
+  Value loadUnitScale(Value scales, Value row, int64_t half, Value unit);
+  /// Converts a loaded unit to bf16 pairs: each code to an exact f16 pair,
+  /// times the scale in f32, the upper half of the f32 bits.
+  UnitPairs dequantizeUnit(const OperandPlan &operand, const LoadedUnit &unit);
+  /// Four codes of `format` (the low 4 x bits of `group`) as E4M3 codes of
+  /// the same values times 2^(7 - bias), one per byte.
+  Value widenToE4M3(const ElementFormat &format, Value group);
+  /// The f16 pairs of a word of four FP8 or INT8 codes, times 2^`shift`.
+  SmallVector<Value, 2> convertToF16Pairs(const ElementFormat &format,
+                                          Value word, int shift);
   /// The scale byte of (row, 32-element block `block` of the stage) in the
   /// stage's 128x4 chunk at `scaleChunk`.
   Value loadScaleByte(Value scaleChunk, Value row, Value block);
-  /// This consumer's share of B's rows of one half (64 K) of the stage,
-  /// 16 bytes per chunk, with each chunk's E8M0 scale byte.
-  SmallVector<FP8Chunk> loadBChunks(const ConsumerThread &thread,
-                                    RingSlot slot, int64_t half);
-  /// Converts loaded B chunks into the bf16 buffer at `bf16Tile` (same rows,
-  /// 128B swizzle, K permuted within each 16-element group).
-  void storeB(ArrayRef<FP8Chunk> chunks, Value bf16Tile);
+  /// Loads this consumer's rows of B's half `half` (one row per thread).
+  SmallVector<LoadedUnit> loadB(const ConsumerThread &thread, RingSlot slot,
+                                int64_t half, SmallVector<Value> &rows);
+  /// Converts the loaded units of each row into the bf16 buffer at
+  /// `bf16Tile` (128B swizzle, K permuted as the A fragments are).
+  void storeB(ArrayRef<LoadedUnit> units, ArrayRef<Value> rows,
+              Value bf16Tile);
   /// The thread's A fragments of the half's four K steps, converted.
   SmallVector<AFragment> loadAFragments(const ConsumerThread &thread,
                                         RingSlot slot, int64_t half);
@@ -103,35 +131,138 @@ Type Sm90DequantizedMainLoop::getAccumulatorType() {
       b.getContext(), SmallVector<Type>(fragment(), b.getF32Type()));
 }
 
-SmallVector<Value> Sm90DequantizedMainLoop::dequantizePairs(Value bytes,
-                                                            Value scaleByte,
-                                                            Type elementType) {
-  Value factor = buildScaleValue(
-      b, b.getLoc(), arith::ExtUIOp::create(b, b.getI32Type(), scaleByte));
-  auto pairType = VectorType::get({2}, b.getF32Type());
-  Value factors = vector::BroadcastOp::create(b, pairType, factor);
-  int64_t count = cast<VectorType>(bytes.getType()).getNumElements();
-  SmallVector<Value> words;
-  for (int64_t i = 0; i < count; i += 2) {
+Value Sm90DequantizedMainLoop::widenToE4M3(const ElementFormat &format,
+                                           Value group) {
+  // Code i's sign (bit bits - 1) goes to bit 8i + 7, its exponent and
+  // mantissa to bits 8i.. with the mantissa left-aligned to E4M3's 3 bits.
+  // Every code has E4M3's value layout then (at most 4 exponent bits, never
+  // the NaN exponent 15), scaled by 2^(bias - 7): ORs of masked shifts.
+  ElementFormat e4m3 =
+      getVerifiedElementFormat(Float8E4M3FNType::get(b.getContext()));
+  assert(!format.isInteger && format.exponentBits < e4m3.exponentBits &&
+         format.mantissaBits <= e4m3.mantissaBits && "code does not fit E4M3");
+  int64_t bits = format.bitWidth, align = e4m3.mantissaBits - format.mantissaBits;
+  std::map<int64_t, uint32_t> masks; // left shift -> bits kept after it
+  for (int64_t i = 0; i < 4; ++i) {
+    masks[8 * i + 7 - (bits * i + bits - 1)] |= uint32_t(1) << (8 * i + 7);
+    uint32_t magnitude = (uint32_t(1) << (bits - 1)) - 1;
+    masks[8 * i + align - bits * i] |= magnitude << (8 * i + align);
+  }
+  Value word;
+  for (auto [shift, mask] : masks) {
+    Value shifted = shift ? arith::ShLIOp::create(b, group, k.i32(shift))
+                          : group;
+    Value part = arith::AndIOp::create(b, shifted, k.i32(int32_t(mask)));
+    word = word ? arith::OrIOp::create(b, word, part).getResult() : part;
+  }
+  return word;
+}
+
+SmallVector<Value, 2>
+Sm90DequantizedMainLoop::convertToF16Pairs(const ElementFormat &format,
+                                           Value word, int shift) {
+  auto pairType = VectorType::get({2}, b.getF16Type());
+  auto bytesType = VectorType::get({4}, b.getI8Type());
+  SmallVector<Value, 2> pairs;
+  if (format.isInteger) {
+    // c + 128 in the low byte of f16 1024 is the f16 1152 + c: times
+    // 2^-mantissaBits minus 1152 * 2^-mantissaBits: exact in f16, so the
+    // two may be contracted into one fma.rn.f16x2.
+    Value biased = vector::BitCastOp::create(
+        b, bytesType,
+        vector::BroadcastOp::create(
+            b, VectorType::get({1}, b.getI32Type()),
+            arith::XOrIOp::create(b, word, k.i32(int32_t(0x80808080)))));
+    Value magic = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(bytesType, b.getI8IntegerAttr(0x64)));
+    double unit = std::ldexp(1.0, -int(format.mantissaBits));
+    Value factor = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(pairType, b.getF16FloatAttr(unit)));
+    Value offset = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(pairType, b.getF16FloatAttr(-1152 * unit)));
+    for (int64_t i = 0; i < 4; i += 2) {
+      Value halves = vector::BitCastOp::create(
+          b, pairType,
+          vector::ShuffleOp::create(b, biased, magic,
+                                    ArrayRef<int64_t>{i, 4, i + 1, 4}));
+      auto contract = arith::FastMathFlagsAttr::get(
+          b.getContext(), arith::FastMathFlags::contract);
+      pairs.push_back(arith::AddFOp::create(
+          b, arith::MulFOp::create(b, halves, factor, contract), offset,
+          contract));
+    }
+    return pairs;
+  }
+  Value bytes = vector::BitCastOp::create(
+      b, bytesType,
+      vector::BroadcastOp::create(b, VectorType::get({1}, b.getI32Type()),
+                                  word));
+  // FP8 to f16 is exact (cvt.rn.f16x2.e4m3x2 / e5m2x2).
+  Type fp8 = format.bitWidth == 8 ? format.type
+                                  : Float8E4M3FNType::get(b.getContext());
+  for (int64_t i = 0; i < 4; i += 2) {
     Value pair =
         vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
-    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(
-        b, VectorType::get({2}, b.getF16Type()), pair, /*relu=*/false,
-        elementType);
-    Value scaled = arith::MulFOp::create(
-        b, arith::ExtFOp::create(b, pairType, halves), factors);
-    // The product has at most 4 significant bits, so its bf16 value is the
-    // upper half of its f32 bits (one byte permute for the pair instead of
-    // a conversion): exact wherever bf16 holds the value.
-    Value halfWords = vector::BitCastOp::create(
-        b, VectorType::get({4}, b.getI16Type()), scaled);
-    Value upper = vector::ShuffleOp::create(b, halfWords, halfWords,
-                                            ArrayRef<int64_t>{1, 3});
-    words.push_back(vector::ExtractOp::create(
-        b,
-        vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()),
-                                  upper),
-        0));
+    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(b, pairType, pair,
+                                                      /*relu=*/false, fp8);
+    if (shift)
+      halves = arith::MulFOp::create(
+          b, halves,
+          arith::ConstantOp::create(
+              b, DenseElementsAttr::get(
+                     pairType, b.getF16FloatAttr(std::ldexp(1.0, shift)))));
+    pairs.push_back(halves);
+  }
+  return pairs;
+}
+
+UnitPairs Sm90DequantizedMainLoop::dequantizeUnit(const OperandPlan &operand,
+                                                  const LoadedUnit &unit) {
+  ElementFormat format = getVerifiedElementFormat(operand.elementType);
+  auto word = [&](int64_t i) { return unit.words[i]; };
+  // The unit's groups of four elements as words of four codes.
+  SmallVector<Value, 4> groups;
+  int shift = 0;
+  if (!format.isPacked()) {
+    groups.assign(unit.words.begin(), unit.words.end());
+  } else {
+    int64_t groupBits = 4 * format.bitWidth;
+    for (int64_t g = 0; g < 4; ++g) {
+      int64_t bit = g * groupBits, index = bit / 32, offset = bit % 32;
+      Value group = word(index);
+      if (offset + groupBits > 32)
+        group = LLVM::FshrOp::create(b, word(index + 1), group,
+                                     k.i32(offset));
+      else if (offset)
+        group = arith::ShRUIOp::create(b, group, k.i32(offset));
+      groups.push_back(widenToE4M3(format, group));
+    }
+    shift = getVerifiedElementFormat(Float8E4M3FNType::get(b.getContext()))
+                .bias -
+            format.bias;
+  }
+  Value factor = buildScaleValue(
+      b, b.getLoc(), arith::ExtUIOp::create(b, b.getI32Type(), unit.scaleByte));
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  Value factors = vector::BroadcastOp::create(b, pairType, factor);
+  UnitPairs words;
+  for (Value group : groups) {
+    for (Value halves : convertToF16Pairs(format, group, shift)) {
+      Value scaled = arith::MulFOp::create(
+          b, arith::ExtFOp::create(b, pairType, halves), factors);
+      // The product has at most 4 significant bits (INT8: 7), so its bf16
+      // value is the upper half of its f32 bits (one byte permute for the
+      // pair instead of a conversion): exact wherever bf16 holds the value.
+      Value halfWords = vector::BitCastOp::create(
+          b, VectorType::get({4}, b.getI16Type()), scaled);
+      Value upper = vector::ShuffleOp::create(b, halfWords, halfWords,
+                                              ArrayRef<int64_t>{1, 3});
+      words.push_back(vector::ExtractOp::create(
+          b,
+          vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()),
+                                    upper),
+          0));
+    }
   }
   return words;
 }
@@ -167,64 +298,102 @@ Value Sm90DequantizedMainLoop::getSwizzledChunk(Value tile, Value rowBase,
   return k.sharedAddress(tile, arith::AddIOp::create(b, rowBase, position));
 }
 
-SmallVector<FP8Chunk>
-Sm90DequantizedMainLoop::loadBChunks(const ConsumerThread &thread,
-                                     RingSlot slot, int64_t half) {
-  // The consumer's rows x 4 16-byte chunks of this half: thread t takes
-  // (row, chunk) = (q % rows, q / rows) for q = t, t + 128, ..., so eight
-  // lanes touch eight rows of one chunk column: conflict-free under the
-  // swizzle.
-  int64_t rows = plan.tileN / plan.consumerWarpgroups;
-  int64_t chunksPerHalf = plan.dequantK / kChunkBytes;
-  Value tile = k.stageAddress(&StageLayout::b, slot.stage);
-  Value scales = k.stageAddress(&StageLayout::bScales, slot.stage);
-  SmallVector<FP8Chunk> chunks;
-  for (int64_t i = 0; i < rows * chunksPerHalf / kWarpgroupThreads; ++i) {
-    FP8Chunk c;
-    Value q = arith::AddIOp::create(b, thread.threadInGroup,
-                                    k.i32(kWarpgroupThreads * i));
-    Value row = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, thread.consumer, k.i32(rows)),
-        arith::RemUIOp::create(b, q, k.i32(rows)));
-    c.chunkInHalf = arith::DivUIOp::create(b, q, k.i32(rows));
-    c.rowPhase = arith::AndIOp::create(b, row, k.i32(7));
-    c.rowBase = arith::MulIOp::create(b, row, k.i32(kRowBytes));
-    Value chunk =
-        arith::AddIOp::create(b, c.chunkInHalf, k.i32(chunksPerHalf * half));
-    c.data = LLVM::LoadOp::create(
-        b, VectorType::get({4}, b.getI32Type()),
-        k.sharedPointer(getSwizzledChunk(tile, c.rowBase, c.rowPhase, chunk)),
-        /*alignment=*/16);
-    // 16 elements per chunk, 32 per block.
-    c.scaleByte = loadScaleByte(scales, row,
-                                arith::DivUIOp::create(b, chunk, k.i32(2)));
-    chunks.push_back(c);
+SmallVector<Value> Sm90DequantizedMainLoop::loadRowWords(
+    const OperandPlan &operand, Value tile, Value row, Value offset,
+    int64_t bytes) {
+  // The bytes never cross a 16-byte chunk, which the swizzle moves whole:
+  // chunk c of row r sits at chunk c ^ (r % 8) (128B) or c ^ (r / 2 % 4)
+  // (64B, rows of 64 bytes).
+  if (operand.swizzleBytes) {
+    Value phase = operand.swizzleBytes == 128
+                      ? arith::AndIOp::create(b, row, k.i32(7)).getResult()
+                      : arith::AndIOp::create(
+                            b, arith::ShRUIOp::create(b, row, k.i32(1)),
+                            k.i32(3))
+                            .getResult();
+    offset = arith::XOrIOp::create(
+        b, offset, arith::ShLIOp::create(b, phase, k.i32(4)));
   }
-  return chunks;
+  Value address = k.sharedAddress(
+      tile, arith::AddIOp::create(
+                b, arith::MulIOp::create(b, row, k.i32(operand.rowBytes)),
+                offset));
+  Value loaded = LLVM::LoadOp::create(
+      b, VectorType::get({bytes / 4}, b.getI32Type()), k.sharedPointer(address),
+      /*alignment=*/bytes & -bytes);
+  SmallVector<Value> words;
+  for (int64_t i = 0; i < bytes / 4; ++i)
+    words.push_back(vector::ExtractOp::create(b, loaded, i));
+  return words;
 }
 
-void Sm90DequantizedMainLoop::storeB(ArrayRef<FP8Chunk> chunks,
-                                     Value bf16Tile) {
+Value Sm90DequantizedMainLoop::loadUnitScale(Value scales, Value row,
+                                             int64_t half, Value unit) {
+  // Unit q of half h lies in 32-element block 2h + q / 2 of the stage.
+  Value block = arith::AddIOp::create(
+      b, arith::DivUIOp::create(b, unit, k.i32(kMXBlock / kUnitK)),
+      k.i32(kUnits * kUnitK / kMXBlock * half));
+  return loadScaleByte(scales, row, block);
+}
+
+SmallVector<LoadedUnit>
+Sm90DequantizedMainLoop::loadB(const ConsumerThread &thread, RingSlot slot,
+                               int64_t half, SmallVector<Value> &rows) {
+  // Thread t converts whole rows t, t + 128, ... of the consumer's share,
+  // loading the half's bytes of a row 16 at a time (FP8 and INT8: 4 loads,
+  // FP6: 3, FP4: 2): eight lanes read eight rows of one chunk column,
+  // conflict-free under the swizzle.
+  int64_t consumerRows = plan.tileN / plan.consumerWarpgroups;
+  assert(consumerRows % kWarpgroupThreads == 0 && "rows per thread");
+  ElementFormat format = getVerifiedElementFormat(plan.b.elementType);
+  int64_t halfBytes = format.getStoredBytes(kUnits * kUnitK);
+  int64_t unitWords = format.getStoredBytes(kUnitK) / 4;
+  Value tile = k.stageAddress(&StageLayout::b, slot.stage);
+  Value scales = k.stageAddress(&StageLayout::bScales, slot.stage);
+  SmallVector<LoadedUnit> units;
+  for (int64_t i = 0; i < consumerRows / kWarpgroupThreads; ++i) {
+    Value row = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, thread.consumer, k.i32(consumerRows)),
+        arith::AddIOp::create(b, thread.threadInGroup,
+                              k.i32(kWarpgroupThreads * i)));
+    rows.push_back(row);
+    SmallVector<Value> words;
+    for (int64_t chunk = 0; chunk < halfBytes / kChunkBytes; ++chunk)
+      llvm::append_range(
+          words, loadRowWords(plan.b, tile, row,
+                              k.i32(halfBytes * half + kChunkBytes * chunk),
+                              kChunkBytes));
+    for (int64_t unit = 0; unit < kUnits; ++unit) {
+      LoadedUnit loaded;
+      loaded.words.assign(words.begin() + unit * unitWords,
+                          words.begin() + (unit + 1) * unitWords);
+      loaded.scaleByte = loadUnitScale(scales, row, half, k.i32(unit));
+      units.push_back(loaded);
+    }
+  }
+  return units;
+}
+
+void Sm90DequantizedMainLoop::storeB(ArrayRef<LoadedUnit> units,
+                                     ArrayRef<Value> rows, Value bf16Tile) {
   auto wordsType = VectorType::get({4}, b.getI32Type());
-  for (const FP8Chunk &chunk : chunks) {
-    Value bytes = vector::BitCastOp::create(
-        b, VectorType::get({16}, b.getI8Type()), chunk.data);
-    SmallVector<Value> words =
-        dequantizePairs(bytes, chunk.scaleByte, plan.b.elementType);
-    // Words 2j hold K elements 4j, 4j + 1 (logical 2j, 2j + 1: the first 8
-    // logical elements); words 2j + 1 the logical 8 + 2j, 9 + 2j.
-    for (int64_t part = 0; part < 2; ++part) {
-      Value stored = vector::FromElementsOp::create(
-          b, wordsType,
-          ValueRange{words[part], words[part + 2], words[part + 4],
-                     words[part + 6]});
-      Value target = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, chunk.chunkInHalf, k.i32(2)),
-          k.i32(part));
+  for (auto [i, row] : llvm::enumerate(rows)) {
+    SmallVector<UnitPairs> pairs;
+    for (const LoadedUnit &unit : units.slice(i * kUnits, kUnits))
+      pairs.push_back(dequantizeUnit(plan.b, unit));
+    Value rowBase = arith::MulIOp::create(b, row, k.i32(kRowBytes));
+    Value rowPhase = arith::AndIOp::create(b, row, k.i32(7));
+    // Step s's logical K 2q, 2q + 1 (chunk 2s, word q) are unit q's
+    // elements 4s, 4s + 1 (pair 2s); its logical 2q + 8, 2q + 9 (chunk
+    // 2s + 1) the elements 4s + 2, 4s + 3 (pair 2s + 1).
+    for (int64_t chunk = 0; chunk < 2 * kUnitK / 4; ++chunk) {
+      SmallVector<Value> words;
+      for (const UnitPairs &unit : pairs)
+        words.push_back(unit[chunk]);
       LLVM::StoreOp::create(
-          b, stored,
-          k.sharedPointer(getSwizzledChunk(bf16Tile, chunk.rowBase,
-                                           chunk.rowPhase, target)),
+          b, vector::FromElementsOp::create(b, wordsType, words),
+          k.sharedPointer(
+              getSwizzledChunk(bf16Tile, rowBase, rowPhase, k.i32(chunk))),
           /*alignment=*/16);
     }
   }
@@ -235,50 +404,32 @@ Sm90DequantizedMainLoop::loadAFragments(const ConsumerThread &thread,
                                         RingSlot slot, int64_t half) {
   Value tile = k.stageAddress(&StageLayout::a, slot.stage);
   Value scales = k.stageAddress(&StageLayout::aScales, slot.stage);
-  // Rows 16w + l/4 and 8 below it of the consumer's 64; bytes 4(l%4)..+3 of
-  // each 16-byte K step.
+  // Rows 16w + l/4 and 8 below it of the consumer's 64; unit l % 4 of each.
   Value row = k.getFragmentCoordinates(thread, 0, 0).first;
-  Value quad = arith::MulIOp::create(
-      b, arith::RemUIOp::create(b, thread.lane, k.i32(4)), k.i32(4));
-  struct Row {
-    Value base, phase;
-    SmallVector<Value> scaleBytes; // per 32-element block of the half
-  };
-  SmallVector<Row> rows;
-  int64_t blocksPerHalf = plan.dequantK / kMXBlock;
-  for (int64_t offset : {0, 8}) {
-    Row r;
-    Value index = arith::AddIOp::create(b, row, k.i32(offset));
-    r.base = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, index, k.i32(kRowBytes)), quad);
-    r.phase = arith::AndIOp::create(b, index, k.i32(7));
-    for (int64_t block = 0; block < blocksPerHalf; ++block)
-      r.scaleBytes.push_back(loadScaleByte(
-          scales, index, k.i32(blocksPerHalf * half + block)));
-    rows.push_back(r);
-  }
-  int64_t steps = plan.dequantK / kStepK;
-  SmallVector<SmallVector<Value>> loaded;
-  for (int64_t step = 0; step < steps; ++step) {
-    Value chunk = k.i32(steps * half + step);
-    for (const Row &r : rows)
-      loaded.push_back({LLVM::LoadOp::create(
-          b, VectorType::get({4}, b.getI8Type()),
-          k.sharedPointer(getSwizzledChunk(tile, r.base, r.phase, chunk)),
-          /*alignment=*/4)});
+  Value unit = arith::RemUIOp::create(b, thread.lane, k.i32(kUnits));
+  ElementFormat format = getVerifiedElementFormat(plan.a.elementType);
+  int64_t unitBytes = format.getStoredBytes(kUnitK);
+  Value offset = arith::AddIOp::create(
+      b, k.i32(format.getStoredBytes(kUnits * kUnitK * half)),
+      arith::MulIOp::create(b, unit, k.i32(unitBytes)));
+  SmallVector<LoadedUnit> loaded;
+  for (int64_t rowOffset : {0, 8}) {
+    Value rowIndex = arith::AddIOp::create(b, row, k.i32(rowOffset));
+    LoadedUnit l;
+    l.words.assign(
+        loadRowWords(plan.a, tile, rowIndex, offset, unitBytes));
+    l.scaleByte = loadUnitScale(scales, rowIndex, half, unit);
+    loaded.push_back(l);
   }
   // All loads are issued before the first conversion.
+  UnitPairs top = dequantizeUnit(plan.a, loaded[0]);
+  UnitPairs bottom = dequantizeUnit(plan.a, loaded[1]);
+  // Step s: a0, a1 are logical K 2q, 2q + 1 of rows r and r + 8 (the
+  // unit's pair 2s), a2, a3 the logical 2q + 8, 2q + 9 (pair 2s + 1).
   SmallVector<AFragment> fragments;
-  for (int64_t step = 0; step < steps; ++step) {
-    int64_t block = step * kStepK / kMXBlock;
-    SmallVector<Value> top = dequantizePairs(
-        loaded[2 * step][0], rows[0].scaleBytes[block], plan.a.elementType);
-    SmallVector<Value> bottom = dequantizePairs(
-        loaded[2 * step + 1][0], rows[1].scaleBytes[block], plan.a.elementType);
-    // a0, a1: logical K 2q, 2q + 1 of rows r and r + 8; a2, a3: 2q + 8,
-    // 2q + 9.
-    fragments.push_back({top[0], bottom[0], top[1], bottom[1]});
-  }
+  for (int64_t step = 0; step < plan.dequantK / kStepK; ++step)
+    fragments.push_back({top[2 * step], bottom[2 * step], top[2 * step + 1],
+                         bottom[2 * step + 1]});
   return fragments;
 }
 
@@ -339,9 +490,10 @@ Value Sm90DequantizedMainLoop::buildTile(const ConsumerThread &thread,
           k.sharedAddress(plan.dequantB[half % plan.dequantBuffers]);
       // All loads of the step are issued before the first store, which the
       // compiler may not move them across (both are shared memory).
-      SmallVector<FP8Chunk> bChunks = loadBChunks(thread, slot, half);
+      SmallVector<Value> bRows;
+      SmallVector<LoadedUnit> bUnits = loadB(thread, slot, half, bRows);
       SmallVector<AFragment> aFragments = loadAFragments(thread, slot, half);
-      storeB(bChunks, bufferB);
+      storeB(bUnits, bRows, bufferB);
       // The bf16 tile is read by the tensor cores (async proxy); the
       // previous chain, which read the other buffer and its own A
       // registers, must be done before either warpgroup overwrites them at

@@ -26,7 +26,8 @@ struct MatrixBlock {
 };
 
 MatrixBlock getMatrixBlock(QuantizeOp op) {
-  ArrayRef<int64_t> shape = op.getInput().getType().getShape().take_back(2);
+  // The block is the data's: the input's shape, or its transpose.
+  ArrayRef<int64_t> shape = op.getData().getType().getShape().take_back(2);
   ArrayRef<int64_t> block = op.getBlock().take_back(2);
   return {shape[0], shape[1], block[0], block[1]};
 }
@@ -37,6 +38,56 @@ bool isFusableRowwise(QuantizeOp op) {
   return m.blockRows == 1 && m.blockCols == kMXBlock;
 }
 
+/// The kernel of a transposed quantize, of one-byte elements: the
+/// per-tensor cast+transpose kernel for one block per matrix, the strip
+/// kernel for [1, 32] blocks of the data (the input's columns).
+std::optional<QuantizeKernel> getTransposedKernel(QuantizeOp op, Chip chip,
+                                                  std::string &reason) {
+  // In the data's dimensions: its rows are the input's columns.
+  MatrixBlock m = getMatrixBlock(op);
+  Type elementType = op.getData().getType().getElementType();
+  bool perTensor = m.blockRows >= m.rows && m.blockCols >= m.cols;
+  bool columns = m.blockRows == 1 && m.blockCols == kMXBlock;
+  if (!perTensor && !columns) {
+    reason = "the GPU kernels write transposed data for one block per matrix "
+             "(per-tensor scaling) and for [1, 32] blocks of the data only";
+    return std::nullopt;
+  }
+  if (getVerifiedElementFormat(elementType).isPacked() ||
+      !ElementConversion::get(elementType, chip)) {
+    llvm::raw_string_ostream(reason)
+        << "no GPU kernel writes transposed " << elementType << " data on "
+        << getChipName(chip);
+    return std::nullopt;
+  }
+  if (columns) {
+    if (m.cols % kElementsPerLane == 0 && m.rows % kStripCols == 0)
+      return QuantizeKernel::stripColumnwise;
+    reason = "the transposed columnwise GPU kernel needs the input's rows to "
+             "be a multiple of 16 and its columns a multiple of 4";
+    return std::nullopt;
+  }
+  if (m.rows % kElementsPerLane || m.cols % kElementsPerLane) {
+    reason = "the cast+transpose GPU kernel needs both matrix dimensions to "
+             "be multiples of 16";
+    return std::nullopt;
+  }
+  return QuantizeKernel::perTensor;
+}
+
+/// Whether a plain and a transposed per-tensor quantize of one input can
+/// share the cast+transpose kernel: one element type, scale type, rounding
+/// and amax, and one block, where the kernel is built before the first.
+bool canShareCastTranspose(QuantizeOp plain, QuantizeOp transposed) {
+  return plain->getBlock() == transposed->getBlock() &&
+         plain.getAmax() == transposed.getAmax() &&
+         plain.getData().getType().getElementType() ==
+             transposed.getData().getType().getElementType() &&
+         plain.getScales().getType().getElementType() ==
+             transposed.getScales().getType().getElementType() &&
+         plain.getRounding() == transposed.getRounding();
+}
+
 /// The kernel that computes `op` on its own on `chip`, or the reason why none
 /// does. The K conditions of rowwise quantizations are checked once it is
 /// known whether they are fused.
@@ -44,10 +95,8 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op, Chip chip,
                                                   std::string &reason) {
   MatrixBlock m = getMatrixBlock(op);
   Type elementType = op.getData().getType().getElementType();
-  if (op.getTransposed()) {
-    reason = "no GPU kernel computes a transposed quantize yet";
-    return std::nullopt;
-  }
+  if (op.getTransposed())
+    return getTransposedKernel(op, chip, reason);
   ElementFormat format = getVerifiedElementFormat(elementType);
   // FP4 has kernels of its own, which write no swizzle.
   if (format.takesNVFP4Scales()) {
@@ -129,21 +178,37 @@ SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
 } // namespace
 
 QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
-  SmallVector<QuantizeOp> rowwise;
-  llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput;
+  SmallVector<QuantizeOp> rowwise, transposedCasts;
+  llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput,
+      plainCastsByInput;
   root->walk([&](QuantizeOp op) {
     std::string reason;
     std::optional<QuantizeKernel> kernel =
         getStandaloneKernel(op, chip, reason);
-    if (!kernel)
+    if (!kernel) {
       unsupported[op] = std::move(reason);
-    else if (*kernel == QuantizeKernel::rowwise)
+      return;
+    }
+    if (*kernel == QuantizeKernel::rowwise)
       rowwise.push_back(op);
     else if (*kernel == QuantizeKernel::stripColumnwise)
       columnwiseByInput[op.getInput()].push_back(op);
     else
       plan(op, *kernel, {});
+    if (*kernel == QuantizeKernel::perTensor)
+      (op.getTransposed() ? transposedCasts : plainCastsByInput[op.getInput()])
+          .push_back(op);
   });
+  // Each transposed cast takes the first plain cast of its input that it can
+  // share the cast+transpose kernel with.
+  for (QuantizeOp op : transposedCasts)
+    for (QuantizeOp plain : plainCastsByInput.lookup(op.getInput()))
+      if (!quantizes.lookup(plain).sibling &&
+          canShareCastTranspose(plain, op)) {
+        plan(plain, QuantizeKernel::perTensor, op);
+        plan(op, QuantizeKernel::perTensor, plain);
+        break;
+      }
 
   auto findSibling = [&](QuantizeOp op) -> QuantizeOp {
     if (!isFusableRowwise(op))

@@ -29,6 +29,17 @@
 // slice, which keeps 4 loads per thread in flight and one atomic per 16 Ki
 // elements.
 //
+// A `transposed` cast (either op) runs the cast+transpose kernel instead,
+// which also writes the plain cast of the same input and scale when the IR
+// has one (Transformer Engine's cast+transpose: the input is read once).
+// Each CTA casts a 64 x 64 tile: a thread converts 16 elements of one row
+// (16-byte load and store of the plain data), stages the codes in shared
+// memory, and after a barrier writes 16 codes of one column of the tile as
+// one 16-byte row chunk of the transposed data. The staged rows are chunk-
+// swizzled (chunk c of row r at chunk c ^ (r / 16)) so that the column
+// reads of a warp fall in distinct banks. Rows and columns of every matrix
+// must be multiples of 16.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ElementConversion.h"
@@ -170,6 +181,142 @@ Value zeroF32(OpBuilder &b, Location loc) {
 /// The element count of `type`, if the flat kernels can read it in chunks.
 bool isChunked(int64_t elements) { return elements % kElementsPerLane == 0; }
 
+/// Whether the cast+transpose kernel covers matrices of `type` (batch
+/// dimensions first): 16-element chunks along both dimensions.
+bool isTileable(RankedTensorType type) {
+  ArrayRef<int64_t> matrix = type.getShape().take_back(2);
+  return matrix[0] % kElementsPerLane == 0 && matrix[1] % kElementsPerLane == 0;
+}
+
+/// Delayed scaling's codes of `values` (f32) times `scale`: a NaN product
+/// (NaN input, 0 x Inf) is the NaN byte, element-wise.
+Value castWithScale(OpBuilder &b, Location l, Value values, Value scale,
+                    const ElementConversion &conversion) {
+  Value factor = vector::BroadcastOp::create(b, l, values.getType(), scale);
+  Value scaled = arith::MulFOp::create(b, l, values, factor);
+  Value isNaN =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, scaled, scaled);
+  return convertToElements(b, l, scaled, conversion, isNaN);
+}
+
+/// The cast+transpose kernel's tile, and the chunks of a tile row.
+constexpr int64_t kTile = 64;
+constexpr int64_t kChunksPerTileRow = kTile / kElementsPerLane;
+static_assert(kTile * kChunksPerTileRow == kThreadsPerBlock,
+              "one chunk of the tile per thread");
+
+/// The cast+transpose kernel's work: `slices` matrices of `rows` x `cols`,
+/// one CTA per 64 x 64 tile.
+struct TileGrid {
+  int64_t slices, rows, cols;
+
+  explicit TileGrid(RankedTensorType input)
+      : slices(getNumSlices(input, 2)), rows(input.getShape().end()[-2]),
+        cols(input.getShape().back()) {}
+  int64_t getTileCols() const { return llvm::divideCeil(cols, kTile); }
+  int64_t getTilesPerSlice() const {
+    return llvm::divideCeil(rows, kTile) * getTileCols();
+  }
+  int64_t getNumBlocks() const { return slices * getTilesPerSlice(); }
+};
+
+/// The staging buffer of a tile's codes (workgroup memory).
+MemRefType getTileBufferType(MLIRContext *context) {
+  return MemRefType::get(
+      {kTile, kTile}, IntegerType::get(context, 8), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+}
+
+/// The codes of a thread's chunk from its f32 values and its slice.
+using ChunkCast = llvm::function_ref<Value(OpBuilder &, Location, Value slice,
+                                           Value values)>;
+
+/// A thread's chunk of the cast+transpose kernel: its slice, and its f32
+/// values (clamped in bounds, so the amax may take them all).
+struct TileChunk {
+  Value slice, values, sliceLeader;
+};
+
+/// The body of the cast+transpose kernel (workgroup buffers: the tile's
+/// staging buffer, then buildCTAMax's): casts this thread's chunk of the
+/// CTA's tile with `castChunk`, stores it into `plain` (if any), and writes the
+/// tile's columns into `transposed`, folded to [slices * cols, rows].
+TileChunk buildTileCast(OpBuilder &b, Location l, const KernelIds &ids,
+                        const TileGrid &grid, Value input,
+                        const DataBuffer *plain, const DataBuffer &transposed,
+                        ChunkCast castChunk) {
+  IndexArith ia{b, l};
+  auto add = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, l, x, y).getResult();
+  };
+  auto mul = [&](Value x, int64_t m) {
+    return arith::MulIOp::create(b, l, x, cIndex(b, l, m)).getResult();
+  };
+  Value slice = ia.div(ids.block, grid.getTilesPerSlice());
+  Value tile = ia.rem(ids.block, grid.getTilesPerSlice());
+  Value tileRow = mul(ia.div(tile, grid.getTileCols()), kTile);
+  Value tileCol = mul(ia.rem(tile, grid.getTileCols()), kTile);
+
+  // Thread t casts chunk t % 4 of tile row t / 4.
+  Value r = ia.div(ids.thread, kChunksPerTileRow);
+  Value c = ia.rem(ids.thread, kChunksPerTileRow);
+  Value row = add(tileRow, r), col = add(tileCol, mul(c, kElementsPerLane));
+  Value valid = andI(b, l, cmpLT(b, l, row, cIndex(b, l, grid.rows)),
+                     cmpLT(b, l, col, cIndex(b, l, grid.cols)));
+  auto clamp = [&](Value x, int64_t last) {
+    return arith::MinUIOp::create(b, l, x, cIndex(b, l, last)).getResult();
+  };
+  auto type = cast<MemRefType>(input.getType());
+  auto laneType = VectorType::get({kElementsPerLane}, type.getElementType());
+  Value values = extendToF32(
+      b, l,
+      loadVector(b, l, laneType, input,
+                 {ia.fma(slice, grid.rows, clamp(row, grid.rows - 1)),
+                  clamp(col, grid.cols - kElementsPerLane)}));
+  Value codes = castChunk(b, l, slice, values);
+  if (plain)
+    plain->store(b, l, valid, codes, {ia.fma(slice, grid.rows, row), col});
+
+  // Stage the codes, chunk-swizzled by the row's group of 16.
+  Value staging = ids.workgroup.front();
+  Value staged = arith::XOrIOp::create(b, l, c, ia.div(r, kElementsPerLane));
+  storeVector(b, l, codes, staging, {r, mul(staged, kElementsPerLane)});
+  gpu::BarrierOp::create(b, l);
+
+  // Thread t writes rows 16 (t % 4) .. + 16 of tile column t / 4: one chunk
+  // of a transposed row.
+  Value column = ia.div(ids.thread, kChunksPerTileRow);
+  Value group = ia.rem(ids.thread, kChunksPerTileRow);
+  Value swizzledChunk =
+      arith::XOrIOp::create(b, l, ia.div(column, kElementsPerLane), group);
+  Value readAt = ia.fma(swizzledChunk, kElementsPerLane,
+                        ia.rem(column, kElementsPerLane));
+  SmallVector<Value> bytes;
+  for (int64_t j = 0; j < kElementsPerLane; ++j)
+    bytes.push_back(memref::LoadOp::create(
+        b, l, staging,
+        ValueRange{ia.fma(group, kElementsPerLane, cIndex(b, l, j)), readAt}));
+  Value columnCodes = vector::FromElementsOp::create(
+      b, l, cast<VectorType>(codes.getType()), bytes);
+  Value tRow = add(tileCol, column);
+  Value tCol = add(tileRow, mul(group, kElementsPerLane));
+  Value tValid = andI(b, l, cmpLT(b, l, tRow, cIndex(b, l, grid.cols)),
+                      cmpLT(b, l, tCol, cIndex(b, l, grid.rows)));
+  transposed.store(b, l, tValid, columnCodes,
+                   {ia.fma(slice, grid.cols, tRow), tCol});
+  Value leader = andI(b, l, isZeroIndex(b, l, tile),
+                      isZeroIndex(b, l, ids.thread));
+  return {slice, values, leader};
+}
+
+/// The max |x| of the CTA's tile chunks (every thread must call it).
+Value reduceTile(OpBuilder &b, Location l, const TileChunk &chunk,
+                 const KernelIds &ids) {
+  Value amax = vector::ReductionOp::create(
+      b, l, vector::CombiningKind::MAXIMUMF, magnitude(b, l, chunk.values));
+  return buildCTAMax(b, l, amax, ids.thread, ids.workgroup[1]);
+}
+
 struct AmaxToGPU : OpRewritePattern<AmaxOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -191,67 +338,121 @@ struct AmaxToGPU : OpRewritePattern<AmaxOp> {
   }
 };
 
-/// Current scaling: the amax of every matrix, then the cast.
+/// Current scaling: the amax of every matrix, then the cast; a transposed
+/// cast (with its plain sibling, if planned) by the cast+transpose kernel.
 struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
   PerTensorQuantizeToGPU(MLIRContext *context, Chip chip,
                          const QuantizeFusionPlan &plan)
       : PlannedQuantizePattern(context, plan, QuantizeKernel::perTensor, chip) {
   }
 
-  LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &,
+  LogicalResult rewritePlanned(QuantizeOp op, const QuantizePlan &planned,
                                PatternRewriter &rewriter) const override {
+    QuantizeOp plain = planned.sibling;
+    if (!op.getTransposed() && plain)
+      return rewriter.notifyMatchFailure(op, "cast by its transposed sibling");
+    // Build before the earlier op so that the results dominate both users.
+    if (plain && plain->isBeforeInBlock(op))
+      rewriter.setInsertionPoint(plain);
     Location loc = op.getLoc();
     RankedTensorType inputType = op.getInput().getType();
-    RankedTensorType scalesType = op.getScales().getType();
     int64_t slices = getNumSlices(inputType, 2);
     FlatGrid grid(slices, inputType.getNumElements() / slices);
-    Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
-    DataBuffer data(rewriter, loc, op.getData().getType(), 1);
-    Value scales = allocFolded(rewriter, loc, scalesType, 1);
-    auto amaxType = MemRefType::get({slices}, rewriter.getF32Type());
-    // A given amax (of the whole tensor this input is a shard of; the
-    // verifier allows it for one slice only) replaces the first kernel.
-    Value amaxes =
-        op.getAmax()
-            ? memref::ExpandShapeOp::create(
-                  rewriter, loc, amaxType,
-                  toBuffer(rewriter, loc, op.getAmax()),
-                  ArrayRef<ReassociationIndices>{})
-                  .getResult()
-            : gpu::AllocOp::create(rewriter, loc, amaxType, Type(),
-                                   ValueRange(), ValueRange(), ValueRange())
-                  .getMemref();
-    if (!op.getAmax()) {
-      gpu::MemsetOp::create(rewriter, loc, Type(), ValueRange(), amaxes,
-                            zeroF32(rewriter, loc));
-      buildAmaxKernel(rewriter, loc, input, grid, amaxes);
-    }
-
+    Value amaxes = buildSliceAmaxes(rewriter, op, grid);
     ElementConversion conversion = getConversion(op);
     ScaleRounding rounding = op.getRounding();
-    buildBlockLaunch(
-        rewriter, loc, grid.getNumBlocks(), TypeRange(),
-        [&](OpBuilder &b, Location l, const KernelIds &ids) {
-          FlatChunks chunks = loadChunks(b, l, ids, grid, input);
-          Value amax = memref::LoadOp::create(b, l, amaxes, chunks.slice);
-          BlockScale scale = buildBlockScale(b, l, amax, rounding, conversion,
-                                             scalesType.getElementType());
-          SmallVector<Value> bytes =
-              llvm::map_to_vector(chunks.values, [&](Value v) {
-                return quantizeVector(b, l, v, scale, rounding, conversion);
-              });
-          storeChunks(b, l, chunks, bytes, data);
-          buildIf(b, l, chunks.sliceLeader, [&](OpBuilder &nb, Location nl) {
-            memref::StoreOp::create(nb, nl, scale.stored, scales, chunks.slice);
+    Type scaleType = op.getScales().getType().getElementType();
+    auto scaleOf = [&](OpBuilder &b, Location l, Value slice) {
+      Value amax = memref::LoadOp::create(b, l, amaxes, slice);
+      return buildBlockScale(b, l, amax, rounding, conversion, scaleType);
+    };
+
+    // Each output: its op, data and folded scales.
+    struct Output {
+      QuantizeOp op;
+      DataBuffer data;
+      Value scales;
+    };
+    SmallVector<Output, 2> outputs;
+    for (QuantizeOp q : {op, plain})
+      if (q)
+        outputs.push_back(
+            {q, DataBuffer(rewriter, loc, q.getData().getType(),
+                           op.getTransposed() ? 2 : 1),
+             allocFolded(rewriter, loc, q.getScales().getType(), 1)});
+    auto storeScale = [&](OpBuilder &b, Location l, Value leader,
+                          Value stored, Value slice) {
+      buildIf(b, l, leader, [&](OpBuilder &nb, Location nl) {
+        for (Output &out : outputs)
+          memref::StoreOp::create(nb, nl, stored, out.scales, slice);
+      });
+    };
+
+    if (!op.getTransposed()) {
+      Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
+      buildBlockLaunch(
+          rewriter, loc, grid.getNumBlocks(), TypeRange(),
+          [&](OpBuilder &b, Location l, const KernelIds &ids) {
+            FlatChunks chunks = loadChunks(b, l, ids, grid, input);
+            BlockScale scale = scaleOf(b, l, chunks.slice);
+            SmallVector<Value> bytes =
+                llvm::map_to_vector(chunks.values, [&](Value v) {
+                  return quantizeVector(b, l, v, scale, rounding, conversion);
+                });
+            storeChunks(b, l, chunks, bytes, outputs.front().data);
+            storeScale(b, l, chunks.sliceLeader, scale.stored, chunks.slice);
           });
-        });
+    } else {
+      Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
+      TileGrid tiles(inputType);
+      const DataBuffer *plainData = plain ? &outputs.back().data : nullptr;
+      buildBlockLaunch(
+          rewriter, loc, tiles.getNumBlocks(),
+          getTileBufferType(getContext()),
+          [&](OpBuilder &b, Location l, const KernelIds &ids) {
+            std::optional<BlockScale> scale;
+            TileChunk chunk = buildTileCast(
+                b, l, ids, tiles, input, plainData, outputs.front().data,
+                [&](OpBuilder &nb, Location nl, Value slice, Value values) {
+                  scale = scaleOf(nb, nl, slice);
+                  return quantizeVector(nb, nl, values, *scale, rounding,
+                                        conversion);
+                });
+            storeScale(b, l, chunk.sliceLeader, scale->stored, chunk.slice);
+          });
+    }
     if (!op.getAmax())
       gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(), amaxes);
 
-    rewriter.replaceOp(op,
-                       {data.toTensor(rewriter, loc),
-                        toUnfoldedTensor(rewriter, loc, scales, scalesType)});
+    for (Output &out : outputs)
+      rewriter.replaceOp(
+          out.op, {out.data.toTensor(rewriter, loc),
+                   toUnfoldedTensor(rewriter, loc, out.scales,
+                                    out.op.getScales().getType())});
     return success();
+  }
+
+private:
+  /// The amax of every matrix of `op`'s input ([slices] f32): the given
+  /// amax (of the whole tensor this input is a shard of; the verifier allows
+  /// it for one slice only), or a fresh buffer that an amax kernel fills.
+  Value buildSliceAmaxes(PatternRewriter &rewriter, QuantizeOp op,
+                         const FlatGrid &grid) const {
+    Location loc = op.getLoc();
+    auto amaxType = MemRefType::get({grid.slices}, rewriter.getF32Type());
+    if (op.getAmax())
+      return memref::ExpandShapeOp::create(
+          rewriter, loc, amaxType, toBuffer(rewriter, loc, op.getAmax()),
+          ArrayRef<ReassociationIndices>{});
+    Value amaxes = gpu::AllocOp::create(rewriter, loc, amaxType, Type(),
+                                        ValueRange(), ValueRange(), ValueRange())
+                       .getMemref();
+    gpu::MemsetOp::create(rewriter, loc, Type(), ValueRange(), amaxes,
+                          zeroF32(rewriter, loc));
+    buildAmaxKernel(rewriter, loc,
+                    toFoldedBuffer(rewriter, loc, op.getInput(), 1), grid,
+                    amaxes);
+    return amaxes;
   }
 };
 
@@ -280,6 +481,29 @@ void buildHistoryCopy(OpBuilder &b, Location loc, Value history,
   });
 }
 
+/// The transposed cast that the cast+transpose kernel computes together with
+/// `op` (a plain cast): the only user of `op`'s new history, casting the same
+/// input to the same type with the same scale, in the same block.
+QuantizeDelayedOp getTransposedPartner(QuantizeDelayedOp op) {
+  if (op.getTransposed() || !op.getNewHistory().hasOneUse() ||
+      !isTileable(op.getInput().getType()))
+    return {};
+  auto partner =
+      dyn_cast<QuantizeDelayedOp>(*op.getNewHistory().getUsers().begin());
+  if (!partner || !partner.getTransposed() ||
+      partner.getHistory() != op.getNewHistory() ||
+      partner.getInput() != op.getInput() ||
+      partner.getScales() != op.getScales() ||
+      partner.getIndex() != op.getIndex() ||
+      partner.getData().getType().getElementType() !=
+          op.getData().getType().getElementType() ||
+      partner->getBlock() != op->getBlock())
+    return {};
+  return partner;
+}
+
+/// A plain delayed cast by the flat kernel, a transposed one (with its plain
+/// partner, see getTransposedPartner) by the cast+transpose kernel.
 struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
   QuantizeDelayedToGPU(MLIRContext *context, Chip chip)
       : OpRewritePattern(context), chip(chip) {}
@@ -287,62 +511,97 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
   LogicalResult matchAndRewrite(QuantizeDelayedOp op,
                                 PatternRewriter &rewriter) const override {
     RankedTensorType inputType = op.getInput().getType();
-    if (op.getTransposed())
-      return rewriter.notifyMatchFailure(op, "transposed");
-    if (!isChunked(inputType.getNumElements()))
+    if (op.getTransposed()) {
+      auto producer = op.getHistory().getDefiningOp<QuantizeDelayedOp>();
+      if (producer && getTransposedPartner(producer) == op)
+        return rewriter.notifyMatchFailure(op, "cast with its plain partner");
+      if (!isTileable(inputType))
+        return rewriter.notifyMatchFailure(op, "matrix not tileable");
+    } else if (!isChunked(inputType.getNumElements())) {
       return rewriter.notifyMatchFailure(op, "element count not chunked");
+    }
     std::optional<ElementConversion> conversion =
         ElementConversion::get(op.getData().getType().getElementType(), chip);
     if (!conversion)
       return rewriter.notifyMatchFailure(op, "no conversion on the chip");
+    QuantizeDelayedOp partner = getTransposedPartner(op);
     Location loc = op.getLoc();
     int64_t index = op.getIndex();
-    Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
     Value scales = toBuffer(rewriter, loc, op.getScales());
     Value history = toBuffer(rewriter, loc, op.getHistory());
-    DataBuffer data(rewriter, loc, op.getData().getType(), 1);
     auto scaleInvType = cast<RankedTensorType>(op.getScaleInv().getType());
     Value scaleInv = allocFolded(rewriter, loc, scaleInvType, 1);
     Value newHistory = allocDevice(rewriter, loc, op.getNewHistory().getType());
     buildHistoryCopy(rewriter, loc, history, newHistory, index);
 
-    FlatGrid grid(1, inputType.getNumElements());
-    buildBlockLaunch(
-        rewriter, loc, grid.getNumBlocks(), getCTAMaxBufferType(getContext()),
-        [&](OpBuilder &b, Location l, const KernelIds &ids) {
-          FlatChunks chunks = loadChunks(b, l, ids, grid, input);
-          Value scale =
-              memref::LoadOp::create(b, l, scales, cIndex(b, l, index));
-          auto f32Lane = cast<VectorType>(chunks.values.front().getType());
-          Value factor = vector::BroadcastOp::create(b, l, f32Lane, scale);
-          SmallVector<Value> bytes;
-          for (Value values : chunks.values) {
-            // A NaN product (NaN input, 0 x Inf) is the NaN byte, element-wise.
-            Value scaled = arith::MulFOp::create(b, l, values, factor);
-            Value isNaN = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
-                                                scaled, scaled);
-            bytes.push_back(
-                convertToElements(b, l, scaled, *conversion, isNaN));
-          }
-          storeChunks(b, l, chunks, bytes, data);
-          Value amax = reduceChunks(b, l, chunks, ids);
-          buildIf(b, l, isZeroIndex(b, l, ids.thread),
-                  [&](OpBuilder &nb, Location nl) {
-                    buildAtomicMaxMagnitude(
-                        nb, nl, amax, newHistory,
-                        {cIndex(nb, nl, 0), cIndex(nb, nl, index)});
-                  });
-          buildIf(b, l, chunks.sliceLeader, [&](OpBuilder &nb, Location nl) {
-            memref::StoreOp::create(nb, nl,
-                                    buildDelayedScaleInverse(nb, nl, scale),
-                                    scaleInv, cIndex(nb, nl, 0));
-          });
-        });
+    // What every CTA ends with: its amax into the new history, and the
+    // scale's inverse from the first thread.
+    auto finish = [&](OpBuilder &b, Location l, const KernelIds &ids,
+                      Value amax, Value leader, Value scale) {
+      buildIf(b, l, isZeroIndex(b, l, ids.thread),
+              [&](OpBuilder &nb, Location nl) {
+                buildAtomicMaxMagnitude(
+                    nb, nl, amax, newHistory,
+                    {cIndex(nb, nl, 0), cIndex(nb, nl, index)});
+              });
+      buildIf(b, l, leader, [&](OpBuilder &nb, Location nl) {
+        memref::StoreOp::create(nb, nl, buildDelayedScaleInverse(nb, nl, scale),
+                                scaleInv, cIndex(nb, nl, 0));
+      });
+    };
+    auto loadScale = [&](OpBuilder &b, Location l) {
+      return memref::LoadOp::create(b, l, scales, cIndex(b, l, index))
+          .getResult();
+    };
 
-    rewriter.replaceOp(op,
-                       {data.toTensor(rewriter, loc),
-                        toUnfoldedTensor(rewriter, loc, scaleInv, scaleInvType),
-                        toTensor(rewriter, loc, newHistory)});
+    SmallVector<std::pair<QuantizeDelayedOp, DataBuffer>, 2> outputs;
+    if (!op.getTransposed() && !partner) {
+      outputs.push_back({op, DataBuffer(rewriter, loc, op.getData().getType(), 1)});
+      Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
+      FlatGrid grid(1, inputType.getNumElements());
+      buildBlockLaunch(
+          rewriter, loc, grid.getNumBlocks(), getCTAMaxBufferType(getContext()),
+          [&](OpBuilder &b, Location l, const KernelIds &ids) {
+            FlatChunks chunks = loadChunks(b, l, ids, grid, input);
+            Value scale = loadScale(b, l);
+            SmallVector<Value> bytes =
+                llvm::map_to_vector(chunks.values, [&](Value values) {
+                  return castWithScale(b, l, values, scale, *conversion);
+                });
+            storeChunks(b, l, chunks, bytes, outputs.front().second);
+            finish(b, l, ids, reduceChunks(b, l, chunks, ids),
+                   chunks.sliceLeader, scale);
+          });
+    } else {
+      // The transposed output first, then the plain partner's.
+      for (QuantizeDelayedOp q : {partner ? partner : op, partner ? op : nullptr})
+        if (q)
+          outputs.push_back(
+              {q, DataBuffer(rewriter, loc, q.getData().getType(), 2)});
+      Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
+      TileGrid tiles(inputType);
+      const DataBuffer *plainData = partner ? &outputs.back().second : nullptr;
+      buildBlockLaunch(
+          rewriter, loc, tiles.getNumBlocks(),
+          {getTileBufferType(getContext()), getCTAMaxBufferType(getContext())},
+          [&](OpBuilder &b, Location l, const KernelIds &ids) {
+            Value scale = loadScale(b, l);
+            TileChunk chunk = buildTileCast(
+                b, l, ids, tiles, input, plainData, outputs.front().second,
+                [&](OpBuilder &nb, Location nl, Value, Value values) {
+                  return castWithScale(nb, nl, values, scale, *conversion);
+                });
+            finish(b, l, ids, reduceTile(b, l, chunk, ids), chunk.sliceLeader,
+                   scale);
+          });
+    }
+
+    Value scaleInvTensor =
+        toUnfoldedTensor(rewriter, loc, scaleInv, scaleInvType);
+    Value newHistoryTensor = toTensor(rewriter, loc, newHistory);
+    for (auto &[q, data] : outputs)
+      rewriter.replaceOp(q, {data.toTensor(rewriter, loc), scaleInvTensor,
+                             newHistoryTensor});
     return success();
   }
 
@@ -418,14 +677,15 @@ struct UpdateAmaxHistoryToGPU : OpRewritePattern<UpdateAmaxHistoryOp> {
 } // namespace
 
 std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
-  Value input;
+  auto delayed = dyn_cast<QuantizeDelayedOp>(op);
+  if (delayed && delayed.getTransposed())
+    return isTileable(delayed.getInput().getType())
+               ? ""
+               : "the cast+transpose GPU kernel needs both matrix dimensions "
+                 "to be multiples of 16";
+  Value input = delayed ? delayed.getInput() : Value();
   if (auto amax = dyn_cast<AmaxOp>(op))
     input = amax.getInput();
-  else if (auto delayed = dyn_cast<QuantizeDelayedOp>(op))
-    input = delayed.getInput();
-  if (auto delayed = dyn_cast<QuantizeDelayedOp>(op);
-      delayed && delayed.getTransposed())
-    return "no GPU kernel computes a transposed quantize_delayed yet";
   if (input &&
       !isChunked(cast<RankedTensorType>(input.getType()).getNumElements()))
     return "the per-tensor GPU kernels need the element count of the tensor "

@@ -1,7 +1,9 @@
 //===- QuantizeStrips.cpp - Columnwise and fused quantize kernels ---------===//
 //
 // Columnwise ([32, 1]) quantization, alone or fused with the rowwise ([1, 32])
-// quantization of the same input so that the input is read once. Each lane
+// quantization of the same input so that the input is read once; written as
+// it is or transposed (GEMM-ready: `transposed` with [1, 32] blocks of the
+// data, a lane's 16 codes of a column being one 16-byte store). Each lane
 // owns a strip of 16 rows x 4 columns, the two halves of a warp covering the
 // two halves of a 32-row block: it loads the strip with one 8- or 16-byte load
 // per row (16 lanes cover 64 contiguous columns, so every load instruction is
@@ -324,6 +326,41 @@ void storeStripRow(OpBuilder &b, Location l, const Strip &s,
       index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
 }
 
+/// The transposed columnwise output (`transposed`, GEMM-ready): the strip's
+/// 16 codes of each column are one 16-byte chunk of a row of the transposed
+/// data, and the two halves of the warp write the two halves of its 32-byte
+/// block run; linear scales go to [column, row block]. (Tiled scales need no
+/// change: tiling [cols, row blocks] along its rows puts every scale where
+/// tiling [row blocks, cols] along its columns does.)
+void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
+                            const StripGrid &grid, const StripOutput &out,
+                            ArrayRef<Value> rowCodes,
+                            ArrayRef<BlockScale> scales) {
+  Value firstRow = s.rowInSlice.front();
+  // Rows are a multiple of 16: a run's first row exists iff all of it does.
+  Value runValid = andI(b, l, s.rowValid.front(), s.colValid);
+  Value rowBlockValid =
+      andI(b, l, s.sliceValid,
+           cmpLT(b, l, s.rowBlock, cIndex(b, l, grid.rowBlocks)));
+  for (int64_t j = 0; j < kStripCols; ++j) {
+    SmallVector<Value> column = llvm::map_to_vector(rowCodes, [&](Value codes) {
+      return vector::ExtractOp::create(b, l, codes, j).getResult();
+    });
+    Value codes = vector::FromElementsOp::create(
+        b, l, VectorType::get({kRowsPerLane}, b.getI8Type()), column);
+    Value col = arith::AddIOp::create(b, l, s.col, cIndex(b, l, j));
+    Value row = inSlice(b, l, s.slice, grid.cols, col);
+    out.data.store(b, l, runValid, codes, {row, firstRow});
+    if (out.swizzle)
+      continue;
+    buildIf(b, l, andI(b, l, s.firstHalf, andI(b, l, rowBlockValid, s.colValid)),
+            [&](OpBuilder &nb, Location nl) {
+              memref::StoreOp::create(nb, nl, scales[j].stored, out.scales,
+                                      ValueRange{row, s.rowBlock});
+            });
+  }
+}
+
 /// Columnwise: one scale per column of the strip, its amax combined across
 /// the two 16-row halves of the column block.
 void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
@@ -359,13 +396,19 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
   Value nanMask =
       vector::FromElementsOp::create(b, l, f32Lane.clone(b.getI1Type()), nans);
+  SmallVector<Value> rowCodes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     Value scaled =
         applyScaleFactors(b, l, s.values[i], factor, op.getRounding());
-    storeStripRow(b, l, s, out, i,
-                  convertToElements(b, l, scaled, out.conversion, nanMask));
+    rowCodes.push_back(
+        convertToElements(b, l, scaled, out.conversion, nanMask));
+    if (!op.getTransposed())
+      storeStripRow(b, l, s, out, i, rowCodes.back());
   }
-  storeColumnScales(b, l, s, grid, out, scales);
+  if (op.getTransposed())
+    storeTransposedColumns(b, l, s, grid, out, rowCodes, scales);
+  if (!op.getTransposed() || out.swizzle)
+    storeColumnScales(b, l, s, grid, out, scales);
 }
 
 /// Rows of the strip whose rowwise scale each lane of a row block computes.
@@ -500,6 +543,13 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
   }
 }
 
+/// Whether `op` quantizes its input's columns: block [32, 1], or written
+/// transposed with block [1, 32] in the data's dimensions.
+bool readsColumns(QuantizeOp op) {
+  ArrayRef<int64_t> block = op.getBlock();
+  return (op.getTransposed() ? block.end()[-2] : block.back()) == 1;
+}
+
 /// The strip kernel, anchored at its columnwise quantize; when the plan fuses
 /// it with the rowwise quantize of the same input, the kernel computes both.
 struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
@@ -513,7 +563,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     if (!planned ||
         (planned->kernel != QuantizeKernel::stripColumnwise &&
          planned->kernel != QuantizeKernel::stripFused) ||
-        op.getBlock().back() != 1)
+        !readsColumns(op))
       return rewriter.notifyMatchFailure(op,
                                          "not a planned columnwise quantize");
     QuantizeOp rowwiseOp = planned->sibling;

@@ -464,6 +464,16 @@ LogicalResult ScaledMatmulOp::verify() {
     return emitOpError("expected result shape ")
            << formatShape(expected) << " ([batch..., M, N]), got "
            << formatShape(getResult().getType().getShape());
+  if (Value bias = getBias();
+      bias && cast<RankedTensorType>(bias.getType()).getShape() !=
+                  ArrayRef<int64_t>{rhsView.rows})
+    return emitOpError("expected bias of shape [")
+           << rhsView.rows << "] (one value per column N), got "
+           << formatShape(cast<RankedTensorType>(bias.getType()).getShape());
+  if (Value accumulator = getAccumulator();
+      accumulator && accumulator.getType() != getResult().getType())
+    return emitOpError("accumulate operand must have the result type ")
+           << getResult().getType() << ", got " << accumulator.getType();
   return success();
 }
 

@@ -386,6 +386,10 @@ LoopModel buildModel(ScaledMatmulOp op) {
     model.addTensor("tensor scale", scale.getType(), {});
   SmallVector<int64_t> resultLoops(batchLoops);
   resultLoops.append({m, n});
+  if (Value bias = op.getBias())
+    model.addTensor("bias", bias.getType(), {n});
+  if (Value accumulator = op.getAccumulator())
+    model.addTensor("accumulator", accumulator.getType(), resultLoops);
   model.addTensor("result", op.getResult().getType(), resultLoops);
   return model;
 }
@@ -710,6 +714,11 @@ LogicalResult partitionOp(ScaledMatmulOp op, const Partitioning &p) {
       shard::getReductionGridAxes(p.model.iterators, p.loopAxes);
   if (kAxes.empty())
     return p.cloneOnShards();
+  // Every device's partial product would add them once more.
+  if (op.getBias() || op.getAccumulator())
+    return op.emitOpError("cannot split K over devices with a bias or "
+                          "accumulate operand (each partial product would "
+                          "add it)");
   ImplicitLocOpBuilder b = p.getBuilder();
   RankedTensorType resultType = p.getShardType(0);
   IRMapping local;

@@ -32,15 +32,17 @@ enum class QuantizeKernel {
   /// A `[1, w]` quantize alone, w a power-of-two multiple of 16 up to 512:
   /// MX (32) and FP8 blockwise 1-D (128) (RowwiseQuantize.cpp).
   rowwise,
-  /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp).
+  /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp);
+  /// or its transposed form (`transposed`, `[1, 32]` blocks of the data).
   stripColumnwise,
-  /// The `[1, 32]` and the `[32, 1]` quantize of one input, together by the
-  /// strip kernel (QuantizeStrips.cpp).
+  /// The `[1, 32]` and the `[32, 1]` (or transposed) quantize of one input,
+  /// together by the strip kernel (QuantizeStrips.cpp).
   stripFused,
   /// A `[128, 128]` quantize: one CTA per block (BlockwiseQuantize.cpp).
   blockwise2D,
   /// One block per matrix (current per-tensor scaling): an amax kernel,
-  /// then the cast (PerTensorScaling.cpp).
+  /// then the cast (PerTensorScaling.cpp); a transposed one, and the plain
+  /// one of the same input with it, by the cast+transpose kernel.
   perTensor,
   /// An MXFP4 or NVFP4 quantize, rowwise or columnwise (Fp4Kernels.cpp).
   fp4,
@@ -49,7 +51,8 @@ enum class QuantizeKernel {
 /// How one quantize op is computed.
 struct QuantizePlan {
   QuantizeKernel kernel;
-  /// The other quantize of a `stripFused` kernel; null for the others.
+  /// The other quantize of a `stripFused` kernel or of a `perTensor`
+  /// cast+transpose kernel; null for the others.
   QuantizeOp sibling;
   /// The swizzle of this op's scales that the kernel writes directly, if any.
   SwizzleOp swizzle;
@@ -65,7 +68,9 @@ public:
   /// Plans every quantize op under `root` for the kernels of `chip`. A
   /// rowwise quantize is fused with the first columnwise quantize of the same
   /// input in the same block (in program order) that has the same element
-  /// type, scale type and rounding and no other partner; a swizzle is fused
+  /// type, scale type and rounding and no other partner; a transposed
+  /// per-tensor cast likewise with the first plain per-tensor cast of the
+  /// same input (with the same amax operand, if any); a swizzle is fused
   /// when it is the only user of the scales and tiles them along the
   /// quantize's unscaled dimension.
   QuantizeFusionPlan(mlir::Operation *root, Chip chip);

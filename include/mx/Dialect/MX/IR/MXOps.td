@@ -286,7 +286,7 @@ def MX_UnswizzleOp : MX_Op<"unswizzle", [Pure]> {
 // ScaledMatmulOp
 //===----------------------------------------------------------------------===//
 
-def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
+def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure, AttrSizedOperandSegments]> {
   let summary = "block-scaled matrix product C = deq(A) * deq(B)^T";
   let description = [{
     Computes `C[..., m, n] = sum_k deq(A)[..., m, k] * deq(B)[..., n, k]`,
@@ -336,11 +336,29 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
         : tensor<256x64xf8E5M2>, tensor<8x64xf8E8M0FNU>,
           tensor<256x96xf8E4M3FN>, tensor<8x96xf8E8M0FNU> -> tensor<64x96xf32>
     ```
+
+    Epilogues (what a training step adds to a product, in the same kernel):
+    `bias` adds a vector `[N]` (f32, bf16 or f16) to every row (a linear
+    layer's forward), and `accumulate` adds an existing output `D` of the
+    result's type (`C += A B^T`: gradient accumulation into an f32 main
+    gradient, Transformer Engine's `fuse_wgrad_accumulation`). In f32, before
+    the one rounding to the result type:
+    `result = round(((sum_k ...) + bias[n]) + D[..., m, n])`.
+
+    ```mlir
+    %main1 = mx.scaled_matmul %dy, %dys, %x, %xs
+        lhs_block [32, 1] lhs_layout k_outer rhs_block [32, 1] rhs_layout k_outer
+        accumulate(%main : tensor<64x96xf32>)
+        : tensor<256x64xf8E5M2>, tensor<8x64xf8E8M0FNU>,
+          tensor<256x96xf8E4M3FN>, tensor<8x96xf8E8M0FNU> -> tensor<64x96xf32>
+    ```
   }];
 
   let arguments = (ins MX_ElementTensor:$lhs, MX_ScaleTensor:$lhs_scales,
                        MX_ElementTensor:$rhs, MX_ScaleTensor:$rhs_scales,
                        Variadic<MX_TensorScale>:$tensor_scales,
+                       Optional<MX_WideTensor>:$bias,
+                       Optional<MX_WideTensor>:$accumulator,
                        DenseI64ArrayAttr:$lhs_block,
                        DenseI64ArrayAttr:$rhs_block,
                        DefaultValuedAttr<MX_OperandLayoutAttr,
@@ -353,6 +371,8 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure]> {
     `lhs_block` $lhs_block (`lhs_layout` `` $lhs_layout^)?
     `rhs_block` $rhs_block (`rhs_layout` `` $rhs_layout^)?
     (`tensor_scales` `(` $tensor_scales^ `:` type($tensor_scales) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`accumulate` `(` $accumulator^ `:` type($accumulator) `)`)?
     attr-dict
     `:` type($lhs) `,` type($lhs_scales) `,` type($rhs) `,` type($rhs_scales)
     `->` type($result)

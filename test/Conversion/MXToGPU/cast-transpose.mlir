@@ -1,0 +1,102 @@
+// RUN: mx-opt %s --convert-mx-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
+
+// The cast+transpose kernel (PerTensorScaling.cpp): a transposed per-tensor
+// cast, and the plain cast of the same input with it, in one kernel of one
+// CTA per 64 x 64 tile that stages the codes in workgroup memory.
+
+// Current scaling: the amax kernel, then one kernel writing both outputs
+// (2 slices x 2 x 3 tiles).
+// CHECK-LABEL: func @current_scaling_pair
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}) threads{{.*}} workgroup({{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c12{{.*}}) threads{{.*}} workgroup(%[[STAGE:.*]] : memref<64x64xi8, #gpu.address_space<workgroup>>)
+// CHECK:   vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<192x160xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK:   vector.store %{{.*}}, %[[STAGE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x64xi8, #gpu.address_space<workgroup>>, vector<16xi8>
+// CHECK:   gpu.barrier
+// CHECK-COUNT-16: memref.load %[[STAGE]]
+// CHECK:   vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<320x96xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @current_scaling_pair(%x: tensor<2x96x160xbf16>) -> (tensor<2x96x160xf8E4M3FN>, tensor<2x1x1xf32>, tensor<2x160x96xf8E4M3FN>, tensor<2x1x1xf32>) {
+  %d, %s = mx.quantize %x block [1, 96, 160] rounding exact : tensor<2x96x160xbf16> -> tensor<2x96x160xf8E4M3FN>, tensor<2x1x1xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 160, 96] rounding exact : tensor<2x96x160xbf16> -> tensor<2x160x96xf8E4M3FN>, tensor<2x1x1xf32>
+  return %d, %s, %t, %ts : tensor<2x96x160xf8E4M3FN>, tensor<2x1x1xf32>, tensor<2x160x96xf8E4M3FN>, tensor<2x1x1xf32>
+}
+
+// -----
+
+// Delayed scaling: the history copy, then one kernel that casts, transposes
+// and records the amax; the transposed cast's history is the same buffer.
+// CHECK-LABEL: func @delayed_pair
+// CHECK: gpu.launch
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}) threads{{.*}} workgroup(%{{.*}} : memref<64x64xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK:   memref.atomic_rmw maxu
+// CHECK-NOT: gpu.launch
+// CHECK: %[[H:.*]] = bufferization.to_tensor %{{.*}} : memref<16x3xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %{{.*}}, %[[H]]
+func.func @delayed_pair(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<128x64xf8E4M3FN>, tensor<16x3xf32>) {
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  %yt, %i2, %h2 = mx.quantize_delayed %x, %s, %h1 index 1 transposed : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %i, %yt, %h2 : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<128x64xf8E4M3FN>, tensor<16x3xf32>
+}
+
+// -----
+
+// A transposed cast alone writes the transposed data only.
+// CHECK-LABEL: func @transposed_alone
+// CHECK: gpu.launch
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<64x64xi8, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-1: vector.store {{.*}} : memref<48x32xf8E5M2>, vector<16xf8E5M2>
+// CHECK-NOT: gpu.launch
+func.func @transposed_alone(%x: tensor<32x48xf32>) -> (tensor<48x32xf8E5M2>, tensor<1x1xf32>) {
+  %t, %ts = mx.quantize %x transposed block [48, 32] rounding exact : tensor<32x48xf32> -> tensor<48x32xf8E5M2>, tensor<1x1xf32>
+  return %t, %ts : tensor<48x32xf8E5M2>, tensor<1x1xf32>
+}
+
+// -----
+
+func.func @transposed_blocks(%x: tensor<64x128xbf16>) -> (tensor<128x64xf8E4M3FN>, tensor<128x1xf32>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels write transposed data for one block per matrix (per-tensor scaling) and for [1, 32] blocks of the data only}}
+  %t, %ts = mx.quantize %x transposed block [1, 64] rounding exact : tensor<64x128xbf16> -> tensor<128x64xf8E4M3FN>, tensor<128x1xf32>
+  return %t, %ts : tensor<128x64xf8E4M3FN>, tensor<128x1xf32>
+}
+
+// -----
+
+func.func @transposed_columns_odd(%x: tensor<40x64xbf16>) -> (tensor<64x40xf8E4M3FN>, tensor<64x2xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the transposed columnwise GPU kernel needs the input's rows to be a multiple of 16 and its columns a multiple of 4}}
+  %t, %ts = mx.quantize %x transposed block [1, 32] : tensor<40x64xbf16> -> tensor<64x40xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+  return %t, %ts : tensor<64x40xf8E4M3FN>, tensor<64x2xf8E8M0FNU>
+}
+
+// -----
+
+func.func @transposed_odd(%x: tensor<40x24xbf16>) -> (tensor<24x40xf8E4M3FN>, tensor<1x1xf32>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the cast+transpose GPU kernel needs both matrix dimensions to be multiples of 16}}
+  %t, %ts = mx.quantize %x transposed block [24, 40] rounding exact : tensor<40x24xbf16> -> tensor<24x40xf8E4M3FN>, tensor<1x1xf32>
+  return %t, %ts : tensor<24x40xf8E4M3FN>, tensor<1x1xf32>
+}
+
+// -----
+
+func.func @delayed_transposed_odd(%x: tensor<40x24xbf16>, %s: tensor<1xf32>, %h: tensor<4x1xf32>) -> tensor<24x40xf8E4M3FN> {
+  // expected-error @+1 {{'mx.quantize_delayed' op has no GPU lowering: the cast+transpose GPU kernel needs both matrix dimensions to be multiples of 16}}
+  %yt, %i, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<40x24xbf16>, tensor<1xf32>, tensor<4x1xf32> -> tensor<24x40xf8E4M3FN>, tensor<1x1xf32>, tensor<4x1xf32>
+  return %yt : tensor<24x40xf8E4M3FN>
+}
+
+// -----
+
+// MXFP8's columnwise operand written GEMM-ready by the strip kernel fused
+// with the rowwise quantize: each lane stores a column's 16 codes as one
+// 16-byte chunk of a transposed row, and its scales at [column, row block].
+// CHECK-LABEL: func @mx_columns_transposed
+// CHECK: gpu.launch
+// CHECK-COUNT-4: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<192x96xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<192x3xf8E8M0FNU>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @mx_columns_transposed(%x: tensor<96x192xbf16>) -> (tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>, tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<96x192xbf16> -> tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>
+  %t, %ts = mx.quantize %x transposed block [1, 32] : tensor<96x192xbf16> -> tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>
+  return %d, %s, %t, %ts : tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>, tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>
+}

@@ -1,0 +1,46 @@
+// The epilogue operands of mx.scaled_matmul in the generated kernels: the
+// kernel takes the bias and the accumulated output as two more pointers,
+// stores from registers (never through the TMA-store epilogue), and adds
+// them in f32 before the rounding; gemm=auto takes the generated kernel
+// where cuBLASLt (which takes no epilogue operand) would run the recipe.
+// RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
+// RUN: mx-opt %s --split-input-file --convert-mx-to-gpu="gemm=auto" | FileCheck %s --check-prefix=AUTO
+// RUN: mx-opt %s --split-input-file --convert-mx-to-cublas="gemm=cublas" -verify-diagnostics
+
+// CHECK-LABEL: func.func @bias_and_accumulate
+// CHECK: gpu.launch_func @{{.*}}::@kernel {{.*}} args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
+// CHECK: gpu.func @kernel
+// CHECK-SAME: epilogue=registers bias=bf16 accumulate
+// CHECK: scf.if
+// CHECK:   %[[BIAS:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xbf16>
+// CHECK:   %[[B32:.*]] = arith.extf %[[BIAS]] : vector<2xbf16> to vector<2xf32>
+// CHECK:   %[[SUM:.*]] = arith.addf %{{.*}}, %[[B32]] : vector<2xf32>
+// CHECK:   %[[D:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> vector<2xf32>
+// CHECK:   %[[ALL:.*]] = arith.addf %[[SUM]], %[[D]] : vector<2xf32>
+// CHECK:   llvm.store %[[ALL]], %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<1>
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
+// AUTO-LABEL: func.func @bias_and_accumulate
+// AUTO: mx.gemm_lowering = "kernel: faster on sm_90a
+func.func @bias_and_accumulate(%a: tensor<128x256xf8E4M3FN>, %as: tensor<1x1xf32>, %b: tensor<256x256xf8E4M3FN>, %bs: tensor<1x1xf32>, %bias: tensor<256xbf16>, %d: tensor<128x256xf32>) -> tensor<128x256xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: the cuBLASLt lowering takes no bias or accumulate operand; the generated kernel runs it (mx-lower-to-nvvm gemm=kernel or gemm=auto)}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [128, 256] rhs_block [256, 256]
+      bias(%bias : tensor<256xbf16>) accumulate(%d : tensor<128x256xf32>)
+      : tensor<128x256xf8E4M3FN>, tensor<1x1xf32>, tensor<256x256xf8E4M3FN>, tensor<1x1xf32> -> tensor<128x256xf32>
+  return %c : tensor<128x256xf32>
+}
+
+// -----
+
+// The weight gradient into an f32 main gradient ([1, 128] x [1, 128], which
+// gemm=auto gives cuBLASLt on sm_90a without the epilogue operand).
+// CHECK-LABEL: func.func @wgrad_main_grad
+// CHECK: mx.gemm_plan = "recipe=blockwise{{.*}} epilogue=registers accumulate
+// AUTO-LABEL: func.func @wgrad_main_grad
+// AUTO: mx.gemm_lowering = "kernel: cuBLASLt cannot run it (the cuBLASLt lowering takes no bias or accumulate operand)"
+func.func @wgrad_main_grad(%dy: tensor<256x512xf8E4M3FN>, %dys: tensor<256x4xf32>, %x: tensor<128x512xf8E4M3FN>, %xs: tensor<128x4xf32>, %main: tensor<256x128xf32>) -> tensor<256x128xf32> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: the cuBLASLt lowering takes no bias or accumulate operand; the generated kernel runs it (mx-lower-to-nvvm gemm=kernel or gemm=auto)}}
+  %c = mx.scaled_matmul %dy, %dys, %x, %xs lhs_block [1, 128] rhs_block [1, 128]
+      accumulate(%main : tensor<256x128xf32>)
+      : tensor<256x512xf8E4M3FN>, tensor<256x4xf32>, tensor<128x512xf8E4M3FN>, tensor<128x4xf32> -> tensor<256x128xf32>
+  return %c : tensor<256x128xf32>
+}
