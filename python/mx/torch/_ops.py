@@ -20,9 +20,14 @@ the bits), which is how mx.torch runs, and is tested, without a GPU.
 
 `operand` turns compact parts into a GEMM operand (after any gather); it is plain torch, so a
 quantize that writes GEMM-ready operands itself changes only it.
+
+mx.torch calls the module's functions (`_ops.quantize(...)`), not `torch.ops.mx.*`: while torch.compile
+traces they are the registered ops, in eager mode the implementations themselves (`_custom_op`).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import torch
@@ -117,6 +122,27 @@ def _call(kernel: compiler.Kernel, *args: Tensor) -> list[Tensor]:
     return results if kernel.target != "cpu" else [_to_torch(r) for r in results]
 
 
+def _custom_op(name: str, mutates_args=()):
+    """Registers the decorated function as the torch custom op mx::`name` and returns what mx.torch
+    calls: the registered op while torch.compile traces (the graph holds the op, its fake runs), the
+    function itself in eager mode. Eager mode needs none of torch's custom-op dispatch (mx.torch's
+    autograd is its own autograd.Function), which took about two thirds of an mx.torch.Linear
+    step's host time on the H100 machine (cProfile, bench/RESULTS.md): enough to leave the GPU idle
+    between kernels at M x K x N = 8192 x 4096 x 4096."""
+    def register(fn):
+        op = torch.library.custom_op(f"mx::{name}", mutates_args=mutates_args)(fn)
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            if torch.compiler.is_compiling():
+                return op(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        call.register_fake = op.register_fake
+        return call
+    return register
+
+
 def _empty(x: Tensor, shape, mlir: str) -> Tensor:
     """A fake result of logical `shape` (packed types hold fewer bytes than elements)."""
     shape = formats.get(mlir).stored_shape(tuple(shape))
@@ -127,7 +153,7 @@ def _empty(x: Tensor, shape, mlir: str) -> Tensor:
 # Quantize
 # ---------------------------------------------------------------------------------------------------
 
-@torch.library.custom_op("mx::quantize", mutates_args=())
+@_custom_op("quantize")
 def quantize(x: Tensor, plan: str, col: bool) -> list[Tensor]:
     """The compact parts of `x` (a TensorPlan's tensor or shard), with the col parts if `col`."""
     kernels = _PLANS[plan].kernels
@@ -150,7 +176,7 @@ def _(x, plan, col):
     return _fake_parts(x, plan, col)
 
 
-@torch.library.custom_op("mx::amax", mutates_args=())
+@_custom_op("amax")
 def amax(x: Tensor, plan: str) -> Tensor:
     """max |x| (f32, NaN if any NaN; NVFP4: of the finite elements), shaped [1, 1]."""
     return _call(_PLANS[plan].kernels["amax"], x)[0].reshape(1, 1)
@@ -172,7 +198,7 @@ def current_scale(amax: Tensor, elem: str) -> Tensor:
     return torch.where(amax == 0, 1.0, scale).to(torch.float32)
 
 
-@torch.library.custom_op("mx::cast", mutates_args=())
+@_custom_op("cast")
 def cast(x: Tensor, amax: Tensor, plan: str, col: bool) -> list[Tensor]:
     """The compact parts of the shard `x` with `amax` [1, 1] of the whole tensor: per-tensor
     (data, scales) cast with current_scale(amax); NVFP4's parts (the col ones if `col`) quantized
@@ -193,7 +219,7 @@ def _(x, amax, plan, col):
     return _fake_parts(x, plan, col)
 
 
-@torch.library.custom_op("mx::quantize_delayed", mutates_args=("history",))
+@_custom_op("quantize_delayed", mutates_args=("history",))
 def quantize_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor]:
     """(data, scales) of `x` cast with its delayed scale; records its amax in `history`. (A tuple:
     functionalization takes no list result from an op that mutates.)"""
@@ -207,7 +233,7 @@ def _(x, scales, history, plan):
     return tuple(_fake_parts(x, plan, False))
 
 
-@torch.library.custom_op("mx::cast_transpose_delayed", mutates_args=("history",))
+@_custom_op("cast_transpose_delayed", mutates_args=("history",))
 def cast_transpose_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor, Tensor]:
     """quantize_delayed, plus the transposed data (the GEMM-ready col_data) from the same kernel;
     the col_scales are the same scales."""
@@ -225,7 +251,7 @@ def _fake_parts(x: Tensor, plan: str, col: bool) -> list[Tensor]:
     return [_empty(x, spec.shape, spec.dtype) for spec in _PLANS[plan].parts(col)]
 
 
-@torch.library.custom_op("mx::update_amax_history", mutates_args=("history", "scales"))
+@_custom_op("update_amax_history", mutates_args=("history", "scales"))
 def update_amax_history(history: Tensor, scales: Tensor, plan: str, state: str) -> None:
     """Delayed scaling's once-per-step update of one state: next scales, rotated history."""
     new_history, new_scales = _call(_PLANS[plan].updates[state], history, scales)
@@ -242,7 +268,7 @@ def _(history, scales, plan, state):
 # GEMM
 # ---------------------------------------------------------------------------------------------------
 
-@torch.library.custom_op("mx::gemm", mutates_args=())
+@_custom_op("gemm")
 def gemm(a: list[Tensor], b: list[Tensor], plan: str, name: str, bias: Tensor | None = None) -> Tensor:
     """a . b^T of two GEMM operands ([rows, K] data, scales, and NVFP4's tensor scale) of one of
     the plan's GEMMs; with `bias` (of the weight's dtype, where the plan has the GEMM's "_bias"
@@ -270,7 +296,7 @@ def _(a, b, plan, name, bias=None):
 # Compact parts -> GEMM operands, and the per-role quantize of one tensor
 # ---------------------------------------------------------------------------------------------------
 
-@torch.library.custom_op("mx::transpose_bytes", mutates_args=())
+@_custom_op("transpose_bytes")
 def transpose_bytes(t: Tensor) -> Tensor:
     """t^T (2-D), contiguous, copied as bytes (FP8 data and E8M0 scales). An op of its own so that
     compilers copy bytes and need not know the FP8 and E8M0 dtypes (Inductor's CPU code does not)."""
@@ -295,7 +321,7 @@ def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, .
     if not made.col_derivable:
         raise ValueError(f"mx.torch: the {made.role}'s transposed operand needs its col parts")
     # Sharded per-tensor (one scale) or 128x128 blocks: transpose what is there.
-    return torch.ops.mx.transpose_bytes(parts[0]), parts[1].t().contiguous()
+    return transpose_bytes(parts[0]), parts[1].t().contiguous()
 
 
 def delayed_state(states: dict[str, tuple[Tensor, Tensor]], role: str) -> tuple[Tensor, Tensor]:

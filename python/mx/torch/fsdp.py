@@ -203,7 +203,7 @@ def precompute_scales(model: torch.nn.Module) -> int:
             continue
         group = layer_group
         shards.append(local)
-        amaxes.append(torch.ops.mx.amax(local._tensor.contiguous(), plan.key))
+        amaxes.append(_ops.amax(local._tensor.contiguous(), plan.key))
     if shards:
         reduced = distributed.all_reduce_max(torch.cat(amaxes), group)
         for shard, amax in zip(shards, reduced.split(1)):

@@ -65,14 +65,14 @@ def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None) ->
     if isinstance(made.recipe, recipes.Delayed):
         scales, history = _ops.delayed_state(states, made.role)
         if col and made.writes_transposed:
-            data, scale_inv, data_t = torch.ops.mx.cast_transpose_delayed(t, scales, history, made.key)
+            data, scale_inv, data_t = _ops.cast_transpose_delayed(t, scales, history, made.key)
             return [data, scale_inv, data_t, scale_inv]
-        return list(torch.ops.mx.quantize_delayed(t, scales, history, made.key))
+        return list(_ops.quantize_delayed(t, scales, history, made.key))
     if made.shares_amax:
         if amax is None:
-            amax = distributed.all_reduce_max(torch.ops.mx.amax(t, made.key), amax_group)
-        return torch.ops.mx.cast(t, amax, made.key, col)
-    return torch.ops.mx.quantize(t, made.key, col)
+            amax = distributed.all_reduce_max(_ops.amax(t, made.key), amax_group)
+        return _ops.cast(t, amax, made.key, col)
+    return _ops.quantize(t, made.key, col)
 
 
 def _operands(made, parts, sides, parallel: Parallel):
@@ -99,7 +99,7 @@ def update_scales(made, states: dict, reduce_group) -> None:
         for history, row in zip(histories, rows.split([h.shape[1] for h in histories])):
             history[0].copy_(row)
     for state, (scales, history) in states.items():
-        torch.ops.mx.update_amax_history(history, scales, made.key, state)
+        _ops.update_amax_history(history, scales, made.key, state)
 
 
 class _LinearFunction(torch.autograd.Function):
@@ -116,7 +116,7 @@ class _LinearFunction(torch.autograd.Function):
         # The bias in fprop's epilogue, unless the partial outputs are summed after it (row-parallel).
         fused = bias is not None and parallel.kind != "row" and "fprop_bias" in made.gemms and \
             _ops.mlir_type(bias) == made.weight_dtype
-        y = torch.ops.mx.gemm(x_row, w_row, key, "fprop", bias if fused else None)
+        y = _ops.gemm(x_row, w_row, key, "fprop", bias if fused else None)
         if parallel.kind == "row":
             y = distributed.reduce_scatter_rows(y, parallel.group)
         if bias is not None and not fused:
@@ -140,12 +140,12 @@ class _LinearFunction(torch.autograd.Function):
         g_ops = _operands(grads, g_parts, ("row", "col") if need_wgrad else ("row",), parallel)
         dx = dw = db = None
         if need_dgrad:
-            dx = torch.ops.mx.gemm(g_ops[0], w_col, ctx.key, "dgrad")
+            dx = _ops.gemm(g_ops[0], w_col, ctx.key, "dgrad")
             if parallel.kind == "column":
                 dx = distributed.reduce_scatter_rows(dx, parallel.group)
         if need_wgrad:
             (x_col,) = _operands(made.tensors["input"], x_parts, ("col",), parallel)
-            dw = torch.ops.mx.gemm(g_ops[1], x_col, ctx.key, "wgrad")
+            dw = _ops.gemm(g_ops[1], x_col, ctx.key, "wgrad")
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = dy.sum(0)
             if parallel.kind == "row":  # dY is a token shard: the bias gradient sums all of them
