@@ -21,6 +21,8 @@ QUANTIZE_SHAPE = (256, 512)
 OPS_SHAPES = {"quantize": (384, 256), "matmul": (256, 192, 512)}
 MLP = {"batch": 256, "width": 256, "hidden": 512, "steps": 300}
 TRAIN_RECIPES = ("mxfp8", "blockwise")
+MICRO_BATCHES = 2  # test_training_with_micro_batches_tracks_bf16: gradient accumulation per step
+ACCUMULATE_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")
 LINEAR_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", *linear_cases.FP4)
 COMPILE_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4")
 QUANTIZE = """
@@ -47,6 +49,9 @@ def programs(target):
     for recipe in TRAIN_RECIPES:
         for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
             LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "f32", target)
+    for recipe in ACCUMULATE_RECIPES:
+        for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
+            LinearPlan(MLP["batch"] // MICRO_BATCHES, k_, n_, recipe, "bf16", "f32", target)
     for recipe in COMPILE_RECIPES:  # test_compile_fullgraph_equals_eager's bf16 model
         for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
             LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "bf16", target)
@@ -140,7 +145,10 @@ def test_linear_against_float64(recipe):
     linear_cases.check_linear_against_float64(recipe, "cuda")
 
 
-def _train(make_linear, seed):
+def _train(make_linear, seed, micro_batches=1):
+    """(mean of the first 10, mean of the last 20) losses of an MLP (biased layers) learning a fixed
+    teacher for MLP["steps"] optimizer steps; each step's batch in `micro_batches` backward passes
+    whose gradients accumulate before the step."""
     torch.manual_seed(seed)
     width, hidden = MLP["width"], MLP["hidden"]
     model = torch.nn.Sequential(make_linear(width, hidden), torch.nn.GELU(), make_linear(hidden, width)).cuda()
@@ -153,12 +161,15 @@ def _train(make_linear, seed):
         x = torch.randn(MLP["batch"], width, device="cuda", generator=generator)
         with torch.no_grad():
             target = teacher(x)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = torch.nn.functional.mse_loss(model(x.bfloat16()).float(), target)
         optimizer.zero_grad()
-        loss.backward()
+        loss = 0.0
+        for xs, ts in zip(x.chunk(micro_batches), target.chunk(micro_batches)):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                part = torch.nn.functional.mse_loss(model(xs.bfloat16()).float(), ts) / micro_batches
+            part.backward()
+            loss += part.item()
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(loss)
     return float(np.mean(losses[:10])), float(np.mean(losses[-20:]))
 
 
@@ -169,6 +180,19 @@ def test_training_tracks_bf16(recipe):
     start, bf16 = _train(lambda i, o: torch.nn.Linear(i, o), seed=1)
     _, fp8 = _train(lambda i, o: Linear(i, o, recipe=recipe), seed=1)
     print(f"{recipe}: initial loss {start:.4f}, final loss bf16 {bf16:.4f}, mx {fp8:.4f}")
+    assert fp8 < 0.5 * start, "the mx MLP did not learn"
+    assert abs(fp8 - bf16) <= 0.1 * bf16 + 1e-3, f"final loss {fp8:.4f} vs bf16 {bf16:.4f}"
+
+
+@pytest.mark.parametrize("recipe", ACCUMULATE_RECIPES)
+def test_training_with_micro_batches_tracks_bf16(recipe):
+    """Issue 19's accuracy check: the same 300 steps with biased layers and the gradients of
+    MICRO_BATCHES micro-batches accumulated per step reach bf16's loss, for every FP8 recipe."""
+    from mx.torch import Linear
+    start, bf16 = _train(lambda i, o: torch.nn.Linear(i, o), seed=2, micro_batches=MICRO_BATCHES)
+    _, fp8 = _train(lambda i, o: Linear(i, o, recipe=recipe), seed=2, micro_batches=MICRO_BATCHES)
+    print(f"{recipe}, {MICRO_BATCHES} micro-batches: initial loss {start:.4f}, final loss bf16 {bf16:.4f}, "
+          f"mx {fp8:.4f}")
     assert fp8 < 0.5 * start, "the mx MLP did not learn"
     assert abs(fp8 - bf16) <= 0.1 * bf16 + 1e-3, f"final loss {fp8:.4f} vs bf16 {bf16:.4f}"
 
