@@ -79,6 +79,7 @@ QUANTIZE = {
     "blockwise_transposed_large": ((1040, 516), BF16, "f8E5M2", "f32", "ceil", [(COL128_T, False)]),
     "blockwise_transposed_exact_f16": ((48, 36), F16, "f8E4M3FN", "f32", "exact", [(COL128_T, False)]),
     "blockwise_transposed_floor": ((256, 132), F32, "f8E4M3FN", "f32", "floor", [(COL128_T, False)]),
+    "blockwise_transposed_swizzled": ((2, 144, 72), BF16, "f8E4M3FN", "f32", "ceil", [(COL128_T, True)]),
 }
 AMAX = {  # input shape and dtype
     "amax_bf16": ((70, 208), BF16),
