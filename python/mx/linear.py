@@ -9,12 +9,13 @@ Quantizing a tensor of a role ("input" X [M, K], "weight" W [N, K], "grad" dY [M
 *compact* parts, what crosses the wire when the tensor is sharded (spec section 12): the rowwise
 "data" and "scales", and, where the transposed operand is not derived from them, "col_data" and
 "col_scales": MXFP8's columnwise quantization written transposed ([cols, rows] data, [cols, rows / 32]
-scales, GEMM-ready), the rowwise quantization of the transposed tensor ([cols, rows]) of FP8
-blockwise's 1x128 activations
-and gradients and of MXFP4 (packed FP4 cannot be transposed as bytes), and the transposed data
-([cols, rows], GEMM-ready) that per-tensor and delayed scaling of an unsharded tensor write in the
-same kernel as the rowwise data (Transformer Engine's cast+transpose: mx.quantize / mx.quantize_delayed
-`transposed`). Sharded per-tensor tensors and 128x128 blockwise derive the transposed operand from
+scales, GEMM-ready) and FP8 blockwise's 1x128 blocks along the rows of activations and gradients
+written transposed ([cols, rows] data, [cols, rows / 128] scales: the rowwise quantization of the
+transposed tensor, quantized from the tensor in place), both by the program "both" with the rowwise
+parts; the rowwise quantization of the transposed tensor of the FP4 recipes (packed FP4 cannot be
+written transposed), and the transposed data ([cols, rows], GEMM-ready) that per-tensor and delayed
+scaling of an unsharded tensor write in the same kernel as the rowwise data (Transformer Engine's
+cast+transpose: mx.quantize / mx.quantize_delayed `transposed`). Sharded per-tensor tensors and 128x128 blockwise derive the transposed operand from
 the (gathered) rowwise bytes. `PartSpec.gather_dim` says along which dimension the parts of row
 shards concatenate. Turning compact parts into GEMM operands (byte transposes where derived; the
 scale swizzle is part of each GEMM program) comes after any gather. NVFP4's f32 tensor scale is the
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import builder, compiler, ops, recipes, reference
+from . import builder, compiler, formats, ops, recipes, reference
 
 # Delayed scaling: the state and slot of each role, and the slots of each state.
 DELAYED_SLOTS = {"input": ("forward", 0), "weight": ("forward", 1), "grad": ("backward", 0)}
@@ -169,8 +170,8 @@ class TensorPlan:
         if col and self.writes_transposed:  # one scale, the same for both
             specs += [PartSpec("col_data", (cols, rows), elem, 1), PartSpec("col_scales", (1, 1), scale, None)]
         elif col and not self.derives_col:
-            # MXFP8's columnwise quantization written transposed (GEMM-ready), or the transposed
-            # shard quantized rowwise (1x128 blockwise, MXFP4): the same shapes.
+            # MXFP8's columnwise or 1x128 blockwise's transposed quantization written transposed
+            # (GEMM-ready), or the transposed shard quantized rowwise (FP4): the same shapes.
             specs += [PartSpec("col_data", (cols, rows), elem, 1),
                       PartSpec("col_scales", reference.scales_shape((cols, rows), block), scale, 1)]
         if self.recipe.tensor_scaled:
@@ -200,12 +201,15 @@ class TensorPlan:
                           for transposed in (False, True)[:1 + self.writes_transposed]]
             return dict(zip(("row", "both"), per_tensor))
         block = self.block()
-        if isinstance(recipe, recipes.MXFP8):
-            return {"row": ops.quantize_kernel(shape, wide, block, elem, target=target),
-                    "both": ops.quantize_kernel(shape, wide, block, elem, columnwise=True, transposed=True,
-                                                target=target)}
         kernels = {"row": ops.quantize_kernel(shape, wide, block, elem, scale_type, target=target)}
-        if not self.derives_col:
+        if self.derives_col:
+            return kernels
+        if not formats.get(elem).packed:
+            # MXFP8's columnwise and 1x128 blockwise's transposed quantization written transposed from
+            # the tensor itself (GEMM-ready): the strip kernel, beside the rowwise one.
+            kernels["both"] = ops.quantize_kernel(shape, wide, block, elem, scale_type, columnwise=True,
+                                                  transposed=True, target=target)
+        else:  # packed FP4 cannot be written transposed: the transposed shard quantized rowwise
             kernels["col"] = ops.quantize_kernel(shape[::-1], wide, block, elem, scale_type, target=target)
         return kernels
 

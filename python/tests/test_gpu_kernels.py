@@ -19,7 +19,8 @@ from conftest import (assert_bits_equal, build_gpu_programs, exact_matmul, load_
 from mx import reference, runtime, tools
 
 ROW, COL, ROW128, TILE128 = (1, 32), (32, 1), (1, 128), (128, 128)
-TRANSPOSED, COL_T = "transposed", "columns transposed"
+TRANSPOSED, COL_T, COL128_T = "transposed", "columns transposed", "128 columns transposed"
+WRITTEN_TRANSPOSED = (TRANSPOSED, COL_T, COL128_T)
 BF16, F16, F32 = ml_dtypes.bfloat16, np.float16, np.float32
 # Quantize programs: input shape and dtype, element type, scale type, rounding, and the outputs as
 # (block, swizzled) pairs; a block of None is one block per matrix (per-tensor scaling). Blocks name the
@@ -69,6 +70,16 @@ QUANTIZE = {
     "columns_transposed_swizzled": ((2, 80, 72), F32, "f8E5M2", "f8E8M0FNU", "floor",
                                     [(ROW, True), (COL_T, True)]),
     "columns_transposed_alone": ((48, 100), F16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(COL_T, False)]),
+    # FP8 blockwise's 1x128 blocks along the input's rows, written transposed by the strip kernel
+    # (COL128_T: [1, 128] blocks of the transposed data, the input read in place): the bytes of the
+    # rowwise [1, 128] quantize of the transposed input. Rows a multiple of 16 (partial last blocks
+    # here), columns of 4.
+    "blockwise_transposed_pair": ((272, 208), BF16, "f8E4M3FN", "f32", "ceil", [(ROW128, False), (COL128_T, False)]),
+    "blockwise_transposed_e5m2": ((2, 144, 100), F32, "f8E5M2", "f32", "ceil", [(COL128_T, False)]),
+    "blockwise_transposed_large": ((1040, 516), BF16, "f8E5M2", "f32", "ceil", [(COL128_T, False)]),
+    "blockwise_transposed_exact_f16": ((48, 36), F16, "f8E4M3FN", "f32", "exact", [(COL128_T, False)]),
+    "blockwise_transposed_floor": ((256, 132), F32, "f8E4M3FN", "f32", "floor", [(COL128_T, False)]),
+    "blockwise_transposed_swizzled": ((2, 144, 72), BF16, "f8E4M3FN", "f32", "ceil", [(COL128_T, True)]),
 }
 AMAX = {  # input shape and dtype
     "amax_bf16": ((70, 208), BF16),
@@ -141,13 +152,13 @@ def _type(shape, dtype):
 
 def _full_block(shape, block):
     """The block of every dimension of data of `shape`: 1 on batch dimensions, the whole matrix for
-    None or TRANSPOSED, [1, 32] for COL_T."""
-    block = {None: tuple(shape[-2:]), TRANSPOSED: tuple(shape[-2:]), COL_T: ROW}.get(block, block)
+    None or TRANSPOSED, [1, 32] for COL_T, [1, 128] for COL128_T."""
+    block = {None: tuple(shape[-2:]), TRANSPOSED: tuple(shape[-2:]), COL_T: ROW, COL128_T: ROW128}.get(block, block)
     return (1,) * (len(shape) - 2) + block
 
 
 def _output_shape(shape, block):
-    return reference.transposed_shape(shape) if block in (TRANSPOSED, COL_T) else shape
+    return reference.transposed_shape(shape) if block in WRITTEN_TRANSPOSED else shape
 
 
 def _unscaled_dim(shape, block):
@@ -162,7 +173,7 @@ def quantize_source(name):
     shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
     body, results = [], []
     for index, (block, swizzled) in enumerate(outputs):
-        transposed = " transposed" if block in (TRANSPOSED, COL_T) else ""
+        transposed = " transposed" if block in WRITTEN_TRANSPOSED else ""
         data_shape = _output_shape(shape, block)
         block = _full_block(data_shape, block)
         data_type = _type(data_shape, reference.ELEMENT_TYPES[elem])
@@ -312,18 +323,50 @@ def _test_input(rng, shape, dtype, specials):
     return x.astype(dtype)
 
 
-@pytest.mark.parametrize("specials", ["all", "finite"])
-@pytest.mark.parametrize("name", list(QUANTIZE))
-def test_quantize_kernel(rng, libraries, name, specials):
+def _expected_quantize(name, x):
+    """The reference results of quantize program `name` on `x`."""
     shape, dtype, elem, scale_type, rounding, outputs = QUANTIZE[name]
-    x = _test_input(rng, shape, dtype, specials)
     expected = []
     for block, swizzled in outputs:
-        source = np.swapaxes(x, -1, -2) if block in (TRANSPOSED, COL_T) else x
+        source = np.swapaxes(x, -1, -2) if block in WRITTEN_TRANSPOSED else x
         block = _full_block(source.shape, block)
         data, scales = reference.quantize(source, block, elem, scale_type, rounding)
         expected += [data, reference.swizzle(scales, _unscaled_dim(shape, block)) if swizzled else scales]
-    run_gpu_program(libraries, name, [x], expected)
+    return expected
+
+
+@pytest.mark.parametrize("specials", ["all", "finite"])
+@pytest.mark.parametrize("name", list(QUANTIZE))
+def test_quantize_kernel(rng, libraries, name, specials):
+    x = _test_input(rng, *QUANTIZE[name][:2], specials)
+    run_gpu_program(libraries, name, [x], _expected_quantize(name, x))
+
+
+@pytest.mark.parametrize("name", [n for n in QUANTIZE if n.startswith("blockwise_transposed")])
+def test_blockwise_transposed_spread(rng, libraries, name):
+    """The transposed [1, 128] kernel on blocks of widely spread magnitudes: each 128-row block of
+    each input column gets its own factor 2^[-40, 40] (2^[-8, 8] for f16), so that a scale written
+    at the wrong place, or an amax taken over the wrong elements, changes the bytes. Planted per
+    block: zeros, the input type's max finite and smallest normal, the element types' max finite,
+    f32 subnormals, Inf, NaN; column 0 is zero."""
+    shape, dtype = QUANTIZE[name][:2]
+    rows, cols = shape[-2:]
+    blocks = -(-rows // 128)
+    spread = 8 if dtype is np.float16 else 40
+    factors = np.exp2(rng.integers(-spread, spread + 1, size=shape[:-2] + (blocks, 1, cols)))
+    x = rng.standard_normal(shape[:-2] + (blocks, 128, cols)) * factors
+    x = np.ascontiguousarray(x.reshape(shape[:-2] + (blocks * 128, cols))[..., :rows, :], np.float32)
+    flat = x.reshape(-1)
+    info = ml_dtypes.finfo(dtype)
+    planted = np.array([0.0, -0.0, float(info.max), -448.0, 57344.0, 1e-40, -3e-42, float(info.tiny),
+                        np.inf, -np.inf, np.nan], np.float32)
+    where = rng.choice(flat.size, size=min(flat.size, 4 * planted.size), replace=False)
+    flat[where] = np.resize(planted, where.size)
+    x[..., 0] = 0.0  # column 0: all-zero blocks
+    if dtype is np.float16:
+        x = np.clip(x, -6e4, 6e4)
+    x = x.astype(dtype)
+    run_gpu_program(libraries, name, [x], _expected_quantize(name, x))
 
 
 @pytest.mark.parametrize("specials", ["all", "finite"])

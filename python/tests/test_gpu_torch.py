@@ -229,12 +229,15 @@ def step_kernels(layer, x, dy):
     return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
-@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8"])
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8", "blockwise"])
 def test_step_launches_no_transpose_or_copy(recipe):
     """The K-outer operands of dgrad and wgrad are written transposed by the quantize kernels
-    (cast+transpose; MXFP8's columnwise quantization): one step of a Linear launches mx's kernels
-    only, no torch transpose or copy kernel (the delayed-scaling history write-backs are memcpys,
-    not kernels). FP8 blockwise still transposes in torch (1x128 inputs, 128x128 weight)."""
+    (cast+transpose; MXFP8's columnwise and FP8 blockwise's 1x128 quantization along M, by the
+    strip kernel from the tensor in place): one step of a Linear launches mx's kernels only, no
+    torch transpose or copy kernel (the delayed-scaling history write-backs are memcpys, not
+    kernels). The step reuses the weight's operands quantized by the first step (the weight did not
+    change); FP8 blockwise's 128x128 weight byte-transposes its rowwise data once per weight value,
+    which this step does not show."""
     from mx.torch import Linear
     layer = Linear(LINEAR["k"], LINEAR["n"], bias=False, recipe=recipe, device="cuda")
     x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)

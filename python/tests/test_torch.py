@@ -6,6 +6,7 @@ pipeline (the same plans and custom ops as on the GPU). Needs torch; skipped wit
 
 import io
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -181,6 +182,27 @@ def test_custom_ops_are_registered_with_fake_implementations():
         assert tuple(y.shape) == (TOKENS, HIDDEN) and y.dtype == torch.bfloat16
     for op in (torch.ops.mx.quantize.default, torch.ops.mx.gemm.default):
         torch.library.opcheck(op, _sample(op, made), test_utils=("test_faketensor",))
+
+
+@pytest.mark.parametrize("role,shards", [("input", 1), ("grad", 2)])
+def test_blockwise_col_parts_are_the_transposed_quantize(rng, role, shards):
+    """FP8 blockwise's col parts (1x128 blocks along the rows) are quantized from the tensor in place
+    (the plan's "both": mx.quantize transposed, no torch transpose) and are, bit for bit, the rowwise
+    1x128 quantize of the transposed tensor or sequence-parallel shard (mx.reference)."""
+    from conftest import assert_bits_equal, random_input
+    from mx import reference
+    rows = 2 * TOKENS
+    made = _ops.tensor_plan(role, rows, HIDDEN, "f32", "blockwise", "cpu", shards)
+    assert set(made.kernels) == {"row", "both"}
+    x = random_input(rng, (rows // shards, HIDDEN), np.float32)
+    parts = torch.ops.mx.quantize(torch.from_numpy(x), made.key, True)
+    elem = made.recipe.element(role)
+    expected = [*reference.quantize(x, (1, 128), elem, "f32", "ceil"),
+                *reference.quantize(np.ascontiguousarray(x.T), (1, 128), elem, "f32", "ceil")]
+    assert [tuple(p.shape) for p in parts] == [spec.shape for spec in made.parts()]
+    for index, (got, want) in enumerate(zip(parts, expected)):
+        got = got.view(torch.uint8) if got.element_size() == 1 else got
+        assert_bits_equal(got.numpy(), want, f"part {index}")
 
 
 def _sample(op, made):

@@ -157,10 +157,10 @@ def _empty(x: Tensor, shape, mlir: str) -> Tensor:
 def quantize(x: Tensor, plan: str, col: bool) -> list[Tensor]:
     """The compact parts of `x` (a TensorPlan's tensor or shard), with the col parts if `col`."""
     kernels = _PLANS[plan].kernels
-    if "both" in kernels and col:  # rowwise and columnwise (MXFP8) or transposed in one kernel
+    if "both" in kernels and col:  # the rowwise parts and the transposed ones, from x in place
         return _call(kernels["both"], x)
     parts = _call(kernels["row"], x)
-    if col and "col" in kernels:  # 1x128 blockwise, FP4: the transposed shard quantized rowwise
+    if col and "col" in kernels:  # FP4: the transposed shard quantized rowwise
         parts[2:2] = _transposed_parts(kernels["col"], x)
     return parts
 

@@ -11,7 +11,8 @@ runs the fprop GEMM; backward quantizes the output gradient and runs dgrad and w
 Each GEMM is one `mx.scaled_matmul` with K-contiguous operands: Hopper's FP8 tensor cores read
 K-major operands only, so the transposed operands are written by the quantize itself (per-tensor
 and delayed scaling: the cast+transpose kernel; MXFP8: the columnwise quantization written
-transposed; FP8 blockwise's 1x128 activations and gradients: quantized transposed), or made from the
+transposed; FP8 blockwise's 1x128 activations and gradients: their 1x128 quantization along M written
+transposed, from the tensor in place), or made from the
 compact quantized parts (mx.linear) by byte transposes (128x128 blocks, and sharded per-tensor
 tensors after their gather). Every kernel is a torch custom op (mx.torch._ops), so
 `torch.compile(fullgraph=True)` traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.

@@ -55,7 +55,7 @@ func.func @transposed_alone(%x: tensor<32x48xf32>) -> (tensor<48x32xf8E5M2>, ten
 // -----
 
 func.func @transposed_blocks(%x: tensor<64x128xbf16>) -> (tensor<128x64xf8E4M3FN>, tensor<128x1xf32>) {
-  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels write transposed data for one block per matrix (per-tensor scaling) and for [1, 32] blocks of the data only}}
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the GPU kernels write transposed data for one block per matrix (per-tensor scaling) and for [1, 32] and [1, 128] blocks of the data only}}
   %t, %ts = mx.quantize %x transposed block [1, 64] rounding exact : tensor<64x128xbf16> -> tensor<128x64xf8E4M3FN>, tensor<128x1xf32>
   return %t, %ts : tensor<128x64xf8E4M3FN>, tensor<128x1xf32>
 }
@@ -99,4 +99,60 @@ func.func @mx_columns_transposed(%x: tensor<96x192xbf16>) -> (tensor<96x192xf8E4
   %d, %s = mx.quantize %x block [1, 32] : tensor<96x192xbf16> -> tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>
   %t, %ts = mx.quantize %x transposed block [1, 32] : tensor<96x192xbf16> -> tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>
   return %d, %s, %t, %ts : tensor<96x192xf8E4M3FN>, tensor<96x6xf8E8M0FNU>, tensor<192x96xf8E4M3FN>, tensor<192x3xf8E8M0FNU>
+}
+
+// -----
+
+// FP8 blockwise's 1x128 blocks along M, read in place: the strip kernel with
+// 128-row column blocks stacked over 8 lane groups of 4 lanes (3 xor
+// shuffles per amax word: 4, 8, 16), a column's 16 codes one 16-byte chunk of
+// a transposed row and the f32 scales at [column, row block], as the rowwise
+// [1, 128] kernel writes them for the transposed input. The rowwise [1, 128]
+// quantize of the same input is a kernel of its own. Grid: 3 row blocks (the
+// last one partial) x 52 strips (208 / 4) x 8 groups =
+// 1248 threads, 5 CTAs.
+// CHECK-LABEL: func @blockwise_pair
+// CHECK: gpu.launch
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c5, {{.*}}) threads
+// CHECK-COUNT-16: vector.load %{{.*}} {alignment = 8 : i64} : memref<272x208xbf16>, vector<4xbf16>
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32, %c32_i32 : i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32, %c32_i32 : i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : i32
+// CHECK-NOT: gpu.shuffle
+// CHECK-COUNT-4: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<208x272xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @blockwise_pair(%x: tensor<272x208xbf16>) -> (tensor<272x208xf8E4M3FN>, tensor<272x2xf32>, tensor<208x272xf8E4M3FN>, tensor<208x3xf32>) {
+  %d, %s = mx.quantize %x block [1, 128] rounding ceil : tensor<272x208xbf16> -> tensor<272x208xf8E4M3FN>, tensor<272x2xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<272x208xbf16> -> tensor<208x272xf8E4M3FN>, tensor<208x3xf32>
+  return %d, %s, %t, %ts : tensor<272x208xf8E4M3FN>, tensor<272x2xf32>, tensor<208x272xf8E4M3FN>, tensor<208x3xf32>
+}
+
+// -----
+
+// Batched f32 input, E5M2: the slices are more row blocks of the grid (2 x 1
+// x 8 strips x 8 groups = 128 threads), the scales [slice * column, row
+// block] of the folded [2 * 32, 1] buffer, stored by the first lane group.
+// CHECK-LABEL: func @blockwise_batched
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}}) threads
+// CHECK-COUNT-16: vector.load %{{.*}} {alignment = 16 : i64} : memref<96x32xf32>, vector<4xf32>
+// CHECK-COUNT-3: gpu.shuffle xor
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x48xf8E5M2>, vector<16xf8E5M2>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x1xf32>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @blockwise_batched(%x: tensor<2x48x32xf32>) -> (tensor<2x32x48xf8E5M2>, tensor<2x32x1xf32>) {
+  %t, %ts = mx.quantize %x transposed block [1, 1, 128] rounding ceil : tensor<2x48x32xf32> -> tensor<2x32x48xf8E5M2>, tensor<2x32x1xf32>
+  return %t, %ts : tensor<2x32x48xf8E5M2>, tensor<2x32x1xf32>
+}
+
+// -----
+
+func.func @blockwise_odd(%x: tensor<136x20xbf16>) -> (tensor<20x136xf8E4M3FN>, tensor<20x2xf32>) {
+  // expected-error @+1 {{'mx.quantize' op has no GPU lowering: the transposed columnwise GPU kernel needs the input's rows to be a multiple of 16 and its columns a multiple of 4}}
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<136x20xbf16> -> tensor<20x136xf8E4M3FN>, tensor<20x2xf32>
+  return %t, %ts : tensor<20x136xf8E4M3FN>, tensor<20x2xf32>
 }

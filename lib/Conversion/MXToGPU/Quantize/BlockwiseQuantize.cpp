@@ -29,9 +29,9 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
-constexpr int64_t kLanesPerRow = kBlockwise2DExtent / kElementsPerLane;
+constexpr int64_t kLanesPerRow = kBlockwiseExtent / kElementsPerLane;
 constexpr int64_t kRowsPerPass = kThreadsPerBlock / kLanesPerRow;
-constexpr int64_t kPasses = kBlockwise2DExtent / kRowsPerPass;
+constexpr int64_t kPasses = kBlockwiseExtent / kRowsPerPass;
 
 /// A block row of the folded scales (slice-major) per batch slice, and the
 /// block columns: the grid, one CTA per block.
@@ -57,10 +57,10 @@ Value loadTile(OpBuilder &b, Location l, const KernelIds &ids,
   lanes.blockCol = index.rem(ids.block, grid.blockCols);
   Value slice = index.div(lanes.scaleRow, grid.blockRows);
   Value firstRow =
-      index.fma(index.rem(lanes.scaleRow, grid.blockRows), kBlockwise2DExtent,
+      index.fma(index.rem(lanes.scaleRow, grid.blockRows), kBlockwiseExtent,
                 index.div(ids.thread, kLanesPerRow));
   lanes.col =
-      index.fma(lanes.blockCol, kBlockwise2DExtent,
+      index.fma(lanes.blockCol, kBlockwiseExtent,
                 arith::MulIOp::create(b, l, index.rem(ids.thread, kLanesPerRow),
                                       cIndex(b, l, kElementsPerLane)));
   Value colValid = cmpLT(b, l, lanes.col, cIndex(b, l, grid.cols));

@@ -40,17 +40,19 @@ bool isFusableRowwise(QuantizeOp op) {
 
 /// The kernel of a transposed quantize, of one-byte elements: the
 /// per-tensor cast+transpose kernel for one block per matrix, the strip
-/// kernel for [1, 32] blocks of the data (the input's columns).
+/// kernel for [1, 32] (MX) and [1, 128] (FP8 blockwise) blocks of the data
+/// (the input's columns).
 std::optional<QuantizeKernel> getTransposedKernel(QuantizeOp op, Chip chip,
                                                   std::string &reason) {
   // In the data's dimensions: its rows are the input's columns.
   MatrixBlock m = getMatrixBlock(op);
   Type elementType = op.getData().getType().getElementType();
   bool perTensor = m.blockRows >= m.rows && m.blockCols >= m.cols;
-  bool columns = m.blockRows == 1 && m.blockCols == kMXBlock;
+  bool columns = m.blockRows == 1 && getStripLanesAcross(m.blockCols);
   if (!perTensor && !columns) {
     reason = "the GPU kernels write transposed data for one block per matrix "
-             "(per-tensor scaling) and for [1, 32] blocks of the data only";
+             "(per-tensor scaling) and for [1, 32] and [1, 128] blocks of the "
+             "data only";
     return std::nullopt;
   }
   if (getVerifiedElementFormat(elementType).isPacked() ||
@@ -132,7 +134,7 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op, Chip chip,
         << " for " << elementType;
     return std::nullopt;
   }
-  if (m.blockRows == kBlockwise2DExtent && m.blockCols == kBlockwise2DExtent) {
+  if (m.blockRows == kBlockwiseExtent && m.blockCols == kBlockwiseExtent) {
     if (m.cols % kElementsPerLane == 0)
       return QuantizeKernel::blockwise2D;
     reason = "the [128, 128] GPU kernel needs K to be a multiple of 16";
@@ -147,10 +149,12 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op, Chip chip,
 }
 
 /// Whether a rowwise and a columnwise quantize of one input can share a strip
-/// kernel: it writes both with one element type, scale type and rounding, and
-/// is built at one insertion point, which must dominate the users of both.
+/// kernel: it writes both with one element type, scale type and rounding, for
+/// MX's 32-row column blocks, and is built at one insertion point, which must
+/// dominate the users of both.
 bool canShareStripKernel(QuantizeOp rowwise, QuantizeOp columnwise) {
   return rowwise->getBlock() == columnwise->getBlock() &&
+         getStripBlockRows(columnwise) == kMXBlock &&
          rowwise.getData().getType().getElementType() ==
              columnwise.getData().getType().getElementType() &&
          rowwise.getScales().getType().getElementType() ==

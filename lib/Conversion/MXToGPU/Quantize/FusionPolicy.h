@@ -28,9 +28,10 @@ namespace mx::gpu_kernels {
 /// per-tensor) loads and converts at once: one 16-byte FP8 store, so rows
 /// must be multiples of it.
 constexpr int64_t kElementsPerLane = 16;
-/// The block of the 2-D blockwise kernel (BlockwiseQuantize.cpp), one CTA
-/// per block.
-constexpr int64_t kBlockwise2DExtent = 128;
+/// The extent of FP8 blockwise blocks: the `[128, 128]` blocks of the 2-D
+/// kernel (BlockwiseQuantize.cpp, one CTA per block) and the 128-row column
+/// blocks of the strip kernel (a transposed `[1, 128]` quantize).
+constexpr int64_t kBlockwiseExtent = 128;
 /// The strip quantize kernel (QuantizeStrips.cpp): columns of a lane's strip,
 /// so K must be a multiple of kStripCols.
 constexpr int64_t kStripCols = 4;
@@ -39,6 +40,17 @@ constexpr int64_t kStripCols = 4;
 /// or for a packed format the columns of the lanes whose codes fill whole
 /// 32-bit words together (16 for FP6).
 int64_t getStripColumnMultiple(const ElementFormat &format);
+
+/// The rows of the column blocks that the strip kernel quantizes for `op`, a
+/// columnwise or transposed quantize: its block `[r, 1]`, or `[1, r]` of the
+/// transposed data.
+int64_t getStripBlockRows(QuantizeOp op);
+
+/// Lanes of a strip-kernel warp side by side along the input's rows, one
+/// strip each, for column blocks of `blockRows` rows, which the warp stacks
+/// over kWarpSize / lanes lane groups; 0 where the kernel has no such block
+/// (it covers kMXBlock, MX, and kBlockwiseExtent, FP8 blockwise).
+int64_t getStripLanesAcross(int64_t blockRows);
 
 /// Lanes of the rowwise kernel that share a `[1, width]` block, or 0 where
 /// it has no kernel for that width: the lanes of a block must be a power of

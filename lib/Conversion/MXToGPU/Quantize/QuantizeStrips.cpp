@@ -3,12 +3,16 @@
 // Columnwise ([32, 1]) quantization, alone or fused with the rowwise ([1, 32])
 // quantization of the same input so that the input is read once; written as
 // it is or transposed (GEMM-ready: `transposed` with [1, 32] blocks of the
-// data, a lane's 16 codes of a column being one 16-byte store). Each lane
-// owns a strip of 16 rows x 4 columns, the two halves of a warp covering the
-// two halves of a 32-row block: it loads the strip with one 8- or 16-byte load
-// per row (16 lanes cover 64 contiguous columns, so every load instruction is
-// coalesced), reduces the 4 column amaxes in registers and with one shuffle
-// across the halves, and writes 4 FP8 bytes per row for the columnwise data.
+// data, a lane's 16 codes of a column being one 16-byte store). FP8
+// blockwise's transposed `[1, 128]` quantize (the 1x128 blocks of the
+// transposed input, read in place) is the same kernel with 128-row column
+// blocks. Each lane owns a strip of 16 rows x 4 columns, a column block's
+// strips being stacked over 2 (32 rows) or 8 (128 rows) lane groups of a warp
+// of 16 or 4 lanes side by side: it loads the strip with one 8- or 16-byte
+// load per row (a group covers 64 or 16 contiguous columns, whole 32-byte
+// sectors, so every load instruction is coalesced), reduces the 4 column
+// amaxes in registers and with one or three xor shuffles across the groups,
+// and writes 4 FP8 bytes per row for the columnwise data.
 // For the rowwise part, the 8 lanes that cover one 32-column block
 // reduce-scatter their 16 row amaxes (14 shuffles), each computes and stores
 // the scales of 2 rows, and one shuffle per row brings the factors back:
@@ -44,11 +48,12 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
-/// A 32-row column block is split between the two halves of a warp (16 rows
-/// each), which keeps a lane's strip at ~100 registers and so lets two
-/// 256-thread blocks share an SM.
-constexpr int64_t kHalfWarp = 16;
-constexpr int64_t kRowsPerLane = kMXBlock / 2;
+/// A column block is split between lane groups of a warp, 16 rows each (one
+/// 16-byte store of a column's codes when written transposed), which keeps a
+/// lane's strip at ~100 registers and so lets two 256-thread blocks share an
+/// SM.
+constexpr int64_t kRowsPerLane = 16;
+/// The rowwise part (MX's 32-column blocks): the lanes of a block.
 constexpr int64_t kLanesPerRowBlock = kMXBlock / kStripCols;
 
 /// One quantization done by the strip kernel: its op, how it converts its
@@ -67,11 +72,16 @@ constexpr int64_t kPackedLaneBits = 24, kPackedRunLanes = 4,
                   kPackedRunWords = 3;
 
 /// The work of a strip kernel, per batch slice of `rows` x `cols`: the
-/// 32-row blocks of the columnwise part and 32-column blocks of the rowwise
-/// part, and the row blocks and strips that the grid covers (the tiles'
-/// padding included; whole half-warps of strips).
+/// `blockRows`-row blocks of the columnwise part (stacked over lane groups
+/// of `lanesAcross` lanes) and 32-column blocks of the rowwise part, and the
+/// row blocks and strips that the grid covers (the tiles' padding included;
+/// whole lane groups of strips).
 struct StripGrid {
-  int64_t slices, rows, cols, rowBlocks, colBlocks, gridRowBlocks, gridStrips;
+  int64_t slices, rows, cols, blockRows, lanesAcross, rowBlocks, colBlocks,
+      gridRowBlocks, gridStrips;
+
+  /// The lane groups of a warp, over which a column block is stacked.
+  int64_t getGroups() const { return kWarpSize / lanesAcross; }
 };
 
 StripGrid getStripGrid(RankedTensorType inputType,
@@ -82,7 +92,9 @@ StripGrid getStripGrid(RankedTensorType inputType,
   grid.slices = getNumSlices(inputType, 2);
   grid.rows = inputType.getDimSize(rank - 2);
   grid.cols = inputType.getDimSize(rank - 1);
-  grid.rowBlocks = llvm::divideCeil(grid.rows, kMXBlock);
+  grid.blockRows = getStripBlockRows(columnwise.op);
+  grid.lanesAcross = getStripLanesAcross(grid.blockRows);
+  grid.rowBlocks = llvm::divideCeil(grid.rows, grid.blockRows);
   grid.colBlocks = llvm::divideCeil(grid.cols, kMXBlock);
   grid.gridRowBlocks = grid.rowBlocks;
   grid.gridStrips = grid.cols / kStripCols;
@@ -96,14 +108,14 @@ StripGrid getStripGrid(RankedTensorType inputType,
   if (rowwise && rowwise->swizzle) {
     grid.gridRowBlocks = std::max<int64_t>(
         grid.gridRowBlocks,
-        llvm::alignTo(grid.rows, SwizzleTiles::kRows) / kMXBlock);
+        llvm::alignTo(grid.rows, SwizzleTiles::kRows) / grid.blockRows);
     grid.gridStrips = std::max<int64_t>(
         grid.gridStrips,
         llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols) * kLanesPerRowBlock);
   }
-  // Whole half-warps per row block: the rowwise shuffles (8-lane groups)
-  // and the column-half shuffle (xor 16) then stay inside one block.
-  grid.gridStrips = llvm::alignTo(grid.gridStrips, kHalfWarp);
+  // Whole lane groups per row block: the columnwise shuffles across the
+  // groups and the rowwise ones (8-lane blocks) then stay inside one block.
+  grid.gridStrips = llvm::alignTo(grid.gridStrips, grid.lanesAcross);
   return grid;
 }
 
@@ -196,7 +208,7 @@ struct AmaxReduction {
 
 /// What one lane owns: its strip's place and its 16 rows of 4 values.
 struct Strip {
-  Value lane, slice, sliceValid, rowBlock, firstHalf, strip, col, colValid;
+  Value lane, slice, sliceValid, rowBlock, firstGroup, strip, col, colValid;
   /// Per row: the row in the slice, in the folded data, whether it exists,
   /// the values as loaded and as f32.
   SmallVector<Value> rowInSlice, row, rowValid, loaded, values;
@@ -204,33 +216,34 @@ struct Strip {
   AmaxReduction reduction;
 };
 
-/// Places the lane (warp w covers 16 strips of one row block; lane bit 4
-/// picks the half) and loads its strip: every lane loads (clamped in bounds)
-/// so that all lanes take part in the shuffles; stores are predicated.
+/// Places the lane (warp w covers `lanesAcross` strips of one row block; the
+/// high lane bits pick the group) and loads its strip: every lane loads
+/// (clamped in bounds) so that all lanes take part in the shuffles; stores
+/// are predicated.
 Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
                 Value input, VectorType laneType) {
   IndexArith index{b, l};
   Strip s;
   s.reduction.elementType = laneType.getElementType();
-  Value warp = index.div(thread, 2 * kHalfWarp),
-        lane = index.rem(thread, 2 * kHalfWarp);
+  Value warp = index.div(thread, kWarpSize),
+        lane = index.rem(thread, kWarpSize);
   s.lane = lane;
-  Value half = index.div(lane, kHalfWarp);
-  int64_t warpsPerRowBlock = grid.gridStrips / kHalfWarp;
+  Value group = index.div(lane, grid.lanesAcross);
+  int64_t warpsPerRowBlock = grid.gridStrips / grid.lanesAcross;
   Value gridRowBlock = index.div(warp, warpsPerRowBlock);
   s.slice = index.div(gridRowBlock, grid.gridRowBlocks);
   s.sliceValid = cmpLT(b, l, s.slice, cIndex(b, l, grid.slices));
   s.rowBlock = index.rem(gridRowBlock, grid.gridRowBlocks);
-  s.firstHalf = isZeroIndex(b, l, half);
-  s.strip = inSlice(b, l, index.rem(warp, warpsPerRowBlock), kHalfWarp,
-                    index.rem(lane, kHalfWarp));
+  s.firstGroup = isZeroIndex(b, l, group);
+  s.strip = inSlice(b, l, index.rem(warp, warpsPerRowBlock), grid.lanesAcross,
+                    index.rem(lane, grid.lanesAcross));
   s.col = arith::MulIOp::create(b, l, s.strip, cIndex(b, l, kStripCols));
   s.colValid = cmpLT(b, l, s.col, cIndex(b, l, grid.cols));
   Value loadCol =
       arith::MinUIOp::create(b, l, s.col, cIndex(b, l, grid.cols - kStripCols));
   Value row0 =
-      inSlice(b, l, s.rowBlock, kMXBlock,
-              arith::MulIOp::create(b, l, half, cIndex(b, l, kRowsPerLane)));
+      inSlice(b, l, s.rowBlock, grid.blockRows,
+              arith::MulIOp::create(b, l, group, cIndex(b, l, kRowsPerLane)));
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     Value local = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
     Value row = inSlice(b, l, s.slice, grid.rows, local);
@@ -248,7 +261,7 @@ Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
   return s;
 }
 
-/// Writes the 4 column scales of a strip from the first half of the warp:
+/// Writes the 4 column scales of a strip from the first lane group:
 /// linear, 4 at a time, or tiled with K as the unscaled dimension, where the
 /// padding of the tiles gets zero bits.
 void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
@@ -264,7 +277,7 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
     Value vector = vector::FromElementsOp::create(
         b, l, VectorType::get({kStripCols}, scaleType), stored);
     storeVectorIf(
-        b, l, andI(b, l, s.firstHalf, andI(b, l, rowBlockValid, s.colValid)),
+        b, l, andI(b, l, s.firstGroup, andI(b, l, rowBlockValid, s.colValid)),
         vector, out.scales,
         {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), s.col});
     return;
@@ -282,7 +295,7 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
         andI(b, l, rowBlockInTiles, cmpLT(b, l, c, cIndex(b, l, paddedCols)));
     storeBlockScale(
         b, l, out.scales, /*tiled=*/true, scale.stored, valid,
-        {s.firstHalf, inTiles},
+        {s.firstGroup, inTiles},
         [&](OpBuilder &nb, Location nl) {
           return inSlice(nb, nl, s.slice, paddedCols, c);
         },
@@ -328,8 +341,10 @@ void storeStripRow(OpBuilder &b, Location l, const Strip &s,
 
 /// The transposed columnwise output (`transposed`, GEMM-ready): the strip's
 /// 16 codes of each column are one 16-byte chunk of a row of the transposed
-/// data, and the two halves of the warp write the two halves of its 32-byte
-/// block run; linear scales go to [column, row block]. (Tiled scales need no
+/// data, and the lane groups of the warp write the 16-byte parts of its
+/// 32- or 128-byte block run; linear scales go to [column, row block],
+/// which for 128-row blocks is the rowwise `[1, 128]` quantize of the
+/// transposed input. (Tiled scales need no
 /// change: tiling [cols, row blocks] along its rows puts every scale where
 /// tiling [row blocks, cols] along its columns does.)
 void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
@@ -353,7 +368,7 @@ void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
     out.data.store(b, l, runValid, codes, {row, firstRow});
     if (out.swizzle)
       continue;
-    buildIf(b, l, andI(b, l, s.firstHalf, andI(b, l, rowBlockValid, s.colValid)),
+    buildIf(b, l, andI(b, l, s.firstGroup, andI(b, l, rowBlockValid, s.colValid)),
             [&](OpBuilder &nb, Location nl) {
               memref::StoreOp::create(nb, nl, scales[j].stored, out.scales,
                                       ValueRange{row, s.rowBlock});
@@ -362,7 +377,7 @@ void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
 }
 
 /// Columnwise: one scale per column of the strip, its amax combined across
-/// the two 16-row halves of the column block.
+/// the lane groups (16 rows each) of the column block by xor shuffles.
 void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
                      const StripGrid &grid, const StripOutput &out) {
   QuantizeOp op = out.op;
@@ -379,12 +394,13 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
       for (auto [acc, element] : llvm::zip_equal(colAmax, elements))
         acc = reduction.combine(b, l, acc, element);
   }
-  for (Value &own : colAmax) {
-    Value other = gpu::ShuffleOp::create(b, l, own, int32_t(kHalfWarp),
-                                         kWarpSize, gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    own = reduction.combine(b, l, own, other);
-  }
+  for (Value &own : colAmax)
+    for (int64_t mask = grid.lanesAcross; mask < kWarpSize; mask *= 2) {
+      Value other = gpu::ShuffleOp::create(b, l, own, int32_t(mask), kWarpSize,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      own = reduction.combine(b, l, own, other);
+    }
   SmallVector<BlockScale> scales;
   SmallVector<Value> factors, nans;
   for (Value amax : reduction.toF32(b, l, colAmax)) {
@@ -594,7 +610,8 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     StripGrid grid = getStripGrid(inputType, columnwise, rowwise);
     auto laneType = VectorType::get({kStripCols}, inputType.getElementType());
     buildLaunch(rewriter, loc,
-                grid.slices * grid.gridRowBlocks * grid.gridStrips * 2,
+                grid.slices * grid.gridRowBlocks * grid.gridStrips *
+                    grid.getGroups(),
                 [&](OpBuilder &b, Location l, Value thread) {
                   Strip strip = loadStrip(b, l, thread, grid, input, laneType);
                   quantizeColumns(b, l, strip, grid, columnwise);
@@ -626,6 +643,17 @@ int64_t gpu_kernels::getStripColumnMultiple(const ElementFormat &format) {
   if (kStripCols * format.bitWidth == kPackedLaneBits)
     return kStripCols * kPackedRunLanes;
   return 0;
+}
+
+int64_t gpu_kernels::getStripBlockRows(QuantizeOp op) {
+  ArrayRef<int64_t> block = op.getBlock();
+  return op.getTransposed() ? block.back() : block.end()[-2];
+}
+
+int64_t gpu_kernels::getStripLanesAcross(int64_t blockRows) {
+  if (blockRows != kMXBlock && blockRows != kBlockwiseExtent)
+    return 0;
+  return kWarpSize * kRowsPerLane / blockRows;
 }
 
 void gpu_kernels::populateColumnwiseQuantizePatterns(

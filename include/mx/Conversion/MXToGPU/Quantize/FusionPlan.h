@@ -9,8 +9,8 @@
 // fused; a swizzle is fused only into a quantize that has a kernel), so they
 // are made here, once, before any rewrite, and the patterns only read them.
 // The plan also picks the kernel of the quantizations that share nothing:
-// FP8 blockwise `[1, 128]` (the rowwise kernel), `[128, 128]` and
-// per-tensor (one block per matrix). Blocks span the last two dimensions;
+// FP8 blockwise `[1, 128]` (the rowwise kernel; transposed, the strip
+// kernel), `[128, 128]` and per-tensor (one block per matrix). Blocks span the last two dimensions;
 // leading (batch) dimensions are more rows, or a grid dimension.
 //
 //===----------------------------------------------------------------------===//
@@ -33,7 +33,8 @@ enum class QuantizeKernel {
   /// MX (32) and FP8 blockwise 1-D (128) (RowwiseQuantize.cpp).
   rowwise,
   /// A `[32, 1]` quantize alone, by the strip kernel (QuantizeStrips.cpp);
-  /// or its transposed form (`transposed`, `[1, 32]` blocks of the data).
+  /// or its transposed form (`transposed`, `[1, 32]` blocks of the data), or
+  /// FP8 blockwise's (`[1, 128]` blocks of the transposed data).
   stripColumnwise,
   /// The `[1, 32]` and the `[32, 1]` (or transposed) quantize of one input,
   /// together by the strip kernel (QuantizeStrips.cpp).
