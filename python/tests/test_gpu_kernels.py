@@ -129,6 +129,8 @@ MATMUL = {  # M, N, K, A block, B block, scale type, swizzled, output dtype
 EPILOGUE = {
     "epilogue_wgrad_main_grad": (256, 384, 512, (1, 128), (1, 128), "f32", F32, None, True),
     "epilogue_fprop_bias": (200, 136, 256, (200, 256), (136, 256), "f32", BF16, BF16, False),
+    # A bias alone with a bf16 output takes the TMA-store epilogue: N = 264 ends in a partial tile.
+    "epilogue_blockwise_bias": (256, 264, 512, (1, 128), (128, 128), "f32", BF16, F32, False),
     "epilogue_mx_bias_accumulate": (256, 128, 512, ROW, ROW, "f8E8M0FNU", BF16, F32, True),
 }
 # Swizzle programs: linear scales shape, unscaled dim, scale dtype. Scales tiled along their

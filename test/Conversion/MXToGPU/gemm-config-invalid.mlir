@@ -19,7 +19,7 @@
 // TILE-N: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: tile_n must be a multiple of 8 up to 256 (wgmma N)
 // CLUSTER: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: a 2x1 cluster does not fit 1x1 tiles (expected 1x1, 2x1 with an even number of tile rows or 1x2 with an even number of tile columns; SM90 only)
 // STAGES: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: the tile needs {{[0-9]+}} bytes of shared memory per stage and {{[0-9]+}} more; 9 stages do not fit in 232448 (at least 2 must)
-// EPILOGUE-COUNT-2: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: the TMA-store epilogue needs a bf16 or f16 output whose rows are multiples of 16 bytes, a tile of whole 64-column panels, an FP8 recipe, and no bias or accumulate operand
+// EPILOGUE-COUNT-2: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: the TMA-store epilogue needs a bf16 or f16 output whose rows are multiples of 16 bytes, a tile of whole 64-column panels, an FP8 recipe, and no accumulate operand
 // RUN: not mx-opt %s --convert-mx-to-gpu="gemm-config=tile_n=128" --split-input-file 2>&1 | FileCheck %s --check-prefix=MX-TILE
 // MX-TILE: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: the MX kernels have a fixed 128x256 tile
 func.func @per_tensor_f32(%a: tensor<100x256xf8E4M3FN>, %as: tensor<1x1xf32>, %b: tensor<72x256xf8E4M3FN>, %bs: tensor<1x1xf32>) -> tensor<100x72xf32> {

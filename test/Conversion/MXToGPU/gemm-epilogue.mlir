@@ -1,7 +1,7 @@
 // The epilogue operands of mx.scaled_matmul in the generated kernels: the
-// kernel takes the bias and the accumulated output as two more pointers,
-// stores from registers (never through the TMA-store epilogue), and adds
-// them in f32 before the rounding; gemm=auto takes the generated kernel
+// kernel takes the bias and the accumulated output as two more pointers and
+// adds them in f32 before the rounding (an accumulated output is stored from
+// registers; a bias alone also goes through the TMA-store epilogue); gemm=auto takes the generated kernel
 // where cuBLASLt (which takes no epilogue operand) would run the recipe.
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu="gemm=auto" | FileCheck %s --check-prefix=AUTO
@@ -43,4 +43,32 @@ func.func @wgrad_main_grad(%dy: tensor<256x512xf8E4M3FN>, %dys: tensor<256x4xf32
       accumulate(%main : tensor<256x128xf32>)
       : tensor<256x512xf8E4M3FN>, tensor<256x4xf32>, tensor<128x512xf8E4M3FN>, tensor<128x4xf32> -> tensor<256x128xf32>
   return %c : tensor<256x128xf32>
+}
+
+// -----
+
+// fprop with a bias and a bf16 output: the TMA-store epilogue adds the bias
+// of each column pair (columns past N read bias[0], which TMA clips) before
+// the rounding and the stmatrix.
+// CHECK-LABEL: func.func @fprop_bias
+// CHECK: gpu.func @kernel
+// CHECK-SAME: epilogue=tma bias=bf16
+// CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %[[C:.*]], %c200_i32 : i32
+// CHECK-NEXT: %[[COL:.*]] = arith.select %[[INSIDE]], %[[C]], %c0_i32 : i32
+// CHECK-NEXT: %[[BASE:.*]] = llvm.addrspacecast
+// CHECK-NEXT: %[[PTR:.*]] = llvm.getelementptr %[[BASE]][%[[COL]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, bf16
+// CHECK-NEXT: %[[BIAS:.*]] = llvm.load %[[PTR]] {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xbf16>
+// CHECK: %[[B32:.*]] = arith.extf %[[BIAS]] : vector<2xbf16> to vector<2xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %{{.*}}, %[[B32]] : vector<2xf32>
+// CHECK: arith.truncf %[[SUM]] : vector<2xf32> to vector<2xbf16>
+// CHECK: nvvm.stmatrix
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
+// AUTO-LABEL: func.func @fprop_bias
+// AUTO: mx.gemm_lowering = "kernel: faster on sm_90a
+func.func @fprop_bias(%a: tensor<256x512xf8E4M3FN>, %as: tensor<1x1xf32>, %b: tensor<200x512xf8E4M3FN>, %bs: tensor<1x1xf32>, %bias: tensor<200xbf16>) -> tensor<256x200xbf16> {
+  // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: the cuBLASLt lowering takes no bias or accumulate operand; the generated kernel runs it (mx-lower-to-nvvm gemm=kernel or gemm=auto)}}
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [256, 512] rhs_block [200, 512]
+      bias(%bias : tensor<200xbf16>)
+      : tensor<256x512xf8E4M3FN>, tensor<1x1xf32>, tensor<200x512xf8E4M3FN>, tensor<1x1xf32> -> tensor<256x200xbf16>
+  return %c : tensor<256x200xbf16>
 }

@@ -1,14 +1,16 @@
 //===- GemmEpilogue.cpp - Output stores of the GEMM kernels ---------------===//
 //
-// How a tile's f32 accumulators, already scaled, become the output (plus,
-// from registers only, mx.scaled_matmul's `bias` and `accumulate` operands,
-// loaded beside each stored run and added in f32 before the rounding):
+// How a tile's f32 accumulators, already scaled, become the output (plus
+// mx.scaled_matmul's `bias` operand and, from registers only, its
+// `accumulate` operand, loaded beside each stored run and added in f32
+// before the rounding):
 //
 // * from registers (`GemmEpilogue::registers`, every recipe and output
 //   type): each thread rounds its fragment to the output type and stores
 //   runs of adjacent columns as aligned vectors, masked at the matrix edge;
 // * through shared memory (`GemmEpilogue::tmaStore`, bf16 and f16 outputs of
-//   the SM90 FP8 recipes): the consumers round pairs to 32-bit words and
+//   the SM90 FP8 recipes, with or without a bias): the consumers add the
+//   bias of each column pair, round pairs to 32-bit words and
 //   write the tile with `stmatrix` into 64-column panels of [tileM rows, 128
 //   bytes] with the 128-byte swizzle (a warp's 8x8 matrices then fall in
 //   distinct banks), and one thread issues one TMA store per panel, which
@@ -117,6 +119,19 @@ Value GemmKernelBuilder::loadEpilogueOperand(Value pointer, Type elementType,
                                loaded);
 }
 
+Value GemmKernelBuilder::loadBiasPair(TileOrigin origin, Value column) {
+  // Reloaded per wave rather than kept for the tile: a pair per column of
+  // the fragment would hold tileN / 2 more registers in the consumers, and
+  // the loads hit L1. Columns past N read bias[0, 1] (in bounds, N being a
+  // multiple of 8 here); TMA clips them from the store.
+  Value globalCol = arith::AddIOp::create(b, origin.n, column);
+  Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalCol,
+                                       i32(plan.n));
+  return loadEpilogueOperand(
+      args.bias, plan.biasType,
+      arith::SelectOp::create(b, inside, globalCol, i32(0)), 2);
+}
+
 void GemmKernelBuilder::storeWaves(const ConsumerThread &thread,
                                    TileOrigin origin,
                                    ArrayRef<SmallVector<Value>> waves) {
@@ -135,11 +150,11 @@ void GemmKernelBuilder::storeWavesThroughSharedMemory(
   // its previous stores have read them.
   Value issuer = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx,
                                        i32(kWarpgroupThreads));
-  ifThen(issuer, [&] {
-    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr());
-  });
+  ifThen(issuer,
+         [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr()); });
   syncConsumers();
-  int64_t panelColumns = kPanelRowBytes * 8 / plan.outputType.getIntOrFloatBitWidth();
+  int64_t panelColumns =
+      kPanelRowBytes * 8 / plan.outputType.getIntOrFloatBitWidth();
   int64_t panelBytes = plan.tileM * kPanelRowBytes;
   // Lane l addresses row l % 8 of matrix l / 8: rows +8 for odd matrices,
   // columns +8 for the upper two.
@@ -159,20 +174,26 @@ void GemmKernelBuilder::storeWavesThroughSharedMemory(
     Value phase = arith::AndIOp::create(b, row, i32(7));
     for (int64_t column = 0; column < plan.tileN; column += kMatrixColumns) {
       int64_t panel = column / panelColumns;
-      int64_t chunk = (column % panelColumns) * kPanelRowBytes / panelColumns /
-                      kChunkBytes;
+      int64_t chunk =
+          (column % panelColumns) * kPanelRowBytes / panelColumns / kChunkBytes;
       Value swizzled = arith::XOrIOp::create(
           b, arith::AddIOp::create(b, laneChunk, i32(chunk)), phase);
       Value address = sharedAddress(
           sharedAddress(plan.outputTile + panel * panelBytes),
           arith::AddIOp::create(
-              b, rowBase, arith::MulIOp::create(b, swizzled, i32(kChunkBytes))));
+              b, rowBase,
+              arith::MulIOp::create(b, swizzled, i32(kChunkBytes))));
       // Elements 8j..8j+7 of the fragment are the four matrices' words.
       SmallVector<Value> words;
       int64_t first = column / 8 * 4;
       for (int64_t e = first; e < first + 8; e += 2) {
         Value pair = vector::FromElementsOp::create(
             b, pairType, ValueRange{values[e], values[e + 1]});
+        if (args.bias)
+          pair = arith::AddFOp::create(
+              b, pair,
+              loadBiasPair(origin,
+                           getFragmentCoordinates(thread, wave, e).second));
         words.push_back(vector::BitCastOp::create(
             b, VectorType::get({1}, b.getI32Type()),
             arith::TruncFOp::create(b, roundedType, pair)));
@@ -187,16 +208,17 @@ void GemmKernelBuilder::storeWavesThroughSharedMemory(
   // The panels are read by TMA (the async proxy).
   NVVM::FenceProxyOp::create(
       b, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
   syncConsumers();
   ifThen(issuer, [&] {
     for (int64_t panel = 0; panel < plan.tileN / panelColumns; ++panel) {
       NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
           b, args.tensorMapOut,
           sharedPointer(sharedAddress(plan.outputTile + panel * panelBytes)),
-          ValueRange{arith::AddIOp::create(b, origin.n,
-                                           i32(panel * panelColumns)),
-                     origin.m},
+          ValueRange{
+              arith::AddIOp::create(b, origin.n, i32(panel * panelColumns)),
+              origin.m},
           Value(), NVVM::TMAStoreMode::TILE, Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b);

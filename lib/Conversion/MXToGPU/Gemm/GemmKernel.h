@@ -204,6 +204,8 @@ public:
   /// `elementType` from element `index` (i32 or i64), as f32.
   mlir::Value loadEpilogueOperand(mlir::Value pointer, mlir::Type elementType,
                                   mlir::Value index, int64_t width);
+  /// bias[origin.n + column, +1] as f32 (the TMA-store epilogue's pairs).
+  mlir::Value loadBiasPair(TileOrigin origin, mlir::Value column);
   /// Stores the consumers' wgmma accumulators of one tile, one fragment per
   /// wave (f32, already scaled), as the plan's epilogue says.
   void storeWaves(const ConsumerThread &thread, TileOrigin origin,
