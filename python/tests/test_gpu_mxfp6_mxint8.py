@@ -42,9 +42,12 @@ QUANTIZE = {
     "int8_fused_batched_f32": ((2, 40, 32), np.float32, "i8", "ceil", ("rowwise", "columnwise"), False),
 }
 # Dequantize: data shape, element type, block, output dtype (the vector kernel where rows are whole
-# chunks: 16 FP6 elements, 4 or 8 MXINT8 ones; else the per-group or per-element kernel).
+# chunks of one 16-byte store, 8 or 4 elements, and FP6 rows whole words, 16 elements; else the
+# per-group or per-element kernel). FP6 chunks of 8 start at both halves of a word, those of 4 at every
+# byte, and the tensor's last chunk of 4 takes its two words from one word earlier.
 DEQUANTIZE = {
     "dequantize_e3m2_bf16": ((128, 256), "f6E3M2FN", ROW, ml_dtypes.bfloat16),
+    "dequantize_e2m3_partial_cta_f16": ((33, 64), "f6E2M3FN", ROW, np.float16),
     "dequantize_e2m3_columnwise_f32": ((64, 96), "f6E2M3FN", COL, np.float32),
     "dequantize_e2m3_odd_f16": ((70, 36), "f6E2M3FN", COL, np.float16),
     "dequantize_e3m2_batched_f32": ((2, 3, 40), "f6E3M2FN", (1, 1, 32), np.float32),

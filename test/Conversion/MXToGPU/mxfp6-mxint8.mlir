@@ -66,16 +66,26 @@ func.func @mxint8_rowwise(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<6
 
 // -----
 
-// FP6 dequantize in chunks of 16 elements: three words loaded from the
-// packed bytes, the codes widened to E5M2's and converted two a time
+// FP6 dequantize in chunks of 8 elements, one 16-byte store of bf16: the
+// two words from the one holding the chunk's first bit (bit 6 * element,
+// word at most 766 of the tensor's 768) loaded from the packed bytes and
+// shifted to it, the codes widened to E5M2's and converted two a time
 // (sm_90a), or converted as E3M2 (sm_100a).
 // CHECK-LABEL: func @mxfp6_dequantize
 // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index
 // CHECK: gpu.launch
-// CHECK:   llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<3xi32>
-// SM90-COUNT-8: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
-// SM100-COUNT-8: nvvm.convert.f6x2.to.f16x2 {{.*}}(f6E3M2FN)
-// CHECK:   vector.store %{{.*}} : memref<64x64xbf16>, vector<16xbf16>
+// CHECK:   %[[BIT:.*]] = arith.muli %{{.*}}, %c6 : index
+// CHECK:   %[[WORD:.*]] = arith.minui %{{.*}}, %c766 : index
+// CHECK:   %[[WORDS:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xi32>
+// CHECK:   %[[PAIR:.*]] = vector.bitcast %[[WORDS]] : vector<2xi32> to vector<1xi64>
+// CHECK:   %[[WINDOW:.*]] = vector.extract %[[PAIR]][0]
+// CHECK:   %[[SKIPPED:.*]] = arith.muli %[[WORD]], %c32 : index
+// CHECK:   %[[SHIFT:.*]] = arith.subi %[[BIT]], %[[SKIPPED]] : index
+// CHECK:   %[[SHIFT64:.*]] = arith.index_cast %[[SHIFT]] : index to i64
+// CHECK:   arith.shrui %[[WINDOW]], %[[SHIFT64]] : i64
+// SM90-COUNT-4: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
+// SM100-COUNT-4: nvvm.convert.f6x2.to.f16x2 {{.*}}(f6E3M2FN)
+// CHECK:   vector.store %{{.*}} : memref<64x64xbf16>, vector<8xbf16>
 func.func @mxfp6_dequantize(%d: tensor<64x64xf6E3M2FN>, %s: tensor<64x2xf8E8M0FNU>) -> tensor<64x64xbf16> {
   %y = mx.dequantize %d, %s block [1, 32] : tensor<64x64xf6E3M2FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xbf16>
   return %y : tensor<64x64xbf16>

@@ -3,7 +3,11 @@
 // E5M2's cvt on sm_90a (E3M2 embeds in it) and by E3M2's own on sm_100a
 // (compiled only: no SM100 GPU ran it); packed rows leave as 32-bit words,
 // three a lane of 16 elements in the rowwise kernel, one a lane in the strip
-// kernel's columns.
+// kernel's columns; the dequantize loads the two words that hold a chunk of
+// 8 elements and stores its 8 bf16 at once. Every kernel declares its
+// 256 threads (`.maxntid`, from gpu-kernel-outlining's known block size),
+// the bound ptxas budgets the registers by: the fused kernel takes 128 (two
+// CTAs an SM) and would spill to fit three.
 // REQUIRES: ptxas
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a format=isa" | %python -m mx.ptx --split %t.sm90
 // RUN: FileCheck %s --check-prefixes=ROW,ROW90 < %t.sm90.0.ptx
@@ -34,6 +38,7 @@ func.func @mxfp6_rowwise(%x: tensor<256x512xbf16>) -> (tensor<256x512xf6E3M2FN>,
   return %d, %t : tensor<256x512xf6E3M2FN>, tensor<2x4x32x4x4xf8E8M0FNU>
 }
 
+// STRIP: .maxntid 256, 1, 1
 // STRIP90: cvt.rn.satfinite.e4m3x2.f32
 // STRIP: shfl.sync.down.b32
 // STRIP: st.global.b32
@@ -52,8 +57,11 @@ func.func @mxint8_fused(%x: tensor<256x512xf32>) -> (tensor<256x512xi8>, tensor<
   return %d, %s, %c, %cs : tensor<256x512xi8>, tensor<256x16xf8E8M0FNU>, tensor<256x512xi8>, tensor<8x512xf8E8M0FNU>
 }
 
-// DEQ90-COUNT-3: ld.global.b32
+// DEQ90: .maxntid 256, 1, 1
+// DEQ90: ld.global.b32 [[LO:%rd[0-9]+]], [[[ADDR:%rd[0-9]+]]];
+// DEQ90-NEXT: ld.global.b32 [[HI:%rd[0-9]+]], [[[ADDR]]+4];
 // DEQ90: cvt.rn.f16x2.e5m2x2
+// DEQ90: st.global.v4.b32
 // DEQ100: cvt.rn.f16x2.e3m2x2
 func.func @mxfp6_dequantize(%d: tensor<256x512xf6E3M2FN>, %s: tensor<256x16xf8E8M0FNU>) -> tensor<256x512xbf16> {
   %y = mx.dequantize %d, %s block [1, 32] : tensor<256x512xf6E3M2FN>, tensor<256x16xf8E8M0FNU> -> tensor<256x512xbf16>

@@ -6,8 +6,8 @@
 // one cannot take.
 //
 // Dequantize: a thread converts chunks of consecutive elements of a row (as
-// many as one 16-byte store of results holds, or FP6's 16 that fill whole
-// words; all loads first): decoded exactly (ElementConversion.h: two per
+// many as one 16-byte store of results holds; FP6's from the two 32-bit words
+// that hold them; all loads first): decoded exactly (ElementConversion.h: two per
 // `cvt.rn.f16x2` of the format, or of the FP8 format that embeds FP6;
 // MXINT8 by sitofp), multiplied in f32 by their block's scale (one load when
 // the block spans the chunk, a vector of scales for [32, 1] blocks), rounded
@@ -107,28 +107,25 @@ Value extractSlice(ImplicitLocOpBuilder &b, Value vector, int64_t start,
 
 /// Elements of a chunk of the vector dequantize of `op`: one 16-byte store
 /// of results (8 bf16 or f16, 4 f32), so that a warp's stores fill whole
-/// sectors, or for a packed format the elements of whole 32-bit words of it
-/// if more (16 for FP6, whose results take two or four stores). With 16 FP8
-/// elements (two 16-byte stores 32 bytes apart, each filling half of 32
-/// sectors) L2 throughput bound the kernel on the H200: 73% of a copy's
-/// bandwidth, ncu showing L2 91% busy and DRAM 54%.
-int64_t getDequantizeChunk(DequantizeOp op, const ElementFormat &format) {
-  int64_t results =
-      kMaxAccessBytes * 8 / op.getResult().getType().getElementTypeBitWidth();
-  if (!format.isPacked())
-    return results;
-  return std::lcm(results,
-                  std::lcm<int64_t>(format.bitWidth, 32) / format.bitWidth);
+/// sectors. With 16 elements a thread (two 16-byte stores 32 bytes apart,
+/// each warp store filling half of 32 sectors) L2 throughput bound the kernel
+/// on the H200: 73% of a copy's bandwidth for FP8, ncu showing L2 91% busy
+/// and DRAM 54%; FP6 took such chunks to fill whole words and measured 66%.
+int64_t getDequantizeChunk(DequantizeOp op) {
+  return kMaxAccessBytes * 8 /
+         op.getResult().getType().getElementTypeBitWidth();
 }
 
 /// Whether the vector dequantize covers `op`: rows of whole chunks, each
 /// inside one block along the row (block width a multiple of the chunk) or
-/// with a scale per element (width 1).
+/// with a scale per element (width 1); a packed format's rows also fill
+/// whole 32-bit words, which loadCodes reads.
 bool isVectorDequantize(DequantizeOp op, const ElementFormat &format) {
   int64_t cols = op.getData().getType().getShape().back();
   int64_t width = op.getBlock().back();
-  int64_t chunk = getDequantizeChunk(op, format);
-  return cols % chunk == 0 && (width == 1 || width % chunk == 0);
+  int64_t chunk = getDequantizeChunk(op);
+  return cols % chunk == 0 && (width == 1 || width % chunk == 0) &&
+         (!format.isPacked() || cols * format.bitWidth % 32 == 0);
 }
 
 /// The address space of device memory (`ld.global`).
@@ -147,12 +144,15 @@ Value loadAtByte(OpBuilder &b, Location loc, Type type, Value base,
 }
 
 /// The codes (an i8 vector, one per element) of the `count` elements of
-/// `data` that start at `indices`, element `linear` of the tensor: one vector
-/// load of the elements, or for a packed format (`data` its base address)
-/// one of the whole 32-bit words that hold them, unpacked.
+/// `data` that start at `indices`, element `linear` of the tensor, which
+/// holds `numElements`: one vector load of the elements, or for a packed
+/// format (`data` its base address, whole 32-bit words) the words that hold
+/// them, unpacked. A packed chunk need not start at a word: its bits are
+/// shifted out of the words from the one holding its first bit, moved back
+/// where those would pass the tensor's last word.
 Value loadCodes(ImplicitLocOpBuilder &b, const ElementFormat &format,
                 Value data, ArrayRef<Value> indices, Value linear,
-                int64_t count) {
+                int64_t count, int64_t numElements) {
   Location l = b.getLoc();
   auto codesType = VectorType::get({count}, b.getI8Type());
   if (!format.isPacked()) {
@@ -162,28 +162,37 @@ Value loadCodes(ImplicitLocOpBuilder &b, const ElementFormat &format,
       return elements;
     return arith::BitcastOp::create(b, codesType, elements);
   }
-  int64_t bits = format.bitWidth, wordCount = count * bits / 32;
-  Value offset = arith::DivUIOp::create(
-      b, arith::MulIOp::create(b, linear, cIndex(b, l, bits)), cIndex(b, l, 8));
-  Value words = loadAtByte(b, l, VectorType::get({wordCount}, b.getI32Type()),
-                           data, offset, 4);
-  auto amount = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, v, 32).getResult();
-  };
+  // Chunks start at multiples of `count` elements, so at most `32 - step`
+  // bits into a word.
+  int64_t bits = format.bitWidth, chunkBits = count * bits;
+  int64_t step = std::gcd<int64_t>(chunkBits, 32);
+  int64_t wordCount = llvm::divideCeil(chunkBits + 32 - step, 32);
+  int64_t lastWord = std::max<int64_t>(numElements * bits / 32 - wordCount, 0);
+  Value start = arith::MulIOp::create(b, linear, cIndex(b, l, bits));
+  Value word =
+      minIndex(b, l, arith::DivUIOp::create(b, start, cIndex(b, l, 32)),
+               lastWord);
+  Value words = loadAtByte(
+      b, l, VectorType::get({wordCount}, b.getI32Type()), data,
+      arith::MulIOp::create(b, word, cIndex(b, l, 4)), /*alignment=*/4);
+  auto windowType = b.getIntegerType(32 * wordCount);
+  Value window = vector::ExtractOp::create(
+      b,
+      vector::BitCastOp::create(b, VectorType::get({1}, windowType), words),
+      0);
+  Value shift = arith::SubIOp::create(
+      b, start, arith::MulIOp::create(b, word, cIndex(b, l, 32)));
+  window = arith::ShRUIOp::create(
+      b, window, arith::IndexCastOp::create(b, windowType, shift));
   SmallVector<Value> codes;
   for (int64_t e = 0; e < count; ++e) {
-    int64_t first = e * bits / 32, shift = e * bits % 32;
     Value code = arith::ShRUIOp::create(
-        b, vector::ExtractOp::create(b, words, first), amount(shift));
-    if (shift + bits > 32)
-      code = arith::OrIOp::create(
-          b, code,
-          arith::ShLIOp::create(b,
-                                vector::ExtractOp::create(b, words, first + 1),
-                                amount(32 - shift)));
+        b, window, arith::ConstantIntOp::create(b, windowType, e * bits));
     codes.push_back(arith::TruncIOp::create(
         b, b.getI8Type(),
-        arith::AndIOp::create(b, code, amount((1 << bits) - 1))));
+        arith::AndIOp::create(
+            b, code,
+            arith::ConstantIntOp::create(b, windowType, (1 << bits) - 1))));
   }
   return vector::FromElementsOp::create(b, codesType, codes);
 }
@@ -287,14 +296,14 @@ struct LoadedChunk {
 };
 
 /// kDequantizeChunksPerThread chunks per thread, a CTA's accesses to one
-/// chunk contiguous; each chunk one load, its scale factors and one 16-byte
-/// store of its results (two or four for FP6's chunks).
+/// chunk contiguous; each chunk one load (two words for FP6), its scale
+/// factors and one 16-byte store of its results.
 void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
                            const ElementConversion &conversion, Value data,
                            Value scales, Value result) {
   RankedTensorType resultType = op.getResult().getType();
   SmallVector<int64_t> chunks(resultType.getShape());
-  int64_t chunk = getDequantizeChunk(op, conversion.format);
+  int64_t chunk = getDequantizeChunk(op);
   chunks.back() /= chunk;
   int64_t numChunks = computeProduct(chunks);
   int64_t perCTA = kThreadsPerBlock * kDequantizeChunksPerThread;
@@ -322,7 +331,8 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
                   : Value();
           Value values = decodeElements(
               b, l,
-              loadCodes(b, conversion.format, data, indices, linear, chunk),
+              loadCodes(b, conversion.format, data, indices, linear, chunk,
+                        resultType.getNumElements()),
               conversion);
           Value factors =
               loadScaleFactors(b, scales, indices, op.getBlock(), chunk);
