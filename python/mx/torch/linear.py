@@ -216,7 +216,7 @@ class Linear(torch.nn.Linear):
         weight, plan = self.weight, made.tensors["weight"]
         gathered = getattr(weight, "mx_parts", None)
         if gathered is not None:
-            col = operand(plan, gathered, "col") if gathered[2] is not None else None
+            col = operand(plan, gathered, "col") if not plan.derives_col and gathered[2] is not None else None
             return operand(plan, gathered, "row"), col
         cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
         key = (weight._version, weight.data_ptr(), made.key) if cached else None
