@@ -83,7 +83,8 @@ def test_fsdp2_kept_unsharded_gathers_each_part_once(runs, recipe):
     """reshard_after_forward=False: forward gathers what backward reads too, and trains the same
     losses, bit for bit. No pass gathers more: a weight whose col operand derives from its rowwise
     bytes gathers only those (half of the two gathers of resharding, then a byte transpose per weight
-    and step), the others both usages at once (what resharding gathers in two passes)."""
+    and step), the others both usages at once (what resharding gathers in two passes). The bf16
+    biases are gathered as they are, in every pass."""
     bias = (cases.HIDDEN + cases.WIDTH) * 2 // WORLD  # bf16 biases: gathered in every pass
     share = 0.5 if recipe in COL_DERIVABLE else 1
     for rank in runs(recipe):
