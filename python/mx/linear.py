@@ -13,19 +13,22 @@ scales, GEMM-ready) and FP8 blockwise's 1x128 blocks along the rows of activatio
 written transposed ([cols, rows] data, [cols, rows / 128] scales: the rowwise quantization of the
 transposed tensor, quantized from the tensor in place), both by the program "both" with the rowwise
 parts; the rowwise quantization of the transposed tensor of the FP4 recipes (packed FP4 cannot be
-written transposed), and the transposed data ([cols, rows], GEMM-ready) that per-tensor and delayed
-scaling of an unsharded tensor write in the same kernel as the rowwise data (Transformer Engine's
-cast+transpose: mx.quantize / mx.quantize_delayed `transposed`). Sharded per-tensor tensors and 128x128 blockwise derive the transposed operand from
-the (gathered) rowwise bytes. `PartSpec.gather_dim` says along which dimension the parts of row
-shards concatenate. Turning compact parts into GEMM operands (byte transposes where derived; the
-scale swizzle is part of each GEMM program) comes after any gather. NVFP4's f32 tensor scale is the
+written transposed); and the transposed data ([cols, rows], GEMM-ready) that per-tensor and delayed
+scaling write in the same kernel as the rowwise data (Transformer Engine's cast+transpose:
+mx.quantize / mx.quantize_delayed `transposed`), of a whole tensor or of a row shard (its transposed
+shard is a column block of the whole tensor's transposed data, with the same scale). 128x128
+blockwise derives the transposed operand from the (gathered) rowwise bytes, and so does a sharded
+per-tensor tensor read both ways at once, which gathers one usage rather than two
+(`TensorPlan.col_parts`). `PartSpec.gather_dim` says along which dimension the parts of row shards
+concatenate. Turning compact parts into GEMM operands (byte transposes where derived; the scale
+swizzle is part of each GEMM program) comes after any gather. NVFP4's f32 tensor scale is the
 last part ("tensor_scale"); the transposed tensor has the same amax, so one serves both orientations.
 
 A role may be sharded along its rows (`shards`): its kernels then quantize one shard of
 rows / shards rows. Per-tensor current scaling of a shard uses the amax shared by all shards (the
 "amax" and "cast" kernels: mx.amax, then, after the caller's all-reduce, the cast x * scale of
 mx.quantize_delayed with scale = maxfinite / amax: Transformer Engine's current-scaling cast,
-docs/torch.md). So does NVFP4's tensor scale: mx.amax of the finite elements, then mx.quantize with
+docs/torch.md; "cast_both" also writes the transposed shard). So does NVFP4's tensor scale: mx.amax of the finite elements, then mx.quantize with
 the all-reduced amax (its `amax` operand), which derives the tensor scale from it as a quantize of
 the whole tensor does ("cast", and "col_cast" for the transposed shard).
 
@@ -128,9 +131,10 @@ class TensorPlan:
 
     @property
     def writes_transposed(self) -> bool:
-        """Whether the quantize writes the transposed operand itself, beside the rowwise one
-        (cast+transpose: per-tensor and delayed scaling of an unsharded tensor)."""
-        return self.recipe.per_tensor and self.shards == 1
+        """Whether the quantize asked for the col parts writes the transposed data itself, beside
+        the rowwise data and with its scale (cast+transpose: per-tensor and delayed scaling, of a
+        whole tensor or of a row shard: [rows, cols] -> [cols, rows], gathered along dim 1)."""
+        return self.recipe.per_tensor
 
     @property
     def col_derivable(self) -> bool:
@@ -140,14 +144,24 @@ class TensorPlan:
 
     @property
     def derives_col(self) -> bool:
-        """Whether the transposed operand is the rowwise bytes transposed (no col parts)."""
+        """Whether the transposed operand is always the rowwise bytes transposed (no col parts:
+        128x128 blocks)."""
         return self.col_derivable and not self.writes_transposed
+
+    def col_parts(self, sides) -> bool:
+        """Whether the col operand, for GEMMs reading `sides` ("row", "col") of this tensor, comes
+        from the col parts (quantized, and gathered if sharded) rather than from the rowwise bytes
+        transposed. A sharded tensor read both ways at once (FSDP2's weight kept unsharded after
+        forward, the sequence-parallel output gradient) gathers the rowwise parts only where the
+        col operand derives from them: one usage's bytes on the wire, then a byte transpose."""
+        both = "row" in sides and self.shards > 1
+        return "col" in sides and not self.derives_col and not (both and self.col_derivable)
 
     def wire_parts(self, sides) -> tuple[int, ...]:
         """The indices in parts(True) of the parts that GEMM operands of `sides` ("row", "col")
         read."""
-        row = "row" in sides or ("col" in sides and self.derives_col)
-        col = "col" in sides and not self.derives_col
+        col = self.col_parts(sides)
+        row = "row" in sides or ("col" in sides and not col)
         return (0, 1) * row + (2, 3) * col + (len(self.parts(True)) - 1,) * self.recipe.tensor_scaled
 
     def has_col(self, parts) -> bool:
@@ -192,9 +206,10 @@ class TensorPlan:
             return {"amax": _amax_kernel(shape, wide, target, finite=True),
                     "cast": _shard_quantize_kernel(shape, wide, block, elem, scale_type, target),
                     "col_cast": _shard_quantize_kernel(shape[::-1], wide, block, elem, scale_type, target)}
-        if self.shares_amax:
-            return {"amax": _amax_kernel(shape, wide, target),
-                    "cast": ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, target=target)}
+        if self.shares_amax:  # the cast with a given scale: mx.quantize_delayed of one slot
+            casts = [ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, transposed, target=target)
+                     for transposed in (False, True)[:1 + self.writes_transposed]]
+            return {"amax": _amax_kernel(shape, wide, target), **dict(zip(("cast", "cast_both"), casts))}
         if isinstance(recipe, recipes.PerTensor):
             per_tensor = [ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", transposed=transposed,
                                               target=target)

@@ -3,15 +3,21 @@ for test_torch_distributed.py (2 CPU processes on gloo) and test_gpu_torch_distr
 NCCL, one process per GPU), and the programs they compile (`plans`, for a GPU machine without
 mx-opt). Each run returns its loss curve over the same global batches and the bytes this rank
 contributed to all-gathers; FSDP2 runs also check the gathered weight bytes of the first step
-against mx.reference's quantize of the whole weight.
+against mx.reference's quantize of the whole weight. FSDP2 and sequence-parallel runs also record
+the GEMM operands the layers make (`_watched`): each col operand that can be the rowwise bytes
+transposed (per-tensor, delayed, 128x128) must be that, bit for bit, whether it was gathered or
+derived, and the byte transposes are counted. The weights are not square, so that shards put
+together along the wrong dimension cannot pass.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 
 import numpy as np
 
-WIDTH, HIDDEN, TOKENS, STEPS, LR, WORLD = 256, 256, 256, 4, 0.5, 2
+WIDTH, HIDDEN, TOKENS, STEPS, LR, WORLD = 512, 256, 256, 4, 0.5, 2
 RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "mxfp4", "nvfp4")
 
 
@@ -94,14 +100,60 @@ def _packed(data):
     return reference.pack_fp4(data) if data.dtype.itemsize == 1 and "float4" in str(data.dtype) else data
 
 
-def fsdp(rank, world, recipe, device):
+@contextlib.contextmanager
+def _watched():
+    """While open: the row and col GEMM operands ((data, scales), on the CPU) that mx.torch.Linear
+    makes of every tensor whose col operand can be its rowwise bytes transposed, by (plan key,
+    side) in call order, and the number of byte transposes (calls of _ops.transpose_bytes)."""
+    from mx.torch import _ops, linear
+    seen = {"operands": collections.defaultdict(list), "transposes": 0}
+    operand, transpose = linear.operand, _ops.transpose_bytes
+
+    def recording(made, parts, side):
+        result = operand(made, parts, side)
+        if made.col_derivable:
+            seen["operands"][made.key, side].append([t.detach().cpu().clone() for t in result[:2]])
+        return result
+
+    def counting(t):
+        seen["transposes"] += 1
+        return transpose(t)
+
+    linear.operand, _ops.transpose_bytes = recording, counting
+    try:
+        yield seen
+    finally:
+        linear.operand, _ops.transpose_bytes = operand, transpose
+
+
+def _transposes_checked(seen) -> dict:
+    """Compares each recorded col operand with the transpose of the row operand of the same tensor
+    made in the same order (the same step): "checked" pairs, the plan keys of those that differ
+    ("bad"), and the byte "transposes"."""
+    import torch
+
+    def bytes_of(t):  # (contiguous() keeps the strides of a transposed [n, 1])
+        return t.clone(memory_format=torch.contiguous_format).view(torch.uint8)
+
+    checked, bad = 0, set()
+    operands = seen["operands"]
+    for key in {key for key, side in operands if side == "col"}:
+        for row, col in zip(operands[key, "row"], operands[key, "col"], strict=True):
+            checked += 1
+            if not all(torch.equal(bytes_of(r.t()), bytes_of(c)) for r, c in zip(row, col)):
+                bad.add(key)
+    return {"checked": checked, "bad": sorted(bad), "transposes": seen["transposes"]}
+
+
+def fsdp(rank, world, recipe, device, reshard=True):
     """FSDP2 over `world` ranks, each on its token shard of the global batches; quantized weight
-    all-gather for mx recipes (recipe None: bf16 FSDP2)."""
+    all-gather for mx recipes (recipe None: bf16 FSDP2). `reshard`: FSDP2's reshard_after_forward
+    (False: the weights stay gathered from forward to backward)."""
     import torch
     import mx.torch.fsdp
     from mx.torch import distributed
     expected = [_expected_weight_bytes(recipe, mlp(None, device)[i].weight) for i in (0, 2)] if recipe else None
-    model = _sharded(recipe, device)
+    model = _sharded(recipe, device, reshard)
     gathered = []
     if recipe is not None:
         for i in (0, 2):
@@ -110,25 +162,27 @@ def fsdp(rank, world, recipe, device):
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     losses, sent = [], []
     rows = slice(rank * TOKENS // world, (rank + 1) * TOKENS // world)
-    for x, target in batches(device):
-        with distributed.count_all_gather() as counter:
-            loss = _step(model, optimizer, x[rows], target[rows], 1 / target.numel())
-            if recipe is not None:
-                mx.torch.fsdp.precompute_scales(model)
-        torch.distributed.all_reduce(loss)
-        losses.append(loss.item())
-        sent.append(counter["bytes"])
+    with _watched() as seen:
+        for x, target in batches(device):
+            with distributed.count_all_gather() as counter:
+                loss = _step(model, optimizer, x[rows], target[rows], 1 / target.numel())
+                if recipe is not None:
+                    mx.torch.fsdp.precompute_scales(model)
+            torch.distributed.all_reduce(loss)
+            losses.append(loss.item())
+            sent.append(counter["bytes"])
     weights_equal = expected is None or gathered[:2] == expected
-    return {"losses": losses, "bytes": sent, "weights_equal": weights_equal}
+    return {"losses": losses, "bytes": sent, "weights_equal": weights_equal,
+            "operands": _transposes_checked(seen)}
 
 
-def _sharded(recipe, device):
+def _sharded(recipe, device, reshard=True):
     import mx.torch.fsdp
     from torch.distributed.fsdp import fully_shard
     model = mlp(recipe, device)
     mx.torch.fsdp.quantize_all_gather(model)
     for layer in (model[0], model[2]):
-        fully_shard(layer)
+        fully_shard(layer, reshard_after_forward=reshard)
     fully_shard(model)
     return model
 
@@ -166,13 +220,14 @@ def sequence_parallel(rank, world, recipe, device):
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     rows = slice(rank * TOKENS // world, (rank + 1) * TOKENS // world)
     losses, sent = [], []
-    for x, target in batches(device):
-        with distributed.count_all_gather() as counter:
-            loss = _step(model, optimizer, x[rows], target[rows], 1 / target.numel())
-        torch.distributed.all_reduce(loss)
-        losses.append(loss.item())
-        sent.append(counter["bytes"])
-    return {"losses": losses, "bytes": sent}
+    with _watched() as seen:
+        for x, target in batches(device):
+            with distributed.count_all_gather() as counter:
+                loss = _step(model, optimizer, x[rows], target[rows], 1 / target.numel())
+            torch.distributed.all_reduce(loss)
+            losses.append(loss.item())
+            sent.append(counter["bytes"])
+    return {"losses": losses, "bytes": sent, "operands": _transposes_checked(seen)}
 
 
 def sharded_quantize(rank, world, recipe, device):
@@ -218,16 +273,18 @@ def _sharded_quantize(rank, world, recipe, device, specials):
 def _expected_parts(recipe, w32, states):
     """mx.reference's compact parts of the whole tensor `w32` (input role)."""
     from mx import recipes, reference
-    if isinstance(recipe, recipes.Delayed):
-        data, scale_inv, _ = reference.quantize_delayed(w32, states["forward"][0].cpu().numpy(),
-                                                        np.zeros((16, 2), np.float32), 0)
-        return [data, scale_inv]
-    if recipe.per_tensor:  # x * (448 / amax); NaN: NaN everywhere; Inf: 448 / f32 max
-        amax = reference.amax(w32)
-        scale = np.float32(448) / (np.finfo(np.float32).max if np.isinf(amax) else amax)
-        data, scale_inv, _ = reference.quantize_delayed(w32, np.array([scale], np.float32),
-                                                        np.zeros((1, 1), np.float32), 0)
-        return [data, scale_inv]
+    if recipe.per_tensor:
+        # Delayed: the state's scale; current: x * (448 / amax); NaN: NaN everywhere; Inf: 448 / f32 max.
+        # The col parts: the data transposed (cast+transposed shards, gathered along columns), the
+        # same scale.
+        if isinstance(recipe, recipes.Delayed):
+            scales = states["forward"][0].cpu().numpy()
+        else:
+            amax = reference.amax(w32)
+            scales = np.array([np.float32(448) / (np.finfo(np.float32).max if np.isinf(amax) else amax)],
+                              np.float32)
+        data, scale_inv, _ = reference.quantize_delayed(w32, scales, np.zeros((16, len(scales)), np.float32), 0)
+        return [data, scale_inv, np.ascontiguousarray(data.T), scale_inv]
     parts = _block_quantize(recipe, "input", w32)
     # The transposed tensor quantized rowwise: also MXFP8's columnwise parts, written transposed
     # (NVFP4: the same tensor scale, the last part).
@@ -236,10 +293,11 @@ def _expected_parts(recipe, w32, states):
 
 
 def everything(rank, world, recipe, device):
-    """One spawn per recipe: the FSDP2 run, the sequence-parallel run and the sharded quantize, and
-    the keys of the plans they used (which `plans` must build)."""
+    """One spawn per recipe: the FSDP2 runs (resharding after forward or not), the sequence-parallel
+    run and the sharded quantize, and the keys of the plans they used (which `plans` must build)."""
     from mx.torch import _ops
     result = {"fsdp": fsdp(rank, world, recipe, device),
+              "fsdp_kept": fsdp(rank, world, recipe, device, reshard=False) if recipe else None,
               "fsdp_resume": fsdp_resume(rank, world, recipe, device) if recipe else None,
               "sequence_parallel": sequence_parallel(rank, world, recipe, device) if recipe else None,
               "sharded_quantize": sharded_quantize(rank, world, recipe, device) if recipe else None}

@@ -1,7 +1,8 @@
 """mx.torch on 2 GPUs (one process per GPU, NCCL): test_torch_distributed.py's tests with device
 "cuda": FSDP2 and sequence-parallel loss curves of every recipe (FP8, MXFP4, NVFP4) against one GPU on the same
-global batches, the gathered weights and a sharded quantize bit for bit against mx.reference, and the
-all-gathered bytes against bf16 FSDP2's. Each rank sees only its own GPU (CUDA_VISIBLE_DEVICES), as
+global batches, the gathered weights and a sharded quantize bit for bit against mx.reference, the
+all-gathered bytes against bf16 FSDP2's, the transposed operands against the row operands (no byte
+transpose for per-tensor and delayed FSDP2 weights), and FSDP2 keeping the weights unsharded. Each rank sees only its own GPU (CUDA_VISIBLE_DEVICES), as
 cuda:0, where mx runs; NCCL_NVLS_ENABLE=0 is set in every rank.
 
 Needs torch with 2 CUDA devices; skipped otherwise. A GPU machine has no mx-opt, so the kernels come
@@ -29,7 +30,9 @@ if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
     pytest.skip("needs 2 CUDA GPUs", allow_module_level=True)
 
 from test_torch_distributed import (runs, test_fsdp2_gathers_fp8, test_fsdp2_matches_one_process,  # noqa: E402,F401
+                                    test_fsdp2_kept_unsharded_gathers_each_part_once,
                                     test_fsdp2_resume_from_state_dict_is_bit_identical,
+                                    test_fsdp2_transposed_operands,
                                     test_plans_builds_every_program, test_sequence_parallel_matches_one_process,
                                     test_sharded_quantize_and_gather_equal_whole_quantize)
 

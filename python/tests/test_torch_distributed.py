@@ -3,8 +3,11 @@ for every recipe mx.torch.Linear trains (the FP8 ones, MXFP4 and NVFP4), FSDP2 w
 column/row-parallel pair train the loss curve of one process on the same global batches; FSDP2
 training resumed from a saved state dict is bit-identical; the gathered weights of the first step
 are mx.reference's quantize of the whole weights, bit for bit;
-a sharded quantize followed by the quantized all-gather is the quantize of the whole tensor; and the
-bytes counted in the all-gathers show that FP8 (or FP4) crossed the wire (at most 0.52x bf16 FSDP2's).
+a sharded quantize followed by the quantized all-gather is the quantize of the whole tensor; the
+bytes counted in the all-gathers show that FP8 (or FP4) crossed the wire (at most 0.52x bf16 FSDP2's);
+the transposed GEMM operands are the row operands' bytes transposed, and FSDP2 makes per-tensor and
+delayed ones without a byte transpose; FSDP2 keeping the weights unsharded after forward trains the
+same losses and puts no more bytes on the wire.
 test_gpu_torch_distributed.py runs the same cases on 2 GPUs. Needs torch; skipped without it.
 """
 
@@ -53,6 +56,46 @@ def test_fsdp2_matches_one_process(runs, device, recipe):
     assert _close(ranks[0]["fsdp"]["losses"], single), (ranks[0]["fsdp"]["losses"], single)
 
 
+# The recipes whose weight's transposed operand can be its rowwise bytes transposed (one scale, 128x128).
+COL_DERIVABLE = ("blockwise", "per_tensor", "delayed")
+# ... and whose quantize writes it itself, sharded or not (cast+transpose).
+CAST_TRANSPOSE = ("per_tensor", "delayed")
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_fsdp2_transposed_operands(runs, recipe):
+    """Under FSDP2 (resharding after forward), the col operands of the weights, inputs and output
+    gradients equal their row operands transposed, bit for bit, wherever they can: per-tensor and
+    delayed weights are gathered as cast+transposed shards [cols, rows / 2] put together along
+    their columns, so a misplaced shard fails here (the weights are not square), and none of their
+    operands is a byte transpose; 128x128 weights transpose the gathered rowwise bytes."""
+    for rank in runs(recipe):
+        checked = rank["fsdp"]["operands"]
+        assert checked["bad"] == [], f"{recipe}: col operands differ from the row operands transposed"
+        if recipe in COL_DERIVABLE:  # both weights, every step, at least
+            assert checked["checked"] >= 2 * cases.STEPS, checked
+        if recipe in CAST_TRANSPOSE:
+            assert checked["transposes"] == 0, checked
+
+
+@pytest.mark.parametrize("recipe", cases.RECIPES)
+def test_fsdp2_kept_unsharded_gathers_each_part_once(runs, recipe):
+    """reshard_after_forward=False: forward gathers what backward reads too, and trains the same
+    losses, bit for bit. No pass gathers more: a weight whose col operand derives from its rowwise
+    bytes gathers only those (half of the two gathers of resharding, then a byte transpose per weight
+    and step), the others both usages at once (what resharding gathers in two passes). The bf16
+    biases are gathered as they are, in every pass."""
+    bias = (cases.HIDDEN + cases.WIDTH) * 2 // WORLD  # bf16 biases: gathered in every pass
+    share = 0.5 if recipe in COL_DERIVABLE else 1
+    for rank in runs(recipe):
+        kept, resharded = rank["fsdp_kept"], rank["fsdp"]
+        assert kept["weights_equal"] and kept["losses"] == resharded["losses"]
+        weights = [sent - 2 * bias for sent in resharded["bytes"]]
+        assert [sent - bias for sent in kept["bytes"]] == [share * w for w in weights], (kept["bytes"], weights)
+        if recipe in CAST_TRANSPOSE:
+            assert kept["operands"]["transposes"] == 2 * cases.STEPS, kept["operands"]
+
+
 @pytest.mark.parametrize("recipe", cases.RECIPES)
 def test_fsdp2_resume_from_state_dict_is_bit_identical(runs, recipe):
     assert all(rank["fsdp_resume"] for rank in runs(recipe)), f"{recipe}: resumed losses differ"
@@ -82,6 +125,12 @@ def test_sequence_parallel_matches_one_process(runs, device, recipe):
                  "nvfp4": 0.5 + 1 / 16}.get(recipe, 1)
     usages = 4 if recipe in ("mxfp8", "blockwise", "mxfp4", "nvfp4") else 3
     assert ranks[0]["sequence_parallel"]["bytes"][0] == round(usages * per_usage * elements)
+    # The input's col operand: its cast+transposed shards gathered; the output gradient's (read
+    # both ways, gathered rowwise once): its bytes transposed, once a step.
+    checked = ranks[0]["sequence_parallel"]["operands"]
+    assert checked["bad"] == [], f"{recipe}: col operands differ from the row operands transposed"
+    if recipe in CAST_TRANSPOSE:
+        assert checked["transposes"] == cases.STEPS, checked
 
 
 @pytest.mark.parametrize("recipe", cases.RECIPES)

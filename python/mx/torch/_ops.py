@@ -16,7 +16,9 @@ the bits), which is how mx.torch runs, and is tested, without a GPU.
     mx::gemm(a, b, plan, name, bias?) -> c               one of mx.linear.GEMMS; an operand is [data,
                                                          scales] (and NVFP4's tensor scale); + bias: fused
     mx::transpose_bytes(t) -> t^T                        FP8 bytes, for the derived transposed
-                                                         operands (sharded per-tensor, 128x128)
+                                                         operands (128x128 blocks; a sharded
+                                                         per-tensor tensor gathered for both
+                                                         usages at once: TensorPlan.col_parts)
 
 `operand` turns compact parts into a GEMM operand (after any gather); it is plain torch, so a
 quantize that writes GEMM-ready operands itself changes only it.
@@ -201,7 +203,8 @@ def current_scale(amax: Tensor, elem: str) -> Tensor:
 @_custom_op("cast")
 def cast(x: Tensor, amax: Tensor, plan: str, col: bool) -> list[Tensor]:
     """The compact parts of the shard `x` with `amax` [1, 1] of the whole tensor: per-tensor
-    (data, scales) cast with current_scale(amax); NVFP4's parts (the col ones if `col`) quantized
+    (data, scales) cast with current_scale(amax), and with `col` the transposed data written by the
+    same kernel and its scales (the same); NVFP4's parts (the col ones if `col`) quantized
     with that amax (the tensor scale derived from it)."""
     made = _PLANS[plan]
     if made.recipe.tensor_scaled:
@@ -210,6 +213,9 @@ def cast(x: Tensor, amax: Tensor, plan: str, col: bool) -> list[Tensor]:
             parts[2:2] = _transposed_parts(made.kernels["col_cast"], x, amax.reshape(()))
         return parts
     scale = current_scale(amax, made.recipe.element(made.role))
+    if col and made.writes_transposed:  # cast+transpose of the shard: [cols, rows] data, same scale
+        data, scale_inv, data_t, _ = _call(made.kernels["cast_both"], x, scale, torch.zeros_like(amax))
+        return [data, scale_inv, data_t, scale_inv]
     data, scale_inv, _ = _call(made.kernels["cast"], x, scale, torch.zeros_like(amax))
     return [data, scale_inv]
 
@@ -320,7 +326,7 @@ def operand(made: TensorPlan, parts: list[Tensor], side: str) -> tuple[Tensor, .
         return parts[2], parts[3], *tensor_scale
     if not made.col_derivable:
         raise ValueError(f"mx.torch: the {made.role}'s transposed operand needs its col parts")
-    # Sharded per-tensor (one scale) or 128x128 blocks: transpose what is there.
+    # 128x128 blocks, or one scale gathered rowwise only (TensorPlan.col_parts): transpose what is there.
     return transpose_bytes(parts[0]), parts[1].t().contiguous()
 
 

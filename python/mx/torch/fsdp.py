@@ -17,11 +17,16 @@ FSDP2's all-gather extension (torch.distributed.fsdp's `fsdp_pre_all_gather` / `
   (all-reduced, or precomputed for every weight at once by `precompute_scales`; the tensor scale,
   the same on every rank, does not travel); delayed scaling with the layer's delayed scale,
   identical on every rank;
-* only the usage the next GEMM reads crosses the wire: the rowwise parts in forward; for MXFP8, whose
-  columnwise quantization cannot be derived from the rowwise one, the columnwise parts when backward
-  gathers again (both in forward when FSDP2 keeps the weight unsharded after forward);
-* after the gather, the unsharded parameter is a `GatheredWeight` carrying the parts (`mx_parts`);
-  the layer makes its GEMM operands from them (byte transposes; the scale swizzle is in the GEMM).
+* only the usage the next GEMM reads crosses the wire (TensorPlan.wire_parts): the rowwise parts in
+  forward, the col parts when backward gathers again (MXFP8's columnwise quantization; per-tensor and
+  delayed scaling's transposed shard, [cols, rows / world], cast+transposed with the rowwise cast's
+  scale). When FSDP2 keeps the weight unsharded after forward, forward gathers both usages, except
+  where the transposed operand derives from the rowwise bytes (per-tensor, delayed, 128x128): those
+  gather the rowwise parts only (one usage's bytes, not two) and backward transposes them;
+* after the gather, the unsharded parameter is a `GatheredWeight` carrying the parts (`mx_parts`):
+  parts of row shards concatenated along rows, transposed ones along columns (one copy after
+  FSDP2's gather, which concatenates along rows). The layer reads its GEMM operands from them (a byte
+  transpose only where derived; the scale swizzle is in the GEMM).
 
 The gathered bytes are what the single-GPU layer would quantize from the whole weight, bit for bit,
 for the block-local recipes, NVFP4 and delayed scaling; per-tensor current scaling casts with
@@ -49,8 +54,8 @@ _PRESERVED = {aten.empty_like.default, aten.new_zeros.default, aten.slice.Tensor
 
 def _sides(plan, module) -> tuple[str, ...]:
     """The operands the next GEMMs read: the row one (fprop), or the col one in backward (dgrad),
-    or both when FSDP2 keeps the weight for backward (no re-gather). A recipe that derives the col
-    operand from the rowwise parts gathers those in any case (TensorPlan.wire_parts)."""
+    or both when FSDP2 keeps the weight for backward (no re-gather). Which parts they need is
+    TensorPlan.wire_parts'."""
     if torch._C._current_graph_task_id() != -1:  # gathered for the backward pass
         return ("col",)
     state = module._get_fsdp_state() if hasattr(module, "_get_fsdp_state") else None
@@ -127,7 +132,7 @@ class ShardedWeight(torch.Tensor):
         parts = [None] * len(specs)
         for index, tensor in zip(wire, outputs):  # FSDP2 concatenates along dim 0
             whole = tensor.view(_ops.torch_dtype(specs[index].dtype))
-            if specs[index].gather_dim != 0:  # FP4's transposed parts: [cols, rows] shards
+            if specs[index].gather_dim != 0:  # transposed parts: [cols, rows / world] shards
                 whole = distributed.concatenate(whole.view(plan.shards, -1, whole.shape[1]), 1)
             parts[index] = whole
         for index, tensor in local.items():

@@ -12,9 +12,10 @@ Each GEMM is one `mx.scaled_matmul` with K-contiguous operands: Hopper's FP8 ten
 K-major operands only, so the transposed operands are written by the quantize itself (per-tensor
 and delayed scaling: the cast+transpose kernel; MXFP8: the columnwise quantization written
 transposed; FP8 blockwise's 1x128 activations and gradients: their 1x128 quantization along M written
-transposed, from the tensor in place), or made from the
+transposed, from the tensor in place), also for row shards before their gather, or made from the
 compact quantized parts (mx.linear) by byte transposes (128x128 blocks, and sharded per-tensor
-tensors after their gather). Every kernel is a torch custom op (mx.torch._ops), so
+tensors gathered for both usages at once: TensorPlan.col_parts). Every kernel is a torch custom op
+(mx.torch._ops), so
 `torch.compile(fullgraph=True)` traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.
 
 Delayed scaling keeps its scales and amax histories in buffers (`fp8_scale_forward`,
@@ -137,8 +138,9 @@ class _LinearFunction(torch.autograd.Function):
             w_col = operand(made.tensors["weight"], ctx.weight.mx_parts, "col")
         need_dgrad, need_wgrad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grads = made.tensors["grad"]
-        g_parts = quantize(grads, dy.contiguous(), need_wgrad, ctx.states, ctx.amax_group)
-        g_ops = _operands(grads, g_parts, ("row", "col") if need_wgrad else ("row",), parallel)
+        sides = ("row", "col") if need_wgrad else ("row",)
+        g_parts = quantize(grads, dy.contiguous(), grads.col_parts(sides), ctx.states, ctx.amax_group)
+        g_ops = _operands(grads, g_parts, sides, parallel)
         dx = dw = db = None
         if need_dgrad:
             dx = _ops.gemm(g_ops[0], w_col, ctx.key, "dgrad")
@@ -205,15 +207,17 @@ class Linear(torch.nn.Linear):
                          _ops.target_of(x2d), shards)
 
     def _weight_operands(self, made):
-        """(row operand, col operand) of the weight. FSDP2's gathered weight brings its parts (its
-        col operand, if not gathered yet, is read in backward: None). Otherwise quantized once per
+        """(row operand, col operand) of the weight. FSDP2's gathered weight brings its parts; its
+        col operand, unless its col parts came with them, is made in backward (None): from the col
+        parts that backward's re-gather brings, or from the rowwise parts still there when FSDP2
+        kept the weight unsharded (TensorPlan.col_parts). Otherwise quantized once per
         weight value in eager mode: the cache holds while the parameter's version (bumped by every
         in-place update, e.g. the optimizer's step) and storage stay the same; delayed scaling
         records the weight's amax at every step, so it quantizes every time."""
         weight, plan = self.weight, made.tensors["weight"]
         gathered = getattr(weight, "mx_parts", None)
         if gathered is not None:
-            col = operand(plan, gathered, "col") if plan.col_derivable or gathered[2] is not None else None
+            col = operand(plan, gathered, "col") if not plan.derives_col and gathered[2] is not None else None
             return operand(plan, gathered, "row"), col
         cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
         key = (weight._version, weight.data_ptr(), made.key) if cached else None
