@@ -112,3 +112,17 @@ func.func @matmul_k_bias(%a: tensor<256x1024xf8E4M3FN>, %as: tensor<2x8x32x4x4xf
       : tensor<256x1024xf8E4M3FN>, tensor<2x8x32x4x4xf8E8M0FNU>, tensor<128x1024xf8E4M3FN>, tensor<1x8x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
   return %c : tensor<256x128xbf16>
 }
+
+// -----
+
+// The shard dialect does not bound a sharding's axes by its grid's rank
+// (found by test_fuzz.py: mx-partition divided by zero here).
+shard.grid @grid(shape = 2)
+func.func @axis_past_grid(%x: tensor<128x96xbf16>) -> tensor<128x96xf8E4M3FN> {
+  %k = shard.sharding @grid split_axes = [[], [1024]] : !shard.sharding
+  %x1 = shard.shard %x to %k annotate_for_users : tensor<128x96xbf16>
+  // expected-error @+2 {{'mx.quantize' op splits dimension 1 of its input (96 elements) over grid axes [1024] of @grid, which has 1 axis}}
+  // expected-error @+1 {{fail to get sharding option}}
+  %d, %s = mx.quantize %x1 block [1, 32] : tensor<128x96xbf16> -> tensor<128x96xf8E4M3FN>, tensor<128x3xf8E8M0FNU>
+  return %d : tensor<128x96xf8E4M3FN>
+}

@@ -470,11 +470,18 @@ SplitCheck checkSplit(const LoopRule &rule, shard::GridOp grid,
   if (axes.empty())
     return SplitCheck::ok;
   llvm::raw_string_ostream os(message);
-  int64_t devices = shard::collectiveProcessGroupSize(axes, grid);
   os << "splits " << rule.name << " (" << rule.extent
      << " elements) over grid axes [";
   llvm::interleaveComma(axes, os);
   os << "] of @" << grid.getSymName();
+  // The shard dialect does not bound a sharding's axes by its grid's rank;
+  // the group size of an axis past it would read outside the grid's shape.
+  int64_t rank = grid.getRank();
+  if (llvm::any_of(axes, [&](GridAxis axis) { return axis >= rank; })) {
+    os << ", which has " << rank << (rank == 1 ? " axis" : " axes");
+    return SplitCheck::error;
+  }
+  int64_t devices = shard::collectiveProcessGroupSize(axes, grid);
   if (ShapedType::isDynamic(devices)) {
     os << ", whose size is dynamic: mx ops partition over static grids";
     return SplitCheck::error;
