@@ -43,7 +43,7 @@ func.func @mxfp6_rowwise(%x: tensor<256x512xbf16>) -> (tensor<256x512xf6E3M2FN>,
 }
 
 // STRIP: .maxntid 256, 1, 1
-// STRIP: .shared .align {{[0-9]+}} .b8 [[TILE:.*]][16384];
+// STRIP: .shared .align 16 .b8 {{.*}}[16384];
 // STRIP-COUNT-4: ld.global.v4.b32
 // STRIP-COUNT-4: st.shared.v4.b32
 // STRIP: bar.sync 0;
