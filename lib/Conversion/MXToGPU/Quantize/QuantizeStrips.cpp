@@ -91,7 +91,7 @@ struct StripGrid {
 
 StripGrid getStripGrid(RankedTensorType inputType,
                        const StripOutput &columnwise,
-                       const StripOutput *rowwise, int64_t warpsPerCTA) {
+                       const StripOutput *rowwise, int64_t warpsPerTile) {
   int64_t rank = inputType.getRank();
   StripGrid grid;
   grid.slices = getNumSlices(inputType, 2);
@@ -120,9 +120,10 @@ StripGrid getStripGrid(RankedTensorType inputType,
   }
   // Whole lane groups per row block: the columnwise shuffles across the
   // groups and the rowwise ones (8-lane blocks) then stay inside one block;
-  // `warpsPerCTA` warps of them where a CTA covers one row block.
+  // whole tiles of `warpsPerTile` warps' strips for the staged kernel, whose
+  // CTA tile spans one row block.
   grid.gridStrips =
-      llvm::alignTo(grid.gridStrips, grid.lanesAcross * warpsPerCTA);
+      llvm::alignTo(grid.gridStrips, grid.lanesAcross * warpsPerTile);
   return grid;
 }
 
@@ -585,7 +586,7 @@ void buildRegisterKernel(OpBuilder &builder, Location loc,
                          const StripOutput &columnwise,
                          const StripOutput *rowwise) {
   StripGrid grid =
-      getStripGrid(inputType, columnwise, rowwise, /*warpsPerCTA=*/1);
+      getStripGrid(inputType, columnwise, rowwise, /*warpsPerTile=*/1);
   Type elementType = inputType.getElementType();
   auto laneType = VectorType::get({kStripCols}, elementType);
   auto readGlobal = [&](OpBuilder &nb, Location nl, const Strip &s, int64_t i) {
