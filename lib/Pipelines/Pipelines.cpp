@@ -123,6 +123,8 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   // back so that outlining does not turn each one into a kernel argument.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // Outlined kernels' shared buffers, aligned for 16-byte vector accesses.
+  pm.addNestedPass<gpu::GPUModuleOp>(createAlignWorkgroupBuffers());
   // gpu-to-llvm lowers gpu.alloc only in its async form: chain allocations
   // and launches on one stream per call, synchronized before returning.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());

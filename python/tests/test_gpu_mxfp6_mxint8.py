@@ -35,6 +35,9 @@ QUANTIZE = {
     "e3m2_columnwise_f32_floor": ((70, 48), np.float32, "f6E3M2FN", "floor", ("columnwise",), False),
     "e2m3_fused_bf16": ((256, 128), ml_dtypes.bfloat16, "f6E2M3FN", "ceil", ("rowwise", "columnwise"), True),
     "e3m2_fused_f32": ((100, 64), np.float32, "f6E3M2FN", "floor", ("rowwise", "columnwise"), False),
+    # The staged FP6 kernel's CTA tiles are 32 rows x 256 columns: two tiles a row block here, the
+    # second partial, and a partial last row block in each slice.
+    "e2m3_fused_batched_f16": ((2, 40, 272), np.float16, "f6E2M3FN", "floor", ("rowwise", "columnwise"), True),
     "int8_rowwise_bf16": ((128, 256), ml_dtypes.bfloat16, "i8", "ceil", ("rowwise",), True),
     "int8_rowwise_f32_floor": ((70, 96), np.float32, "i8", "floor", ("rowwise",), False),
     "int8_columnwise_f16": ((64, 36), np.float16, "i8", "ceil", ("columnwise",), True),

@@ -287,6 +287,36 @@ def RejectHostCompute : Pass<"mx-reject-host-compute", "mlir::ModuleOp"> {
   }];
 }
 
+def AlignWorkgroupBuffers
+    : Pass<"mx-align-workgroup-buffers", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Align the workgroup buffers of GPU kernels for vector access";
+  let description = [{
+    Gives every workgroup (shared memory) buffer of every `gpu.func` of the
+    module an alignment of at least `alignment` bytes (the `llvm.align`
+    attribution attribute, which the NVVM lowering puts on the buffer's
+    `.shared` variable). Without it a buffer is aligned to its element type
+    only, while the mx kernels move 16-byte vectors through their buffers
+    (`ld.shared.v4` / `st.shared.v4` need 16-byte addresses). A larger
+    alignment already given is kept. `mx-lower-to-nvvm` runs it right after
+    gpu-kernel-outlining, which creates the functions from the `gpu.launch`
+    ops of `convert-mx-to-gpu` (a launch has no attribution attributes).
+
+    Example:
+
+    ```mlir
+    // mx-opt --pass-pipeline="builtin.module(gpu.module(mx-align-workgroup-buffers))"
+    gpu.func @k() workgroup(%tile : memref<32x256xbf16, #gpu.address_space<workgroup>>) kernel
+    // becomes
+    gpu.func @k() workgroup(%tile : memref<32x256xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "The least alignment of a workgroup buffer, in bytes (a power of "
+           "two)">,
+  ];
+}
+
 def ReadOnlyArguments : Pass<"mx-readonly-arguments", "mlir::ModuleOp"> {
   let summary = "Keep compiled public functions from writing their arguments";
   let description = [{

@@ -49,6 +49,61 @@ func.func @mxfp6_columnwise(%x: tensor<64x32xf32>) -> (tensor<64x32xf6E2M3FN>, t
 
 // -----
 
+// MXFP6 rowwise and columnwise of one input, fused: the staged strip kernel.
+// A CTA copies its tile, a 32-row block x 256 columns, into shared memory
+// with 16-byte loads (row and column clamped in bounds); after the barrier
+// warps 0-3 quantize the tile's columns and warps 4-7 its rows, each lane
+// reading its 16 x 4 strip there and nothing from global memory. The grid:
+// 2 slices x 4 row blocks (the rowwise tiles' 128 rows) x 2 tiles (272
+// columns, the second partial).
+// CHECK-LABEL: func @mxfp6_fused
+// CHECK-DAG: %[[INPUT:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<80x272xbf16> to memref<80x272xbf16>
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c16, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[TILE:.*]] : memref<32x256xbf16, #gpu.address_space<workgroup>>)
+// CHECK:   %[[COL:.*]] = arith.minui %{{.*}}, %c264 : index
+// CHECK:   %[[ROW:.*]] = arith.minui %{{.*}}, %c79 : index
+// CHECK:   vector.load %[[INPUT]][%[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<80x272xbf16>, vector<8xbf16>
+// CHECK-COUNT-3: vector.load %[[INPUT]][%{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<80x272xbf16>, vector<8xbf16>
+// CHECK-COUNT-4: vector.store %{{.*}}, %[[TILE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<32x256xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[WARP:.*]] = arith.divui %{{.*}}, %c32 : index
+// CHECK: %[[COLUMNS:.*]] = arith.cmpi ult, %[[WARP]], %c4 : index
+// CHECK-NEXT: scf.if %[[COLUMNS]] {
+// CHECK-COUNT-16: vector.load %[[TILE]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<32x256xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
+// CHECK:   gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : i32
+// CHECK:   gpu.shuffle  down
+// CHECK: } else {
+// CHECK-COUNT-16: vector.load %[[TILE]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<32x256xbf16, #gpu.address_space<workgroup>>, vector<4xbf16>
+// CHECK:   gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : i32
+// CHECK:   gpu.shuffle  idx
+// CHECK:   gpu.shuffle  down
+// CHECK: }
+// CHECK-NOT: vector.load %[[INPUT]]
+// CHECK: gpu.terminator
+func.func @mxfp6_fused(%x: tensor<2x40x272xbf16>) -> (tensor<2x40x272xf6E3M2FN>, tensor<2x1x3x32x4x4xf8E8M0FNU>, tensor<2x40x272xf6E3M2FN>, tensor<2x2x272xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 1, 32] : tensor<2x40x272xbf16> -> tensor<2x40x272xf6E3M2FN>, tensor<2x40x9xf8E8M0FNU>
+  %t = mx.swizzle %s unscaled_dim 1 : tensor<2x40x9xf8E8M0FNU> -> tensor<2x1x3x32x4x4xf8E8M0FNU>
+  %c, %cs = mx.quantize %x block [1, 32, 1] : tensor<2x40x272xbf16> -> tensor<2x40x272xf6E3M2FN>, tensor<2x2x272xf8E8M0FNU>
+  return %d, %t, %c, %cs : tensor<2x40x272xf6E3M2FN>, tensor<2x1x3x32x4x4xf8E8M0FNU>, tensor<2x40x272xf6E3M2FN>, tensor<2x2x272xf8E8M0FNU>
+}
+
+// -----
+
+// MXINT8 fused keeps the strip in registers (it meets its bandwidth so):
+// every lane loads its strip from global memory, no tile, no barrier.
+// CHECK-LABEL: func @mxint8_fused
+// CHECK: gpu.launch blocks({{.*}}) threads({{.*}}) {
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.load %{{.*}} : memref<64x64xbf16>, vector<4xbf16>
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+func.func @mxint8_fused(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>, tensor<64x64xi8>, tensor<2x64xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x64xbf16> -> tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>
+  %c, %cs = mx.quantize %x block [32, 1] : tensor<64x64xbf16> -> tensor<64x64xi8>, tensor<2x64xf8E8M0FNU>
+  return %d, %s, %c, %cs : tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>, tensor<64x64xi8>, tensor<2x64xf8E8M0FNU>
+}
+
+// -----
+
 // MXINT8: the FP8 kernels with the CPU lowering's conversion on vectors,
 // clamp(rne(y * 64), -127, 127) by adding 1.5 * 2^23; no cvt.
 // CHECK-LABEL: func @mxint8_rowwise

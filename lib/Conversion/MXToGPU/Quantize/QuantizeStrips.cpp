@@ -24,6 +24,10 @@
 // kernel's grid also covers the zero padding of the tiles. Column blocks never
 // span batch slices (the rows of a slice need not be a multiple of 32), so the
 // grid runs over slices x row blocks, each slice padded to its own tiles.
+// The fused kernel of a packed format (FP6) stages instead: a CTA copies its
+// 32-row x 256-column tile into shared memory, then warps 0-3 quantize the
+// columns and warps 4-7 the rows, each from the same strips read there, so
+// that a lane holds one quantization's state (buildStagedKernel).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +42,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
@@ -86,7 +91,7 @@ struct StripGrid {
 
 StripGrid getStripGrid(RankedTensorType inputType,
                        const StripOutput &columnwise,
-                       const StripOutput *rowwise) {
+                       const StripOutput *rowwise, int64_t warpsPerTile) {
   int64_t rank = inputType.getRank();
   StripGrid grid;
   grid.slices = getNumSlices(inputType, 2);
@@ -114,8 +119,11 @@ StripGrid getStripGrid(RankedTensorType inputType,
         llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols) * kLanesPerRowBlock);
   }
   // Whole lane groups per row block: the columnwise shuffles across the
-  // groups and the rowwise ones (8-lane blocks) then stay inside one block.
-  grid.gridStrips = llvm::alignTo(grid.gridStrips, grid.lanesAcross);
+  // groups and the rowwise ones (8-lane blocks) then stay inside one block;
+  // whole tiles of `warpsPerTile` warps' strips for the staged kernel, whose
+  // CTA tile spans one row block.
+  grid.gridStrips =
+      llvm::alignTo(grid.gridStrips, grid.lanesAcross * warpsPerTile);
   return grid;
 }
 
@@ -209,6 +217,9 @@ struct AmaxReduction {
 /// What one lane owns: its strip's place and its 16 rows of 4 values.
 struct Strip {
   Value lane, slice, sliceValid, rowBlock, firstGroup, strip, col, colValid;
+  /// The column that global loads of the strip start at: `col` clamped in
+  /// bounds.
+  Value loadCol;
   /// Per row: the row in the slice, in the folded data, whether it exists,
   /// the values as loaded and as f32.
   SmallVector<Value> rowInSlice, row, rowValid, loaded, values;
@@ -216,17 +227,21 @@ struct Strip {
   AmaxReduction reduction;
 };
 
-/// Places the lane (warp w covers `lanesAcross` strips of one row block; the
-/// high lane bits pick the group) and loads its strip: every lane loads
-/// (clamped in bounds) so that all lanes take part in the shuffles; stores
-/// are predicated.
-Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
-                Value input, VectorType laneType) {
+/// Reads row `i` of a lane's strip (placed by loadStrip): a vector of
+/// kStripCols input elements.
+using StripRowReader =
+    function_ref<Value(OpBuilder &, Location, const Strip &, int64_t i)>;
+
+/// Places the lane `lane` of the grid's warp `warp` (warp w covers
+/// `lanesAcross` strips of one row block; the high lane bits pick the group)
+/// and reads its strip with `readRow`: every lane reads (clamped in bounds)
+/// so that all lanes take part in the shuffles; stores are predicated.
+Strip loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
+                const StripGrid &grid, Type elementType,
+                StripRowReader readRow) {
   IndexArith index{b, l};
   Strip s;
-  s.reduction.elementType = laneType.getElementType();
-  Value warp = index.div(thread, kWarpSize),
-        lane = index.rem(thread, kWarpSize);
+  s.reduction.elementType = elementType;
   s.lane = lane;
   Value group = index.div(lane, grid.lanesAcross);
   int64_t warpsPerRowBlock = grid.gridStrips / grid.lanesAcross;
@@ -239,21 +254,18 @@ Strip loadStrip(OpBuilder &b, Location l, Value thread, const StripGrid &grid,
                     index.rem(lane, grid.lanesAcross));
   s.col = arith::MulIOp::create(b, l, s.strip, cIndex(b, l, kStripCols));
   s.colValid = cmpLT(b, l, s.col, cIndex(b, l, grid.cols));
-  Value loadCol =
+  s.loadCol =
       arith::MinUIOp::create(b, l, s.col, cIndex(b, l, grid.cols - kStripCols));
   Value row0 =
       inSlice(b, l, s.rowBlock, grid.blockRows,
               arith::MulIOp::create(b, l, group, cIndex(b, l, kRowsPerLane)));
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     Value local = arith::AddIOp::create(b, l, row0, cIndex(b, l, i));
-    Value row = inSlice(b, l, s.slice, grid.rows, local);
     s.rowInSlice.push_back(local);
-    s.row.push_back(row);
+    s.row.push_back(inSlice(b, l, s.slice, grid.rows, local));
     s.rowValid.push_back(
         andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
-    Value loadRow = arith::MinUIOp::create(
-        b, l, row, cIndex(b, l, grid.slices * grid.rows - 1));
-    s.loaded.push_back(loadVector(b, l, laneType, input, {loadRow, loadCol}));
+    s.loaded.push_back(readRow(b, l, s, i));
     s.values.push_back(
         extendToF32(b, l, s.loaded.back(),
                     /*feedsMagnitudes=*/!s.reduction.isPacked()));
@@ -368,7 +380,8 @@ void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
     out.data.store(b, l, runValid, codes, {row, firstRow});
     if (out.swizzle)
       continue;
-    buildIf(b, l, andI(b, l, s.firstGroup, andI(b, l, rowBlockValid, s.colValid)),
+    buildIf(b, l,
+            andI(b, l, s.firstGroup, andI(b, l, rowBlockValid, s.colValid)),
             [&](OpBuilder &nb, Location nl) {
               memref::StoreOp::create(nb, nl, scales[j].stored, out.scales,
                                       ValueRange{row, s.rowBlock});
@@ -566,6 +579,164 @@ bool readsColumns(QuantizeOp op) {
   return (op.getTransposed() ? block.end()[-2] : block.back()) == 1;
 }
 
+/// The strip kernel that keeps the strip in registers: each lane loads its
+/// strip from global memory and quantizes its columns, then (fused) its rows.
+void buildRegisterKernel(OpBuilder &builder, Location loc,
+                         RankedTensorType inputType, Value input,
+                         const StripOutput &columnwise,
+                         const StripOutput *rowwise) {
+  StripGrid grid =
+      getStripGrid(inputType, columnwise, rowwise, /*warpsPerTile=*/1);
+  Type elementType = inputType.getElementType();
+  auto laneType = VectorType::get({kStripCols}, elementType);
+  auto readGlobal = [&](OpBuilder &nb, Location nl, const Strip &s, int64_t i) {
+    Value row = arith::MinUIOp::create(
+        nb, nl, s.row[i], cIndex(nb, nl, grid.slices * grid.rows - 1));
+    return loadVector(nb, nl, laneType, input, {row, s.loadCol});
+  };
+  buildLaunch(builder, loc,
+              grid.slices * grid.gridRowBlocks * grid.gridStrips *
+                  grid.getGroups(),
+              [&](OpBuilder &nb, Location l, Value thread) {
+                IndexArith index{nb, l};
+                Strip strip = loadStrip(nb, l, index.div(thread, kWarpSize),
+                                        index.rem(thread, kWarpSize), grid,
+                                        elementType, readGlobal);
+                quantizeColumns(nb, l, strip, grid, columnwise);
+                if (rowwise)
+                  quantizeRows(nb, l, strip, grid, *rowwise);
+              });
+}
+
+/// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
+/// the columns of its tile, warps 4-7 the rows.
+constexpr int64_t kStagedWarpsPerPart = kWarpsPerBlock / 2;
+/// The staged tile is loaded in 16-byte chunks.
+constexpr int64_t kStageChunkBytes = 16;
+
+/// Whether the fused kernel stages its tile in shared memory (see
+/// buildStagedKernel): for packed formats, whose register kernel needs 128
+/// registers and so ran at 73% of copy on the H100 (MXFP6), where FP8's and
+/// MXINT8's reach 94-95% and keep the register kernel. Rows must take whole
+/// 16-byte chunks.
+bool stagesTile(RankedTensorType inputType, const StripOutput &columnwise) {
+  int64_t chunk =
+      kStageChunkBytes * 8 / inputType.getElementType().getIntOrFloatBitWidth();
+  return columnwise.data.getFormat().isPacked() &&
+         inputType.getShape().back() % chunk == 0;
+}
+
+/// The staged tile: the CTA's row block x the columns of its
+/// kStagedWarpsPerPart warps' strips, in workgroup memory.
+MemRefType getStagedTileType(const StripGrid &grid, Type elementType) {
+  MLIRContext *context = elementType.getContext();
+  return MemRefType::get(
+      {grid.blockRows, kStagedWarpsPerPart * grid.lanesAcross * kStripCols},
+      elementType, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+}
+
+/// Copies the CTA's tile (its first row `firstRow` of the folded input, its
+/// first column `firstCol`) into `tile`: each warp moves whole tile rows in
+/// 16-byte chunks, every load issued before the first store; rows and
+/// columns past the input are clamped, as the register kernel's loads are.
+void stageTile(OpBuilder &b, Location l, const StripGrid &grid, Value input,
+               Value tile, Value thread, Value firstRow, Value firstCol) {
+  IndexArith index{b, l};
+  auto tileType = cast<MemRefType>(tile.getType());
+  int64_t chunk =
+      kStageChunkBytes * 8 / tileType.getElementType().getIntOrFloatBitWidth();
+  int64_t chunksPerRow = tileType.getDimSize(1) / chunk;
+  int64_t rowsPerPass = kThreadsPerBlock / chunksPerRow;
+  auto chunkType = VectorType::get({chunk}, tileType.getElementType());
+  Value row0 = index.div(thread, chunksPerRow);
+  Value col = arith::MulIOp::create(b, l, index.rem(thread, chunksPerRow),
+                                    cIndex(b, l, chunk));
+  Value loadCol =
+      arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, firstCol, col),
+                             cIndex(b, l, grid.cols - chunk));
+  SmallVector<Value> rows, chunks;
+  for (int64_t r = 0; r < tileType.getDimSize(0); r += rowsPerPass) {
+    rows.push_back(arith::AddIOp::create(b, l, row0, cIndex(b, l, r)));
+    Value loadRow = arith::MinUIOp::create(
+        b, l, arith::AddIOp::create(b, l, firstRow, rows.back()),
+        cIndex(b, l, grid.slices * grid.rows - 1));
+    chunks.push_back(loadVector(b, l, chunkType, input, {loadRow, loadCol}));
+  }
+  for (auto [row, values] : llvm::zip_equal(rows, chunks))
+    storeVector(b, l, values, tile, {row, col});
+}
+
+/// The fused kernel of packed formats: a CTA copies a row block x 256
+/// columns of the input into shared memory once (16 KiB of bf16), and after
+/// a barrier warps 0-3 quantize its columns and warps 4-7 its rows, each
+/// lane reading its 16 x 4 strip there. A lane then holds one quantization's
+/// state, not both, which takes the registers from 128 to the columnwise
+/// kernel's count and so doubles the CTAs an SM.
+void buildStagedKernel(OpBuilder &builder, Location loc,
+                       RankedTensorType inputType, Value input,
+                       const StripOutput &columnwise,
+                       const StripOutput &rowwise) {
+  StripGrid grid =
+      getStripGrid(inputType, columnwise, &rowwise, kStagedWarpsPerPart);
+  Type elementType = inputType.getElementType();
+  MemRefType tileType = getStagedTileType(grid, elementType);
+  int64_t tileStrips = tileType.getDimSize(1) / kStripCols;
+  int64_t tilesPerRowBlock = grid.gridStrips / tileStrips;
+  auto laneType = VectorType::get({kStripCols}, elementType);
+  auto body = [&](OpBuilder &b, Location l, const KernelIds &ids) {
+    IndexArith index{b, l};
+    Value tile = ids.workgroup.front();
+    Value gridRowBlock = index.div(ids.block, tilesPerRowBlock);
+    Value firstRow = inSlice(
+        b, l, index.div(gridRowBlock, grid.gridRowBlocks), grid.rows,
+        arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
+                              cIndex(b, l, grid.blockRows)));
+    Value firstCol =
+        arith::MulIOp::create(b, l, index.rem(ids.block, tilesPerRowBlock),
+                              cIndex(b, l, tileType.getDimSize(1)));
+    stageTile(b, l, grid, input, tile, ids.thread, firstRow, firstCol);
+    gpu::BarrierOp::create(b, l);
+
+    // Warp w of the CTA is warp w % 4 of its part among the grid's warps.
+    Value warp = index.div(ids.thread, kWarpSize);
+    Value lane = index.rem(ids.thread, kWarpSize);
+    Value partWarp = index.rem(warp, kStagedWarpsPerPart);
+    Value gridWarp = index.fma(ids.block, kStagedWarpsPerPart, partWarp);
+    Value tileRow0 = arith::MulIOp::create(
+        b, l, index.div(lane, grid.lanesAcross), cIndex(b, l, kRowsPerLane));
+    Value tileCol =
+        arith::MulIOp::create(b, l,
+                              index.fma(partWarp, grid.lanesAcross,
+                                        index.rem(lane, grid.lanesAcross)),
+                              cIndex(b, l, kStripCols));
+    auto readStaged = [&](OpBuilder &nb, Location nl, const Strip &,
+                          int64_t i) {
+      Value row = arith::AddIOp::create(nb, nl, tileRow0, cIndex(nb, nl, i));
+      return loadVector(nb, nl, laneType, tile, {row, tileCol});
+    };
+    auto part = [&](auto quantize) {
+      return [&, quantize](OpBuilder &nb, Location nl) {
+        Strip strip =
+            loadStrip(nb, nl, gridWarp, lane, grid, elementType, readStaged);
+        quantize(nb, nl, strip);
+        scf::YieldOp::create(nb, nl);
+      };
+    };
+    scf::IfOp::create(b, l,
+                      cmpLT(b, l, warp, cIndex(b, l, kStagedWarpsPerPart)),
+                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
+                        quantizeColumns(nb, nl, s, grid, columnwise);
+                      }),
+                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
+                        quantizeRows(nb, nl, s, grid, rowwise);
+                      }));
+  };
+  buildBlockLaunch(builder, loc,
+                   grid.slices * grid.gridRowBlocks * tilesPerRowBlock,
+                   tileType, body);
+}
+
 /// The strip kernel, anchored at its columnwise quantize; when the plan fuses
 /// it with the rowwise quantize of the same input, the kernel computes both.
 struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
@@ -607,17 +778,10 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     const StripOutput *rowwise = rowwiseOp ? &outputs.back() : nullptr;
 
     RankedTensorType inputType = op.getInput().getType();
-    StripGrid grid = getStripGrid(inputType, columnwise, rowwise);
-    auto laneType = VectorType::get({kStripCols}, inputType.getElementType());
-    buildLaunch(rewriter, loc,
-                grid.slices * grid.gridRowBlocks * grid.gridStrips *
-                    grid.getGroups(),
-                [&](OpBuilder &b, Location l, Value thread) {
-                  Strip strip = loadStrip(b, l, thread, grid, input, laneType);
-                  quantizeColumns(b, l, strip, grid, columnwise);
-                  if (rowwise)
-                    quantizeRows(b, l, strip, grid, *rowwise);
-                });
+    if (rowwise && stagesTile(inputType, columnwise))
+      buildStagedKernel(rewriter, loc, inputType, input, columnwise, *rowwise);
+    else
+      buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise);
 
     for (StripOutput &out : outputs) {
       RankedTensorType scalesType = out.swizzle
