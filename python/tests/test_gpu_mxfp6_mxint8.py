@@ -38,9 +38,6 @@ QUANTIZE = {
     # The staged FP6 kernel's CTA tiles are 32 rows x 256 columns: two tiles a row block here, the
     # second partial, and a partial last row block in each slice.
     "e2m3_fused_batched_f16": ((2, 40, 272), np.float16, "f6E2M3FN", "floor", ("rowwise", "columnwise"), True),
-    # Its rowwise lanes read their 16 f32 (4 chunks of 16 bytes) in all 4 rotated orders once a tile row has
-    # 128 valid columns: 288 columns, a full tile and a partial one; 33 rows a slice.
-    "e3m2_fused_batched_f32": ((2, 33, 288), np.float32, "f6E3M2FN", "ceil", ("rowwise", "columnwise"), True),
     "int8_rowwise_bf16": ((128, 256), ml_dtypes.bfloat16, "i8", "ceil", ("rowwise",), True),
     "int8_rowwise_f32_floor": ((70, 96), np.float32, "i8", "floor", ("rowwise",), False),
     "int8_columnwise_f16": ((64, 36), np.float16, "i8", "ceil", ("columnwise",), True),

@@ -7,10 +7,9 @@
 // 8 elements and stores its 8 bf16 at once. Every kernel declares its
 // 256 threads (`.maxntid`, from gpu-kernel-outlining's known block size),
 // the bound ptxas budgets the registers by. The fused MXFP6 kernel stages
-// its 32 x 256 tile in 16 KiB of shared memory, and its columnwise warps
-// hold one quantization's strip, its rowwise warps a rowwise lane's 16
-// elements: at most 64 registers on sm_90a (four CTAs an SM; the register
-// kernel it replaced took 128).
+// its 32 x 256 tile in 16 KiB of shared memory, and its columnwise and
+// rowwise warps each hold one quantization's strip: at most 64 registers on
+// sm_90a (four CTAs an SM; the register kernel it replaced took 128).
 // REQUIRES: ptxas
 // RUN: mx-opt %s --mx-lower-to-nvvm="chip=sm_90a format=isa" | %python -m mx.ptx --split %t.sm90
 // RUN: FileCheck %s --check-prefixes=ROW,ROW90 < %t.sm90.0.ptx

@@ -57,20 +57,6 @@ int64_t getStripLanesAcross(int64_t blockRows);
 /// two within one warp, for the xor-shuffles that combine their amax.
 int64_t getRowwiseLanesPerBlock(int64_t width);
 
-/// One lane of the rowwise kernel, which the staged strip kernel's rowwise
-/// warps run too: `loaded`, its kElementsPerLane input elements, count
-/// towards the amax of the block that `lanesPerBlock` adjacent lanes share
-/// where `colValid` holds (every lane of the warp must take part); stores
-/// the codes at `indices` of `data` where `rowValid` holds too and returns
-/// the block's scale, which the caller stores.
-BlockScale quantizeRowwiseLane(mlir::OpBuilder &b, mlir::Location loc,
-                               mlir::Value loaded, mlir::Value rowValid,
-                               mlir::Value colValid, int64_t lanesPerBlock,
-                               ScaleRounding rounding,
-                               const ElementConversion &conversion,
-                               mlir::Type scaleType, const DataBuffer &data,
-                               mlir::ValueRange indices);
-
 /// Replaces a quantize op with its kernel's data and scales tensors; when a
 /// swizzle consumed the scales, the tiled tensor replaces that swizzle.
 void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,

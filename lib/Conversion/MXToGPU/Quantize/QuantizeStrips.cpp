@@ -26,10 +26,8 @@
 // grid runs over slices x row blocks, each slice padded to its own tiles.
 // The fused kernel of a packed format (FP6) stages instead: a CTA copies its
 // 32-row x 256-column tile into shared memory, then warps 0-3 quantize the
-// columns from strips read there and warps 4-7 the rows as the rowwise
-// kernel's lanes do (16 consecutive elements of a row, no packing shuffles,
-// a lane's three words stored at once), so that a lane holds one
-// quantization's state (buildStagedKernel).
+// columns and warps 4-7 the rows, each from the same strips read there, so
+// that a lane holds one quantization's state (buildStagedKernel).
 //
 //===----------------------------------------------------------------------===//
 
@@ -476,25 +474,22 @@ SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
   return amaxes;
 }
 
-/// Stores the rowwise scale of row `local` of slice `slice` (whose
-/// existence `sliceValid` says), linear or at its tiled address, where rows
-/// and blocks of the tiles' padding get zero bits; only where `owner` holds
-/// if given (one lane of those that share the block).
-void storeRowScale(OpBuilder &b, Location l, Value slice, Value sliceValid,
+/// Stores the rowwise scale of the strip row `local` (in the slice), linear
+/// or at its tiled address, where rows and blocks of the tiles' padding get
+/// zero bits.
+void storeRowScale(OpBuilder &b, Location l, const Strip &s,
                    const StripGrid &grid, const StripOutput &out, Value local,
-                   Value block, Value stored, Value owner = Value()) {
+                   Value block, Value stored) {
   Value rowValid =
-      andI(b, l, sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
+      andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
   Value valid =
       andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
-  SmallVector<Value, 2> guards;
-  if (owner)
-    guards.push_back(owner);
+  SmallVector<Value, 1> guards;
   int64_t sliceRows = grid.rows;
   if (out.swizzle) {
     sliceRows = llvm::alignTo(grid.rows, SwizzleTiles::kRows);
     guards.push_back(andI(
-        b, l, sliceValid,
+        b, l, s.sliceValid,
         andI(b, l, cmpLT(b, l, local, cIndex(b, l, sliceRows)),
              cmpLT(
                  b, l, block,
@@ -504,7 +499,7 @@ void storeRowScale(OpBuilder &b, Location l, Value slice, Value sliceValid,
   storeBlockScale(
       b, l, out.scales, bool(out.swizzle), stored, valid, guards,
       [&](OpBuilder &nb, Location nl) {
-        return inSlice(nb, nl, slice, sliceRows, local);
+        return inSlice(nb, nl, s.slice, sliceRows, local);
       },
       block);
 }
@@ -552,7 +547,7 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
   for (auto [q, amax] : llvm::enumerate(amaxes)) {
     BlockScale scale = buildBlockScale(b, l, amax, op.getRounding(),
                                        out.conversion, scaleType);
-    storeRowScale(b, l, s.slice, s.sliceValid, grid, out,
+    storeRowScale(b, l, s, grid, out,
                   arith::AddIOp::create(b, l, firstOwnedRow, cIndex(b, l, q)),
                   block, scale.stored);
     factors.push_back(
@@ -672,98 +667,12 @@ void stageTile(OpBuilder &b, Location l, const StripGrid &grid, Value input,
     storeVector(b, l, values, tile, {row, col});
 }
 
-/// Reads the kElementsPerLane elements of `tile` at (row, col) in 16-byte
-/// chunks, rotated by the lane (`laneInRow`, its place along the tile row):
-/// the 8 lanes of a quarter-warp phase of 16-byte shared loads would
-/// otherwise start their chunks 32 (bf16) or 64 (f32) bytes apart, two or
-/// four to a bank; rotated, their k-th loads cover 128 distinct bytes. The
-/// chunks are put back in order by selects.
-Value loadStagedLane(OpBuilder &b, Location l, Value tile, Value row, Value col,
-                     Value laneInRow) {
-  IndexArith index{b, l};
-  Type elementType = cast<MemRefType>(tile.getType()).getElementType();
-  int64_t chunk = kStageChunkBytes * 8 / elementType.getIntOrFloatBitWidth();
-  int64_t chunks = kElementsPerLane / chunk;
-  // The bytes of shared memory's 32 banks, which one phase of a 16-byte load
-  // (8 lanes) reads without conflicts.
-  constexpr int64_t kBankRowBytes = 32 * 4;
-  int64_t lanesPerPhase = kBankRowBytes / kStageChunkBytes;
-  Value rotation =
-      index.rem(index.div(laneInRow, lanesPerPhase / chunks), chunks);
-  auto chunkType = VectorType::get({chunk}, elementType);
-  SmallVector<Value> loaded;
-  for (int64_t k = 0; k < chunks; ++k) {
-    Value c = index.rem(arith::AddIOp::create(b, l, rotation, cIndex(b, l, k)),
-                        chunks);
-    loaded.push_back(
-        loadVector(b, l, chunkType, tile, {row, index.fma(c, chunk, col)}));
-  }
-  SmallVector<Value> rotatedBy = {Value()};
-  for (int64_t d = 1; d < chunks; ++d)
-    rotatedBy.push_back(arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                              rotation, cIndex(b, l, d)));
-  Value lane;
-  for (int64_t c = 0; c < chunks; ++c) {
-    Value value = loaded[c];
-    for (int64_t d = 1; d < chunks; ++d)
-      value = arith::SelectOp::create(b, l, rotatedBy[d],
-                                      loaded[(c - d + chunks) % chunks], value);
-    lane = lane ? vector::ShuffleOp::create(
-                      b, l, lane, value,
-                      llvm::to_vector(llvm::seq<int64_t>(0, (c + 1) * chunk)))
-                : value;
-  }
-  return lane;
-}
-
-/// The rowwise warps of the staged kernel: `partThread`, their thread index,
-/// runs the rowwise kernel's lane (quantizeRowwiseLane) on kElementsPerLane
-/// consecutive elements of a tile row, a half-warp covering the row, for
-/// each of the tile's rows that falls to it. The tile starts at row
-/// `rowBlock` of slice `slice` and column `firstCol`.
-void quantizeStagedRows(OpBuilder &b, Location l, const StripGrid &grid,
-                        const StripOutput &out, Value tile, Value partThread,
-                        Value slice, Value rowBlock, Value firstCol) {
-  IndexArith index{b, l};
-  auto tileType = cast<MemRefType>(tile.getType());
-  int64_t lanesPerRow = tileType.getDimSize(1) / kElementsPerLane;
-  int64_t rowsPerPass = kStagedWarpsPerPart * kWarpSize / lanesPerRow;
-  int64_t lanesPerBlock = getRowwiseLanesPerBlock(kMXBlock);
-  QuantizeOp op = out.op;
-  Value sliceValid = cmpLT(b, l, slice, cIndex(b, l, grid.slices));
-  Value laneInRow = index.rem(partThread, lanesPerRow);
-  Value tileCol =
-      arith::MulIOp::create(b, l, laneInRow, cIndex(b, l, kElementsPerLane));
-  Value col = arith::AddIOp::create(b, l, firstCol, tileCol);
-  Value colValid = cmpLT(b, l, col, cIndex(b, l, grid.cols));
-  Value block = index.div(col, kMXBlock);
-  Value owner = isZeroIndex(b, l, index.rem(laneInRow, lanesPerBlock));
-  Value firstLocal =
-      index.fma(rowBlock, grid.blockRows, index.div(partThread, lanesPerRow));
-  for (int64_t r = 0; r < tileType.getDimSize(0); r += rowsPerPass) {
-    Value tileRow = arith::AddIOp::create(
-        b, l, index.div(partThread, lanesPerRow), cIndex(b, l, r));
-    Value local = arith::AddIOp::create(b, l, firstLocal, cIndex(b, l, r));
-    Value rowValid =
-        andI(b, l, sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
-    Value loaded = loadStagedLane(b, l, tile, tileRow, tileCol, laneInRow);
-    Value row = inSlice(b, l, slice, grid.rows, local);
-    BlockScale scale = quantizeRowwiseLane(
-        b, l, loaded, rowValid, colValid, lanesPerBlock, op.getRounding(),
-        out.conversion, op.getScales().getType().getElementType(), out.data,
-        {row, col});
-    storeRowScale(b, l, slice, sliceValid, grid, out, local, block,
-                  scale.stored, owner);
-  }
-}
-
 /// The fused kernel of packed formats: a CTA copies a row block x 256
 /// columns of the input into shared memory once (16 KiB of bf16), and after
-/// a barrier warps 0-3 quantize its columns, each lane reading its 16 x 4
-/// strip there, and warps 4-7 its rows, each lane 16 consecutive elements of
-/// a row at a time as the rowwise kernel's lanes (4 rows a lane). A lane
-/// then holds one quantization's state, not both, which takes the registers
-/// from 128 to the columnwise kernel's count and so doubles the CTAs an SM.
+/// a barrier warps 0-3 quantize its columns and warps 4-7 its rows, each
+/// lane reading its 16 x 4 strip there. A lane then holds one quantization's
+/// state, not both, which takes the registers from 128 to the columnwise
+/// kernel's count and so doubles the CTAs an SM.
 void buildStagedKernel(OpBuilder &builder, Location loc,
                        RankedTensorType inputType, Value input,
                        const StripOutput &columnwise,
@@ -779,11 +688,10 @@ void buildStagedKernel(OpBuilder &builder, Location loc,
     IndexArith index{b, l};
     Value tile = ids.workgroup.front();
     Value gridRowBlock = index.div(ids.block, tilesPerRowBlock);
-    Value slice = index.div(gridRowBlock, grid.gridRowBlocks);
-    Value rowBlock = index.rem(gridRowBlock, grid.gridRowBlocks);
     Value firstRow = inSlice(
-        b, l, slice, grid.rows,
-        arith::MulIOp::create(b, l, rowBlock, cIndex(b, l, grid.blockRows)));
+        b, l, index.div(gridRowBlock, grid.gridRowBlocks), grid.rows,
+        arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
+                              cIndex(b, l, grid.blockRows)));
     Value firstCol =
         arith::MulIOp::create(b, l, index.rem(ids.block, tilesPerRowBlock),
                               cIndex(b, l, tileType.getDimSize(1)));
@@ -807,21 +715,22 @@ void buildStagedKernel(OpBuilder &builder, Location loc,
       Value row = arith::AddIOp::create(nb, nl, tileRow0, cIndex(nb, nl, i));
       return loadVector(nb, nl, laneType, tile, {row, tileCol});
     };
-    scf::IfOp::create(
-        b, l, cmpLT(b, l, warp, cIndex(b, l, kStagedWarpsPerPart)),
-        [&](OpBuilder &nb, Location nl) {
-          Strip strip =
-              loadStrip(nb, nl, gridWarp, lane, grid, elementType, readStaged);
-          quantizeColumns(nb, nl, strip, grid, columnwise);
-          scf::YieldOp::create(nb, nl);
-        },
-        [&](OpBuilder &nb, Location nl) {
-          quantizeStagedRows(nb, nl, grid, rowwise, tile,
-                             IndexArith{nb, nl}.rem(
-                                 ids.thread, kStagedWarpsPerPart * kWarpSize),
-                             slice, rowBlock, firstCol);
-          scf::YieldOp::create(nb, nl);
-        });
+    auto part = [&](auto quantize) {
+      return [&, quantize](OpBuilder &nb, Location nl) {
+        Strip strip =
+            loadStrip(nb, nl, gridWarp, lane, grid, elementType, readStaged);
+        quantize(nb, nl, strip);
+        scf::YieldOp::create(nb, nl);
+      };
+    };
+    scf::IfOp::create(b, l,
+                      cmpLT(b, l, warp, cIndex(b, l, kStagedWarpsPerPart)),
+                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
+                        quantizeColumns(nb, nl, s, grid, columnwise);
+                      }),
+                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
+                        quantizeRows(nb, nl, s, grid, rowwise);
+                      }));
   };
   buildBlockLaunch(builder, loc,
                    grid.slices * grid.gridRowBlocks * tilesPerRowBlock,

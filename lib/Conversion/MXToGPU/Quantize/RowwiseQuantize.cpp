@@ -37,26 +37,6 @@ int64_t gpu_kernels::getRowwiseLanesPerBlock(int64_t width) {
   return covered ? lanes : 0;
 }
 
-BlockScale gpu_kernels::quantizeRowwiseLane(
-    OpBuilder &b, Location l, Value loaded, Value rowValid, Value colValid,
-    int64_t lanesPerBlock, ScaleRounding rounding,
-    const ElementConversion &conversion, Type scaleType, const DataBuffer &data,
-    ValueRange indices) {
-  Value values = extendToF32(b, l, loaded);
-  Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(values.getType()));
-  Value magnitudes =
-      arith::SelectOp::create(b, l, colValid, magnitude(b, l, values), zero);
-  Value amax = vector::ReductionOp::create(
-      b, l, vector::CombiningKind::MAXIMUMF, magnitudes);
-  amax = buildGroupMax(b, l, amax, lanesPerBlock);
-  BlockScale scale =
-      buildBlockScale(b, l, amax, rounding, conversion, scaleType);
-  data.store(b, l, andI(b, l, rowValid, colValid),
-             quantizeVector(b, l, values, scale, rounding, conversion),
-             indices);
-  return scale;
-}
-
 namespace {
 
 /// The data row of grid row `gridRow` when the grid gives each of `slices`
@@ -131,10 +111,21 @@ struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
               b, l, row, cIndex(b, l, slices * rows - 1));
           Value loadCol = arith::MinUIOp::create(
               b, l, col, cIndex(b, l, cols - kElementsPerLane));
-          Value loaded = loadVector(b, l, laneType, input, {loadRow, loadCol});
-          BlockScale scale = quantizeRowwiseLane(
-              b, l, loaded, rowValid, colValid, lanesPerBlock, rounding,
-              conversion, scalesType.getElementType(), data, {row, col});
+          Value values = extendToF32(
+              b, l, loadVector(b, l, laneType, input, {loadRow, loadCol}));
+          Value zero =
+              arith::ConstantOp::create(b, l, b.getZeroAttr(values.getType()));
+          Value magnitudes = arith::SelectOp::create(
+              b, l, colValid, magnitude(b, l, values), zero);
+          Value amax = vector::ReductionOp::create(
+              b, l, vector::CombiningKind::MAXIMUMF, magnitudes);
+          amax = buildGroupMax(b, l, amax, lanesPerBlock);
+
+          BlockScale scale = buildBlockScale(b, l, amax, rounding, conversion,
+                                             scalesType.getElementType());
+          data.store(b, l, andI(b, l, rowValid, colValid),
+                     quantizeVector(b, l, values, scale, rounding, conversion),
+                     {row, col});
           Value firstLane =
               isZeroIndex(b, l,
                           arith::RemUIOp::create(b, l, laneInRow,
