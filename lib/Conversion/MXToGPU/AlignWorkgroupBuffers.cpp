@@ -1,5 +1,4 @@
-//===- AlignWorkgroupBuffers.cpp - Shared buffers fit vector accesses
-//------===//
+//===- AlignWorkgroupBuffers.cpp - Shared buffers for vector accesses ---===//
 //
 // The quantize kernels stage data in workgroup buffers and move it in
 // 16-byte vectors. gpu-kernel-outlining turns their gpu.launch ops into

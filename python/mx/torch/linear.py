@@ -15,8 +15,8 @@ transposed; FP8 blockwise's 1x128 activations and gradients: their 1x128 quantiz
 transposed, from the tensor in place), also for row shards before their gather, or made from the
 compact quantized parts (mx.linear) by byte transposes (128x128 blocks, and sharded per-tensor
 tensors gathered for both usages at once: TensorPlan.col_parts). Every kernel is a torch custom op
-(mx.torch._ops), so
-`torch.compile(fullgraph=True)` traces a model of these layers. Inputs and weights on the CPU run on the CPU pipeline.
+(mx.torch._ops), so `torch.compile(fullgraph=True)` traces a model of these layers. Inputs and
+weights on the CPU run on the CPU pipeline.
 
 Delayed scaling keeps its scales and amax histories in buffers (`fp8_scale_forward`,
 `amax_history_forward`, `fp8_scale_backward`, `amax_history_backward`), so `state_dict()` carries
