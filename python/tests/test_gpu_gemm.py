@@ -153,6 +153,10 @@ CASES = [
     Case("bw1d", *MID, "bf16", config="cluster=2x1,epilogue=tma"),
     Case("mx", *MID, "f32", swizzled=True, config="cluster=2x1"),
     Case("mx", 1024, 512, 384, "bf16", swizzled=True),
+    # MX's two forms on sm_90a, each where the generator would take the other: staged (bf16 copies,
+    # then a bf16 GEMM) on a partial tile of both operands, fused (dequantized in the main loop).
+    Case("mx", *ODD_1, 96, "bf16", config="mx=staged"),
+    Case("mx", *MID, "f32", swizzled=True, config="mx=fused"),
 ]
 
 

@@ -54,17 +54,20 @@ llvm::FailureOr<GemmConfig> mx::gemm::parseGemmConfig(llvm::StringRef text,
     } else if (key == "epilogue") {
       ok = value == "tma" || value == "registers";
       config.tmaStore = value == "tma";
+    } else if (key == "mx") {
+      ok = value == "staged" || value == "fused";
+      config.mxStaged = value == "staged";
     } else {
       error = ("gemm-config has no key '" + llvm::Twine(key) +
                "' (expected consumers, waves, tile_n, stages, cluster, "
-               "epilogue)")
+               "epilogue, mx)")
                   .str();
       return llvm::failure();
     }
     if (!ok) {
       error = ("gemm-config: bad value '" + llvm::Twine(value) + "' for '" + key +
                "' (expected a positive integer, MxN for cluster, tma or "
-               "registers for epilogue)")
+               "registers for epilogue, staged or fused for mx)")
                   .str();
       return llvm::failure();
     }

@@ -14,7 +14,8 @@
 //   shares;
 // * one `GemmMainLoop` per (scaling recipe x MMA family), behind the narrow
 //   interface below: SM90 promoted FP8 (Sm90PromotedMainLoop.cpp), SM90
-//   dequantized MX (Sm90DequantizedMainLoop.cpp), SM100 block-scaled
+//   dequantized MX (Sm90DequantizedMainLoop.cpp), SM90 staged MX on bf16
+//   copies (Sm90StagedMainLoop.cpp), SM100 block-scaled
 //   (Sm100MainLoop.cpp). The skeleton calls its hooks and nothing else;
 // * the epilogue (GemmEpilogue.cpp): an accumulator fragment rounded to the
 //   output type and stored from registers with partial tiles masked, or
@@ -115,6 +116,7 @@ protected:
 std::unique_ptr<GemmMainLoop> createSm90PromotedMainLoop(GemmKernelBuilder &k);
 std::unique_ptr<GemmMainLoop>
 createSm90DequantizedMainLoop(GemmKernelBuilder &k);
+std::unique_ptr<GemmMainLoop> createSm90StagedMainLoop(GemmKernelBuilder &k);
 std::unique_ptr<GemmMainLoop> createSm100MainLoop(GemmKernelBuilder &k);
 
 class GemmKernelBuilder {

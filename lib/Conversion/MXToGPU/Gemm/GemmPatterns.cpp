@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
+#include "GemmStaging.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/GemmLowering.h"
@@ -182,13 +183,17 @@ TensorMapRequest getOperandMap(OpBuilder &b, Value data, const GemmPlan &plan,
                                const OperandPlan &operand, int64_t tileRows,
                                bool shared) {
   int64_t boxRows = shared ? tileRows / plan.clusterSize() : tileRows;
-  ElementFormat format = getVerifiedElementFormat(operand.elementType);
   int32_t swizzle = operand.swizzleBytes == 128  ? MXRT_SWIZZLE_128B
                     : operand.swizzleBytes == 64 ? MXRT_SWIZZLE_64B
                                                  : MXRT_SWIZZLE_NONE;
   if (operand.mapsBytes)
-    return {data,    b.getI8Type(),   operand.rows, format.getStoredBytes(plan.k),
-            boxRows, operand.mapBoxK, swizzle};
+    return {data,
+            b.getI8Type(),
+            operand.rows,
+            getVerifiedElementFormat(operand.elementType).getStoredBytes(plan.k),
+            boxRows,
+            operand.mapBoxK,
+            swizzle};
   return {data,    operand.elementType, operand.rows, plan.k,
           boxRows, operand.mapBoxK,     swizzle};
 }
@@ -218,12 +223,18 @@ TensorMapRequest getStageScalesMap(OpBuilder &b, Value data,
           1,        tileRows,       MXRT_SWIZZLE_NONE};
 }
 
+/// Whether `staging` reads the 128x4 tiles of swizzled MX scales (in the
+/// GEMM's stages or in the staging kernel).
+bool readsScaleTiles(ScaleStaging staging) {
+  return staging == ScaleStaging::chunks || staging == ScaleStaging::staged;
+}
+
 /// Scales in the GEMM-ready layout the kernel copies: linear MX scales and
 /// compact 1x128 ones are laid out by an inserted mx.swizzle.
 Value getGemmReadyScales(OpBuilder &b, Location loc, Value scales,
                          ScaleStaging staging) {
   auto type = cast<RankedTensorType>(scales.getType());
-  if (staging == ScaleStaging::chunks && type.getRank() == 2) {
+  if (readsScaleTiles(staging) && type.getRank() == 2) {
     auto tiled = RankedTensorType::get(
         getSwizzledShape(type.getDimSize(0), type.getDimSize(1)),
         type.getElementType());
@@ -242,11 +253,26 @@ Value getGemmReadyScales(OpBuilder &b, Location loc, Value scales,
 /// Whether `scales` are in the layout `staging` copies.
 bool isGemmReady(Value scales, ScaleStaging staging) {
   int64_t rank = cast<RankedTensorType>(scales.getType()).getRank();
-  if (staging == ScaleStaging::chunks)
+  if (readsScaleTiles(staging))
     return rank == 5;
   if (staging == ScaleStaging::stageRows)
     return rank == 3;
   return true;
+}
+
+/// Staged MX: a bf16 copy of `data` (the operand `operand` plans), written
+/// by its staging kernel from the swizzled `scales`.
+Value stageOperand(ImplicitLocOpBuilder &b, ModuleOp module,
+                   const GemmPlan &plan, const OperandPlan &operand,
+                   Value data, Value scales) {
+  Value copy = allocDevice(
+      b, b.getLoc(),
+      RankedTensorType::get({operand.rows, plan.k}, operand.elementType));
+  launchStagingKernel(b, module, operand.stagedType, operand.rows, plan.k,
+                      getDevicePointer(b, b.getLoc(), data),
+                      getDevicePointer(b, b.getLoc(), scales),
+                      getDevicePointer(b, b.getLoc(), copy));
+  return copy;
 }
 
 struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
@@ -286,6 +312,15 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
     auto pointer = [&](Value value) {
       return getDevicePointer(b, b.getLoc(), value);
     };
+    // Staged MX: the GEMM reads bf16 copies that the staging kernels write
+    // first, and that are freed once it has run (stream order).
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    SmallVector<Value, 2> staged;
+    if (plan->recipe == GemmRecipe::mxStaged) {
+      lhs = stageOperand(b, module, *plan, plan->a, lhs, aScales);
+      rhs = stageOperand(b, module, *plan, plan->b, rhs, bScales);
+      staged = {lhs, rhs};
+    }
     auto map = [&](const TensorMapRequest &request) {
       return createTensorMap(b, module, request);
     };
@@ -293,12 +328,12 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
     for (KernelParameter parameter : getKernelParameters(*plan)) {
       switch (parameter) {
       case KernelParameter::tensorMapA:
-        arguments.push_back(map(getOperandMap(b, pointer(op.getLhs()), *plan,
+        arguments.push_back(map(getOperandMap(b, pointer(lhs), *plan,
                                               plan->a, plan->tileM,
                                               plan->clusterN > 1)));
         break;
       case KernelParameter::tensorMapB:
-        arguments.push_back(map(getOperandMap(b, pointer(op.getRhs()), *plan,
+        arguments.push_back(map(getOperandMap(b, pointer(rhs), *plan,
                                               plan->b, plan->tileN,
                                               plan->clusterM > 1)));
         break;
@@ -353,6 +388,8 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
         gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
         arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
         arguments, Type(), ValueRange(), clusters);
+    for (Value copy : staged)
+      gpu::DeallocOp::create(b, Type(), ValueRange(), copy);
     rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));
     return success();
   }

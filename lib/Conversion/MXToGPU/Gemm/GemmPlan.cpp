@@ -17,10 +17,14 @@
 //   1x128 scales come as GEMM-ready `[KB, R']` rows by TMA with each stage
 //   (the consumers read them from shared memory), 128x128 scales are copied
 //   once per tile.
-// * MX exact, bounded by its dequantization, takes two consumers and the
-//   widest wgmma (128x256); A is converted in registers, B into two bf16
-//   buffers. Stages are as many as fit in the chip's shared memory after
-//   those buffers.
+// * MX on SM90 is dequantized to bf16 (exactly) and multiplied by bf16
+//   wgmma, on the widest wgmma (128x256, two consumers), in one of two
+//   forms. Staged: a staging kernel converts each operand once into a bf16
+//   copy in global memory, and the GEMM streams those by TMA; fused
+//   (mxExact): the main loop converts A in registers and B into two bf16
+//   buffers in every stage of every tile, each operand once per tile of the
+//   other, and is bounded by that conversion. Staged is the default where
+//   both operands span more than one tile (chooseMXForm).
 //
 // On SM100 the generator covers MX, scaled by the tensor core: a 128x256
 // tile (the widest one-CTA tcgen05.mma), its f32 accumulator in 256 columns
@@ -47,6 +51,11 @@ using namespace mx::gemm;
 namespace {
 
 constexpr int64_t kBaseAlignment = 1024; // 128B swizzle repeats every 1 KiB
+/// One 128B-swizzled stage row of bf16 (64 elements of K).
+constexpr int64_t kBf16RowBytes = 128;
+/// The MX tile on both chips: two consumers of m64 x 256 (SM90), one
+/// 128x256 tcgen05.mma (SM100).
+constexpr int64_t kMXTileM = 128, kMXTileN = 256;
 constexpr int64_t kMaxStages = 8;
 /// Registers a consumer keeps for addresses, indices and loop state beside
 /// its accumulators.
@@ -74,21 +83,44 @@ FailureOr<ScaleStaging> getFP8ScaleStaging(ArrayRef<int64_t> block,
   return failure();
 }
 
+/// SM90's form of MX (see the file comment): `config`'s, else staged where
+/// both operands span more than one 128x256 tile. The fused form converts
+/// an operand once per tile of the other, so where one of them has a single
+/// tile it converts no more than the staging kernel would, without the
+/// staging kernel's bf16 writes and reads.
+GemmRecipe chooseMXForm(const GemmPlan &plan, const GemmConfig &config) {
+  bool staged = config.mxStaged.value_or(plan.m > kMXTileM &&
+                                         plan.n > kMXTileN);
+  return staged ? GemmRecipe::mxStaged : GemmRecipe::mxExact;
+}
+
 /// The recipe of `op`, with each operand's scale staging.
 FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
-                               std::string &reason) {
+                               const GemmConfig &config, std::string &reason) {
   RankedTensorType aScales = op.getLhsScales().getType();
   RankedTensorType bScales = op.getRhsScales().getType();
   Type aScale = aScales.getElementType(), bScale = bScales.getElementType();
   ArrayRef<int64_t> aBlock = op.getLhsBlock(), bBlock = op.getRhsBlock();
-  if (isa<Float8E8M0FNUType>(aScale) && isa<Float8E8M0FNUType>(bScale)) {
+  bool mx = isa<Float8E8M0FNUType>(aScale) && isa<Float8E8M0FNUType>(bScale);
+  if (config.mxStaged && (!mx || hasBlockScaledTensorCores(plan.chip))) {
+    reason = "gemm-config: mx=staged|fused chooses how SM90 runs MX operands "
+             "(E8M0 scales of [1, 32] blocks); this op has none there";
+    return failure();
+  }
+  if (mx) {
     if (!isBlock(aBlock, 1, kMXBlock) || !isBlock(bBlock, 1, kMXBlock)) {
       reason = "E8M0 scales need [1, 32] blocks on both operands";
       return failure();
     }
-    plan.a.scales = plan.b.scales = ScaleStaging::chunks;
-    return hasBlockScaledTensorCores(plan.chip) ? GemmRecipe::mxBlockScaled
-                                                : GemmRecipe::mxExact;
+    if (hasBlockScaledTensorCores(plan.chip)) {
+      plan.a.scales = plan.b.scales = ScaleStaging::chunks;
+      return GemmRecipe::mxBlockScaled;
+    }
+    GemmRecipe form = chooseMXForm(plan, config);
+    plan.a.scales = plan.b.scales = form == GemmRecipe::mxStaged
+                                        ? ScaleStaging::staged
+                                        : ScaleStaging::chunks;
+    return form;
   }
   if (isNVFP4Scale(aScale) || isNVFP4Scale(bScale)) {
     if (!hasBlockScaledTensorCores(plan.chip)) {
@@ -278,13 +310,14 @@ LogicalResult chooseEpilogue(GemmPlan &plan, const GemmConfig &config,
   // The accumulate epilogue adds D to the registers' values before their
   // stores; a bias goes either way (the TMA-store epilogue adds it per
   // column pair before the rounding).
+  // MX exact needs its shared memory for the bf16 buffers of B.
   bool fits = !plan.usesTensorMemory() && plan.recipe != GemmRecipe::mxExact &&
               !plan.accumulate && (plan.n * outBytes) % 16 == 0 &&
               (plan.tileN * outBytes) % 128 == 0 && outBytes == 2;
   if (config.tmaStore && *config.tmaStore && !fits) {
     reason = "gemm-config: the TMA-store epilogue needs a bf16 or f16 output "
              "whose rows are multiples of 16 bytes, a tile of whole 64-column "
-             "panels, an FP8 recipe, and no accumulate operand";
+             "panels, an FP8 recipe or staged MX, and no accumulate operand";
     return failure();
   }
   // Measured on an H100 (bench/RESULTS.md): 5-30% faster than stores from
@@ -523,6 +556,13 @@ LogicalResult planOperands(GemmPlan &plan, std::string &reason) {
       continue;
     case GemmRecipe::mxExact:
       break;
+    case GemmRecipe::mxStaged:
+      // The staging kernel's bf16 copy: 64 K per 128-byte swizzled row.
+      operand->stagedType = operand->elementType;
+      operand->elementType = BFloat16Type::get(operand->elementType.getContext());
+      operand->rowBytes = operand->swizzleBytes = kBf16RowBytes;
+      operand->mapBoxK = plan.tileK;
+      continue;
     }
     operand->rowBytes = format.getStoredBytes(plan.tileK);
     // TMA swizzles rows as wide as its span; FP6's rows are not.
@@ -541,6 +581,8 @@ StringRef gemm::stringifyGemmRecipe(GemmRecipe recipe) {
   switch (recipe) {
   case GemmRecipe::mxExact:
     return "mx_exact";
+  case GemmRecipe::mxStaged:
+    return "mx_staged";
   case GemmRecipe::blockwise:
     return "blockwise";
   case GemmRecipe::perTensor:
@@ -560,6 +602,7 @@ int64_t GemmPlan::stageScaleBytes(const OperandPlan &operand,
     return 4 * tileRows;
   case ScaleStaging::scalar:
   case ScaleStaging::tileBlocks:
+  case ScaleStaging::staged:
     return 0;
   }
   return 0;
@@ -592,6 +635,8 @@ void GemmPlan::print(raw_ostream &os) const {
     os << " accumulate";
   if (recipe == GemmRecipe::mxExact)
     os << " dequant=" << dequantBuffers << "x" << dequantK;
+  if (recipe == GemmRecipe::mxStaged)
+    os << " staged=" << a.stagedType << "," << b.stagedType;
   auto staging = [](ScaleStaging s) {
     switch (s) {
     case ScaleStaging::scalar:
@@ -602,6 +647,8 @@ void GemmPlan::print(raw_ostream &os) const {
       return "rows";
     case ScaleStaging::tileBlocks:
       return "blocks";
+    case ScaleStaging::staged:
+      return "staged";
     }
     return "";
   };
@@ -641,10 +688,12 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   plan.maxCtas = limits.multiprocessors;
   if (failed(readShape(op, plan, reason)))
     return failure();
-  FailureOr<GemmRecipe> recipe = classify(op, plan, reason);
+  FailureOr<GemmRecipe> recipe = classify(op, plan, config, reason);
   if (failed(recipe))
     return failure();
   plan.recipe = *recipe;
+  if (plan.recipe == GemmRecipe::mxStaged)
+    plan.tileK = kBf16RowBytes / 2;
   if (failed(planOperands(plan, reason)))
     return failure();
   switch (plan.recipe) {
@@ -654,6 +703,7 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
       return failure();
     break;
   case GemmRecipe::mxExact:
+  case GemmRecipe::mxStaged:
   case GemmRecipe::mxBlockScaled:
     if (config.consumers || config.waves || config.tileN) {
       reason = "gemm-config: the MX kernels have a fixed 128x256 tile";
@@ -662,9 +712,9 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
     // No second accumulator: the tile is as wide as the MMA goes, which
     // halves the dequantization (and its shared-memory traffic) per FLOP of
     // B on SM90.
-    plan.tileN = 256;
+    plan.tileN = kMXTileN;
     // bf16 wgmma k16; tcgen05 k32, or k64 on packed E2M1 (32 bytes either).
-    plan.mmaK = plan.recipe == GemmRecipe::mxExact ? 16
+    plan.mmaK = plan.recipe != GemmRecipe::mxBlockScaled ? 16
                 : plan.mmaKind == Tcgen05BlockScaledKind::mxf8f6f4 ? 32
                                                                     : 64;
     break;

@@ -54,6 +54,11 @@ enum class GemmRecipe {
   /// One f32 scale per operand: FP8 wgmma promoted every 128 K, the scalar
   /// scales applied in the epilogue.
   perTensor,
+  /// E8M0 per 1x32 on both operands on SM90, staged: each operand is
+  /// dequantized once (exactly, MXDecode.h) into a bf16 copy in global
+  /// memory by a staging kernel, then multiplied by bf16 wgmma from TMA
+  /// stages into one f32 accumulator per wave, chained across K.
+  mxStaged,
   /// E8M0 per 1x32 on both operands, applied by the tensor core: SM100's
   /// tcgen05.mma.block_scale on FP8 from shared memory, with the scale
   /// chunks copied to tensor memory and the accumulator in tensor memory.
@@ -76,6 +81,10 @@ enum class ScaleStaging {
   /// f32 per 128x128: the `[R/128, KB]` scales of the tile's row blocks,
   /// copied into shared memory by the consumers when a tile starts.
   tileBlocks,
+  /// E8M0 per 1x32 applied by the staging kernel before the GEMM (mxStaged),
+  /// which reads the 128x4 chunks of the swizzled layout from global
+  /// memory; the GEMM kernel reads no scales.
+  staged,
 };
 
 /// How the consumers' accumulators reach the output.
@@ -90,8 +99,12 @@ enum class GemmEpilogue {
 
 /// One operand (A: [M, K], B: [N, K], K contiguous) as the kernel sees it.
 struct OperandPlan {
-  /// FP8 for every recipe; MX exact on SM90 also FP6, FP4 and INT8.
+  /// FP8 for every recipe; MX exact on SM90 also FP6, FP4 and INT8;
+  /// mxStaged: bf16, the staging kernel's output.
   mlir::Type elementType;
+  /// mxStaged: the MX element type of the operand that the staging kernel
+  /// converts to bf16 (null otherwise).
+  mlir::Type stagedType;
   int64_t rows = 0; // M or N
   /// Bytes of one tile row in a stage, and the TMA swizzle span of the
   /// stage's rows. SM90: tileK elements as stored (128 for FP8 and INT8, 96

@@ -500,6 +500,9 @@ void GemmKernelBuilder::build(StringRef sharedGlobal) {
   case GemmRecipe::mxExact:
     mainLoop = createSm90DequantizedMainLoop(*this);
     break;
+  case GemmRecipe::mxStaged:
+    mainLoop = createSm90StagedMainLoop(*this);
+    break;
   case GemmRecipe::mxBlockScaled:
     mainLoop = createSm100MainLoop(*this);
     break;

@@ -3,11 +3,9 @@
 // MX on SM90, which has no block-scaled tensor core: each code times
 // 2^(b-127) is converted to bf16 and multiplied with bf16 wgmma into one f32
 // accumulator (m64 x 256 per consumer), 64 K at a time. Every MX element
-// type takes this loop, A and B in any mix (docs/gpu.md, "Main loops"): the
-// code becomes an exact f16 pair (FP8 by the hardware cvt; FP6 and FP4
-// widened into E4M3 codes, cvt, times 2^(7 - bias); INT8 by the 1024 + byte
-// trick), times the scale in f32, the upper half of the f32 bits: exact
-// unless the product leaves bf16's exponent range; scale byte 0xFF gives NaN.
+// type takes this loop, A and B in any mix (docs/gpu.md, "Main loops"),
+// converted by the decoder of MXDecode.h in every stage of every tile (the
+// staged form, Sm90StagedMainLoop.cpp, converts each operand once instead).
 //
 // * A never goes back to shared memory: each thread loads its own part of
 //   the stage (one load per row and 64-K half, conflict-free under the
@@ -29,19 +27,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
+#include "MXDecode.h"
 
 #include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
 #include "mx/Dialect/MX/IR/ElementFormat.h"
-#include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-
-#include <cmath>
-#include <map>
 
 using namespace mlir;
 using namespace mx;
@@ -54,19 +49,9 @@ constexpr int64_t kChunkBytes = 16; // one swizzled chunk
 /// K elements of one bf16 wgmma step, and of one thread's unit of a 64-K
 /// half (four steps): unit q of a half is its elements 16q..16q+15.
 constexpr int64_t kStepK = 16;
-constexpr int64_t kUnitK = 16;
+constexpr int64_t kUnitK = kDecodeUnitK;
 /// Units of a 64-K half: one per thread of a row quad.
 constexpr int64_t kUnits = 4;
-
-/// The i32 words of one row's unit as loaded (FP8 and INT8: 4, FP6: 3, FP4:
-/// 2), and its E8M0 scale byte.
-struct LoadedUnit {
-  SmallVector<Value, 4> words;
-  Value scaleByte;
-};
-
-/// bf16 pairs of one unit, in K order: word j holds elements 2j, 2j + 1.
-using UnitPairs = SmallVector<Value, 8>;
 
 /// The registers of one A fragment step: a0..a3, bf16 pairs.
 using AFragment = SmallVector<Value, 4>;
@@ -80,9 +65,6 @@ public:
 
 private:
   Type getAccumulatorType();
-  /// Loads unit `unit` of half `half` of the row at `row` of the operand's
-  /// stage tile at `tile` (swizzled as the plan says), with its scale from
-  /// the stage's 128x4 chunks at `scales`.
   /// Loads `bytes` (16, 12 or 8) at byte `offset` of the row at `row` of
   /// the operand's stage tile at `tile` (swizzled as the plan says), as i32
   /// words.
@@ -90,15 +72,6 @@ private:
                                   Value row, Value offset, int64_t bytes);
   /// The E8M0 scale byte of unit `unit` of half `half` of the row at `row`.
   Value loadUnitScale(Value scales, Value row, int64_t half, Value unit);
-  /// Converts a loaded unit to bf16 pairs: each code to an exact f16 pair,
-  /// times the scale in f32, the upper half of the f32 bits.
-  UnitPairs dequantizeUnit(const OperandPlan &operand, const LoadedUnit &unit);
-  /// Four codes of `format` (the low 4 x bits of `group`) as E4M3 codes of
-  /// the same values times 2^(7 - bias), one per byte.
-  Value widenToE4M3(const ElementFormat &format, Value group);
-  /// The f16 pairs of a word of four FP8 or INT8 codes, times 2^`shift`.
-  SmallVector<Value, 2> convertToF16Pairs(const ElementFormat &format,
-                                          Value word, int shift);
   /// The scale byte of (row, 32-element block `block` of the stage) in the
   /// stage's 128x4 chunk at `scaleChunk`.
   Value loadScaleByte(Value scaleChunk, Value row, Value block);
@@ -129,142 +102,6 @@ private:
 Type Sm90DequantizedMainLoop::getAccumulatorType() {
   return LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(fragment(), b.getF32Type()));
-}
-
-Value Sm90DequantizedMainLoop::widenToE4M3(const ElementFormat &format,
-                                           Value group) {
-  // Code i's sign (bit bits - 1) goes to bit 8i + 7, its exponent and
-  // mantissa to bits 8i.. with the mantissa left-aligned to E4M3's 3 bits.
-  // Every code has E4M3's value layout then (at most 4 exponent bits, never
-  // the NaN exponent 15), scaled by 2^(bias - 7): ORs of masked shifts.
-  ElementFormat e4m3 =
-      getVerifiedElementFormat(Float8E4M3FNType::get(b.getContext()));
-  assert(!format.isInteger && format.exponentBits < e4m3.exponentBits &&
-         format.mantissaBits <= e4m3.mantissaBits && "code does not fit E4M3");
-  int64_t bits = format.bitWidth, align = e4m3.mantissaBits - format.mantissaBits;
-  std::map<int64_t, uint32_t> masks; // left shift -> bits kept after it
-  for (int64_t i = 0; i < 4; ++i) {
-    masks[8 * i + 7 - (bits * i + bits - 1)] |= uint32_t(1) << (8 * i + 7);
-    uint32_t magnitude = (uint32_t(1) << (bits - 1)) - 1;
-    masks[8 * i + align - bits * i] |= magnitude << (8 * i + align);
-  }
-  Value word;
-  for (auto [shift, mask] : masks) {
-    Value shifted = shift ? arith::ShLIOp::create(b, group, k.i32(shift))
-                          : group;
-    Value part = arith::AndIOp::create(b, shifted, k.i32(int32_t(mask)));
-    word = word ? arith::OrIOp::create(b, word, part).getResult() : part;
-  }
-  return word;
-}
-
-SmallVector<Value, 2>
-Sm90DequantizedMainLoop::convertToF16Pairs(const ElementFormat &format,
-                                           Value word, int shift) {
-  auto pairType = VectorType::get({2}, b.getF16Type());
-  auto bytesType = VectorType::get({4}, b.getI8Type());
-  SmallVector<Value, 2> pairs;
-  if (format.isInteger) {
-    // c + 128 in the low byte of f16 1024 is the f16 1152 + c: times
-    // 2^-mantissaBits minus 1152 * 2^-mantissaBits: exact in f16, so the
-    // two may be contracted into one fma.rn.f16x2.
-    Value biased = vector::BitCastOp::create(
-        b, bytesType,
-        vector::BroadcastOp::create(
-            b, VectorType::get({1}, b.getI32Type()),
-            arith::XOrIOp::create(b, word, k.i32(int32_t(0x80808080)))));
-    Value magic = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(bytesType, b.getI8IntegerAttr(0x64)));
-    double unit = std::ldexp(1.0, -int(format.mantissaBits));
-    Value factor = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(pairType, b.getF16FloatAttr(unit)));
-    Value offset = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(pairType, b.getF16FloatAttr(-1152 * unit)));
-    for (int64_t i = 0; i < 4; i += 2) {
-      Value halves = vector::BitCastOp::create(
-          b, pairType,
-          vector::ShuffleOp::create(b, biased, magic,
-                                    ArrayRef<int64_t>{i, 4, i + 1, 4}));
-      auto contract = arith::FastMathFlagsAttr::get(
-          b.getContext(), arith::FastMathFlags::contract);
-      pairs.push_back(arith::AddFOp::create(
-          b, arith::MulFOp::create(b, halves, factor, contract), offset,
-          contract));
-    }
-    return pairs;
-  }
-  Value bytes = vector::BitCastOp::create(
-      b, bytesType,
-      vector::BroadcastOp::create(b, VectorType::get({1}, b.getI32Type()),
-                                  word));
-  // FP8 to f16 is exact (cvt.rn.f16x2.e4m3x2 / e5m2x2).
-  Type fp8 = format.bitWidth == 8 ? format.type
-                                  : Float8E4M3FNType::get(b.getContext());
-  for (int64_t i = 0; i < 4; i += 2) {
-    Value pair =
-        vector::ShuffleOp::create(b, bytes, bytes, ArrayRef<int64_t>{i, i + 1});
-    Value halves = NVVM::ConvertF8x2ToF16x2Op::create(b, pairType, pair,
-                                                      /*relu=*/false, fp8);
-    if (shift)
-      halves = arith::MulFOp::create(
-          b, halves,
-          arith::ConstantOp::create(
-              b, DenseElementsAttr::get(
-                     pairType, b.getF16FloatAttr(std::ldexp(1.0, shift)))));
-    pairs.push_back(halves);
-  }
-  return pairs;
-}
-
-UnitPairs Sm90DequantizedMainLoop::dequantizeUnit(const OperandPlan &operand,
-                                                  const LoadedUnit &unit) {
-  ElementFormat format = getVerifiedElementFormat(operand.elementType);
-  auto word = [&](int64_t i) { return unit.words[i]; };
-  // The unit's groups of four elements as words of four codes.
-  SmallVector<Value, 4> groups;
-  int shift = 0;
-  if (!format.isPacked()) {
-    groups.assign(unit.words.begin(), unit.words.end());
-  } else {
-    int64_t groupBits = 4 * format.bitWidth;
-    for (int64_t g = 0; g < 4; ++g) {
-      int64_t bit = g * groupBits, index = bit / 32, offset = bit % 32;
-      Value group = word(index);
-      if (offset + groupBits > 32)
-        group = LLVM::FshrOp::create(b, word(index + 1), group,
-                                     k.i32(offset));
-      else if (offset)
-        group = arith::ShRUIOp::create(b, group, k.i32(offset));
-      groups.push_back(widenToE4M3(format, group));
-    }
-    shift = getVerifiedElementFormat(Float8E4M3FNType::get(b.getContext()))
-                .bias -
-            format.bias;
-  }
-  Value factor = buildScaleValue(
-      b, b.getLoc(), arith::ExtUIOp::create(b, b.getI32Type(), unit.scaleByte));
-  auto pairType = VectorType::get({2}, b.getF32Type());
-  Value factors = vector::BroadcastOp::create(b, pairType, factor);
-  UnitPairs words;
-  for (Value group : groups) {
-    for (Value halves : convertToF16Pairs(format, group, shift)) {
-      Value scaled = arith::MulFOp::create(
-          b, arith::ExtFOp::create(b, pairType, halves), factors);
-      // The product has at most 4 significant bits (INT8: 7), so its bf16
-      // value is the upper half of its f32 bits (one byte permute for the
-      // pair instead of a conversion): exact wherever bf16 holds the value.
-      Value halfWords = vector::BitCastOp::create(
-          b, VectorType::get({4}, b.getI16Type()), scaled);
-      Value upper = vector::ShuffleOp::create(b, halfWords, halfWords,
-                                              ArrayRef<int64_t>{1, 3});
-      words.push_back(vector::ExtractOp::create(
-          b,
-          vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()),
-                                    upper),
-          0));
-    }
-  }
-  return words;
 }
 
 Value Sm90DequantizedMainLoop::loadScaleByte(Value scaleChunk, Value row,
@@ -380,7 +217,7 @@ void Sm90DequantizedMainLoop::storeB(ArrayRef<LoadedUnit> units,
   for (auto [i, row] : llvm::enumerate(rows)) {
     SmallVector<UnitPairs> pairs;
     for (const LoadedUnit &unit : units.slice(i * kUnits, kUnits))
-      pairs.push_back(dequantizeUnit(plan.b, unit));
+      pairs.push_back(decodeMXUnit(b, plan.b.elementType, unit));
     Value rowBase = arith::MulIOp::create(b, row, k.i32(kRowBytes));
     Value rowPhase = arith::AndIOp::create(b, row, k.i32(7));
     // Step s's logical K 2q, 2q + 1 (chunk 2s, word q) are unit q's
@@ -422,8 +259,8 @@ Sm90DequantizedMainLoop::loadAFragments(const ConsumerThread &thread,
     loaded.push_back(l);
   }
   // All loads are issued before the first conversion.
-  UnitPairs top = dequantizeUnit(plan.a, loaded[0]);
-  UnitPairs bottom = dequantizeUnit(plan.a, loaded[1]);
+  UnitPairs top = decodeMXUnit(b, plan.a.elementType, loaded[0]);
+  UnitPairs bottom = decodeMXUnit(b, plan.a.elementType, loaded[1]);
   // Step s: a0, a1 are logical K 2q, 2q + 1 of rows r and r + 8 (the
   // unit's pair 2s), a2, a3 the logical 2q + 8, 2q + 9 (pair 2s + 1).
   SmallVector<AFragment> fragments;

@@ -6,7 +6,7 @@
 // kernel that a user or an autotuner may make
 // instead of the generator: the `gemm-config` option of `convert-mx-to-gpu`
 // and `mx-lower-to-nvvm`, written `key=value` separated by commas, e.g.
-// `consumers=2,waves=2,tile_n=128,cluster=1x2,epilogue=tma,stages=3`. A key
+// `consumers=2,waves=2,tile_n=128,cluster=1x2,epilogue=tma,stages=3,mx=staged`. A key
 // left out is the generator's to choose; a choice the kernel cannot make
 // (too many registers, too little shared memory, a cluster that does not
 // divide the tiles) fails the op's lowering with the reason.
@@ -41,10 +41,14 @@ struct GemmConfig {
   std::optional<int64_t> clusterM, clusterN;
   /// Whether the epilogue stores through shared memory and TMA.
   std::optional<bool> tmaStore;
+  /// MX on SM90: whether each operand is dequantized once to bf16 by a
+  /// staging kernel before a bf16 GEMM (`mx=staged`), or in every stage of
+  /// the GEMM's main loop (`mx=fused`).
+  std::optional<bool> mxStaged;
 
   bool empty() const {
     return !consumers && !waves && !tileN && !stages && !clusterM &&
-           !tmaStore;
+           !tmaStore && !mxStaged;
   }
 };
 
