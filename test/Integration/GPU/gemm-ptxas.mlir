@@ -11,6 +11,11 @@
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.1.ptx -o %t.1.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=EPILOGUE < %t.gemm.2.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.2.ptx -o %t.2.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=STAGED < %t.gemm.3.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.gemm.3.ptx -o %t.3.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=STAGING < %t.gemm.4.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.gemm.4.ptx -o %t.4.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_90a -v %t.gemm.5.ptx -o %t.5.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // MX: .maxntid 384, 1, 1
 // MX: .minnctapersm 1
@@ -36,6 +41,15 @@
 // EPILOGUE: cp.async.bulk.commit_group;
 // EPILOGUE: cp.async.bulk.wait_group 0;
 
+// The staged form of MX (bf16 GEMM) keeps one wgmma group in flight; the staging
+// kernels (E4M3, then E2M3) convert with the cvt of FP8 and store 16 bytes.
+// STAGED: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// STAGED: wgmma.wait_group.sync.aligned 1;
+// STAGED: stmatrix.sync.aligned.m8n8.x4.shared.b16
+// STAGING: ld.global.v4.b32
+// STAGING: cvt.rn.f16x2.e4m3x2
+// STAGING: st.global.v4.b32
+
 // PTXAS-NOT: warning
 // PTXAS-NOT: Potential Performance Loss
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -60,4 +74,12 @@ func.func @per_tensor(%a: tensor<130x1024xf8E5M2>, %as: tensor<1x1xf32>, %b: ten
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [130, 1024] rhs_block [264, 1024]
     : tensor<130x1024xf8E5M2>, tensor<1x1xf32>, tensor<264x1024xf8E4M3FN>, tensor<1x1xf32> -> tensor<130x264xf16>
   return %c : tensor<130x264xf16>
+}
+
+// -----
+
+func.func @mx_staged(%a: tensor<512x640xf8E4M3FN>, %as: tensor<4x5x32x4x4xf8E8M0FNU>, %b: tensor<384x640xf6E2M3FN>, %bs: tensor<3x5x32x4x4xf8E8M0FNU>) -> tensor<512x384xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<512x640xf8E4M3FN>, tensor<4x5x32x4x4xf8E8M0FNU>, tensor<384x640xf6E2M3FN>, tensor<3x5x32x4x4xf8E8M0FNU> -> tensor<512x384xbf16>
+  return %c : tensor<512x384xbf16>
 }
