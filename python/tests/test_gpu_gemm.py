@@ -153,10 +153,15 @@ CASES = [
     Case("bw1d", *MID, "bf16", config="cluster=2x1,epilogue=tma"),
     Case("mx", *MID, "f32", swizzled=True, config="cluster=2x1"),
     Case("mx", 1024, 512, 384, "bf16", swizzled=True),
-    # MX's two forms on sm_90a, each where the generator would take the other: staged (bf16 copies,
-    # then a bf16 GEMM) on a partial tile of both operands, fused (dequantized in the main loop).
+    # MX's staged form on sm_90a (bf16 copies, then a bf16 GEMM), which the generator takes where M
+    # and N are large (the first case) and gemm-config mx=staged forces: partial tiles of both
+    # operands, K of one block, K not a multiple of a stage, long K, every output type, E5M2.
+    Case("mx", 2304, 2304, 256, "bf16"),
     Case("mx", *ODD_1, 96, "bf16", config="mx=staged"),
-    Case("mx", *MID, "f32", swizzled=True, config="mx=fused"),
+    Case("mx", *ODD_2, 32, "f32", config="mx=staged"),
+    Case("mx", *LONG_K, "bf16", swizzled=True, config="mx=staged"),
+    Case("mx", *MID, "f16", config="mx=staged"),
+    Case("mx", 200, 264, 1024, "f32", swizzled=True, b_elem="f8E5M2", config="mx=staged"),
 ]
 
 

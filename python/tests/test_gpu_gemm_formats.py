@@ -80,6 +80,14 @@ CASES = [
     # More tiles than CTAs, and a cluster of two CTAs sharing B (each loads half of the packed tile).
     Case("f4E2M1FN", "f6E2M3FN", 2048, 1024, 384, "bf16", swizzled=True),
     Case("f6E3M2FN", "f4E2M1FN", 512, 384, 1024, "f32", swizzled=True, config="cluster=2x1"),
+    # The staged form (each operand converted once to a bf16 copy by the staging kernel, then a bf16
+    # GEMM): the generator's choice at the first shape, forced by gemm-config on the others.
+    Case("f6E2M3FN", "f4E2M1FN", 2304, 2304, 320, "bf16", swizzled=True),
+    Case("f6E3M2FN", "f6E2M3FN", 130, 264, 320, "f32", config="mx=staged"),
+    Case("f4E2M1FN", "f4E2M1FN", 200, 72, 32, "f32", config="mx=staged"),
+    Case("i8", "i8", 130, 264, 96, "f16", swizzled=True, config="mx=staged"),
+    Case("f8E4M3FN", "i8", 512, 384, 1024, "bf16", config="mx=staged"),
+    Case("f4E2M1FN", "f8E5M2", 136, 200, 1024, "f32", swizzled=True, config="mx=staged"),
 ]
 
 

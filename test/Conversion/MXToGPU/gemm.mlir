@@ -197,24 +197,25 @@ func.func @quantize_then_gemm(%x: tensor<128x256xbf16>, %b: tensor<64x256xf8E4M3
 
 // -----
 
-// Staged MX (the default where both operands span more than one 128x256
-// tile): a staging kernel per operand type and shape writes a bf16 copy of
+// Staged MX (the default where M and N are large enough for converting
+// once to pay for the copies): a staging kernel per operand type and shape writes a bf16 copy of
 // each operand (one 16-byte load, the scale byte of the 128x4 tiles, two
-// 16-byte stores per unit of 16 codes), the GEMM streams the copies by TMA
+// 16-byte stores per unit of 16 codes, each lane pair trading halves by
+// shuffles so that a warp's store is 512 contiguous bytes), the GEMM streams the copies by TMA
 // (64 K of bf16 per 128-byte row) into a chained f32 accumulator with one
 // wgmma group in flight, releasing each stage when the next one's group is
 // issued, and the copies are freed after it.
 // CHECK-LABEL: func.func @mx_staged
-// CHECK: %[[A16:.*]] = gpu.alloc () : memref<512x640xbf16>
-// CHECK: gpu.launch_func @mx_stage_bf16_f8E4M3FN_512x640::@kernel blocks in (%c80, %c1, %c1) threads in (%c256, %c1, %c1)
-// CHECK: %[[B16:.*]] = gpu.alloc () : memref<384x640xbf16>
-// CHECK: gpu.launch_func @mx_stage_bf16_f6E2M3FN_384x640::@kernel blocks in (%c60, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: %[[A16:.*]] = gpu.alloc () : memref<4096x640xbf16>
+// CHECK: gpu.launch_func @mx_stage_bf16_f8E4M3FN_4096x640::@kernel blocks in (%c640, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: %[[B16:.*]] = gpu.alloc () : memref<2048x640xbf16>
+// CHECK: gpu.launch_func @mx_stage_bf16_f6E2M3FN_2048x640::@kernel blocks in (%c320, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-COUNT-3: llvm.call @mxrtTensorMap(%{{.*}}, %c{{.*}}_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
-// CHECK: gpu.launch_func @mx_gemm_mx_staged_512x384x640::@kernel blocks in (%c8, %c1, %c1) threads in (%c384, %c1, %c1)
-// CHECK: gpu.dealloc %[[A16]] : memref<512x640xbf16>
-// CHECK: gpu.dealloc %[[B16]] : memref<384x640xbf16>
-// CHECK: gpu.module @mx_gemm_mx_staged_512x384x640
-// CHECK: mx.gemm_plan = "recipe=mx_staged chip=sm_90a mnk=512x384x640 tile=128x256x64 stages=3 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n256k16 ctas=8 cluster=1x1 group=8 epilogue=tma staged=f8E4M3FN,f6E2M3FN scales=staged,staged smem=214064 stage0=a:0,b:16384 out=147456 barriers=212992,213016"
+// CHECK: gpu.launch_func @mx_gemm_mx_staged_4096x2048x640::@kernel blocks in (%c132, %c1, %c1) threads in (%c384, %c1, %c1)
+// CHECK: gpu.dealloc %[[A16]] : memref<4096x640xbf16>
+// CHECK: gpu.dealloc %[[B16]] : memref<2048x640xbf16>
+// CHECK: gpu.module @mx_gemm_mx_staged_4096x2048x640
+// CHECK: mx.gemm_plan = "recipe=mx_staged chip=sm_90a mnk=4096x2048x640 tile=128x256x64 stages=3 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n256k16 ctas=132 cluster=1x1 group=8 epilogue=tma staged=f8E4M3FN,f6E2M3FN scales=staged,staged smem=214064 stage0=a:0,b:16384 out=147456 barriers=212992,213016"
 // CHECK: nvvm.setmaxregister  increase 232
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.fence.aligned
@@ -225,15 +226,18 @@ func.func @quantize_then_gemm(%x: tensor<128x256xbf16>, %b: tensor<64x256xf8E4M3
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: nvvm.stmatrix
-// CHECK: gpu.module @mx_stage_bf16_f8E4M3FN_512x640
+// CHECK: gpu.module @mx_stage_bf16_f8E4M3FN_4096x640
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> i8
 // CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E4M3FN)
-// CHECK-COUNT-2: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// CHECK: gpu.module @mx_stage_bf16_f6E2M3FN_384x640
+// CHECK-COUNT-8: nvvm.shfl.sync  idx
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK-COUNT-8: nvvm.shfl.sync  idx
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: gpu.module @mx_stage_bf16_f6E2M3FN_2048x640
 // CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<3xi32>
-func.func @mx_staged(%a: tensor<512x640xf8E4M3FN>, %as: tensor<4x5x32x4x4xf8E8M0FNU>, %b: tensor<384x640xf6E2M3FN>, %bs: tensor<3x5x32x4x4xf8E8M0FNU>) -> tensor<512x384xbf16> {
+func.func @mx_staged(%a: tensor<4096x640xf8E4M3FN>, %as: tensor<32x5x32x4x4xf8E8M0FNU>, %b: tensor<2048x640xf6E2M3FN>, %bs: tensor<16x5x32x4x4xf8E8M0FNU>) -> tensor<4096x2048xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
-    : tensor<512x640xf8E4M3FN>, tensor<4x5x32x4x4xf8E8M0FNU>, tensor<384x640xf6E2M3FN>, tensor<3x5x32x4x4xf8E8M0FNU> -> tensor<512x384xbf16>
-  return %c : tensor<512x384xbf16>
+    : tensor<4096x640xf8E4M3FN>, tensor<32x5x32x4x4xf8E8M0FNU>, tensor<2048x640xf6E2M3FN>, tensor<16x5x32x4x4xf8E8M0FNU> -> tensor<4096x2048xbf16>
+  return %c : tensor<4096x2048xbf16>
 }

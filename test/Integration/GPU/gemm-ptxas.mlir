@@ -78,8 +78,8 @@ func.func @per_tensor(%a: tensor<130x1024xf8E5M2>, %as: tensor<1x1xf32>, %b: ten
 
 // -----
 
-func.func @mx_staged(%a: tensor<512x640xf8E4M3FN>, %as: tensor<4x5x32x4x4xf8E8M0FNU>, %b: tensor<384x640xf6E2M3FN>, %bs: tensor<3x5x32x4x4xf8E8M0FNU>) -> tensor<512x384xbf16> {
+func.func @mx_staged(%a: tensor<4096x640xf8E4M3FN>, %as: tensor<32x5x32x4x4xf8E8M0FNU>, %b: tensor<2048x640xf6E2M3FN>, %bs: tensor<16x5x32x4x4xf8E8M0FNU>) -> tensor<4096x2048xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
-    : tensor<512x640xf8E4M3FN>, tensor<4x5x32x4x4xf8E8M0FNU>, tensor<384x640xf6E2M3FN>, tensor<3x5x32x4x4xf8E8M0FNU> -> tensor<512x384xbf16>
-  return %c : tensor<512x384xbf16>
+    : tensor<4096x640xf8E4M3FN>, tensor<32x5x32x4x4xf8E8M0FNU>, tensor<2048x640xf6E2M3FN>, tensor<16x5x32x4x4xf8E8M0FNU> -> tensor<4096x2048xbf16>
+  return %c : tensor<4096x2048xbf16>
 }

@@ -24,7 +24,7 @@
 //   (mxExact): the main loop converts A in registers and B into two bf16
 //   buffers in every stage of every tile, each operand once per tile of the
 //   other, and is bounded by that conversion. Staged is the default where
-//   both operands span more than one tile (chooseMXForm).
+//   converting once pays for the copies, on large M and N (chooseMXForm).
 //
 // On SM100 the generator covers MX, scaled by the tensor core: a 128x256
 // tile (the widest one-CTA tcgen05.mma), its f32 accumulator in 256 columns
@@ -53,9 +53,9 @@ namespace {
 constexpr int64_t kBaseAlignment = 1024; // 128B swizzle repeats every 1 KiB
 /// One 128B-swizzled stage row of bf16 (64 elements of K).
 constexpr int64_t kBf16RowBytes = 128;
-/// The MX tile on both chips: two consumers of m64 x 256 (SM90), one
+/// The MX tile width on both chips: two consumers of m64 x 256 (SM90), one
 /// 128x256 tcgen05.mma (SM100).
-constexpr int64_t kMXTileM = 128, kMXTileN = 256;
+constexpr int64_t kMXTileN = 256;
 constexpr int64_t kMaxStages = 8;
 /// Registers a consumer keeps for addresses, indices and loop state beside
 /// its accumulators.
@@ -84,13 +84,17 @@ FailureOr<ScaleStaging> getFP8ScaleStaging(ArrayRef<int64_t> block,
 }
 
 /// SM90's form of MX (see the file comment): `config`'s, else staged where
-/// both operands span more than one 128x256 tile. The fused form converts
-/// an operand once per tile of the other, so where one of them has a single
-/// tile it converts no more than the staging kernel would, without the
-/// staging kernel's bf16 writes and reads.
+/// converting once pays for the bf16 copies. Staging costs about 3 bytes of
+/// memory traffic per code of A and B, 3 (M + N) K; the fused loop runs the
+/// bf16 GEMM (2 M N K) at about two thirds of its speed. With an H100's
+/// ~3 TB/s of copy bandwidth and ~850 TFLOP/s of bf16, staging wins where
+/// 1/M + 1/N < ~1/940, which the constant rounds: measured (bench/RESULTS.md)
+/// staged 1.30x faster at 4096^3 and 1.38x at 8192^3, 0.80x at
+/// 512x8192x8192 and 0.79x at 256x8192x8192.
 GemmRecipe chooseMXForm(const GemmPlan &plan, const GemmConfig &config) {
-  bool staged = config.mxStaged.value_or(plan.m > kMXTileM &&
-                                         plan.n > kMXTileN);
+  constexpr int64_t kStagingBreakEven = 1024;
+  bool staged = config.mxStaged.value_or(plan.m * plan.n >
+                                         kStagingBreakEven * (plan.m + plan.n));
   return staged ? GemmRecipe::mxStaged : GemmRecipe::mxExact;
 }
 

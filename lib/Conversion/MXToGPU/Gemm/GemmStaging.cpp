@@ -1,12 +1,17 @@
 //===- GemmStaging.cpp - MX operands to bf16 copies for staged MX ---------===//
 //
-// The staging kernel (GemmStaging.h): one thread per unit of 16 codes of a
-// row, so that a warp reads 32 consecutive units (512 bytes of FP8) and
-// writes 1 KiB of bf16, both coalesced; the unit's scale byte comes from
-// the 128x4 tile layout (SwizzleTiles, the one map of it), shared by the
-// two units of a block and the rows of a tile through L1. Each unit is
-// decoded by decodeMXUnit, the fused main loop's decoder, so both forms of
-// MX compute the same bf16 values.
+// The staging kernel (GemmStaging.h): one thread per unit of 16 codes, the
+// units of the operand taken in order (rows are contiguous in the codes and
+// in the copy, so unit u's codes and results are at u times their size
+// whatever the row), so that a warp reads 32 consecutive units (512 bytes
+// of FP8) and writes 1 KiB of bf16. The unit's scale byte comes from the
+// 128x4 tile layout (SwizzleTiles, the one map of it), shared by the two
+// units of a block and the rows of a tile through L1. Each unit is decoded
+// by decodeMXUnit, the fused main loop's decoder, so both forms of MX
+// compute the same bf16 values. A unit's 32 bytes of results are two
+// 16-byte stores; lane pairs trade halves through shuffles so that each
+// store instruction of a warp writes 512 contiguous bytes (whole sectors),
+// rather than every other 16 bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +37,8 @@ using namespace mx::gemm;
 
 namespace {
 
+using gpu_kernels::kWarpSize;
+
 constexpr int64_t kStagingThreads = 256;
 constexpr int64_t kBf16Bytes = 2;
 /// bf16 pairs (i32 words) of one 16-byte store.
@@ -45,6 +52,62 @@ struct StagingShape {
   int64_t unitsPerRow() const { return k / kDecodeUnitK; }
   int64_t units() const { return rows * unitsPerRow(); }
 };
+
+Value i32(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+
+/// Stores the results of the warp `warp` (index type), whose lane `lane`
+/// (i32) holds `pairs`, the 8 words of unit 32 warp + lane: store s of
+/// lane l writes half l % 2 of unit 16 s + l / 2 of the warp, taken from
+/// that unit's lane by shuffles, unless the unit is past `units`.
+/// `address(offset)` is the global pointer of byte `offset` of the copy.
+void storeWarpResults(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs,
+                      Value lane, Value warp, int64_t units,
+                      function_ref<Value(Value)> address) {
+  constexpr int64_t kHalves = 2;
+  auto c = [&](int64_t v) { return gpu_kernels::cIndex(b, b.getLoc(), v); };
+  gpu_kernels::IndexArith arith{b, b.getLoc()};
+  Value odd = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne,
+      arith::AndIOp::create(b, lane, i32(b, 1)), i32(b, 0));
+  Value halfUnit = arith::DivUIOp::create(b, lane, i32(b, kHalves));
+  auto storeType = VectorType::get({kWordsPerStore}, b.getI32Type());
+  int64_t unitsPerStore = kWarpSize / kHalves;
+  for (int64_t s = 0; s < kHalves; ++s) {
+    Value source = arith::AddIOp::create(b, halfUnit, i32(b, unitsPerStore * s));
+    SmallVector<Value> words;
+    for (int64_t j = 0; j < kWordsPerStore; ++j) {
+      auto shuffle = [&](Value value) {
+        return NVVM::ShflOp::create(b, b.getI32Type(), i32(b, -1), value,
+                                    source, i32(b, kWarpSize - 1),
+                                    NVVM::ShflKind::idx, UnitAttr())
+            .getResult();
+      };
+      Value low = shuffle(pairs[j]), high = shuffle(pairs[kWordsPerStore + j]);
+      words.push_back(arith::SelectOp::create(b, odd, high, low));
+    }
+    Value unit = arith.fma(warp, kWarpSize,
+                           arith::IndexCastUIOp::create(b, b.getIndexType(),
+                                                        source));
+    auto valid = scf::IfOp::create(
+        b, gpu_kernels::cmpLT(b, b.getLoc(), unit, c(units)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&valid.getThenRegion().front());
+    // Byte (unit * 16 + half * 8) * 2 of the copy.
+    Value element = arith.fma(
+        unit, kDecodeUnitK,
+        arith::MulIOp::create(
+            b, arith::IndexCastUIOp::create(
+                   b, b.getIndexType(),
+                   arith::AndIOp::create(b, lane, i32(b, 1))),
+            c(kDecodeUnitK / kHalves)));
+    LLVM::StoreOp::create(
+        b, vector::FromElementsOp::create(b, storeType, words),
+        address(arith.fma(element, kBf16Bytes, c(0))), /*alignment=*/16);
+  }
+}
 
 /// Builds the body of the kernel of `shape` at `b`'s insertion point, on
 /// its three pointer arguments (codes, swizzled scales, bf16 copy).
@@ -62,14 +125,15 @@ void buildStagingBody(ImplicitLocOpBuilder &b, const StagingShape &shape,
   };
   auto c = [&](int64_t v) { return gpu_kernels::cIndex(b, b.getLoc(), v); };
   gpu_kernels::IndexArith arith{b, b.getLoc()};
-  Value unitIndex = arith.fma(
+  Value thread = NVVM::ThreadIdXOp::create(b, b.getI32Type());
+  Value lane = arith::RemUIOp::create(b, thread, i32(b, kWarpSize));
+  Value threadIndex = arith.fma(
       index(NVVM::BlockIdXOp::create(b, b.getI32Type())), kStagingThreads,
-      index(NVVM::ThreadIdXOp::create(b, b.getI32Type())));
-  auto inRange = scf::IfOp::create(
-      b, gpu_kernels::cmpLT(b, b.getLoc(), unitIndex, c(shape.units())),
-      /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&inRange.getThenRegion().front());
+      index(thread));
+  // Every lane converts (the last warp's lanes past the end convert the
+  // last unit again), since all of them take part in the shuffles; only
+  // the stores are guarded.
+  Value unitIndex = arith::MinUIOp::create(b, threadIndex, c(shape.units() - 1));
   Value row = arith.div(unitIndex, shape.unitsPerRow());
   Value unit = arith.rem(unitIndex, shape.unitsPerRow());
   auto byteAddress = [&](Value base, Value offset) {
@@ -104,20 +168,9 @@ void buildStagingBody(ImplicitLocOpBuilder &b, const StagingShape &shape,
   loaded.scaleByte =
       LLVM::LoadOp::create(b, b.getI8Type(), byteAddress(scales, scaleOffset));
 
-  UnitPairs pairs = decodeMXUnit(b, shape.elementType, loaded);
-  Value first = arith.fma(
-      arith.fma(row, shape.k, arith::MulIOp::create(b, unit, c(kDecodeUnitK))),
-      kBf16Bytes, c(0));
-  auto storeType = VectorType::get({kWordsPerStore}, b.getI32Type());
-  for (int64_t s = 0; s < int64_t(pairs.size()) / kWordsPerStore; ++s) {
-    Value stored = vector::FromElementsOp::create(
-        b, storeType,
-        ArrayRef<Value>(pairs).slice(s * kWordsPerStore, kWordsPerStore));
-    LLVM::StoreOp::create(
-        b, stored,
-        byteAddress(out, arith::AddIOp::create(b, first, c(16 * s))),
-        /*alignment=*/16);
-  }
+  storeWarpResults(b, decodeMXUnit(b, shape.elementType, loaded), lane,
+                   arith.div(threadIndex, kWarpSize), shape.units(),
+                   [&](Value offset) { return byteAddress(out, offset); });
 }
 
 /// The staging kernel of `shape`: built in a gpu.module of its own on first
