@@ -84,15 +84,14 @@ FailureOr<ScaleStaging> getFP8ScaleStaging(ArrayRef<int64_t> block,
 }
 
 /// SM90's form of MX (see the file comment): `config`'s, else staged where
-/// converting once pays for the bf16 copies. Staging costs about 3 bytes of
-/// memory traffic per code of A and B, 3 (M + N) K; the fused loop runs the
-/// bf16 GEMM (2 M N K) at about two thirds of its speed. With an H100's
-/// ~3 TB/s of copy bandwidth and ~850 TFLOP/s of bf16, staging wins where
-/// 1/M + 1/N < ~1/940, which the constant rounds: measured (bench/RESULTS.md)
-/// staged 1.30x faster at 4096^3 and 1.38x at 8192^3, 0.80x at
-/// 512x8192x8192 and 0.79x at 256x8192x8192.
+/// converting once pays for the bf16 copies. Staging costs a fixed amount of
+/// memory traffic per code of A and B, (M + N) K; the fused loop runs the
+/// bf16 GEMM (2 M N K) at about two thirds of its speed; so staging wins
+/// where 1/M + 1/N is below a constant, measured on an H100
+/// (bench/RESULTS.md): staged 1.27x faster at 2048^3, 1.04x at
+/// 1024x8192x8192, 1.38x at 8192^3, 0.81x at 512x8192x8192.
 GemmRecipe chooseMXForm(const GemmPlan &plan, const GemmConfig &config) {
-  constexpr int64_t kStagingBreakEven = 1024;
+  constexpr int64_t kStagingBreakEven = 640;
   bool staged = config.mxStaged.value_or(plan.m * plan.n >
                                          kStagingBreakEven * (plan.m + plan.n));
   return staged ? GemmRecipe::mxStaged : GemmRecipe::mxExact;
