@@ -23,10 +23,14 @@ Columns and goals (the issue's, per row):
 * gather busbw / NCCL: the bus bandwidth of mx's all-gather alone (a program gathering the compact
   shards) over that of all_gather_into_tensor of one uint8 tensor of the same bytes (>= 0.9), bus
   bandwidth being bytes gathered x (n - 1) / n / time, as nccl-tests define it.
-Times: CUDA events around each call on the current stream after a barrier, the median over the
-iterations of the slower rank. The mx programs run in call-stream mode on torch's current stream, as
-mx.compile calls them (results from the stream-ordered pool, freed in stream order); their NCCL
-communicator is mx.runtime's, made once from torchrun's environment, next to torch's.
+Times, as nccl-tests measure them: after a barrier, --iters calls enqueued back to back between two
+CUDA events on the current stream, the time per call; the median of 5 such loops, of the slower rank.
+The mx programs are mx.compile's Kernels (one foreign call each, mxrtInvoke) in call-stream mode on
+torch's current stream (results from the stream-ordered pool, freed in stream order); their NCCL
+communicator is mx.runtime's, made once from torchrun's environment, next to torch's. Each rank sees
+only its own GPU, as cuda:0 (mx.torch.distributed.init_process_group). The parts of a quantized tensor
+(data, scales) are all-gathered as one NCCL group (convert-shard-to-mxrt, mxrtGroupStart/End): one
+launch moves them all.
 
 Correctness before timing: on every row each rank gathers the bf16 input with torch, runs the
 unpartitioned program (quantize + swizzle of the whole tensor) on its GPU, and compares its bytes with
@@ -37,7 +41,6 @@ NCCL_NVLS_ENABLE=0 is set before either communicator exists.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import statistics
 import sys
@@ -50,6 +53,7 @@ CHIP = "sm_90a"
 K = 8192
 PAYLOADS_MIB = (64, 128, 256, 512)
 DEVICES = 2
+ROUNDS = 5  # timed loops per measurement (their median)
 
 
 @dataclass(frozen=True)
@@ -178,61 +182,35 @@ def list_rows():
 # run (under torchrun, one process per GPU)
 #===--------------------------------------------------------------------------------------------===#
 
-class Program:
-    """A compiled program called in call-stream mode on torch's current stream with torch tensors."""
-
-    def __init__(self, directory, name, ranks, result_bytes):
-        from mx import runtime
-        self.runtime, self.name, self.ranks, self.result_bytes = runtime, name, ranks, result_bytes
-        self.library = runtime.load_library()
-        self.lib = runtime.load_compiled(Path(directory) / f"{name}.so")
-
-    def __call__(self, inputs, keep=False):
-        """Runs the program; with `keep`, returns the bytes of its results (numpy), else nothing. The
-        results are freed in stream order."""
-        import numpy as np
-        import torch
-        stream = torch.cuda.current_stream().cuda_stream
-        memrefs = [self.runtime.MemRef.from_dlpack(t.view(torch.uint8) if t.element_size() == 1 else t)
-                   for t in inputs]
-        self.library.mxrtSetCallStream(stream, 1)
-        try:
-            results = self.runtime.call_mlir_function(self.lib, self.name, memrefs, result_ranks=self.ranks)
-        finally:
-            self.library.mxrtSetCallStream(None, 0)
-        # A result may be an argument returned as it is (the replicated per-tensor scale of the "gather"
-        # programs): the caller's memory, never freed here. Each other buffer is freed once.
-        freed = {m.allocated for m in memrefs}
-        host = []
-        for result, nbytes in zip(results, self.result_bytes):
-            if keep:
-                out = np.empty(nbytes, np.uint8)
-                torch.cuda.current_stream().synchronize()
-                self.library.mxrtMemcpyDtoH(out.ctypes.data, ctypes.c_void_p(result.aligned), nbytes)
-                host.append(out)
-            if result.allocated not in freed:
-                freed.add(result.allocated)
-                self.library.mxrtFreeAsync(result.allocated, stream)
-        return host
+def load(directory, recipe, m, kind):
+    """The compiled program as mx.compile's Kernel: called with torch tensors through mxrtInvoke (one
+    foreign call) in call-stream mode on torch's current stream, its results torch tensors freed in
+    stream order."""
+    from mx import compiler
+    name = program_name(recipe, m, kind)
+    return compiler.Kernel(Path(directory) / f"{name}.so", CHIP, name)
 
 
-def timed_us(fn, iterations):
-    """Median over `iterations` of fn's time on the current stream (CUDA events) after a barrier, the
-    slower rank's."""
+def timed_us(fn, iterations, rounds=ROUNDS):
+    """Time per call of `fn` as nccl-tests measure it: after a barrier, `iterations` calls enqueued
+    back to back between two CUDA events on the current stream, the total over `iterations`; the
+    median of `rounds` such loops, the slower rank's. Host time per call shows only where the host
+    cannot keep the GPU busy."""
     import torch
     import torch.distributed as dist
     for _ in range(3):
         fn()
     times = []
-    for _ in range(iterations):
+    for _ in range(rounds):
         dist.barrier()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(iterations):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) * 1000)
+        times.append(start.elapsed_time(end) * 1000 / iterations)
     median = torch.tensor([statistics.median(times)], device="cuda")
     dist.all_reduce(median, op=dist.ReduceOp.MAX)
     return median.item()
@@ -242,8 +220,14 @@ def busbw(nbytes, us):
     return nbytes * (DEVICES - 1) / DEVICES / (us * 1e-6) / 1e9
 
 
+def same_bytes(got, want):
+    import torch
+    return len(got) == len(want) and all(
+        a.shape == b.shape and torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+        for a, b in zip(got, want))
+
+
 def run_row(directory, recipe, payload, iterations, rank):
-    import numpy as np
     import torch
     import torch.distributed as dist
     m = rows_of(payload)
@@ -251,13 +235,7 @@ def run_row(directory, recipe, payload, iterations, rank):
     generator = torch.Generator(device="cuda").manual_seed(1234 + rank)
     x = (torch.randn(shard_rows, K, device="cuda", generator=generator) *
          torch.exp2(torch.randint(-8, 8, (shard_rows, 1), device="cuda", generator=generator))).bfloat16()
-    swizzled = recipe.swizzled_shape(m) if recipe.layout else recipe.scales_shape(m)
-    item = 4 if recipe.scale == "f32" else 1
-    outputs = ([2, len(swizzled)], [recipe.data_bytes(m), item * int(np.prod(swizzled))])
-    sharded = Program(directory, program_name(recipe, m, "sharded"), *outputs)
-    whole = Program(directory, program_name(recipe, m, "whole"), *outputs)
-    gather = Program(directory, program_name(recipe, m, "gather"), [2, 2],
-                     [recipe.data_bytes(m), recipe.scale_bytes(m)])
+    sharded, whole, gather = (load(directory, recipe, m, kind) for kind in ("sharded", "whole", "gather"))
 
     # Check: the partitioned program's bytes are the whole program's on the gathered input.
     full = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
@@ -265,25 +243,26 @@ def run_row(directory, recipe, payload, iterations, rank):
     # torch's communicator and mx's are separate: never leave a kernel of one in flight while the other
     # launches (NCCL's rule for concurrent communicators).
     torch.cuda.synchronize()
-    got, want = sharded([x], keep=True), whole([full], keep=True)
-    check = all(a.size == b.size and np.array_equal(a, b) for a, b in zip(got, want))
+    check = same_bytes(sharded(x), whole(full))
+    torch.cuda.synchronize()
     del full
 
-    t_bf16 = timed_us(lambda: dist.all_gather_into_tensor(
-        torch.empty(m, K, dtype=torch.bfloat16, device="cuda"), x), iterations)
-    t_mx = timed_us(lambda: sharded([x]), iterations)
-    data = torch.empty(recipe.data_bytes(shard_rows), dtype=torch.uint8, device="cuda").view(
-        shard_rows, -1)
+    gathered_bf16 = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
+    t_bf16 = timed_us(lambda: dist.all_gather_into_tensor(gathered_bf16, x), iterations)
+    t_mx = timed_us(lambda: sharded(x), iterations)
+    # The compact shards of this rank (their values do not matter to the gather).
+    data = torch.zeros(recipe.data_bytes(shard_rows), dtype=torch.uint8, device="cuda").view(shard_rows, -1)
     scale_rows = recipe.scales_shape(m)[0] // (1 if recipe.block is None else DEVICES)
     scale_bytes = recipe.scale_bytes(m) // (1 if recipe.block is None else DEVICES)
     scales = torch.zeros(scale_bytes, dtype=torch.uint8, device="cuda").view(scale_rows, -1)
     if recipe.scale == "f32":
         scales = scales.view(torch.float32)
-    t_gather = timed_us(lambda: gather([data, scales]), iterations)
+    t_gather = timed_us(lambda: gather(data, scales), iterations)
     wire = recipe.data_bytes(m) + recipe.scale_bytes(m)
     flat = torch.empty(wire // DEVICES, dtype=torch.uint8, device="cuda")
-    t_nccl = timed_us(lambda: dist.all_gather_into_tensor(
-        torch.empty(wire, dtype=torch.uint8, device="cuda"), flat), iterations)
+    gathered = torch.empty(wire, dtype=torch.uint8, device="cuda")
+    t_nccl = timed_us(lambda: dist.all_gather_into_tensor(gathered, flat), iterations)
+    torch.cuda.synchronize()
     return {"recipe": recipe.name, "payload": payload, "wire": wire / (m * K * 2), "t_bf16": t_bf16,
             "t_mx": t_mx, "bw_mx": busbw(wire, t_gather), "bw_nccl": busbw(wire, t_nccl),
             "check": check}
@@ -306,7 +285,7 @@ def print_table(rows, device):
 
 def run(directory, argv):
     parser = argparse.ArgumentParser(prog="bench/collectives.py run")
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--iters", type=int, default=20, help="calls per timed loop")
     parser.add_argument("--only", default="", help="comma-separated recipes")
     parser.add_argument("--payloads", default=",".join(map(str, PAYLOADS_MIB)),
                         help="comma-separated bf16 payloads in MiB, of " + ",".join(map(str, PAYLOADS_MIB)))
@@ -316,10 +295,11 @@ def run(directory, argv):
     import torch
     import torch.distributed as dist
     from mx import runtime
-    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
-    runtime.init_process_group()
+    from mx.torch import distributed as mx_distributed
+    rank = int(os.environ["RANK"])
+    # Each rank's GPU as its cuda:0, where mx's Kernels run; torch's group and mx's communicator on it.
+    mx_distributed.init_process_group()
+    runtime.init_process_group(device=0)
     recipes = [RECIPES[name] for name in args.only.split(",")] if args.only else list(RECIPES.values())
     payloads = [int(p) for p in args.payloads.split(",")]
     if not set(payloads) <= set(PAYLOADS_MIB):

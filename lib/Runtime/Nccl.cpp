@@ -8,14 +8,20 @@
 // unique id a 128-byte struct passed by value), which NcclAbiCheck.cpp
 // compares with nccl.h wherever that header is found.
 //
-// Nothing waits forever without a message. Every collective is followed by
-// an event on its stream; in call-stream mode a watchdog thread polls the
-// events and ncclCommGetAsyncError, otherwise the calling thread does
-// before returning. An NCCL error, or a collective still running after the
-// communicator's timeout (a rank that never joined, a peer that died),
-// aborts the communicator -- ncclCommAbort ends the pending NCCL kernels, so
-// the streams move on -- and records the error (printed, sticky); later
-// collectives fail at once with it. ncclCommInitRank runs on a helper
+// Collectives between mxrtGroupStart and mxrtGroupEnd are one NCCL group
+// (ncclGroupStart/End): NCCL launches them together, as one kernel per
+// stream, at the group's end. The group holds the communicator's locks from
+// its start to its end, so that no other thread's collective, abort or
+// destroy lands inside it.
+//
+// Nothing waits forever without a message. Every collective, or every group
+// of them, is followed by an event on its stream; in call-stream mode a
+// watchdog thread polls the events and ncclCommGetAsyncError, otherwise the
+// calling thread does before returning. An NCCL error, or a collective still
+// running after the communicator's timeout (a rank that never joined, a peer
+// that died), aborts the communicator -- ncclCommAbort ends the pending NCCL
+// kernels, so the streams move on -- and records the error (printed, sticky);
+// later collectives fail at once with it. ncclCommInitRank runs on a helper
 // thread that the caller stops waiting for after the timeout.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +40,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace mxrt;
 using nccl::Comm;
@@ -59,6 +66,8 @@ struct Library {
                       CUstream) = nullptr;
   Result (*reduceScatter)(const void *, void *, size_t, int, int, Comm,
                           CUstream) = nullptr;
+  Result (*groupStart)() = nullptr;
+  Result (*groupEnd)() = nullptr;
 };
 
 template <typename Fn> bool bind(void *handle, const char *name, Fn &fn) {
@@ -108,6 +117,8 @@ Library loadLibrary() {
   need("ncclAllGather", lib.allGather);
   need("ncclAllReduce", lib.allReduce);
   need("ncclReduceScatter", lib.reduceScatter);
+  need("ncclGroupStart", lib.groupStart);
+  need("ncclGroupEnd", lib.groupEnd);
   bind(handle, "ncclGetLastError", lib.getLastError);
   if (missing)
     lib.error = format("%s has no %s: mx needs NCCL 2.x", path, missing);
@@ -254,53 +265,163 @@ int32_t waitFor(Communicator &c, Pending p,
   return progress == Progress::done ? MXRT_SUCCESS : status;
 }
 
-// Runs the collective `enqueue(comm, stream)` described by `what` for a
-// program partitioned over `groupSize` devices, and waits for it or hands it
-// to the watchdog (see the file comment).
-template <typename Enqueue>
-int32_t runCollective(const char *call, const std::string &what,
-                      int32_t groupSize, void *stream, Enqueue &&enqueue) {
+// Locks the process's communicator for `call` (commMutex by `commLock`, its
+// own mutex by `lock`) and points `c` at it, or fails: NCCL missing, no
+// communicator, or an aborted one.
+int32_t lockCommunicator(const char *call,
+                         std::unique_lock<std::mutex> &commLock,
+                         std::unique_lock<std::mutex> &lock, Communicator *&c) {
   const Library &lib = getLibrary();
   if (!lib.error.empty())
     return fail(MXRT_ERROR_NCCL, format("%s: %s", call, lib.error.c_str()));
-  std::lock_guard<std::mutex> guard(commMutex);
-  if (!current)
+  commLock = std::unique_lock<std::mutex>(commMutex);
+  if (!current) {
+    commLock.unlock();
     return fail(MXRT_ERROR_NCCL,
                 format("%s: no communicator: call mxrtCommInit first "
                        "(mx.runtime.init_process_group)",
                        call));
-  Communicator &c = *current;
-  std::unique_lock<std::mutex> lock(c.mutex);
-  if (!c.failure.empty())
+  }
+  c = current.get();
+  lock = std::unique_lock<std::mutex>(c->mutex);
+  if (!c->failure.empty()) {
+    std::string failure = c->failure;
+    lock.unlock();
+    commLock.unlock();
     return fail(MXRT_ERROR_NCCL, format("%s: the communicator was aborted: %s",
-                                        call, c.failure.c_str()));
-  if (groupSize != c.size)
-    return fail(MXRT_ERROR_INVALID_ARGUMENT,
-                format("%s: the program was partitioned for %d devices, the "
-                       "communicator has %d ranks",
-                       call, groupSize, c.size));
-  DeviceScope scope;
-  if (!scope)
-    return scope.status();
-  if (scope.ordinal() != c.device)
-    return fail(MXRT_ERROR_INVALID_ARGUMENT,
-                format("%s: called on device %d, the communicator is on "
-                       "device %d (mgpuSetDefaultDevice)",
-                       call, scope.ordinal(), c.device));
-  auto cuStream = static_cast<CUstream>(stream);
-  bool watched = stream != nullptr || getCallStream(&cuStream);
-  if (Result result = enqueue(c.comm, cuStream))
-    return fail(MXRT_ERROR_NCCL, describeFailure(call, result, c.comm));
-  Pending p{nullptr, Clock::now(), what};
+                                        call, failure.c_str()));
+  }
+  return MXRT_SUCCESS;
+}
+
+// Follows collectives just enqueued on `stream` (described by `what`) with
+// an event, which the calling thread waits for (`watched` false) or hands
+// to the watchdog. With c.mutex held by `lock` and the context current.
+int32_t track(Communicator &c, CUstream stream, bool watched, std::string what,
+              std::unique_lock<std::mutex> &lock) {
+  Pending p{nullptr, Clock::now(), std::move(what)};
   int32_t status;
   if ((status = checkCu(cuEventCreate(&p.event, CU_EVENT_DISABLE_TIMING),
-                        "cuEventCreate")) ||
-      (status = checkCu(cuEventRecord(p.event, cuStream), "cuEventRecord")))
+                        "cuEventCreate")))
     return status;
+  if ((status = checkCu(cuEventRecord(p.event, stream), "cuEventRecord"))) {
+    cuEventDestroy(p.event);
+    return status;
+  }
   if (!watched)
     return waitFor(c, std::move(p), lock);
   c.pending.push_back(std::move(p));
   return MXRT_SUCCESS;
+}
+
+// The collectives of the calling thread's open group (mxrtGroupStart ..
+// mxrtGroupEnd; NCCL's groups are per thread too). The outermost start
+// takes the communicator's locks and ncclGroupStart, the outermost end
+// ncclGroupEnd, one event per stream, and releases the locks. A start that
+// failed leaves the group open but failed: its collectives and its end
+// return that failure, and NCCL's group is not opened.
+struct Group {
+  struct Member {
+    CUstream stream;
+    bool watched;
+    std::string what;
+  };
+  int depth = 0;
+  int32_t status = MXRT_SUCCESS;
+  Communicator *communicator = nullptr;
+  std::unique_lock<std::mutex> commLock, lock;
+  std::vector<Member> members;
+};
+thread_local Group group;
+
+// Fails `call`, which takes commMutex itself, while this thread holds it in
+// an open group (it would deadlock).
+int32_t checkNoOpenGroup(const char *call) {
+  if (!group.depth)
+    return MXRT_SUCCESS;
+  return fail(MXRT_ERROR_INVALID_ARGUMENT,
+              format("%s: a collective group is open on this thread "
+                     "(mxrtGroupEnd first)",
+                     call));
+}
+
+// "a group of 2 collectives (all-gather of 8 bytes, all-gather of 4 bytes)".
+std::string describeGroup(const std::vector<std::string> &whats) {
+  if (whats.size() == 1)
+    return whats.front();
+  std::string text = format("a group of %zu collectives (", whats.size());
+  for (size_t i = 0; i < whats.size(); ++i)
+    text += (i ? ", " : "") + whats[i];
+  return text + ")";
+}
+
+// Ends NCCL's group of `g` (which launches its collectives) and tracks them,
+// one event per stream, with the communicator's locks held.
+int32_t endGroup(Group &g) {
+  Communicator &c = *g.communicator;
+  DeviceScope scope;
+  if (Result result = getLibrary().groupEnd())
+    return fail(MXRT_ERROR_NCCL,
+                describeFailure("ncclGroupEnd", result, c.comm));
+  if (!scope)
+    return scope.status();
+  std::vector<Group::Member> members = std::move(g.members);
+  while (!members.empty()) {
+    CUstream stream = members.front().stream;
+    bool watched = true;
+    std::vector<std::string> whats;
+    for (auto it = members.begin(); it != members.end();) {
+      if (it->stream != stream) {
+        ++it;
+        continue;
+      }
+      watched &= it->watched;
+      whats.push_back(std::move(it->what));
+      it = members.erase(it);
+    }
+    if (int32_t status =
+            track(c, stream, watched, describeGroup(whats), g.lock))
+      return status;
+  }
+  return MXRT_SUCCESS;
+}
+
+// Runs the collective `enqueue(comm, stream)` described by `what` for a
+// program partitioned over `groupSize` devices, and waits for it or hands it
+// to the watchdog (see the file comment); in an open group, adds it to the
+// group instead.
+template <typename Enqueue>
+int32_t runCollective(const char *call, const std::string &what,
+                      int32_t groupSize, void *stream, Enqueue &&enqueue) {
+  if (group.depth && group.status)
+    return group.status;
+  std::unique_lock<std::mutex> commLock, ownLock;
+  Communicator *c = group.communicator;
+  if (!group.depth)
+    if (int32_t status = lockCommunicator(call, commLock, ownLock, c))
+      return status;
+  if (groupSize != c->size)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("%s: the program was partitioned for %d devices, the "
+                       "communicator has %d ranks",
+                       call, groupSize, c->size));
+  DeviceScope scope;
+  if (!scope)
+    return scope.status();
+  if (scope.ordinal() != c->device)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("%s: called on device %d, the communicator is on "
+                       "device %d (mgpuSetDefaultDevice)",
+                       call, scope.ordinal(), c->device));
+  auto cuStream = static_cast<CUstream>(stream);
+  bool watched = stream != nullptr || getCallStream(&cuStream);
+  if (Result result = enqueue(c->comm, cuStream))
+    return fail(MXRT_ERROR_NCCL, describeFailure(call, result, c->comm));
+  if (group.depth) {
+    group.members.push_back({cuStream, watched, what});
+    return MXRT_SUCCESS;
+  }
+  return track(*c, cuStream, watched, what, ownLock);
 }
 
 std::string describeBytes(const char *call, uint64_t bytes) {
@@ -400,6 +521,8 @@ MXRT_API int32_t mxrtCommUniqueId(void *id) {
 
 MXRT_API int32_t mxrtCommInit(const void *id, int32_t size, int32_t rank,
                               int32_t timeoutSeconds) {
+  if (int32_t status = checkNoOpenGroup("mxrtCommInit"))
+    return status;
   const Library &lib = getLibrary();
   if (!lib.error.empty())
     return fail(MXRT_ERROR_NCCL, "mxrtCommInit: " + lib.error);
@@ -452,6 +575,8 @@ MXRT_API int32_t mxrtCommInit(const void *id, int32_t size, int32_t rank,
 }
 
 MXRT_API int32_t mxrtCommDestroy(void) {
+  if (int32_t status = checkNoOpenGroup("mxrtCommDestroy"))
+    return status;
   std::lock_guard<std::mutex> guard(commMutex);
   if (!current)
     return MXRT_SUCCESS;
@@ -484,6 +609,8 @@ MXRT_API int32_t mxrtCommDestroy(void) {
 MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank) {
   if (!size || !rank)
     return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtCommRank: NULL output");
+  if (int32_t status = checkNoOpenGroup("mxrtCommRank"))
+    return status;
   std::lock_guard<std::mutex> guard(commMutex);
   if (!current)
     return fail(MXRT_ERROR_NCCL,
@@ -491,6 +618,41 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank) {
   *size = current->size;
   *rank = current->rank;
   return MXRT_SUCCESS;
+}
+
+MXRT_API int32_t mxrtGroupStart(void) {
+  if (group.depth++)
+    return group.status;
+  group.status = lockCommunicator("mxrtGroupStart", group.commLock, group.lock,
+                                  group.communicator);
+  if (group.status)
+    return group.status;
+  if (Result result = getLibrary().groupStart()) {
+    group.status =
+        fail(MXRT_ERROR_NCCL, describeFailure("ncclGroupStart", result,
+                                              group.communicator->comm));
+    group.lock.unlock();
+    group.commLock.unlock();
+  }
+  return group.status;
+}
+
+MXRT_API int32_t mxrtGroupEnd(void) {
+  if (!group.depth)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                "mxrtGroupEnd: no collective group is open on this thread "
+                "(mxrtGroupStart)");
+  if (--group.depth)
+    return group.status;
+  int32_t status = group.status ? group.status : endGroup(group);
+  if (group.lock.owns_lock())
+    group.lock.unlock();
+  if (group.commLock.owns_lock())
+    group.commLock.unlock();
+  group.status = MXRT_SUCCESS;
+  group.communicator = nullptr;
+  group.members.clear();
+  return status;
 }
 
 MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,

@@ -132,6 +132,8 @@ _SIGNATURES = {
     "mxrtCommInit": (_i32, [_ptr, _i32, _i32, _i32]),
     "mxrtCommDestroy": (_i32, []),
     "mxrtCommRank": (_i32, [ctypes.POINTER(_i32)] * 2),
+    "mxrtGroupStart": (_i32, []),
+    "mxrtGroupEnd": (_i32, []),
 }
 
 UNIQUE_ID_BYTES = 128  # MXRT_UNIQUE_ID_BYTES, NCCL's ncclUniqueId.

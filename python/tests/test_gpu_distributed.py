@@ -8,7 +8,9 @@ shard of the same inputs (one seed for both) and compares with the whole program
   columnwise, FP8 blockwise 1x128 and 128x128, per-tensor current scaling (amax all-reduced, a NaN
   in one shard reaching both), delayed scaling with its history (all-reduced at the update), MXFP4,
   NVFP4 with a computed tensor scale; also in call-stream mode, where the collectives are asynchronous;
-* a quantized all-gather followed by the swizzle gives the bytes of quantize + swizzle of the whole;
+* a quantized all-gather followed by the swizzle gives the bytes of quantize + swizzle of the whole
+  (its data and scales gathered as one NCCL group), also in call-stream mode; the group API's misuses
+  are reported;
 * K-split scaled_matmuls (all-reduce, reduce-scatter) are within the spec's tolerance of the exact
   product;
 * what must fail does, with a message and without hanging: a rank that never joins a collective
@@ -288,22 +290,43 @@ def check_matmul(libraries, rank, rng, name):
 
 
 def check_call_stream(libraries, rank, rng, name="per_tensor"):
-    """The per-tensor quantize with its amax all-reduce in call-stream mode (the legacy stream): the
-    collective is enqueued and followed by the watchdog, the host does not wait for it."""
+    """A check in call-stream mode (the legacy stream): the per-tensor quantize with its amax
+    all-reduce, or a quantized gather whose data and scales are one NCCL group. The collectives are
+    enqueued and followed by the watchdog, the host does not wait for them."""
     lib = runtime.load_library()
     assert lib.mxrtSetCallStream(None, 1) == 0
     try:
-        check_quantize(libraries, rank, rng, name)
+        (check_gather if name in GATHER else check_quantize)(libraries, rank, rng, name)
     finally:
         lib.mxrtSetCallStream(None, 0)
         runtime.synchronize()
+
+
+def check_group_api(libraries, rank, rng, name=None):
+    """mxrtGroupStart/End from the C API: an empty group, nesting, and the misuses, each with its
+    message (an end without a start; the communicator's setup calls inside a group)."""
+    lib = runtime.load_library()
+    runtime.last_error()
+    assert lib.mxrtGroupStart() == 0 and lib.mxrtGroupStart() == 0
+    assert lib.mxrtGroupEnd() == 0 and lib.mxrtGroupEnd() == 0
+    assert lib.mxrtGroupEnd() == runtime.Status.INVALID_ARGUMENT
+    assert "no collective group is open" in runtime.last_error()
+    assert lib.mxrtGroupStart() == 0
+    try:
+        assert lib.mxrtCommDestroy() == runtime.Status.INVALID_ARGUMENT
+        assert "a collective group is open on this thread" in runtime.last_error()
+    finally:
+        assert lib.mxrtGroupEnd() == 0
+    assert runtime.process_group() == (DEVICES, rank)
 
 
 CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
           "delayed": (check_delayed, "delayed"),
           **{n: (check_gather, n) for n in GATHER},
           **{n: (check_matmul, n) for n in MATMUL},
-          "call_stream": (check_call_stream, "per_tensor")}
+          "call_stream": (check_call_stream, "per_tensor"),
+          "call_stream_gather": (check_call_stream, "gather_swizzle"),
+          "group_api": (check_group_api, None)}
 
 
 def _setup(rank, directory):

@@ -372,6 +372,23 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank);
  *                     elements.
  * MXRT_REDUCE_MAX on floats is NCCL's, which drops NaN: compiled code
  * reduces U32 order keys instead (see convert-shard-to-mxrt). */
+
+/* A group of collectives (NCCL's ncclGroupStart/ncclGroupEnd): the
+ * collectives that the calling thread calls between mxrtGroupStart and
+ * mxrtGroupEnd are enqueued together at mxrtGroupEnd, which NCCL launches as
+ * one kernel per stream, and the runtime follows them with one event per
+ * stream (waited for at mxrtGroupEnd where a collective of the group was on
+ * the legacy default stream outside call-stream mode). No collective of the
+ * group may read what another one writes. Compiled code groups the
+ * independent collectives that are one call each (convert-shard-to-mxrt).
+ * The group holds the communicator from start to end: other threads'
+ * collectives wait, and this thread's mxrtCommInit, mxrtCommDestroy and
+ * mxrtCommRank fail until mxrtGroupEnd. Groups nest; the outermost pair
+ * counts. A failed mxrtGroupStart (no NCCL, no communicator, an aborted one)
+ * still opens the group: its collectives and its mxrtGroupEnd return the
+ * same failure. mxrtGroupEnd without a start is MXRT_ERROR_INVALID_ARGUMENT. */
+MXRT_API int32_t mxrtGroupStart(void);
+MXRT_API int32_t mxrtGroupEnd(void);
 MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,
                                int32_t groupSize, void *stream);
 MXRT_API int32_t mxrtAllReduce(const void *send, void *recv, uint64_t count,

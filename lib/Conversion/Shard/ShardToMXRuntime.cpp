@@ -12,6 +12,14 @@
 // after. The partitioner's rounding of reduced f32 partial sums,
 // `arith.truncf` on a tensor, is a kernel too.
 //
+// Independent collectives that are one call each (the data and scales of a
+// quantized all-gather) run as one NCCL group (mxrtGroupStart/End): NCCL
+// then moves all their bytes in one launch, where separate calls would each
+// pay a launch and run the small parts at small-message bandwidth. A later
+// collective whose operands are all defined before an earlier one moves up
+// next to it; every rank runs the same program, so every rank still calls
+// the collectives in the same order.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/DeviceBuffers.h"
@@ -27,6 +35,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -48,11 +57,15 @@ namespace {
 constexpr StringLiteral kAllGather = "mxrtAllGather";
 constexpr StringLiteral kAllReduce = "mxrtAllReduce";
 constexpr StringLiteral kReduceScatter = "mxrtReduceScatter";
+constexpr StringLiteral kGroupStart = "mxrtGroupStart";
+constexpr StringLiteral kGroupEnd = "mxrtGroupEnd";
 
 /// The LLVM types of the collectives of MXRuntime.h, called as C symbols.
 LLVM::LLVMFunctionType getRuntimeFnType(MLIRContext *context, StringRef name) {
   auto ptr = LLVM::LLVMPointerType::get(context);
   auto i32 = IntegerType::get(context, 32), i64 = IntegerType::get(context, 64);
+  if (name == kGroupStart || name == kGroupEnd)
+    return LLVM::LLVMFunctionType::get(i32, {});
   if (name == kAllGather)
     return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, ptr});
   return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, i32, i32, ptr});
@@ -170,6 +183,55 @@ FailureOr<mxrtReduceOp> getReduceOp(shard::ReductionKind kind) {
   }
 }
 
+/// Whether `op` lowers to one runtime call and nothing after it -- an
+/// all-gather, or a sum over more than one device -- and so can join a group.
+bool isSingleCall(Operation *op, SymbolTableCollection &symbols) {
+  shard::GridOp grid;
+  if (!isa<shard::AllGatherOp, shard::AllReduceOp, shard::ReduceScatterOp>(op))
+    return false;
+  int64_t devices = getGroupSize(op, symbols, grid);
+  if (ShapedType::isDynamic(devices) || devices <= 1)
+    return false;
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<shard::AllReduceOp, shard::ReduceScatterOp>([](auto reduce) {
+        return reduce.getReduction() == shard::ReductionKind::Sum;
+      })
+      .Default(true);
+}
+
+/// The groups of two or more single-call collectives of each block, each
+/// moved together: a head and the later collectives of its block whose
+/// operands are all defined before it (none reads another's result), moved
+/// up right after it in their order.
+SmallVector<SmallVector<Operation *>>
+groupCollectives(ModuleOp module, SymbolTableCollection &symbols) {
+  DominanceInfo dominance(module);
+  SmallVector<SmallVector<Operation *>> groups;
+  DenseSet<Operation *> grouped;
+  module.walk([&](Block *block) {
+    for (Operation &head : *block) {
+      if (grouped.contains(&head) || !isSingleCall(&head, symbols))
+        continue;
+      SmallVector<Operation *> members = {&head};
+      for (Operation &later :
+           llvm::make_range(std::next(head.getIterator()), block->end()))
+        if (!grouped.contains(&later) && isSingleCall(&later, symbols) &&
+            llvm::all_of(later.getOperands(), [&](Value operand) {
+              return dominance.properlyDominates(operand, &head);
+            }))
+          members.push_back(&later);
+      if (members.size() < 2)
+        continue;
+      for (auto [previous, member] :
+           llvm::zip(members, llvm::drop_begin(members)))
+        member->moveAfter(previous);
+      grouped.insert(members.begin(), members.end());
+      groups.push_back(std::move(members));
+    }
+  });
+  return groups;
+}
+
 class CollectiveLowering {
 public:
   CollectiveLowering(ModuleOp module, SymbolTableCollection &symbols)
@@ -218,6 +280,22 @@ public:
           return lowerReduction(scatter, scatter.getReduction(), devices,
                                 scatter.getScatterAxis().getZExtValue());
         });
+  }
+
+  /// Brackets the collectives of `members` (consecutive, in order) with
+  /// mxrtGroupStart and mxrtGroupEnd, before they are lowered.
+  LogicalResult bracketGroup(ArrayRef<Operation *> members) {
+    FailureOr<LLVM::LLVMFuncOp> start = getCallee(members.front(), kGroupStart);
+    FailureOr<LLVM::LLVMFuncOp> end = getCallee(members.back(), kGroupEnd);
+    if (failed(start) || failed(end))
+      return failure();
+    rewriter.setInsertionPoint(members.front());
+    LLVM::CallOp::create(rewriter, members.front()->getLoc(), *start,
+                         ValueRange());
+    rewriter.setInsertionPointAfter(members.back());
+    LLVM::CallOp::create(rewriter, members.back()->getLoc(), *end,
+                         ValueRange());
+    return success();
   }
 
 private:
@@ -391,6 +469,9 @@ struct ConvertShardToMXRuntimePass
     });
     SymbolTableCollection symbols;
     CollectiveLowering lowering(module, symbols);
+    for (ArrayRef<Operation *> members : groupCollectives(module, symbols))
+      if (failed(lowering.bracketGroup(members)))
+        return signalPassFailure();
     for (Operation *op : ops)
       if (failed(lowering.lower(op)))
         return signalPassFailure();

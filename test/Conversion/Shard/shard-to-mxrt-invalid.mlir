@@ -71,3 +71,15 @@ func.func @local_conversion(%x: tensor<64x32xf32>) -> tensor<64x32xf64> {
   %r = shard.all_reduce %x on @one grid_axes = [0] : tensor<64x32xf32> -> tensor<64x32xf64>
   return %r : tensor<64x32xf64>
 }
+
+// -----
+
+// Two independent gathers make a group, whose runtime functions must be free.
+shard.grid @grid(shape = 2)
+llvm.func @mxrtGroupStart(i32)
+func.func @group_clash(%d: tensor<128x512xf8E4M3FN>, %s: tensor<128x16xf8E8M0FNU>) -> (tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>) {
+  // expected-error @+1 {{'shard.all_gather' op the module defines @mxrtGroupStart as !llvm.func<void (i32)>, not the runtime's !llvm.func<i32 ()>}}
+  %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
+  %h = shard.all_gather %s on @grid grid_axes = [0] gather_axis = 0 : tensor<128x16xf8E8M0FNU> -> tensor<256x16xf8E8M0FNU>
+  return %g, %h : tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
+}

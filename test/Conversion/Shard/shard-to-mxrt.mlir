@@ -7,8 +7,10 @@ shard.grid @grid(shape = 2)
 shard.grid @one(shape = 1)
 
 // The compact formats cross the wire as bytes: FP8 data, packed FP4 (a byte
-// buffer viewed as the FP4 result).
+// buffer viewed as the FP4 result); the two independent gathers are one NCCL
+// group.
 // CHECK-LABEL: func.func @gather
+// CHECK: llvm.call @mxrtGroupStart() : () -> i32
 // CHECK: %[[RECV:.*]] = gpu.alloc () : memref<256x512xf8E4M3FN>
 // CHECK: %[[SEND:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<128x512xf8E4M3FN>
 // CHECK: %[[BYTES:.*]] = arith.constant 65536 : i64
@@ -20,6 +22,8 @@ shard.grid @one(shape = 1)
 // CHECK: memref.view %[[PACKED]][%{{.*}}][] : memref<2048xi8> to memref<128x32xf4E2M1FN>
 // CHECK: %[[HALF:.*]] = arith.constant 1024 : i64
 // CHECK: llvm.call @mxrtAllGather(%{{.*}}, %{{.*}}, %[[HALF]],
+// CHECK: llvm.call @mxrtGroupEnd() : () -> i32
+// CHECK-NEXT: return
 func.func @gather(%d: tensor<128x512xf8E4M3FN>, %q: tensor<64x32xf4E2M1FN>) -> (tensor<256x512xf8E4M3FN>, tensor<128x32xf4E2M1FN>) {
   %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
   %h = shard.all_gather %q on @grid grid_axes = [0] gather_axis = 0 : tensor<64x32xf4E2M1FN> -> tensor<128x32xf4E2M1FN>
@@ -29,6 +33,7 @@ func.func @gather(%d: tensor<128x512xf8E4M3FN>, %q: tensor<64x32xf4E2M1FN>) -> (
 // A sum of f32 reduced and scattered (16384 elements a device, F32 = 4,
 // SUM = 0), then rounded to bf16 by a kernel.
 // CHECK-LABEL: func.func @sum
+// CHECK-NOT: mxrtGroup
 // CHECK-DAG: %[[COUNT:.*]] = arith.constant 16384 : i64
 // CHECK-DAG: %[[F32:.*]] = arith.constant 4 : i32
 // CHECK-DAG: %[[SUM:.*]] = arith.constant 0 : i32
@@ -39,6 +44,35 @@ func.func @sum(%p: tensor<256x128xf32>) -> tensor<128x128xbf16> {
   %s = shard.reduce_scatter %p on @grid grid_axes = [0] scatter_axis = 0 : tensor<256x128xf32> -> tensor<128x128xf32>
   %t = arith.truncf %s : tensor<128x128xf32> to tensor<128x128xbf16>
   return %t : tensor<128x128xbf16>
+}
+
+// Independent collectives that are one call each form a group: the sum
+// (2048 f32) moves up next to the first gather, past the max, which has
+// kernels around its call and stays out, as does the gather of a gathered
+// value (which needs the group's result).
+// CHECK-LABEL: func.func @group
+// CHECK: llvm.call @mxrtGroupStart()
+// CHECK-NOT: gpu.launch
+// CHECK: llvm.call @mxrtAllGather(
+// CHECK-NOT: gpu.launch
+// CHECK: arith.constant 2048 : i64
+// CHECK-NOT: gpu.launch
+// CHECK: llvm.call @mxrtAllReduce(
+// CHECK-NEXT: bufferization.to_tensor
+// CHECK-NEXT: llvm.call @mxrtGroupEnd()
+// CHECK: gpu.launch
+// CHECK: llvm.call @mxrtAllReduce(
+// CHECK: gpu.launch
+// CHECK-NOT: mxrtGroup
+// CHECK: llvm.call @mxrtAllGather(
+// CHECK-NOT: mxrtGroup
+// CHECK: return
+func.func @group(%d: tensor<128x512xf8E4M3FN>, %a: tensor<f32>, %p: tensor<2048xf32>) -> (tensor<512x512xf8E4M3FN>, tensor<f32>, tensor<2048xf32>) {
+  %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
+  %m = shard.all_reduce %a on @grid grid_axes = [0] reduction = max : tensor<f32> -> tensor<f32>
+  %s = shard.all_reduce %p on @grid grid_axes = [0] : tensor<2048xf32> -> tensor<2048xf32>
+  %gg = shard.all_gather %g on @grid grid_axes = [0] gather_axis = 0 : tensor<256x512xf8E4M3FN> -> tensor<512x512xf8E4M3FN>
+  return %gg, %m, %s : tensor<512x512xf8E4M3FN>, tensor<f32>, tensor<2048xf32>
 }
 
 // A max: keys of the input (NaN all ones), a U32 (7) max (1) in place, the
