@@ -93,15 +93,14 @@ def _operands(made, parts, sides, parallel: Parallel):
 
 
 def update_scales(made, states: dict, reduce_group) -> None:
-    """Delayed scaling's update of every state: the amax rows all-reduced (max) over
+    """Delayed scaling's update of every state, in one call: the amax rows all-reduced (max) over
     `reduce_group` first when there is one, then next scales and rotated histories."""
+    histories = [history for _, history in states.values()]
     if reduce_group is not None:
-        histories = [history for _, history in states.values()]
         rows = distributed.all_reduce_max(torch.cat([h[0] for h in histories]), reduce_group)
         for history, row in zip(histories, rows.split([h.shape[1] for h in histories])):
             history[0].copy_(row)
-    for state, (scales, history) in states.items():
-        _ops.update_amax_history(history, scales, made.key, state)
+    _ops.update_amax_history(histories, [scales for scales, _ in states.values()], made.key)
 
 
 class _LinearFunction(torch.autograd.Function):
