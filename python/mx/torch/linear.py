@@ -174,7 +174,7 @@ class Linear(torch.nn.Linear):
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
         self._weight_cache = None
-        self._plans = {}  # eager mode's plans by input rows, dtype and device and weight dtype
+        self._plan_keys = {}  # eager mode's plans (keys: copyable) by input rows, dtype, device, weight dtype
         self.reset_scaling_state(device)
 
     def reset_scaling_state(self, device=None) -> None:
@@ -202,10 +202,10 @@ class Linear(torch.nn.Linear):
         if torch.compiler.is_compiling():
             return self._new_plan(x2d, weight)
         key = (x2d.shape[0], x2d.dtype, x2d.device, weight.dtype)
-        made = self._plans.get(key)
+        made = self._plan_keys.get(key)
         if made is None:
-            made = self._plans[key] = self._new_plan(x2d, weight)
-        return made
+            made = self._plan_keys[key] = self._new_plan(x2d, weight).key
+        return _ops._PLANS[made]
 
     def _new_plan(self, x2d: torch.Tensor, weight: torch.Tensor):
         dtypes = [_ops.mlir_type(t) if t.dtype.is_floating_point else None for t in (x2d, weight)]

@@ -624,8 +624,8 @@ SmallVector<UpdateAmaxHistoryOp> getUpdateGroup(UpdateAmaxHistoryOp op) {
   for (Operation &other :
        llvm::make_range(op->getIterator(), op->getBlock()->end())) {
     auto update = dyn_cast<UpdateAmaxHistoryOp>(&other);
-    if (update && (update == op ||
-                   llvm::all_of(update->getOperands(), definedBefore)))
+    if (update &&
+        (update == op || llvm::all_of(update->getOperands(), definedBefore)))
       group.push_back(update);
   }
   return group;
@@ -651,10 +651,11 @@ void buildColumnUpdate(OpBuilder &b, Location l, const KernelIds &ids,
       b, l, ids.thread, cIndex(b, l, rows), cIndex(b, l, kThreadsPerBlock),
       ValueRange{zeroF32(b, l)},
       [&](OpBuilder &nb, Location nl, Value row, ValueRange max) {
-        Value value = memref::LoadOp::create(nb, nl, u.history,
-                                             ValueRange{row, column});
+        Value value =
+            memref::LoadOp::create(nb, nl, u.history, ValueRange{row, column});
         Value dest = arith::RemUIOp::create(
-            nb, nl, arith::AddIOp::create(nb, nl, row, cIndex(nb, nl, rows - 1)),
+            nb, nl,
+            arith::AddIOp::create(nb, nl, row, cIndex(nb, nl, rows - 1)),
             cIndex(nb, nl, rows));
         Value stored = arith::SelectOp::create(
             nb, nl, isZeroIndex(nb, nl, dest), zeroF32(nb, nl), value);
@@ -693,7 +694,8 @@ struct UpdateAmaxHistoryToGPU : OpRewritePattern<UpdateAmaxHistoryOp> {
          other = other->getPrevNode())
       if (auto earlier = dyn_cast<UpdateAmaxHistoryOp>(other))
         if (llvm::is_contained(getUpdateGroup(earlier), op))
-          return rewriter.notifyMatchFailure(op, "in an earlier update's launch");
+          return rewriter.notifyMatchFailure(op,
+                                             "in an earlier update's launch");
     Location loc = op.getLoc();
     SmallVector<UpdateBuffers> updates;
     int64_t blocks = 0;
@@ -717,8 +719,7 @@ struct UpdateAmaxHistoryToGPU : OpRewritePattern<UpdateAmaxHistoryOp> {
             Value mine = andI(
                 b, l, cmpLT(b, l, ids.block, cIndex(b, l, end)),
                 arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
-                                      ids.block,
-                                      cIndex(b, l, u.firstBlock)));
+                                      ids.block, cIndex(b, l, u.firstBlock)));
             buildIf(b, l, mine, [&](OpBuilder &nb, Location nl) {
               Value column = arith::SubIOp::create(
                   nb, nl, ids.block, cIndex(nb, nl, u.firstBlock));
