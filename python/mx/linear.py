@@ -103,6 +103,19 @@ def _swizzled_gemm_kernel(operands, out: str, tensor_scales: bool, target: str) 
     return compiler.compile(f, target)
 
 
+def _update_kernel(recipe: recipes.Delayed, target: str) -> compiler.Kernel:
+    """Delayed scaling's update of every state at once (one call a step): (history, scales) of each
+    state of DELAYED_STATES in turn, in and out, each updated with the element of its roles."""
+    f = builder.Function("update_amax_histories")
+    results = []
+    for state, slots in DELAYED_STATES.items():
+        history, scales = f.arg((recipe.history_len, slots), "f32"), f.arg((slots,), "f32")
+        elem = recipe.element("grad" if state == "backward" else "input")
+        results += f.update_amax_history(history, scales, elem, recipe.algorithm, recipe.margin)
+    f.returns(*results)
+    return compiler.compile(f, target)
+
+
 class TensorPlan:
     """The kernels quantizing one role's tensor [rows, cols] of dtype `wide`, or one of its `shards`
     row shards, in a recipe, for a target; compiled (or taken from the cache) on construction."""
@@ -233,8 +246,8 @@ class LinearPlan:
     """The kernels of a Linear with M tokens, K = in_features, N = out_features for one recipe,
     input and weight dtype and target: a TensorPlan per role (`shards` maps a role to its number of
     row shards: sequence-parallel inputs and gradients), the three GEMMs, and delayed scaling's
-    state updates. "fprop_bias" is fprop with a bias of the weight's dtype added in its epilogue
-    (where fprop is one scaled_matmul)."""
+    update of all its states (`update`, one program). "fprop_bias" is fprop with a bias of the
+    weight's dtype added in its epilogue (where fprop is one scaled_matmul)."""
 
     def __init__(self, m: int, k: int, n: int, recipe, dtype: str, weight_dtype: str, target: str,
                  shards: dict[str, int] | tuple[tuple[str, int], ...] = ()):
@@ -247,11 +260,7 @@ class LinearPlan:
                         for role, (rows, cols, wide) in self.shapes.items()}
         self.key = f"{m}x{k}x{n}:{recipe.key}:{dtype}:{weight_dtype}:{target}:" + \
             ",".join(f"{role}/{count}" for role, count in shards.items())
-        self.updates = {}
-        if isinstance(recipe, recipes.Delayed):
-            self.updates = {state: ops.update_amax_history_kernel(
-                slots, recipe.history_len, recipe.element("grad" if state == "backward" else "input"),
-                recipe.algorithm, recipe.margin, target=target) for state, slots in DELAYED_STATES.items()}
+        self.update = _update_kernel(recipe, target) if isinstance(recipe, recipes.Delayed) else None
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
         fprop_bias = self._fprop_bias_kernel()
         if fprop_bias is not None:

@@ -216,12 +216,18 @@ def delayed_source(name):
     return tools.function_source(name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body, results)
 
 
-def update_source(name):
-    rows, columns, elem, algorithm, margin = UPDATE[name]
-    h, s = _type((rows, columns), F32), _type((columns,), F32)
-    body = [f"  %h1, %s1 = mx.update_amax_history %h, %s element {elem} algorithm {algorithm} "
-            f"margin {margin} : {h}, {s} -> {h}, {s}"]
-    return tools.function_source(name, [f"%h: {h}", f"%s: {s}"], body, [("%h1", h), ("%s1", s)])
+def update_source(name, cases=None):
+    """The update of UPDATE case `name`, or of each of `cases` in turn (one program, whose
+    independent updates the GPU lowering puts in one launch: a training step's states)."""
+    arguments, body, results = [], [], []
+    for i, case in enumerate(cases or [name]):
+        rows, columns, elem, algorithm, margin = UPDATE[case]
+        h, s = _type((rows, columns), F32), _type((columns,), F32)
+        arguments += [f"%h{i}: {h}", f"%s{i}: {s}"]
+        body.append(f"  %nh{i}, %ns{i} = mx.update_amax_history %h{i}, %s{i} element {elem} "
+                    f"algorithm {algorithm} margin {margin} : {h}, {s} -> {h}, {s}")
+        results += [(f"%nh{i}", h), (f"%ns{i}", s)]
+    return tools.function_source(name, arguments, body, results)
 
 
 
@@ -288,7 +294,7 @@ def sources():
     return {**{n: quantize_source(n) for n in QUANTIZE}, **{n: epilogue_source(n) for n in EPILOGUE}, **{n: dequantize_source(n) for n in DEQUANTIZE},
             **{n: swizzle_source(n) for n in SWIZZLE}, **{n: matmul_source(n) for n in MATMUL},
             **{n: amax_source(n) for n in AMAX}, **{n: delayed_source(n) for n in DELAYED},
-            **{n: update_source(n) for n in UPDATE}}
+            **{n: update_source(n) for n in UPDATE}, "update_all": update_source("update_all", list(UPDATE))}
 
 
 def build(directory, chip=None):
@@ -400,9 +406,9 @@ def test_quantize_delayed_kernel(rng, libraries, name, specials, scale):
     run_gpu_program(libraries, name, [x, scales, history], expected)
 
 
-@pytest.mark.parametrize("name", list(UPDATE))
-def test_update_amax_history_kernel(rng, libraries, name):
-    """Zero, Inf, NaN and tiny amaxes (whose scale overflows f32) beside ordinary ones."""
+def _update_case(rng, name):
+    """([history, scales], expected [new history, new scales]) of UPDATE case `name`: zero, Inf,
+    NaN and tiny amaxes (whose scale overflows f32) beside ordinary ones."""
     rows, columns, elem, algorithm, margin = UPDATE[name]
     history = np.abs(rng.standard_normal((rows, columns))) * np.exp2(rng.integers(-20, 20, (1, columns)))
     history = history.astype(np.float32)
@@ -413,8 +419,20 @@ def test_update_amax_history_kernel(rng, libraries, name):
     history[rows // 2, 5] = -7.0
     history[rows - 1, 6] = np.nan
     scales = (rng.random(columns) + 0.5).astype(np.float32)
-    expected = reference.update_amax_history(history, scales, algorithm, margin, elem=elem)
-    run_gpu_program(libraries, name, [history, scales], list(expected))
+    return [history, scales], list(reference.update_amax_history(history, scales, algorithm, margin, elem=elem))
+
+
+@pytest.mark.parametrize("name", list(UPDATE))
+def test_update_amax_history_kernel(rng, libraries, name):
+    run_gpu_program(libraries, name, *_update_case(rng, name))
+
+
+def test_updates_in_one_launch(rng, libraries):
+    """Every UPDATE case in one program, one launch (each CTA branching to its update by its
+    index): each update's results are those of the reference."""
+    cases = [_update_case(rng, name) for name in UPDATE]
+    run_gpu_program(libraries, "update_all", [a for inputs, _ in cases for a in inputs],
+                    [a for _, expected in cases for a in expected])
 
 
 @pytest.mark.parametrize("name", list(DEQUANTIZE))

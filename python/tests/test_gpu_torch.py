@@ -216,12 +216,15 @@ def test_weight_is_quantized_once_per_value(monkeypatch):
     assert calls.count("weight") == 2
 
 
-def step_kernels(layer, x, dy):
+def step_kernels(layer, x, dy, weight_changed=False):
     """The names of the CUDA kernels that one training step of `layer` launches (torch.profiler),
-    after a first step that compiles and caches everything."""
+    after a first step that compiles and caches everything; `weight_changed`: as after an
+    optimizer step (the weight's version bumped), so that no quantized weight is reused."""
     from torch.profiler import ProfilerActivity, profile
     layer(x).backward(dy)
     x.grad = layer.weight.grad = None  # no gradient accumulation kernels in the step below
+    if weight_changed:
+        torch.autograd.graph.increment_version(layer.weight)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         layer(x).backward(dy)
@@ -234,8 +237,7 @@ def test_step_launches_no_transpose_or_copy(recipe):
     """The K-outer operands of dgrad and wgrad are written transposed by the quantize kernels
     (cast+transpose; MXFP8's columnwise and FP8 blockwise's 1x128 quantization along M, by the
     strip kernel from the tensor in place): one step of a Linear launches mx's kernels only, no
-    torch transpose or copy kernel (the delayed-scaling history write-backs are memcpys, not
-    kernels). The step reuses the weight's operands quantized by the first step (the weight did not
+    torch transpose or copy kernel. The step reuses the weight's operands quantized by the first step (the weight did not
     change); FP8 blockwise's 128x128 weight byte-transposes its rowwise data once per weight value,
     which this step does not show."""
     from mx.torch import Linear
@@ -247,6 +249,31 @@ def test_step_launches_no_transpose_or_copy(recipe):
     assert kernels, "the profiler saw no kernel"
     torch_kernels = [k for k in kernels if "at::native" in k or "transpose" in k.lower() or "copy" in k.lower()]
     assert not torch_kernels, f"torch kernels in the {recipe} step: {torch_kernels}"
+
+
+def test_delayed_step_launches_no_more_than_per_tensor():
+    """Delayed scaling's training step launches no more than current scaling's: its casts record
+    the amaxes (two launches each: the history's copy, then the cast; current scaling's are a
+    memset, the amax pass and the cast), the update of every state is one kernel, and the new
+    histories and scales are the kernels' buffers (no memcpy back into the module's). Counted
+    after a weight change (an optimizer step), so that both cast the weight; the GEMMs' tensor-map
+    uploads (Memcpy HtoD, the same GEMMs in both, as many as new addresses) are left out. With the
+    weight unchanged, current scaling reuses its quantized weight and delayed scaling, which
+    records the weight's amax every step, casts it again: the counts of that step are printed."""
+    from mx.torch import Linear
+    x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(LINEAR["m"], LINEAR["n"], device="cuda", dtype=torch.bfloat16)
+    layers = {recipe: Linear(LINEAR["k"], LINEAR["n"], bias=False, recipe=recipe, device="cuda")
+              for recipe in ("per_tensor", "delayed")}
+    for changed in (False, True):
+        kernels = {recipe: [k for k in step_kernels(layer, x, dy, changed) if "HtoD" not in k]
+                   for recipe, layer in layers.items()}
+        print(f"weight changed: {changed}: " + ", ".join(f"{r} {len(k)}: {k}" for r, k in kernels.items()))
+    delayed = kernels["delayed"]
+    assert sum("update_amax_histories" in k for k in delayed) == 1, delayed
+    assert sum("quantize_delayed" in k for k in delayed) == 6, delayed
+    assert not [k for k in delayed if "Memcpy" in k or "Memset" in k], delayed
+    assert len(delayed) <= len(kernels["per_tensor"]), kernels
 
 
 @pytest.mark.parametrize("recipe", COMPILE_RECIPES)

@@ -154,6 +154,37 @@ def test_delayed_state_is_in_buffers():
     assert model[2].amax_history_backward[-1, 0] > 0 and model[2].fp8_scale_backward[0] > 1
 
 
+@pytest.mark.parametrize("recipe", ["delayed", TRAIN_RECIPES[4]], ids=_ids)
+def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch, recipe):
+    """A delayed-scaling step calls one update program for all of the layer's states (mx.linear's
+    `update`), and the buffers take the kernels' new histories and scales (Tensor.set_): each stays
+    the same tensor object (what state_dict() returns), and the step copies nothing (no
+    aten.copy_)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe, dtype=torch.bfloat16)
+    x = torch.randn(TOKENS, WIDTH, dtype=torch.bfloat16, requires_grad=True)
+    layer(x).float().sum().backward()  # compiles the kernels
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "bf16", "bf16", "cpu")
+    called, call = [], _ops._call
+    monkeypatch.setattr(_ops, "_call", lambda kernel, *args: called.append(kernel) or call(kernel, *args))
+    buffers = dict(layer.named_buffers())
+    seen = []
+    for _ in range(2):
+        with Ops():
+            layer(x).float().sum().backward()
+    assert called.count(made.update) == 2, called
+    assert len(called) == 2 * 7  # per step: 3 casts, the update, 3 GEMMs
+    assert all(b is buffers[name] for name, b in layer.named_buffers())
+    assert torch.ops.aten.copy_.default not in seen
+    assert layer.amax_history_forward[-1, 0] == x.float().abs().max()
+
+
 @pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4"])
 def test_training_on_cpu_tracks_bf16(recipe):
     data = batches(12)

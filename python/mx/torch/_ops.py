@@ -12,7 +12,7 @@ the bits), which is how mx.torch runs, and is tested, without a GPU.
                                                          (all-reduced) amax
     mx::quantize_delayed(x, scales, history!, plan) -> (data, scales)
     mx::cast_transpose_delayed(x, scales, history!, plan) -> (data, scales, transposed data)
-    mx::update_amax_history(history!, scales!, plan, state)
+    mx::update_amax_history(histories!, scales!, plan)   every state at once
     mx::gemm(a, b, plan, name, bias?) -> c               one of mx.linear.GEMMS; an operand is [data,
                                                          scales] (and NVFP4's tensor scale); + bias: fused
     mx::transpose_bytes(t) -> t^T                        FP8 bytes, for the derived transposed
@@ -30,6 +30,7 @@ traces they are the registered ops, in eager mode the implementations themselves
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 import torch
@@ -130,15 +131,30 @@ def _custom_op(name: str, mutates_args=()):
     function itself in eager mode. Eager mode needs none of torch's custom-op dispatch (mx.torch's
     autograd is its own autograd.Function), which took about two thirds of an mx.torch.Linear
     step's host time on the H100 machine (cProfile, bench/RESULTS.md): enough to leave the GPU idle
-    between kernels at M x K x N = 8192 x 4096 x 4096."""
-    def register(fn):
-        op = torch.library.custom_op(f"mx::{name}", mutates_args=mutates_args)(fn)
+    between kernels at M x K x N = 8192 x 4096 x 4096.
 
-        @functools.wraps(fn)
+    The kernels are functional: a new value of a mutated argument comes back in a new buffer. An op
+    with `mutates_args` is written `fn(store, *args)`, calling `store(argument, new value)`: the
+    registered op copies the value into the argument (functionalization expects the argument's
+    memory mutated), eager mode makes the argument take the kernel's buffer (`Tensor.set_`: the same
+    tensor object, a module's buffer say, and no copy kernel)."""
+    def register(fn):
+        implementation = fn
+        if mutates_args:
+            signature = inspect.signature(fn)
+
+            @functools.wraps(fn)
+            def implementation(*args, **kwargs):
+                return fn(Tensor.copy_, *args, **kwargs)
+            implementation.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+        op = torch.library.custom_op(f"mx::{name}", mutates_args=mutates_args)(implementation)
+        eager = functools.partial(fn, Tensor.set_) if mutates_args else fn
+
+        @functools.wraps(implementation)
         def call(*args, **kwargs):
             if torch.compiler.is_compiling():
                 return op(*args, **kwargs)
-            return fn(*args, **kwargs)
+            return eager(*args, **kwargs)
 
         call.register_fake = op.register_fake
         return call
@@ -226,11 +242,11 @@ def _(x, amax, plan, col):
 
 
 @_custom_op("quantize_delayed", mutates_args=("history",))
-def quantize_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor]:
+def quantize_delayed(store, x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor]:
     """(data, scales) of `x` cast with its delayed scale; records its amax in `history`. (A tuple:
     functionalization takes no list result from an op that mutates.)"""
     data, scale_inv, new_history = _call(_PLANS[plan].kernels["delayed"], x, scales, history)
-    history.copy_(new_history)
+    store(history, new_history)
     return data, scale_inv
 
 
@@ -240,11 +256,12 @@ def _(x, scales, history, plan):
 
 
 @_custom_op("cast_transpose_delayed", mutates_args=("history",))
-def cast_transpose_delayed(x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor, Tensor]:
+def cast_transpose_delayed(store, x: Tensor, scales: Tensor, history: Tensor,
+                           plan: str) -> tuple[Tensor, Tensor, Tensor]:
     """quantize_delayed, plus the transposed data (the GEMM-ready col_data) from the same kernel;
     the col_scales are the same scales."""
     data, scale_inv, data_t, new_history = _call(_PLANS[plan].kernels["delayed_both"], x, scales, history)
-    history.copy_(new_history)
+    store(history, new_history)
     return data, scale_inv, data_t
 
 
@@ -257,16 +274,17 @@ def _fake_parts(x: Tensor, plan: str, col: bool) -> list[Tensor]:
     return [_empty(x, spec.shape, spec.dtype) for spec in _PLANS[plan].parts(col)]
 
 
-@_custom_op("update_amax_history", mutates_args=("history", "scales"))
-def update_amax_history(history: Tensor, scales: Tensor, plan: str, state: str) -> None:
-    """Delayed scaling's once-per-step update of one state: next scales, rotated history."""
-    new_history, new_scales = _call(_PLANS[plan].updates[state], history, scales)
-    history.copy_(new_history)
-    scales.copy_(new_scales)
+@_custom_op("update_amax_history", mutates_args=("histories", "scales"))
+def update_amax_history(store, histories: list[Tensor], scales: list[Tensor], plan: str) -> None:
+    """Delayed scaling's once-per-step update of every state (the histories and scales of
+    DELAYED_STATES, in order), in one call: next scales, rotated histories."""
+    state = [t for pair in zip(histories, scales) for t in pair]
+    for tensor, new in zip(state, _call(_PLANS[plan].update, *state)):
+        store(tensor, new)
 
 
 @update_amax_history.register_fake
-def _(history, scales, plan, state):
+def _(histories, scales, plan):
     return None
 
 

@@ -93,15 +93,14 @@ def _operands(made, parts, sides, parallel: Parallel):
 
 
 def update_scales(made, states: dict, reduce_group) -> None:
-    """Delayed scaling's update of every state: the amax rows all-reduced (max) over
+    """Delayed scaling's update of every state, in one call: the amax rows all-reduced (max) over
     `reduce_group` first when there is one, then next scales and rotated histories."""
+    histories = [history for _, history in states.values()]
     if reduce_group is not None:
-        histories = [history for _, history in states.values()]
         rows = distributed.all_reduce_max(torch.cat([h[0] for h in histories]), reduce_group)
         for history, row in zip(histories, rows.split([h.shape[1] for h in histories])):
             history[0].copy_(row)
-    for state, (scales, history) in states.items():
-        _ops.update_amax_history(history, scales, made.key, state)
+    _ops.update_amax_history(histories, [scales for scales, _ in states.values()], made.key)
 
 
 class _LinearFunction(torch.autograd.Function):
@@ -175,6 +174,7 @@ class Linear(torch.nn.Linear):
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
         self._weight_cache = None
+        self._plan_keys = {}  # eager mode's plans (keys: copyable) by input rows, dtype, device, weight dtype
         self.reset_scaling_state(device)
 
     def reset_scaling_state(self, device=None) -> None:
@@ -189,24 +189,36 @@ class Linear(torch.nn.Linear):
         return super().extra_repr() + f", recipe={self.recipe.key}" + extra
 
     def scaling_states(self) -> dict:
-        """Delayed scaling's {state: (scales, history)} buffers; empty for the other recipes."""
+        """Delayed scaling's {state: (scales, history)} buffers; empty for the other recipes. (Read
+        from `_buffers` itself: nn.Module's attribute fallback costs microseconds a buffer.)"""
         if not isinstance(self.recipe, recipes.Delayed):
             return {}
-        return {state: (getattr(self, scales), getattr(self, history))
-                for state, (scales, history) in _STATE_BUFFERS.items()}
+        buffers = self._buffers
+        return {state: (buffers[scales], buffers[history]) for state, (scales, history) in _STATE_BUFFERS.items()}
 
-    def _plan(self, x2d: torch.Tensor):
-        dtypes = [_ops.mlir_type(t) if t.dtype.is_floating_point else None for t in (x2d, self.weight)]
+    def _plan(self, x2d: torch.Tensor, weight: torch.Tensor):
+        """The LinearPlan of this input; in eager mode looked up in the layer's own table after the
+        first call (the checks and the plan's key cost more than the lookup)."""
+        if torch.compiler.is_compiling():
+            return self._new_plan(x2d, weight)
+        key = (x2d.shape[0], x2d.dtype, x2d.device, weight.dtype)
+        made = self._plan_keys.get(key)
+        if made is None:
+            made = self._plan_keys[key] = self._new_plan(x2d, weight).key
+        return _ops._PLANS[made]
+
+    def _new_plan(self, x2d: torch.Tensor, weight: torch.Tensor):
+        dtypes = [_ops.mlir_type(t) if t.dtype.is_floating_point else None for t in (x2d, weight)]
         if any(d not in ("f32", "bf16", "f16") for d in dtypes):
             raise TypeError(f"mx.torch.Linear computes on float32, bfloat16 or float16; got input "
-                            f"{x2d.dtype} and weight {self.weight.dtype}")
+                            f"{x2d.dtype} and weight {weight.dtype}")
         size, kind = self.parallel.size, self.parallel.kind
         m = x2d.shape[0] * (size if kind == "column" else 1)
         shards = ((self.parallel.sharded_role, size),) if kind else ()
         return _ops.plan(m, self.in_features, self.out_features, self._recipe_key, *dtypes,
                          _ops.target_of(x2d), shards)
 
-    def _weight_operands(self, made):
+    def _weight_operands(self, made, weight, states):
         """(row operand, col operand) of the weight. FSDP2's gathered weight brings its parts; its
         col operand, unless its col parts came with them, is made in backward (None): from the col
         parts that backward's re-gather brings, or from the rowwise parts still there when FSDP2
@@ -214,7 +226,7 @@ class Linear(torch.nn.Linear):
         weight value in eager mode: the cache holds while the parameter's version (bumped by every
         in-place update, e.g. the optimizer's step) and storage stay the same; delayed scaling
         records the weight's amax at every step, so it quantizes every time."""
-        weight, plan = self.weight, made.tensors["weight"]
+        plan = made.tensors["weight"]
         gathered = getattr(weight, "mx_parts", None)
         if gathered is not None:
             col = operand(plan, gathered, "col") if not plan.derives_col and gathered[2] is not None else None
@@ -222,7 +234,7 @@ class Linear(torch.nn.Linear):
         cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
         key = (weight._version, weight.data_ptr(), made.key) if cached else None
         if key is None or self._weight_cache is None or self._weight_cache[0] != key:
-            parts = quantize(plan, weight.detach(), True, self.scaling_states(), self.amax_group)
+            parts = quantize(plan, weight.detach(), True, states, self.amax_group)
             self._weight_cache = (key, tuple(operand(plan, parts, side) for side in ("row", "col")))
         return self._weight_cache[1]
 
@@ -230,10 +242,11 @@ class Linear(torch.nn.Linear):
         if x.dim() < 2 or x.shape[-1] != self.in_features:
             raise ValueError(f"mx.torch.Linear expects [..., {self.in_features}] inputs, got {tuple(x.shape)}")
         x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features).contiguous()
-        made = self._plan(x2d)
-        w_row, w_col = self._weight_operands(made)
+        weight, states = self.weight, self.scaling_states()
+        made = self._plan(x2d, weight)
+        w_row, w_col = self._weight_operands(made, weight, states)
         reduce_group = self.amax_group if getattr(self.recipe, "reduce_amax", False) else None
-        y = _LinearFunction.apply(x2d, self.weight, self.bias, w_row, w_col, self.scaling_states(),
+        y = _LinearFunction.apply(x2d, weight, self.bias, w_row, w_col, states,
                                   made.key, self.parallel, self.amax_group, reduce_group)
         # Tokens are split along the first dimension (sequence first, as Megatron-LM lays them out).
         return y.reshape(-1, *x.shape[1:-1], self.out_features)

@@ -306,6 +306,33 @@ func.func @update_amax_history(%h: tensor<1024x3xf32>, %s: tensor<3xf32>) -> (te
   return %h2, %s2 : tensor<1024x3xf32>, tensor<3xf32>
 }
 
+// -----
+
+// A step's updates of several states (each its element, algorithm, margin and
+// history length) share one launch: a CTA per column of all of them, each
+// CTA taking the branch of the update its index falls in. An update that reads
+// another's result waits for it: a launch of its own.
+// CHECK-LABEL: func @update_states
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3, {{.*}}) threads(
+// CHECK:   scf.if
+// CHECK:     scf.for %{{.*}} = %{{.*}} to %c16 step %c256
+// CHECK:     gpu.barrier
+// CHECK:     arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK:   scf.if
+// CHECK:     arith.subi %{{.*}}, %c2 : index
+// CHECK:     scf.for %{{.*}} = %{{.*}} to %c4 step %c256
+// CHECK-NOT: gpu.barrier
+// CHECK:     arith.divf %cst{{.*}}, %{{.*}} : f32
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads(
+// CHECK-NOT: gpu.launch
+func.func @update_states(%hf: tensor<16x2xf32>, %sf: tensor<2xf32>, %hb: tensor<4x1xf32>, %sb: tensor<1xf32>)
+    -> (tensor<16x2xf32>, tensor<2xf32>, tensor<4x1xf32>, tensor<1xf32>, tensor<16x2xf32>, tensor<2xf32>) {
+  %h1, %s1 = mx.update_amax_history %hf, %sf element f8E4M3FN : tensor<16x2xf32>, tensor<2xf32> -> tensor<16x2xf32>, tensor<2xf32>
+  %h2, %s2 = mx.update_amax_history %hb, %sb element f8E5M2 algorithm most_recent margin 1 : tensor<4x1xf32>, tensor<1xf32> -> tensor<4x1xf32>, tensor<1xf32>
+  %h3, %s3 = mx.update_amax_history %h1, %s1 element f8E4M3FN : tensor<16x2xf32>, tensor<2xf32> -> tensor<16x2xf32>, tensor<2xf32>
+  return %h1, %s1, %h2, %s2, %h3, %s3 : tensor<16x2xf32>, tensor<2xf32>, tensor<4x1xf32>, tensor<1xf32>, tensor<16x2xf32>, tensor<2xf32>
+}
+
 
 // -----
 
