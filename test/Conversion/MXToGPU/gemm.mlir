@@ -207,9 +207,9 @@ func.func @quantize_then_gemm(%x: tensor<128x256xbf16>, %b: tensor<64x256xf8E4M3
 // issued, and the copies are freed after it.
 // CHECK-LABEL: func.func @mx_staged
 // CHECK: %[[A16:.*]] = gpu.alloc () : memref<4096x640xbf16>
-// CHECK: gpu.launch_func @mx_stage_bf16_f8E4M3FN_4096x640::@kernel blocks in (%c640, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: gpu.launch_func @mx_stage_bf16_f8E4M3FN_4096x640_tiled::@kernel blocks in (%c640, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK: %[[B16:.*]] = gpu.alloc () : memref<2048x640xbf16>
-// CHECK: gpu.launch_func @mx_stage_bf16_f6E2M3FN_2048x640::@kernel blocks in (%c320, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: gpu.launch_func @mx_stage_bf16_f6E2M3FN_2048x640_tiled::@kernel blocks in (%c320, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK-COUNT-3: llvm.call @mxrtTensorMap(%{{.*}}, %c{{.*}}_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
 // CHECK: gpu.launch_func @mx_gemm_mx_staged_4096x2048x640::@kernel blocks in (%c132, %c1, %c1) threads in (%c384, %c1, %c1)
 // CHECK: gpu.dealloc %[[A16]] : memref<4096x640xbf16>
@@ -226,7 +226,7 @@ func.func @quantize_then_gemm(%x: tensor<128x256xbf16>, %b: tensor<64x256xf8E4M3
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: nvvm.stmatrix
-// CHECK: gpu.module @mx_stage_bf16_f8E4M3FN_4096x640
+// CHECK: gpu.module @mx_stage_bf16_f8E4M3FN_4096x640_tiled
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> i8
 // CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E4M3FN)
@@ -234,10 +234,26 @@ func.func @quantize_then_gemm(%x: tensor<128x256xbf16>, %b: tensor<64x256xf8E4M3
 // CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // CHECK-COUNT-8: nvvm.shfl.sync  idx
 // CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// CHECK: gpu.module @mx_stage_bf16_f6E2M3FN_2048x640
+// CHECK: gpu.module @mx_stage_bf16_f6E2M3FN_2048x640_tiled
 // CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<3xi32>
 func.func @mx_staged(%a: tensor<4096x640xf8E4M3FN>, %as: tensor<32x5x32x4x4xf8E8M0FNU>, %b: tensor<2048x640xf6E2M3FN>, %bs: tensor<16x5x32x4x4xf8E8M0FNU>) -> tensor<4096x2048xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
     : tensor<4096x640xf8E4M3FN>, tensor<32x5x32x4x4xf8E8M0FNU>, tensor<2048x640xf6E2M3FN>, tensor<16x5x32x4x4xf8E8M0FNU> -> tensor<4096x2048xbf16>
   return %c : tensor<4096x2048xbf16>
+}
+
+// -----
+
+// Staged MX with compact [R, K/32] scales: the staging kernels read them as
+// they are (row * K/32 + block), so no swizzle kernel is inserted.
+// CHECK-LABEL: func.func @mx_staged_compact_scales
+// CHECK-NOT: gpu.launch blocks
+// CHECK: gpu.launch_func @mx_stage_bf16_f8E4M3FN_4096x256::@kernel
+// CHECK-NOT: gpu.launch blocks
+// CHECK: gpu.launch_func @mx_stage_bf16_f8E4M3FN_2048x256::@kernel
+// CHECK: gpu.launch_func @mx_gemm_mx_staged_4096x2048x256::@kernel
+func.func @mx_staged_compact_scales(%a: tensor<4096x256xf8E4M3FN>, %as: tensor<4096x8xf8E8M0FNU>, %b: tensor<2048x256xf8E4M3FN>, %bs: tensor<2048x8xf8E8M0FNU>) -> tensor<4096x2048xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+    : tensor<4096x256xf8E4M3FN>, tensor<4096x8xf8E8M0FNU>, tensor<2048x256xf8E4M3FN>, tensor<2048x8xf8E8M0FNU> -> tensor<4096x2048xf32>
+  return %c : tensor<4096x2048xf32>
 }

@@ -223,18 +223,12 @@ TensorMapRequest getStageScalesMap(OpBuilder &b, Value data,
           1,        tileRows,       MXRT_SWIZZLE_NONE};
 }
 
-/// Whether `staging` reads the 128x4 tiles of swizzled MX scales (in the
-/// GEMM's stages or in the staging kernel).
-bool readsScaleTiles(ScaleStaging staging) {
-  return staging == ScaleStaging::chunks || staging == ScaleStaging::staged;
-}
-
 /// Scales in the GEMM-ready layout the kernel copies: linear MX scales and
 /// compact 1x128 ones are laid out by an inserted mx.swizzle.
 Value getGemmReadyScales(OpBuilder &b, Location loc, Value scales,
                          ScaleStaging staging) {
   auto type = cast<RankedTensorType>(scales.getType());
-  if (readsScaleTiles(staging) && type.getRank() == 2) {
+  if (staging == ScaleStaging::chunks && type.getRank() == 2) {
     auto tiled = RankedTensorType::get(
         getSwizzledShape(type.getDimSize(0), type.getDimSize(1)),
         type.getElementType());
@@ -253,7 +247,7 @@ Value getGemmReadyScales(OpBuilder &b, Location loc, Value scales,
 /// Whether `scales` are in the layout `staging` copies.
 bool isGemmReady(Value scales, ScaleStaging staging) {
   int64_t rank = cast<RankedTensorType>(scales.getType()).getRank();
-  if (readsScaleTiles(staging))
+  if (staging == ScaleStaging::chunks)
     return rank == 5;
   if (staging == ScaleStaging::stageRows)
     return rank == 3;
@@ -261,15 +255,17 @@ bool isGemmReady(Value scales, ScaleStaging staging) {
 }
 
 /// Staged MX: a bf16 copy of `data` (the operand `operand` plans), written
-/// by its staging kernel from the swizzled `scales`.
+/// by its staging kernel from `scales`, compact or swizzled as they come
+/// (no swizzle kernel is inserted for it).
 Value stageOperand(ImplicitLocOpBuilder &b, ModuleOp module,
                    const GemmPlan &plan, const OperandPlan &operand,
                    Value data, Value scales) {
   Value copy = allocDevice(
       b, b.getLoc(),
       RankedTensorType::get({operand.rows, plan.k}, operand.elementType));
+  bool tiled = cast<RankedTensorType>(scales.getType()).getRank() == 5;
   launchStagingKernel(b, module, operand.stagedType, operand.rows, plan.k,
-                      getDevicePointer(b, b.getLoc(), data),
+                      tiled, getDevicePointer(b, b.getLoc(), data),
                       getDevicePointer(b, b.getLoc(), scales),
                       getDevicePointer(b, b.getLoc(), copy));
   return copy;

@@ -82,8 +82,8 @@ enum class ScaleStaging {
   /// copied into shared memory by the consumers when a tile starts.
   tileBlocks,
   /// E8M0 per 1x32 applied by the staging kernel before the GEMM (mxStaged),
-  /// which reads the 128x4 chunks of the swizzled layout from global
-  /// memory; the GEMM kernel reads no scales.
+  /// which reads them from global memory as they come, compact or swizzled
+  /// (no swizzle kernel is inserted); the GEMM kernel reads no scales.
   staged,
 };
 

@@ -5,8 +5,8 @@
 // in the copy, so unit u's codes and results are at u times their size
 // whatever the row), so that a warp reads 32 consecutive units (512 bytes
 // of FP8) and writes 1 KiB of bf16. The unit's scale byte comes from the
-// 128x4 tile layout (SwizzleTiles, the one map of it), shared by the two
-// units of a block and the rows of a tile through L1. Each unit is decoded
+// compact scales or the 128x4 tile layout (SwizzleTiles, the one map of
+// it), shared by the two units of a block through L1. Each unit is decoded
 // by decodeMXUnit, the fused main loop's decoder, so both forms of MX
 // compute the same bf16 values. A unit's 32 bytes of results are two
 // 16-byte stores; lane pairs trade halves through shuffles so that each
@@ -44,10 +44,12 @@ constexpr int64_t kBf16Bytes = 2;
 /// bf16 pairs (i32 words) of one 16-byte store.
 constexpr int64_t kWordsPerStore = 4;
 
-/// The staging kernel's shape: [rows, k] codes of `elementType`.
+/// The staging kernel's shape: [rows, k] codes of `elementType`, scales
+/// compact or in the swizzled 128x4 tiles.
 struct StagingShape {
   Type elementType;
   int64_t rows, k;
+  bool tiledScales;
 
   int64_t unitsPerRow() const { return k / kDecodeUnitK; }
   int64_t units() const { return rows * unitsPerRow(); }
@@ -157,14 +159,18 @@ void buildStagingBody(ImplicitLocOpBuilder &b, const StagingShape &shape,
   for (int64_t i = 0; i < unitBytes / 4; ++i)
     loaded.words.push_back(vector::ExtractOp::create(b, words, i));
 
-  // Scale (row, block) of the swizzled [R'/128, C'/4, 32, 4, 4].
-  SmallVector<int64_t> swizzled = getSwizzledShape(
-      shape.rows, llvm::divideCeil(shape.k, kMXBlock));
-  std::array<Value, 5> tiled = SwizzleTiles::getTiledIndex(
-      row, arith.div(unit, kMXBlock / kDecodeUnitK), arith);
-  Value scaleOffset = tiled[0];
-  for (int64_t d = 1; d < 5; ++d)
-    scaleOffset = arith.fma(scaleOffset, swizzled[d], tiled[d]);
+  // Scale (row, block) of the compact [R, C] or the swizzled
+  // [R'/128, C'/4, 32, 4, 4].
+  int64_t blocks = llvm::divideCeil(shape.k, kMXBlock);
+  Value block = arith.div(unit, kMXBlock / kDecodeUnitK);
+  Value scaleOffset = arith.fma(row, blocks, block);
+  if (shape.tiledScales) {
+    SmallVector<int64_t> swizzled = getSwizzledShape(shape.rows, blocks);
+    std::array<Value, 5> tiled = SwizzleTiles::getTiledIndex(row, block, arith);
+    scaleOffset = tiled[0];
+    for (int64_t d = 1; d < 5; ++d)
+      scaleOffset = arith.fma(scaleOffset, swizzled[d], tiled[d]);
+  }
   loaded.scaleByte =
       LLVM::LoadOp::create(b, b.getI8Type(), byteAddress(scales, scaleOffset));
 
@@ -180,7 +186,7 @@ gpu::GPUFuncOp getStagingKernel(OpBuilder &builder, Location loc,
   std::string name;
   llvm::raw_string_ostream os(name);
   os << "mx_stage_bf16_" << shape.elementType << "_" << shape.rows << "x"
-     << shape.k;
+     << shape.k << (shape.tiledScales ? "_tiled" : "");
   if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
     return existing.lookupSymbol<gpu::GPUFuncOp>("kernel");
   OpBuilder::InsertionGuard guard(builder);
@@ -205,9 +211,10 @@ gpu::GPUFuncOp getStagingKernel(OpBuilder &builder, Location loc,
 
 void gemm::launchStagingKernel(ImplicitLocOpBuilder &b, ModuleOp module,
                                Type elementType, int64_t rows, int64_t k,
-                               Value data, Value swizzledScales, Value out) {
+                               bool tiledScales, Value data, Value scales,
+                               Value out) {
   assert(k % kDecodeUnitK == 0 && "the GEMM's rows are 16-byte multiples");
-  StagingShape shape{elementType, rows, k};
+  StagingShape shape{elementType, rows, k, tiledScales};
   gpu::GPUFuncOp kernel = getStagingKernel(b, b.getLoc(), module, shape);
   auto index = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, v).getResult();
@@ -217,5 +224,5 @@ void gemm::launchStagingKernel(ImplicitLocOpBuilder &b, ModuleOp module,
       gpu::KernelDim3{index(llvm::divideCeil(shape.units(), kStagingThreads)),
                       index(1), index(1)},
       gpu::KernelDim3{index(kStagingThreads), index(1), index(1)},
-      /*dynamicSharedMemorySize=*/Value(), ValueRange{data, swizzledScales, out});
+      /*dynamicSharedMemorySize=*/Value(), ValueRange{data, scales, out});
 }
