@@ -76,6 +76,15 @@ Value mx::getDevicePointer(OpBuilder &b, Location loc, Value tensorOrBuffer) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);
 }
 
+bool mx::usesBuffersInStreamOrder(StringRef name) {
+  // The calls the lowerings emit; mxrtFree(Async) and mxrtExportDLPack, which
+  // free or hand on ownership, are not among them.
+  static constexpr StringLiteral kCalls[] = {
+      "mxrtTensorMap", "mxrtScaledMatmul",  "mxrtAllGather",
+      "mxrtAllReduce", "mxrtReduceScatter", "mxrtCheckArgument"};
+  return llvm::is_contained(kCalls, name);
+}
+
 LogicalResult mx::checkRuntimeFunction(ModuleOp module, StringRef name,
                                        LLVM::LLVMFunctionType type,
                                        std::string &reason) {

@@ -9,12 +9,13 @@
 // its public functions never write their arguments (mx-readonly-arguments).
 // bf16 arithmetic is expanded to integer ops because LLVM's x86 backend has
 // no native bf16 conversions. The NVVM pipeline bufferizes the host code the
-// same way but without deallocation: its results live in device memory from
-// `gpu.alloc` and belong to the caller; each public function becomes a
-// guarded call of the runtime (mx-guard-device-calls); upstream's GPU-to-NVVM
-// pipeline then
-// outlines the kernels, compiles them for the chosen chip and lowers the host
-// side to `mgpu*` calls. `mx.scaled_matmul` goes through a generated kernel
+// same way but without ownership-based deallocation, which knows nothing of
+// device memory: its results live in device memory from `gpu.alloc` and
+// belong to the caller, and the buffers that only the function itself reads
+// are freed after their last use (mx-free-device-temporaries); each public
+// function becomes a guarded call of the runtime (mx-guard-device-calls);
+// upstream's GPU-to-NVVM pipeline then outlines the kernels, compiles them
+// for the chosen chip and lowers the host side to `mgpu*` calls. `mx.scaled_matmul` goes through a generated kernel
 // or cuBLASLt as the `gemm` option says (GemmLowering, Target.h).
 // Both pipelines first record the public functions' signatures in the
 // `_mx_signatures` global (mx-export-signatures), while their types are still
@@ -118,6 +119,10 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   // Checks the arguments of each call and skips its device work after a
   // failure, so that no bad input launches a kernel.
   pm.addPass(createGuardDeviceCalls());
+  // Frees what only the function's own later work reads after the last op
+  // that uses it (gpu-async-region then orders each free on the call's
+  // stream), inside the guarded call.
+  pm.addNestedPass<func::FuncOp>(createFreeDeviceTemporaries());
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   // Folding hoisted the kernels' constants to the host function; sink them
   // back so that outlining does not turn each one into a kernel argument.

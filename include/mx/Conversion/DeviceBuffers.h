@@ -58,6 +58,12 @@ mlir::Value getDevicePointer(mlir::OpBuilder &b, mlir::Location loc,
 mlir::LLVM::LLVMFunctionType getTensorMapFnType(mlir::MLIRContext *context);
 mlir::LLVM::LLVMFunctionType getScaledMatmulFnType(mlir::MLIRContext *context);
 
+/// Whether the runtime's C function `name` (MXRuntime.h), as lowered host
+/// code calls it, uses the device buffers it is given only in the work of
+/// the call, in stream order, and keeps none of them past it. What it returns
+/// may still refer to a buffer (a tensor map does): its users use the buffer.
+bool usesBuffersInStreamOrder(llvm::StringRef name);
+
 /// Whether `module` can call the runtime's C function `name` (MXRuntime.h)
 /// with LLVM type `type`: it does not define `name`, or declares or defines
 /// it as an LLVM function of that type. Otherwise `reason` says what the

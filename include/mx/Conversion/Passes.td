@@ -391,6 +391,52 @@ def GuardDeviceCalls : Pass<"mx-guard-device-calls", "mlir::ModuleOp"> {
   ];
 }
 
+def FreeDeviceTemporaries
+    : Pass<"mx-free-device-temporaries", "mlir::func::FuncOp"> {
+  let summary = "Free the device buffers a function allocates and does not hand on";
+  let description = [{
+    Inserts a `gpu.dealloc` for each synchronous `gpu.alloc` of the function
+    whose buffer nothing uses past the function: right after the last op of
+    the allocation's block that uses the buffer or a value derived from it
+    (an op whose region uses it -- an `scf.if`, an `scf.for`, a
+    `gpu.launch` -- counts as a whole, so the free follows it on every path).
+    `mx-lower-to-nvvm` runs it on the bufferized host code, after
+    `mx-guard-device-calls` and before `gpu-async-region`, which orders each
+    free on the call's stream after the work before it: the lowerings'
+    intermediate buffers (scales laid out for a GEMM, a quantize's outputs
+    feeding a GEMM, a gathered shard) are freed in every call instead of
+    leaking.
+
+    Understood uses are views and casts (`ViewLikeOpInterface`,
+    `memref.cast`, `bufferization.to_tensor` / `to_buffer`), the device
+    address (`memref.extract_aligned_pointer_as_index`, `arith.index_cast`,
+    `llvm.inttoptr`, `llvm.ptrtoint`, `llvm.getelementptr` on it), the ops
+    of a `gpu.launch` body, `gpu.launch_func`, `gpu.memcpy`, `gpu.memset`, and
+    `llvm.call` of the runtime functions that use a buffer only in the
+    call's stream-ordered work (`mxrtTensorMap`, whose tensor map refers to
+    the buffer and is followed like it, `mxrtScaledMatmul`, the NCCL
+    collectives). A buffer with any other use -- returned (the caller owns
+    it), passed to a `func.call`, stored, yielded from a region, used in
+    another block, an op the pass does not know -- is left allocated, and
+    so is one that some alias of it is already freed by a `gpu.dealloc`.
+    Asynchronous allocations are left to whoever threads their tokens.
+
+    Example:
+
+    ```mlir
+    // mx-opt --pass-pipeline="builtin.module(func.func(mx-free-device-temporaries))"
+    %tiles = gpu.alloc () : memref<1x4x32x4x4xf8E8M0FNU>
+    gpu.launch ... { ... writes %tiles ... }
+    %out = gpu.alloc () : memref<128x128xbf16>
+    gpu.launch_func @gemm::@kernel ... args(%tiles_ptr : !llvm.ptr, ...)
+    return %out : memref<128x128xbf16>
+    // gets, after the gpu.launch_func,
+    gpu.dealloc %tiles : memref<1x4x32x4x4xf8E8M0FNU>
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 def ExportSignatures : Pass<"mx-export-signatures", "mlir::ModuleOp"> {
   let summary = "Record the signatures of the public functions in a global";
   let description = [{
