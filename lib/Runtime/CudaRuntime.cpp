@@ -80,6 +80,10 @@ struct CallGuard {
   int32_t lastStatus = MXRT_SUCCESS; // Of the last outermost call.
 };
 thread_local CallGuard callGuard;
+
+// This thread's failures: how many fail() recorded, and the latest status.
+thread_local uint64_t failureCount = 0;
+thread_local int32_t lastFailure = MXRT_SUCCESS;
 } // namespace
 
 static void recordError(const std::string &message) {
@@ -118,6 +122,8 @@ bool hasPendingError() {
 
 int32_t fail(int32_t status, const std::string &what) {
   recordError(what + " [" + describeDevice(defaultDevice) + "]");
+  ++failureCount;
+  lastFailure = status;
   if (callGuard.depth && callGuard.status == MXRT_SUCCESS)
     callGuard.status = status;
   return status;
@@ -125,6 +131,12 @@ int32_t fail(int32_t status, const std::string &what) {
 
 int32_t getCallFailure() {
   return callGuard.depth ? callGuard.status : MXRT_SUCCESS;
+}
+
+uint64_t getFailureCount(int32_t *last) {
+  if (last)
+    *last = lastFailure;
+  return failureCount;
 }
 
 int32_t takeLastCallStatus() {

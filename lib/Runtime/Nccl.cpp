@@ -12,7 +12,14 @@
 // (ncclGroupStart/End): NCCL launches them together, as one kernel per
 // stream, at the group's end. The group holds the communicator's locks from
 // its start to its end, so that no other thread's collective, abort or
-// destroy lands inside it.
+// destroy lands inside it. Its collectives are checked when called but
+// handed to NCCL only at its end: NCCL's group cannot be cancelled (its end
+// launches whatever was queued), and anything that fails in between -- a
+// result buffer that could not be allocated, a member rejected -- must
+// keep every member from running. Such a group ends without calling NCCL,
+// with the status of that failure, and the communicator stays usable.
+// Inside a compiled call (mxrtCallBegin), a collective after a failure of
+// the call is skipped like the call's kernels.
 //
 // Nothing waits forever without a message. Every collective, or every group
 // of them, is followed by an event on its stream; in call-stream mode a
@@ -36,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -314,25 +322,44 @@ int32_t track(Communicator &c, CUstream stream, bool watched, std::string what,
   return MXRT_SUCCESS;
 }
 
+// Enqueues one collective on NCCL's communicator and a stream.
+using Enqueue = std::function<Result(Comm, CUstream)>;
+
 // The collectives of the calling thread's open group (mxrtGroupStart ..
 // mxrtGroupEnd; NCCL's groups are per thread too). The outermost start
-// takes the communicator's locks and ncclGroupStart, the outermost end
-// ncclGroupEnd, one event per stream, and releases the locks. A start that
-// failed leaves the group open but failed: its collectives and its end
-// return that failure, and NCCL's group is not opened.
+// takes the communicator's locks and notes the thread's failure count; the
+// collectives are checked and kept; the outermost end, unless anything
+// failed on the thread since the start, runs them as one NCCL group, with
+// one event per stream, and releases the locks.
 struct Group {
   struct Member {
+    Enqueue enqueue;
     CUstream stream;
     bool watched;
     std::string what;
   };
   int depth = 0;
   int32_t status = MXRT_SUCCESS;
+  uint64_t failuresAtStart = 0;
   Communicator *communicator = nullptr;
   std::unique_lock<std::mutex> commLock, lock;
   std::vector<Member> members;
 };
 thread_local Group group;
+
+// The status that keeps the open group's collectives from running: the
+// failure of its start, of the compiled call around it, or of anything else
+// on this thread since its start; MXRT_SUCCESS if none.
+int32_t getGroupFailure() {
+  if (group.status)
+    return group.status;
+  if (int32_t status = getCallFailure())
+    return group.status = status;
+  int32_t last;
+  if (getFailureCount(&last) != group.failuresAtStart)
+    group.status = last;
+  return group.status;
+}
 
 // Fails `call`, which takes commMutex itself, while this thread holds it in
 // an open group (it would deadlock).
@@ -355,16 +382,31 @@ std::string describeGroup(const std::vector<std::string> &whats) {
   return text + ")";
 }
 
-// Ends NCCL's group of `g` (which launches its collectives) and tracks them,
-// one event per stream, with the communicator's locks held.
-int32_t endGroup(Group &g) {
+// Runs the collectives of `g` as one NCCL group (ncclGroupEnd launches
+// them) and tracks them, one event per stream, with the communicator's
+// locks held. A member that NCCL rejects fails the group, which NCCL then
+// ends without launching any.
+int32_t runGroup(Group &g) {
   Communicator &c = *g.communicator;
   DeviceScope scope;
-  if (Result result = getLibrary().groupEnd())
-    return fail(MXRT_ERROR_NCCL,
-                describeFailure("ncclGroupEnd", result, c.comm));
   if (!scope)
     return scope.status();
+  const Library &lib = getLibrary();
+  if (Result result = lib.groupStart())
+    return fail(MXRT_ERROR_NCCL,
+                describeFailure("ncclGroupStart", result, c.comm));
+  int32_t status = MXRT_SUCCESS;
+  for (Group::Member &member : g.members)
+    if (Result result = member.enqueue(c.comm, member.stream)) {
+      status = fail(MXRT_ERROR_NCCL,
+                    describeFailure(member.what.c_str(), result, c.comm));
+      break;
+    }
+  Result ended = lib.groupEnd();
+  if (status)
+    return status;
+  if (ended)
+    return fail(MXRT_ERROR_NCCL, describeFailure("ncclGroupEnd", ended, c.comm));
   std::vector<Group::Member> members = std::move(g.members);
   while (!members.empty()) {
     CUstream stream = members.front().stream;
@@ -386,15 +428,21 @@ int32_t endGroup(Group &g) {
   return MXRT_SUCCESS;
 }
 
-// Runs the collective `enqueue(comm, stream)` described by `what` for a
-// program partitioned over `groupSize` devices, and waits for it or hands it
-// to the watchdog (see the file comment); in an open group, adds it to the
-// group instead.
-template <typename Enqueue>
+// Runs the collective `enqueue(comm, stream)` from `send` to `recv`,
+// described by `what`, for a program partitioned over `groupSize` devices,
+// and waits for it or hands it to the watchdog (see the file comment); in
+// an open group, checks it and adds it to the group instead. Skipped after
+// a failure of the compiled call or of the open group.
 int32_t runCollective(const char *call, const std::string &what,
-                      int32_t groupSize, void *stream, Enqueue &&enqueue) {
-  if (group.depth && group.status)
-    return group.status;
+                      const void *send, const void *recv, int32_t groupSize,
+                      void *stream, Enqueue enqueue) {
+  if (int32_t status = group.depth ? getGroupFailure() : getCallFailure())
+    return status;
+  if (!send || !recv)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("%s: the %s buffer of the %s is NULL; nothing was "
+                       "launched",
+                       call, send ? "receive" : "send", what.c_str()));
   std::unique_lock<std::mutex> commLock, ownLock;
   Communicator *c = group.communicator;
   if (!group.depth)
@@ -415,12 +463,12 @@ int32_t runCollective(const char *call, const std::string &what,
                        call, scope.ordinal(), c->device));
   auto cuStream = static_cast<CUstream>(stream);
   bool watched = stream != nullptr || getCallStream(&cuStream);
-  if (Result result = enqueue(c->comm, cuStream))
-    return fail(MXRT_ERROR_NCCL, describeFailure(call, result, c->comm));
   if (group.depth) {
-    group.members.push_back({cuStream, watched, what});
+    group.members.push_back({std::move(enqueue), cuStream, watched, what});
     return MXRT_SUCCESS;
   }
+  if (Result result = enqueue(c->comm, cuStream))
+    return fail(MXRT_ERROR_NCCL, describeFailure(call, result, c->comm));
   return track(*c, cuStream, watched, what, ownLock);
 }
 
@@ -623,17 +671,9 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank) {
 MXRT_API int32_t mxrtGroupStart(void) {
   if (group.depth++)
     return group.status;
+  group.failuresAtStart = getFailureCount();
   group.status = lockCommunicator("mxrtGroupStart", group.commLock, group.lock,
                                   group.communicator);
-  if (group.status)
-    return group.status;
-  if (Result result = getLibrary().groupStart()) {
-    group.status =
-        fail(MXRT_ERROR_NCCL, describeFailure("ncclGroupStart", result,
-                                              group.communicator->comm));
-    group.lock.unlock();
-    group.commLock.unlock();
-  }
   return group.status;
 }
 
@@ -644,7 +684,9 @@ MXRT_API int32_t mxrtGroupEnd(void) {
                 "(mxrtGroupStart)");
   if (--group.depth)
     return group.status;
-  int32_t status = group.status ? group.status : endGroup(group);
+  int32_t status = getGroupFailure();
+  if (!status && !group.members.empty())
+    status = runGroup(group);
   if (group.lock.owns_lock())
     group.lock.unlock();
   if (group.commLock.owns_lock())
@@ -660,7 +702,8 @@ MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,
   if (sendBytes == 0)
     return MXRT_SUCCESS;
   return runCollective("mxrtAllGather", describeBytes("all-gather", sendBytes),
-                       groupSize, stream, [&](Comm comm, CUstream s) {
+                       send, recv, groupSize, stream,
+                       [=](Comm comm, CUstream s) {
                          return getLibrary().allGather(send, recv, sendBytes,
                                                        nccl::Uint8, comm, s);
                        });
@@ -677,8 +720,8 @@ MXRT_API int32_t mxrtAllReduce(const void *send, void *recv, uint64_t count,
   if (count == 0)
     return MXRT_SUCCESS;
   return runCollective(
-      "mxrtAllReduce", describeBytes("all-reduce", count * bytes), groupSize,
-      stream, [&](Comm comm, CUstream s) {
+      "mxrtAllReduce", describeBytes("all-reduce", count * bytes), send, recv,
+      groupSize, stream, [=](Comm comm, CUstream s) {
         return getLibrary().allReduce(send, recv, count, type, redOp, comm, s);
       });
 }
@@ -696,8 +739,8 @@ MXRT_API int32_t mxrtReduceScatter(const void *send, void *recv,
     return MXRT_SUCCESS;
   return runCollective(
       "mxrtReduceScatter",
-      describeBytes("reduce-scatter", recvCount * bytes * groupSize), groupSize,
-      stream, [&](Comm comm, CUstream s) {
+      describeBytes("reduce-scatter", recvCount * bytes * groupSize), send,
+      recv, groupSize, stream, [=](Comm comm, CUstream s) {
         return getLibrary().reduceScatter(send, recv, recvCount, type, redOp,
                                           comm, s);
       });

@@ -37,6 +37,12 @@ bool hasPendingError();
 // when this is not MXRT_SUCCESS.
 int32_t getCallFailure();
 
+// The number of failures this thread has recorded (fail()) and, through
+// `last` if given, the status of the latest: a scope that took the count at
+// its start knows whether anything inside it failed (an open collective
+// group, whose collectives must then not run).
+uint64_t getFailureCount(int32_t *last = nullptr);
+
 // The status the last outermost call of this thread ended with (mxrtCallEnd),
 // and clears it.
 int32_t takeLastCallStatus();

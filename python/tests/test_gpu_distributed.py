@@ -15,7 +15,11 @@ shard of the same inputs (one seed for both) and compares with the whole program
   product;
 * what must fail does, with a message and without hanging: a rank that never joins a collective
   (timeout), a communicator that never forms, a program partitioned for another number of devices,
-  NCCL missing.
+  NCCL missing;
+* a failure inside a collective group runs none of its collectives and leaves the GPUs usable: a
+  NULL buffer given to a member (the C API), and a grouped gather whose result buffers do not fit on
+  GPUs filled by torch (in call-stream mode and in the default mode), after which the same call, the
+  memory freed, gathers the right bytes and torch still computes.
 
 The programs are compiled ahead of time like the other GPU tests: here when MLIR is on the machine,
 else loaded from $MX_GPU_ARTIFACTS, built elsewhere with `python python/tests/test_gpu_distributed.py
@@ -64,6 +68,12 @@ DELAYED_SHAPES = ((512, 1024), (1024, 512))  # x split along rows, y along colum
 GATHER = {"gather_swizzle": ((512, 1024), (1, 32), "f8E8M0FNU"),  # shape, block, scale type
           "gather_swizzle_blockwise": ((256, 1024), (1, 128), "f32")}
 MATMUL_TOLERANCE = 4e-3  # bf16 output (spec section 5)
+# The grouped gather of the out-of-memory check: the shard shapes of its FP8 data and E8M0 scales
+# (128 MiB and 4 MiB a rank, so 256 MiB and 8 MiB of results), and the free memory that the check
+# leaves on each GPU (64 to 96 MiB: too little for the data's result).
+OOM_GATHER = ((16384, 8192), (16384, 256))
+OOM_TYPES = (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu)
+OOM_FREE = 64 << 20
 
 
 def _type(shape, dtype):
@@ -172,9 +182,23 @@ PROGRAMS = {**{n: quantize_program(n) for n in QUANTIZE}, "delayed": delayed_pro
             **{n: gather_program(n) for n in GATHER}, **{n: matmul_program(n) for n in MATMUL}}
 
 
+def oom_gather_source():
+    """`gather_pair`, already partitioned: the all-gathers of data and scales, one NCCL group."""
+    grid = f"shard.grid @grid(shape = {DEVICES})\n"
+    args, lines, results = [], [], []
+    for index, (shape, dtype) in enumerate(zip(OOM_GATHER, OOM_TYPES)):
+        part, whole = _type(shape, dtype), _type((shape[0] * DEVICES, shape[1]), dtype)
+        args.append(f"%x{index}: {part}")
+        lines.append(f"  %g{index} = shard.all_gather %x{index} on @grid grid_axes = [0] gather_axis = 0 "
+                     f": {part} -> {whole}")
+        results.append((f"%g{index}", whole))
+    return grid + tools.function_source("gather_pair", args, lines, results)
+
+
 def sources():
-    """Every program annotated for 2 devices (partitioned by build()) and unpartitioned (`_whole`)."""
-    result = {}
+    """Every program annotated for 2 devices (partitioned by build()) and unpartitioned (`_whole`),
+    and the partitioned `gather_pair`."""
+    result = {"gather_pair": oom_gather_source()}
     for name, program in PROGRAMS.items():
         result[name] = program.sharded(name)
         result[name + "_whole"] = program.whole(name + "_whole")
@@ -318,6 +342,26 @@ def check_group_api(libraries, rank, rng, name=None):
     finally:
         assert lib.mxrtGroupEnd() == 0
     assert runtime.process_group() == (DEVICES, rank)
+    # A member given a NULL buffer fails the group: no member runs (the valid one included), the
+    # communicator stays usable.
+    import ctypes
+    lib.mxrtAllGather.restype = ctypes.c_int32
+    lib.mxrtAllGather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32,
+                                  ctypes.c_void_p]
+    with runtime.DeviceBuffer.from_numpy(np.full(8, rank + 1, np.uint8)) as send, \
+            runtime.DeviceBuffer.zeros((8 * DEVICES,), np.uint8) as recv:
+        invalid = runtime.Status.INVALID_ARGUMENT
+        assert lib.mxrtGroupStart() == 0
+        assert lib.mxrtAllGather(send.ptr, None, 8, DEVICES, None) == invalid
+        assert lib.mxrtAllGather(send.ptr, recv.ptr, 8, DEVICES, None) == invalid
+        assert lib.mxrtGroupEnd() == invalid
+        message = runtime.last_error()
+        assert "the receive buffer of the all-gather of 8 bytes is NULL" in message, message
+        assert not recv.to_numpy().any(), "a member of the failed group ran"
+        assert lib.mxrtGroupStart() == 0
+        assert lib.mxrtAllGather(send.ptr, recv.ptr, 8, DEVICES, None) == 0
+        assert lib.mxrtGroupEnd() == 0, runtime.last_error()
+        np.testing.assert_array_equal(recv.to_numpy(), np.repeat(np.arange(1, DEVICES + 1), 8))
 
 
 CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
@@ -387,6 +431,89 @@ def run_timeout(rank, directory, out, seed):
         results["setup"] = traceback.format_exc()
     _report(out, rank, results)
     os._exit(0)  # the communicator of rank 1 still waits for its aborted peer: do not tear it down
+
+
+def _gather_pair(libraries, buffers):
+    """`gather_pair` on device buffers: its gathered data and scales as host bytes."""
+    results = runtime.call_mlir_function(libraries["gather_pair"], "gather_pair", buffers,
+                                         result_ranks=[2, 2])
+    try:
+        return [r.to_numpy(dtype).view(np.uint8) for r, dtype in zip(results, OOM_TYPES)]
+    finally:
+        for r in results:
+            r.free()
+
+
+def _fill_gpu(torch, device):
+    """torch tensors taking the free memory of `device` down to OOM_FREE .. OOM_FREE + 32 MiB."""
+    filler = []
+    for chunk in (1 << 30, 32 << 20):
+        while torch.cuda.mem_get_info(device)[0] > OOM_FREE + chunk:
+            filler.append(torch.empty(chunk, dtype=torch.uint8, device=device))
+    return filler
+
+
+def _out_of_memory_then_recover(libraries, rank, shards):
+    """gather_pair on a GPU without room for its results, then with it; None, or what went wrong."""
+    import torch
+    device = torch.device("cuda", rank)
+    buffers = [runtime.DeviceBuffer.from_numpy(shard.view(dtype))
+               for shard, dtype in zip(shards[rank], OOM_TYPES)]
+    try:
+        filler = _fill_gpu(torch, device)
+        try:
+            _gather_pair(libraries, buffers)
+            return "the gather returned on a full GPU"
+        except runtime.MXRuntimeError as error:
+            message = str(error)
+        finally:
+            filler.clear()
+            torch.cuda.empty_cache()
+        result_bytes = OOM_GATHER[0][0] * OOM_GATHER[0][1] * DEVICES
+        if (f"({result_bytes} bytes) failed with CUDA_ERROR_OUT_OF_MEMORY" not in message
+                or "ILLEGAL" in message or "aborted" in message):
+            return f"unexpected message: {message}"
+        got = _gather_pair(libraries, buffers)
+        for index, gathered in enumerate(got):
+            want = np.concatenate([rank_shards[index] for rank_shards in shards])
+            if not np.array_equal(gathered, want):
+                return f"result {index} of the call after the failure is wrong"
+        count = 1 << 20
+        total = torch.arange(count, device=device, dtype=torch.float64).sum().item()
+        torch.cuda.synchronize(device)
+        return None if total == count * (count - 1) / 2 else f"torch computed {total}"
+    finally:
+        for b in buffers:
+            b.close()
+
+
+def run_out_of_memory(rank, directory, out, seed):
+    """Both ranks call gather_pair with their GPU all but full (torch holds the rest): the results'
+    allocation fails, the call raises that failure, and no collective of its group runs (one would
+    fault on the missing buffer and lose the CUDA context); with the memory back, the same call
+    gathers the right bytes and torch computes. First in call-stream mode, whose stream-ordered
+    pool holds nothing yet, then in the default mode."""
+    results = {}
+    try:
+        libraries = _setup(rank, directory)
+        runtime.init_process_group(rank, DEVICES, id_file=Path(out) / "nccl.id", timeout=120)
+        rng = np.random.default_rng(seed)  # the same shards on both ranks
+        shards = [[rng.integers(0, 256, shape, dtype=np.uint8) for shape in OOM_GATHER]
+                  for _ in range(DEVICES)]
+        lib = runtime.load_library()
+        for mode in ("call_stream", "default"):
+            assert lib.mxrtSetCallStream(None, int(mode == "call_stream")) == 0
+            try:
+                results[mode] = _out_of_memory_then_recover(libraries, rank, shards)
+            except Exception:
+                results[mode] = traceback.format_exc()
+            finally:
+                lib.mxrtSetCallStream(None, 0)
+                runtime.synchronize()
+        runtime.destroy_process_group()
+    except Exception:
+        results["setup"] = traceback.format_exc()
+    _report(out, rank, results)
 
 
 def run_single(rank, directory, out, check):
@@ -481,6 +608,17 @@ def test_a_rank_that_never_joins_times_out(tmp_path_factory):
     for rank, results in enumerate(_spawn(tmp_path_factory, run_timeout, DEVICES, programs, 0)):
         assert "setup" not in results, f"rank {rank}: {results['setup']}"
         assert all(value is None for value in results.values()), f"rank {rank}: {results}"
+
+
+def test_out_of_memory_in_a_group_leaves_the_gpus_usable(tmp_path_factory):
+    _require_gpus(DEVICES)
+    programs = _programs(tmp_path_factory)
+    seed = np.random.SeedSequence().entropy
+    print(f"seed = {seed}")
+    for rank, results in enumerate(_spawn(tmp_path_factory, run_out_of_memory, DEVICES, programs, seed)):
+        assert "setup" not in results, f"rank {rank}: {results['setup']}"
+        for mode in ("call_stream", "default"):
+            assert results.get(mode, "did not run") is None, f"rank {rank}, {mode}: {results.get(mode)}"
 
 
 @pytest.mark.parametrize("check", ["nccl_missing", "init_timeout", "group_size"])

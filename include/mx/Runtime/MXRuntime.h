@@ -155,7 +155,8 @@ MXRT_API int32_t mxrtSetCallStream(void *stream, int32_t enabled);
  * records inside a call (a refused argument, a failed tensor-map encode,
  * allocation, module load or launch) to the end of the outermost call, the
  * runtime enqueues no further device work of that call: kernel launches,
- * cuBLASLt matmuls, copies and memsets are skipped (allocations, frees and
+ * cuBLASLt matmuls, copies, memsets and collectives (with their group) are
+ * skipped (allocations, frees and
  * synchronizations still run), so a kernel never starts on memory it cannot
  * use, which would kill the CUDA context. The call's results are then
  * garbage; the failure is mxrtGetLastError()'s message and the status that
@@ -362,7 +363,12 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank);
  * waits for the collective to complete; on the call stream or a given one
  * it returns once the collective is enqueued (the watchdog follows it).
  * `groupSize` is the number of devices the program was partitioned for; it must
- * be the communicator's size. Buffers are device memory of this rank's device.
+ * be the communicator's size. Buffers are device memory of this rank's
+ * device; a NULL one is MXRT_ERROR_INVALID_ARGUMENT. Inside a compiled call
+ * that has failed, a collective is skipped and returns the call's failure
+ * (see mxrtCallBegin): the other ranks then wait for it and time out,
+ * unless the same failure stopped them too (every rank runs the same
+ * program on the same shapes).
  *  mxrtAllGather      recv = the `sendBytes` of every rank's send, in rank
  *                     order (bytes: any element type, packed FP4 included).
  *  mxrtAllReduce      recv = the element-wise `op` of every rank's `count`
@@ -375,7 +381,8 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank);
 
 /* A group of collectives (NCCL's ncclGroupStart/ncclGroupEnd): the
  * collectives that the calling thread calls between mxrtGroupStart and
- * mxrtGroupEnd are enqueued together at mxrtGroupEnd, which NCCL launches as
+ * mxrtGroupEnd are checked when called and enqueued together at
+ * mxrtGroupEnd, which NCCL launches as
  * one kernel per stream, and the runtime follows them with one event per
  * stream (waited for at mxrtGroupEnd where a collective of the group was on
  * the legacy default stream outside call-stream mode). No collective of the
@@ -386,7 +393,12 @@ MXRT_API int32_t mxrtCommRank(int32_t *size, int32_t *rank);
  * mxrtCommRank fail until mxrtGroupEnd. Groups nest; the outermost pair
  * counts. A failed mxrtGroupStart (no NCCL, no communicator, an aborted one)
  * still opens the group: its collectives and its mxrtGroupEnd return the
- * same failure. mxrtGroupEnd without a start is MXRT_ERROR_INVALID_ARGUMENT. */
+ * same failure. Any failure that the calling thread records between the
+ * outermost start and end (a collective refused, an allocation that failed,
+ * the compiled call's guard) fails the group the same way: none of its
+ * collectives reaches NCCL, mxrtGroupEnd returns that failure's status
+ * without a message of its own, and the communicator stays usable.
+ * mxrtGroupEnd without a start is MXRT_ERROR_INVALID_ARGUMENT. */
 MXRT_API int32_t mxrtGroupStart(void);
 MXRT_API int32_t mxrtGroupEnd(void);
 MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,

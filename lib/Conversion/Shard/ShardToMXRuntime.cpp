@@ -18,7 +18,9 @@
 // pay a launch and run the small parts at small-message bandwidth. A later
 // collective whose operands are all defined before an earlier one moves up
 // next to it; every rank runs the same program, so every rank still calls
-// the collectives in the same order.
+// the collectives in the same order. The members' result buffers are
+// allocated before the group starts, so that the group holds only the
+// calls and an allocation that fails is known before it opens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -290,8 +292,10 @@ public:
     if (failed(start) || failed(end))
       return failure();
     rewriter.setInsertionPoint(members.front());
-    LLVM::CallOp::create(rewriter, members.front()->getLoc(), *start,
-                         ValueRange());
+    auto startCall = LLVM::CallOp::create(
+        rewriter, members.front()->getLoc(), *start, ValueRange());
+    for (Operation *member : members)
+      groupStarts[member] = startCall;
     rewriter.setInsertionPointAfter(members.back());
     LLVM::CallOp::create(rewriter, members.back()->getLoc(), *end,
                          ValueRange());
@@ -315,6 +319,18 @@ private:
       return op->emitOpError(reason);
     return LLVM::lookupOrCreateFn(rewriter, module, name, type.getParams(),
                                   type.getReturnType());
+  }
+
+  /// The result buffer of collective `op`. A member of a group gets it
+  /// before the group's mxrtGroupStart: a failed allocation then fails the
+  /// call (the guard, MXRuntime.h) before the group opens, and the group
+  /// holds nothing but its collectives.
+  Value allocRecv(ImplicitLocOpBuilder &b, Operation *op,
+                  RankedTensorType type) {
+    OpBuilder::InsertionGuard guard(b);
+    if (Operation *start = groupStarts.lookup(op))
+      b.setInsertionPoint(start);
+    return allocResult(b, type);
   }
 
   /// Calls `callee` with `args` and the default stream (NULL: the call
@@ -348,7 +364,7 @@ private:
     if (failed(callee))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value recv = allocResult(b, result);
+    Value recv = allocRecv(b, op, result);
     int64_t bytes = input.getNumElements() * input.getElementTypeBitWidth() / 8;
     emitCall(b, *callee,
              {getDevicePointer(b, b.getLoc(), op.getInput()),
@@ -390,7 +406,7 @@ private:
     ImplicitLocOpBuilder b(op->getLoc(), rewriter);
     int64_t sendCount = inputType.getNumElements();
     int64_t recvCount = resultType.getNumElements();
-    Value recv = allocDevice(b, b.getLoc(), resultType);
+    Value recv = allocRecv(b, op, resultType);
     auto call = [&](Value send, Value target, int32_t type) {
       emitCall(b, *callee,
                {getDevicePointer(b, b.getLoc(), send),
@@ -454,6 +470,8 @@ private:
   ModuleOp module;
   SymbolTableCollection &symbols;
   IRRewriter rewriter;
+  /// The mxrtGroupStart call of each grouped collective.
+  DenseMap<Operation *, Operation *> groupStarts;
 };
 
 struct ConvertShardToMXRuntimePass
