@@ -770,6 +770,17 @@ MXRT_API int32_t mxrtSynchronize(void) {
   });
 }
 
+MXRT_API int32_t mxrtEmptyCache(void) {
+  return onDevice(1, [](int ordinal) {
+    CUmemoryPool pool;
+    if (int32_t status = checkCu(cuCtxSynchronize(), "cuCtxSynchronize"))
+      return status;
+    if (int32_t status = getStreamOrderedPool(ordinal, &pool))
+      return status;
+    return checkCu(cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
+  });
+}
+
 MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor) {
   if (!major || !minor)
     return fail(MXRT_ERROR_INVALID_ARGUMENT,

@@ -341,6 +341,8 @@ struct Group {
   int depth = 0;
   int32_t status = MXRT_SUCCESS;
   uint64_t failuresAtStart = 0;
+  // Collectives called in the group, run or rejected.
+  int64_t collectives = 0;
   Communicator *communicator = nullptr;
   std::unique_lock<std::mutex> commLock, lock;
   std::vector<Member> members;
@@ -436,6 +438,8 @@ int32_t runGroup(Group &g) {
 int32_t runCollective(const char *call, const std::string &what,
                       const void *send, const void *recv, int32_t groupSize,
                       void *stream, Enqueue enqueue) {
+  if (group.depth)
+    ++group.collectives;
   if (int32_t status = group.depth ? getGroupFailure() : getCallFailure())
     return status;
   if (!send || !recv)
@@ -684,9 +688,15 @@ MXRT_API int32_t mxrtGroupEnd(void) {
                 "(mxrtGroupStart)");
   if (--group.depth)
     return group.status;
-  int32_t status = getGroupFailure();
-  if (!status && !group.members.empty())
-    status = runGroup(group);
+  // A failure in the group stops its collectives and is their status; a
+  // group that had none called in it (only a misuse rejected inside it)
+  // drops nothing, and its failures were returned where they happened.
+  int32_t status = MXRT_SUCCESS;
+  if (group.collectives) {
+    status = getGroupFailure();
+    if (!status && !group.members.empty())
+      status = runGroup(group);
+  }
   if (group.lock.owns_lock())
     group.lock.unlock();
   if (group.commLock.owns_lock())
@@ -694,6 +704,7 @@ MXRT_API int32_t mxrtGroupEnd(void) {
   group.status = MXRT_SUCCESS;
   group.communicator = nullptr;
   group.members.clear();
+  group.collectives = 0;
   return status;
 }
 

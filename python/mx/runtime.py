@@ -120,6 +120,7 @@ _SIGNATURES = {
     "mxrtMemcpyDtoD": (_i32, [_ptr, _ptr, _u64]),
     "mxrtMemset8": (_i32, [_ptr, ctypes.c_uint8, _u64]),
     "mxrtSynchronize": (_i32, []),
+    "mxrtEmptyCache": (_i32, []),
     "mxrtInvoke": (_i32, [_ptr, _ptr, _i32, ctypes.POINTER(_ptr), _ptr, _i32, ctypes.c_void_p,
                           ctypes.POINTER(_ptr), ctypes.POINTER(_i32)]),
     "mxrtTakeLastCallStatus": (_i32, []),
@@ -202,6 +203,12 @@ def compute_capability() -> tuple[int, int]:
 
 def synchronize() -> None:
     _check(load_library().mxrtSynchronize(), "mxrtSynchronize")
+
+
+def empty_cache() -> None:
+    """Gives the memory that the runtime's stream-ordered pool keeps cached back to the driver (after
+    synchronizing the device), as torch.cuda.empty_cache() does for torch's allocator."""
+    _check(load_library().mxrtEmptyCache(), "mxrtEmptyCache")
 
 
 def _copy_to_host(ptr: int, available: int | None, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:

@@ -509,7 +509,9 @@ def run_out_of_memory(rank, directory, out, seed):
                 results[mode] = traceback.format_exc()
             finally:
                 lib.mxrtSetCallStream(None, 0)
-                runtime.synchronize()
+                # The pool keeps what the recovering call freed, which would let the next mode's
+                # allocation succeed on a GPU that torch fills.
+                runtime.empty_cache()
         runtime.destroy_process_group()
     except Exception:
         results["setup"] = traceback.format_exc()

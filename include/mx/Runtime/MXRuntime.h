@@ -108,6 +108,10 @@ MXRT_API int32_t mxrtMemcpyDtoH(void *dst, const void *src, uint64_t bytes);
 MXRT_API int32_t mxrtMemcpyDtoD(void *dst, const void *src, uint64_t bytes);
 MXRT_API int32_t mxrtMemset8(void *dst, uint8_t value, uint64_t bytes);
 MXRT_API int32_t mxrtSynchronize(void);
+/* Synchronizes the current device and hands the memory its stream-ordered
+ * pool keeps cached (freed buffers of compiled calls in call-stream mode)
+ * back to the driver, as torch.cuda.empty_cache() does for torch's. */
+MXRT_API int32_t mxrtEmptyCache(void);
 MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
 
 /* Call-stream mode, per host thread (like mgpuSetDefaultDevice): while
