@@ -192,6 +192,15 @@ public:
                          int64_t element);
   /// The first tile row of `thread`'s wave `wave` (i32).
   mlir::Value getWaveRow(const ConsumerThread &thread, int64_t wave);
+  /// The wgmma chain of `thread`'s wave `wave` over stage `slot`: one
+  /// m64 x tileN x mmaK wgmma per mmaK of the stage, A and B read from the
+  /// stage's 128B-swizzled K-major tiles (FP8 or bf16, as the plan's
+  /// operands are), accumulating into `accumulator`; where
+  /// `overwriteFirst`, the first step ignores the accumulator's values.
+  /// Returns the accumulator after the chain (issued, not waited for).
+  mlir::Value buildStageWgmmaChain(const ConsumerThread &thread, RingSlot slot,
+                                   int64_t wave, mlir::Value accumulator,
+                                   bool overwriteFirst);
 
   // --- Epilogue (GemmEpilogue.cpp) -----------------------------------------
   /// Stores the f32 `values` (already scaled) of an accumulator fragment in

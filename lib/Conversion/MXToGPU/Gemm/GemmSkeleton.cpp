@@ -217,6 +217,46 @@ Value GemmKernelBuilder::getWaveRow(const ConsumerThread &thread,
       i32(kWaveRows));
 }
 
+/// The wgmma operand type of a stage tile's elements.
+static NVVM::WGMMATypes getWgmmaType(Type type) {
+  if (type.isBF16())
+    return NVVM::WGMMATypes::bf16;
+  return isa<Float8E5M2Type>(type) ? NVVM::WGMMATypes::e5m2
+                                   : NVVM::WGMMATypes::e4m3;
+}
+
+Value GemmKernelBuilder::buildStageWgmmaChain(const ConsumerThread &thread,
+                                              RingSlot slot, int64_t wave,
+                                              Value accumulator,
+                                              bool overwriteFirst) {
+  constexpr uint64_t fixedFields = encodeWgmmaDescriptor(
+      getKMajorSwizzledTile(/*startAddress=*/0, WgmmaSwizzle::bytes128));
+  Value aRows = sharedAddress(
+      stageAddress(&StageLayout::a, slot.stage),
+      arith::MulIOp::create(b, getWaveRow(thread, wave), i32(plan.a.rowBytes)));
+  Value descA = withStartAddress(fixedFields, aRows);
+  Value descB =
+      withStartAddress(fixedFields, stageAddress(&StageLayout::b, slot.stage));
+  auto shape =
+      NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, plan.mmaK);
+  // K step s starts s x mmaK elements into the rows: 32 bytes of FP8 or bf16.
+  int64_t elementBytes = plan.a.elementType.getIntOrFloatBitWidth() / 8;
+  for (int64_t step = 0; step < plan.tileK / plan.mmaK; ++step) {
+    Value offset = i64(getWgmmaAddressStep(step * plan.mmaK * elementBytes));
+    accumulator = NVVM::WgmmaMmaAsyncOp::create(
+        b, accumulator.getType(), accumulator,
+        arith::AddIOp::create(b, descA, offset),
+        arith::AddIOp::create(b, descB, offset), shape,
+        getWgmmaType(plan.a.elementType), getWgmmaType(plan.b.elementType),
+        NVVM::WGMMATypes::f32,
+        step == 0 && overwriteFirst ? NVVM::WGMMAScaleOut::zero
+                                    : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
+  }
+  return accumulator;
+}
+
 std::pair<Value, Value>
 GemmKernelBuilder::getFragmentCoordinates(const ConsumerThread &thread,
                                           int64_t wave, int64_t element) {

@@ -70,9 +70,13 @@ void storeWarpResults(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs,
   constexpr int64_t kHalves = 2;
   auto c = [&](int64_t v) { return gpu_kernels::cIndex(b, b.getLoc(), v); };
   gpu_kernels::IndexArith arith{b, b.getLoc()};
-  Value odd = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne,
-      arith::AndIOp::create(b, lane, i32(b, 1)), i32(b, 0));
+  Value half = arith::AndIOp::create(b, lane, i32(b, 1));
+  Value odd =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, half, i32(b, 0));
+  // Byte (half * 8) * 2 of a unit's results: this lane's half of each store.
+  Value halfElement = arith::MulIOp::create(
+      b, arith::IndexCastUIOp::create(b, b.getIndexType(), half),
+      c(kDecodeUnitK / kHalves));
   Value halfUnit = arith::DivUIOp::create(b, lane, i32(b, kHalves));
   auto storeType = VectorType::get({kWordsPerStore}, b.getI32Type());
   int64_t unitsPerStore = kWarpSize / kHalves;
@@ -98,13 +102,7 @@ void storeWarpResults(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&valid.getThenRegion().front());
     // Byte (unit * 16 + half * 8) * 2 of the copy.
-    Value element = arith.fma(
-        unit, kDecodeUnitK,
-        arith::MulIOp::create(
-            b, arith::IndexCastUIOp::create(
-                   b, b.getIndexType(),
-                   arith::AndIOp::create(b, lane, i32(b, 1))),
-            c(kDecodeUnitK / kHalves)));
+    Value element = arith.fma(unit, kDecodeUnitK, halfElement);
     LLVM::StoreOp::create(
         b, vector::FromElementsOp::create(b, storeType, words),
         address(arith.fma(element, kBf16Bytes, c(0))), /*alignment=*/16);
@@ -112,7 +110,7 @@ void storeWarpResults(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs,
 }
 
 /// Builds the body of the kernel of `shape` at `b`'s insertion point, on
-/// its three pointer arguments (codes, swizzled scales, bf16 copy).
+/// its three pointer arguments (codes, scales, bf16 copy).
 void buildStagingBody(ImplicitLocOpBuilder &b, const StagingShape &shape,
                       ValueRange arguments) {
   auto globalPtr = LLVM::LLVMPointerType::get(

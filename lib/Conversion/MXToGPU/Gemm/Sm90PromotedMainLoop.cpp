@@ -25,8 +25,6 @@
 
 #include "GemmKernel.h"
 
-#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -38,13 +36,6 @@ using namespace mx;
 using namespace mx::gemm;
 
 namespace {
-
-constexpr int64_t kRowBytes = 128; // one 128B-swizzled row of a stage tile
-
-NVVM::WGMMATypes getWgmmaType(Type type) {
-  return isa<Float8E5M2Type>(type) ? NVVM::WGMMATypes::e5m2
-                                   : NVVM::WGMMATypes::e4m3;
-}
 
 /// B's scales of one K-block as the promotion reads them.
 struct ColumnScales {
@@ -61,13 +52,6 @@ public:
 
 private:
   Type getAccumulatorType();
-  /// The wave's chain of one stage into a fresh partial accumulator, which
-  /// takes the registers of `previous` (the last chain's, whose values the
-  /// first step ignores): starting from a new zero value instead would make
-  /// ptxas materialize zeros for the tied wgmma operands while the promoted
-  /// accumulators are live, and spill.
-  Value buildChain(const ConsumerThread &thread, RingSlot slot, int64_t wave,
-                   Value previous);
   void copyTileScales(const ConsumerThread &thread, TileOrigin origin);
   /// sa of the thread's two rows of `wave` for this K-block.
   SmallVector<Value> loadRowScales(const ConsumerThread &thread, RingSlot slot,
@@ -98,37 +82,6 @@ private:
 Type Sm90PromotedMainLoop::getAccumulatorType() {
   return LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(fragment(), b.getF32Type()));
-}
-
-Value Sm90PromotedMainLoop::buildChain(const ConsumerThread &thread,
-                                       RingSlot slot, int64_t wave,
-                                       Value previous) {
-  constexpr uint64_t fixedFields = encodeWgmmaDescriptor(
-      getKMajorSwizzledTile(/*startAddress=*/0, WgmmaSwizzle::bytes128));
-  Value aRows = k.sharedAddress(
-      k.stageAddress(&StageLayout::a, slot.stage),
-      arith::MulIOp::create(b, k.getWaveRow(thread, wave), k.i32(kRowBytes)));
-  Value descA = k.withStartAddress(fixedFields, aRows);
-  Value descB = k.withStartAddress(fixedFields,
-                                   k.stageAddress(&StageLayout::b, slot.stage));
-  auto shape =
-      NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, plan.mmaK);
-  Value accumulator = previous;
-  // FP8: one byte per element, so K step s starts 32s bytes into the rows.
-  for (int64_t step = 0; step < plan.tileK / plan.mmaK; ++step) {
-    Value offset = k.i64(getWgmmaAddressStep(step * plan.mmaK));
-    // The chain's first step does not accumulate: its input is ignored.
-    accumulator = NVVM::WgmmaMmaAsyncOp::create(
-        b, accumulator.getType(), accumulator,
-        arith::AddIOp::create(b, descA, offset),
-        arith::AddIOp::create(b, descB, offset), shape,
-        getWgmmaType(plan.a.elementType), getWgmmaType(plan.b.elementType),
-        NVVM::WGMMATypes::f32,
-        step == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-        NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
-  }
-  return accumulator;
 }
 
 void Sm90PromotedMainLoop::copyTileScales(const ConsumerThread &thread,
@@ -297,7 +250,13 @@ Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
       if (blockwise)
         rowScales = loadRowScales(thread, slot, kBlock, wave);
       NVVM::WgmmaFenceAlignedOp::create(b);
-      partial = buildChain(thread, slot, wave, partial);
+      // The chain starts a fresh partial accumulator in the registers of
+      // the last chain's (whose values its first step ignores): starting
+      // from a new zero value instead would make ptxas materialize zeros
+      // for the tied wgmma operands while the promoted accumulators are
+      // live, and spill.
+      partial = k.buildStageWgmmaChain(thread, slot, wave, partial,
+                                       /*overwriteFirst=*/true);
       NVVM::WgmmaGroupSyncAlignedOp::create(b);
       NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
       bool last = wave == plan.wavesM - 1;

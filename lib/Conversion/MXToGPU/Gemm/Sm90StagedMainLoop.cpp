@@ -15,8 +15,6 @@
 
 #include "GemmKernel.h"
 
-#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -28,9 +26,6 @@ using namespace mx::gemm;
 
 namespace {
 
-constexpr int64_t kRowBytes = 128;  // one 128B-swizzled row of a stage tile
-constexpr int64_t kBf16Bytes = 2;
-
 class Sm90StagedMainLoop : public GemmMainLoop {
 public:
   using GemmMainLoop::GemmMainLoop;
@@ -39,9 +34,6 @@ public:
                   Value iteration) override;
 
 private:
-  /// The consumer's chain of one stage, accumulating into `accumulator`.
-  Value buildChain(const ConsumerThread &thread, RingSlot slot,
-                   Value accumulator);
   /// Releases the stage of ring iteration `iteration`.
   void releaseIteration(const ConsumerThread &thread, Value iteration) {
     k.releaseStage(thread, k.getRingSlot(iteration, /*producer=*/false).stage);
@@ -51,33 +43,6 @@ private:
 };
 
 } // namespace
-
-Value Sm90StagedMainLoop::buildChain(const ConsumerThread &thread,
-                                     RingSlot slot, Value accumulator) {
-  constexpr uint64_t fixedFields = encodeWgmmaDescriptor(
-      getKMajorSwizzledTile(/*startAddress=*/0, WgmmaSwizzle::bytes128));
-  Value aRows = k.sharedAddress(
-      k.stageAddress(&StageLayout::a, slot.stage),
-      arith::MulIOp::create(b, k.getWaveRow(thread, 0), k.i32(kRowBytes)));
-  Value descA = k.withStartAddress(fixedFields, aRows);
-  Value descB = k.withStartAddress(fixedFields,
-                                   k.stageAddress(&StageLayout::b, slot.stage));
-  auto shape =
-      NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, plan.mmaK);
-  for (int64_t step = 0; step < plan.tileK / plan.mmaK; ++step) {
-    Value offset =
-        k.i64(getWgmmaAddressStep(step * plan.mmaK * kBf16Bytes));
-    accumulator = NVVM::WgmmaMmaAsyncOp::create(
-        b, accumulator.getType(), accumulator,
-        arith::AddIOp::create(b, descA, offset),
-        arith::AddIOp::create(b, descB, offset), shape,
-        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
-        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
-        NVVM::MMAIntOverflowAttr());
-  }
-  return accumulator;
-}
 
 Value Sm90StagedMainLoop::buildTile(const ConsumerThread &thread,
                                     TileOrigin origin, Value iteration) {
@@ -96,7 +61,9 @@ Value Sm90StagedMainLoop::buildTile(const ConsumerThread &thread,
     RingSlot slot = k.getRingSlot(it, /*producer=*/false);
     k.waitBarrier(k.fullBarrier(slot.stage), slot.parity);
     NVVM::WgmmaFenceAlignedOp::create(b);
-    Value acc = buildChain(thread, slot, loop.getRegionIterArg(1));
+    Value acc = k.buildStageWgmmaChain(thread, slot, /*wave=*/0,
+                                       loop.getRegionIterArg(1),
+                                       /*overwriteFirst=*/false);
     NVVM::WgmmaGroupSyncAlignedOp::create(b);
     // The previous stage's chain is done once at most this one is pending.
     NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
