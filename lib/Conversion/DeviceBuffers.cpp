@@ -80,7 +80,7 @@ bool mx::usesBuffersInStreamOrder(StringRef name) {
   // The calls the lowerings emit; mxrtFree(Async) and mxrtExportDLPack, which
   // free or hand on ownership, are not among them.
   static constexpr StringLiteral kCalls[] = {
-      "mxrtTensorMap", "mxrtScaledMatmul",  "mxrtAllGather",
+      kEncodeTensorMapFn, kScaledMatmulFn,    "mxrtAllGather",
       "mxrtAllReduce", "mxrtReduceScatter", "mxrtCheckArgument"};
   return llvm::is_contained(kCalls, name);
 }
@@ -107,7 +107,13 @@ LogicalResult mx::checkRuntimeFunction(ModuleOp module, StringRef name,
 LLVM::LLVMFunctionType mx::getTensorMapFnType(MLIRContext *context) {
   auto ptr = LLVM::LLVMPointerType::get(context);
   auto i32 = IntegerType::get(context, 32);
-  return LLVM::LLVMFunctionType::get(ptr, {ptr, i32, i32, ptr, ptr, i32});
+  return LLVM::LLVMFunctionType::get(ptr,
+                                     {ptr, ptr, i32, i32, ptr, ptr, i32});
+}
+
+LLVM::LLVMArrayType mx::getTensorMapType(MLIRContext *context) {
+  // CU_TENSOR_MAP_NUM_QWORDS (cuda.h) 64-bit words.
+  return LLVM::LLVMArrayType::get(IntegerType::get(context, 64), 16);
 }
 
 LLVM::LLVMFunctionType mx::getScaledMatmulFnType(MLIRContext *context) {

@@ -77,6 +77,10 @@ Use classify(OpOperand &operand) {
       .Case<LLVM::GEPOp>([&](LLVM::GEPOp gep) {
         return operand.get() == gep.getBase() ? Use::derive : Use::escape;
       })
+      // The host loads no device memory: a load through a value that refers
+      // to the buffer reads host memory holding a reference to it (a tensor
+      // map passed to a kernel by value).
+      .Case<LLVM::LoadOp>([](auto) { return Use::derive; })
       .Case<LLVM::CallOp>([](LLVM::CallOp call) {
         std::optional<StringRef> callee = call.getCallee();
         return callee && mx::usesBuffersInStreamOrder(*callee) ? Use::derive

@@ -19,8 +19,6 @@ using namespace mx;
 
 namespace {
 
-constexpr StringLiteral kScaledMatmulFn = "mxrtScaledMatmul";
-
 /// The cuBLASLt scale mode of one operand, or a reason why none. Batch
 /// dimensions are left to the caller's loop: only the matrix part counts.
 FailureOr<mxrtScaleMode> getScaleMode(RankedTensorType operand,

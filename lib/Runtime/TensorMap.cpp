@@ -1,16 +1,14 @@
-//===- TensorMap.cpp - mxrtTensorMap: TMA descriptors in device memory ----===//
+//===- TensorMap.cpp - mxrtEncodeTensorMap: TMA descriptors ---------------===//
 //
 // The generated GEMM kernels load their tiles with cp.async.bulk.tensor,
-// which reads a CUtensorMap from global memory. MLIR 22.1's
-// nvgpu.tma.create.descriptor cannot make them: it encodes f8 tensors with
-// the BF16 data type, so every stride and box comes out twice too large. The
-// host code the lowering emits calls mxrtTensorMap instead, with the
-// dimensions and box in stack arrays, on every launch; so a map is encoded
-// on the host each call (cuTensorMapEncodeTiled, no device work) and looked
-// up by its 128 bytes, and only a map never seen on the device before is
-// copied there. Maps are never freed: kernels enqueued earlier may still
-// read them and the host code holds no handle to release, while each costs
-// 128 bytes; slabs of 512 slots keep this to one cuMemAlloc per 512 maps.
+// which reads a CUtensorMap. MLIR 22.1's nvgpu.tma.create.descriptor cannot
+// make them: it encodes f8 tensors with the BF16 data type, so every stride
+// and box comes out twice too large. The host code the lowering emits calls
+// mxrtEncodeTensorMap instead, with the dimensions and box in stack arrays,
+// on every launch, and passes the 128 bytes to the kernel by value, as a
+// __grid_constant__ parameter (as CUTLASS does): encoding is host work only
+// (cuTensorMapEncodeTiled), so a launch needs no copy to the device, no wait
+// for one, and no device memory that outlives the kernels reading it.
 //
 // TMA has no FP8 type: it moves bytes, and the data type fixes only the
 // element size (strides, box bytes) and which out-of-bounds fills are
@@ -25,10 +23,7 @@
 
 #include "RuntimeInternal.h"
 
-#include <array>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string>
 
 using namespace mxrt;
@@ -36,10 +31,8 @@ using namespace mxrt;
 namespace {
 
 constexpr int kMinRank = 2, kMaxRank = 5;
-constexpr size_t kMapBytes = sizeof(CUtensorMap);
-// cuMemAlloc aligns to at least 256 bytes, so every 128-byte slot of a slab
-// meets the 64-byte alignment that TMA requires.
-constexpr size_t kSlabBytes = 512 * kMapBytes;
+// What TMA requires of a tensor map's address, in any state space.
+constexpr uintptr_t kMapAlignment = 64;
 constexpr uint64_t kMaxDim = uint64_t(1) << 32;
 constexpr uint64_t kMaxStrideBytes = uint64_t(1) << 40;
 constexpr int32_t kMaxBox = 256;
@@ -99,7 +92,7 @@ struct Request {
 };
 
 int32_t invalid(const std::string &why) {
-  return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtTensorMap: " + why);
+  return fail(MXRT_ERROR_INVALID_ARGUMENT, "mxrtEncodeTensorMap: " + why);
 }
 
 template <typename T> std::string listText(const T *values, cuuint32_t count) {
@@ -198,77 +191,40 @@ std::string requestText(const Request &r) {
                 listText(r.box, r.rank).c_str(), r.swizzleBytes);
 }
 
-using MapBytes = std::array<cuuint64_t, CU_TENSOR_MAP_NUM_QWORDS>;
-
-struct DeviceMaps {
-  std::map<MapBytes, CUdeviceptr> stored;
-  CUdeviceptr slab = 0;
-  size_t slabUsed = kSlabBytes; // Full: the first map allocates a slab.
-  // Plain cuMemcpyHtoD from pageable memory may return before the bytes
-  // land, and would wait for the caller's work on the legacy stream; a
-  // private non-blocking stream, synchronized, waits for this copy alone.
-  CUstream copyStream = nullptr;
-};
-
-// The device copy of `map` on the current device, copied there on first
-// use; 0 on failure (recorded).
-CUdeviceptr storeOnDevice(DeviceMaps &dev, const MapBytes &map) {
-  auto it = dev.stored.find(map);
-  if (it != dev.stored.end())
-    return it->second;
-  if (!dev.copyStream &&
-      checkCu(cuStreamCreate(&dev.copyStream, CU_STREAM_NON_BLOCKING),
-              "cuStreamCreate(tensor-map copy stream)"))
-    return 0;
-  if (dev.slabUsed == kSlabBytes) {
-    if (CUresult result = cuMemAlloc(&dev.slab, kSlabBytes)) {
-      cudaFailure(result, format("cuMemAlloc(%zu-byte tensor-map slab)",
-                                 kSlabBytes));
-      return 0;
-    }
-    dev.slabUsed = 0;
-  }
-  CUdeviceptr slot = dev.slab + dev.slabUsed;
-  if (checkCu(cuMemcpyHtoDAsync(slot, map.data(), kMapBytes, dev.copyStream),
-              "cuMemcpyHtoDAsync(tensor map)") ||
-      checkCu(cuStreamSynchronize(dev.copyStream),
-              "cuStreamSynchronize(tensor-map copy stream)"))
-    return 0;
-  dev.slabUsed += kMapBytes;
-  dev.stored.emplace(map, slot);
-  return slot;
-}
-
 } // namespace
 
-extern "C" MXRT_API void *mxrtTensorMap(const void *base, int32_t elemType,
-                                        int32_t rank, const int64_t *dims,
-                                        const int32_t *box, int32_t swizzle) {
+extern "C" MXRT_API void *mxrtEncodeTensorMap(void *map, const void *base,
+                                              int32_t elemType, int32_t rank,
+                                              const int64_t *dims,
+                                              const int32_t *box,
+                                              int32_t swizzle) {
+  if (!map) {
+    invalid("map is NULL");
+    return map;
+  }
+  // Zero unless encoded: a kernel given a failed map faults on no address.
+  std::memset(map, 0, sizeof(CUtensorMap));
+  if (reinterpret_cast<uintptr_t>(map) % kMapAlignment) {
+    invalid(format("map %p is not %zu-byte aligned", map,
+                   size_t(kMapAlignment)));
+    return map;
+  }
   Request r;
   if (validate(base, elemType, rank, dims, box, swizzle, r))
-    return nullptr;
+    return map;
+  // The driver encodes for the current context's device.
   DeviceScope scope;
   if (!scope)
-    return nullptr;
+    return map;
   const cuuint32_t elementStrides[kMaxRank] = {1, 1, 1, 1, 1};
-  // Zeroed: all 128 bytes are the cache key, any the driver leaves included.
-  CUtensorMap map = {};
   if (CUresult result = cuTensorMapEncodeTiled(
-          &map, r.element.type, r.rank, r.base, r.dims, r.strides, r.box,
-          elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, r.swizzle,
+          static_cast<CUtensorMap *>(map), r.element.type, r.rank, r.base,
+          r.dims, r.strides, r.box, elementStrides,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, r.swizzle,
           CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)) {
     cudaFailure(result, requestText(r));
-    return nullptr;
+    std::memset(map, 0, sizeof(CUtensorMap));
   }
-  MapBytes bytes;
-  static_assert(sizeof(bytes) == sizeof(map), "CUtensorMap is 128 bytes");
-  std::memcpy(bytes.data(), &map, sizeof(map));
-
-  // Never destroyed: kernels launched from static destructors may use maps.
-  static std::mutex mutex;
-  static auto *devices = new std::map<int, DeviceMaps>();
-  std::lock_guard<std::mutex> lock(mutex);
-  return reinterpret_cast<void *>(
-      storeOnDevice((*devices)[scope.ordinal()], bytes));
+  return map;
 }

@@ -82,6 +82,7 @@ class Status(enum.IntEnum):
 
 
 ARGUMENT_ALIGNMENT = 16  # MXRT_ARGUMENT_ALIGNMENT: what compiled GPU functions take as device arguments
+TENSOR_MAP_BYTES, TENSOR_MAP_ALIGNMENT = 128, 64  # A CUtensorMap (mxrtEncodeTensorMap).
 
 NUMPY_DTYPES = {ElemType[f.runtime[0]]: f.dtype for f in formats.FORMATS if f.runtime}
 _FORMATS = {ElemType[f.runtime[0]]: f for f in formats.FORMATS if f.runtime}
@@ -127,7 +128,8 @@ _SIGNATURES = {
     "mxrtDeviceComputeCapability": (_i32, [ctypes.POINTER(ctypes.c_int)] * 2),
     "mxrtScaledMatmul": (_i32, [_i64, _i64, _i64] + [_ptr, _i32, _i32, _ptr, _i32] * 2
                          + [_ptr, _ptr, _i32, _ptr]),
-    "mxrtTensorMap": (_ptr, [_ptr, _i32, _i32, ctypes.POINTER(_i64), ctypes.POINTER(_i32), _i32]),
+    "mxrtEncodeTensorMap": (_ptr, [_ptr, _ptr, _i32, _i32, ctypes.POINTER(_i64), ctypes.POINTER(_i32),
+                                   _i32]),
     "mgpuSetDefaultDevice": (None, [_i32]),
     "mxrtCommUniqueId": (_i32, [_ptr]),
     "mxrtCommInit": (_i32, [_ptr, _i32, _i32, _i32]),
@@ -361,21 +363,25 @@ def scaled_matmul(m: int, n: int, k: int,
 
 
 def tensor_map(ptr: int, elem_type: ElemType, dims: Sequence[int], box: Sequence[int],
-               swizzle: Swizzle) -> int:
-    """Device address of the cached CUtensorMap of a dense row-major tensor (see mxrtTensorMap).
+               swizzle: Swizzle) -> bytes:
+    """The 128 bytes of the CUtensorMap of a dense row-major tensor (see mxrtEncodeTensorMap),
+    encoded for the current device, what a kernel takes as a __grid_constant__ parameter.
 
-    dims and box are in elements and list the dimensions INNERMOST FIRST, as in
-    the C ABI (the reverse of a numpy shape). mxrtTensorMap returns no status,
-    so a failure raises MXRuntimeError with `status` None and the runtime's message.
+    dims and box are in elements and list the dimensions INNERMOST FIRST, as in the C ABI (the
+    reverse of a numpy shape). mxrtEncodeTensorMap returns no status (a failed map is all zero), so
+    a failure raises MXRuntimeError with `status` None and the runtime's message.
     """
     rank = len(dims)
     if len(box) != rank:  # The runtime reads `rank` entries of each.
         raise ValueError(f"box {tuple(box)} and dims {tuple(dims)} differ in rank")
-    address = load_library().mxrtTensorMap(ptr, int(elem_type), rank, (_i64 * rank)(*dims),
-                                           (_i32 * len(box))(*box), int(swizzle))
-    if not address:
-        raise MXRuntimeError(None, last_error() or "mxrtTensorMap failed")
-    return address
+    storage = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGNMENT)
+    address = ctypes.addressof(storage) + -ctypes.addressof(storage) % TENSOR_MAP_ALIGNMENT
+    load_library().mxrtEncodeTensorMap(address, ptr, int(elem_type), rank, (_i64 * rank)(*dims),
+                                       (_i32 * len(box))(*box), int(swizzle))
+    encoded = ctypes.string_at(address, TENSOR_MAP_BYTES)
+    if not any(encoded):
+        raise MXRuntimeError(None, last_error() or "mxrtEncodeTensorMap failed")
+    return encoded
 
 
 _DESCRIPTORS: dict[int, type[ctypes.Structure]] = {}

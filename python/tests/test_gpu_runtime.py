@@ -7,7 +7,7 @@ at the wrong place shows) with mx.reference, run cuBLASLt through
 mxrtScaledMatmul, and compare with mx.reference.scaled_matmul (a float64
 product of the dequantized operands) by relative Frobenius error. The seed of
 each test's inputs is in its failure message. The TMA tensor-map tests check
-mxrtTensorMap's encoding, cache and argument checks.
+mxrtEncodeTensorMap's encoding and argument checks.
 """
 
 import concurrent.futures
@@ -346,8 +346,12 @@ def test_call_guard_skips_device_work_after_a_failure(poke):
         assert_context_alive()
 
         lib.mxrtCallBegin(b"tensor_map")
-        assert not lib.mxrtTensorMap(buf.ptr + 8, int(rt.ElemType.F32), 2, (ctypes.c_int64 * 2)(4, 4),
-                                     (ctypes.c_int32 * 2)(4, 4), int(rt.Swizzle.NONE))
+        storage = ctypes.create_string_buffer(rt.TENSOR_MAP_BYTES + rt.TENSOR_MAP_ALIGNMENT)
+        map_address = ctypes.addressof(storage) + -ctypes.addressof(storage) % rt.TENSOR_MAP_ALIGNMENT
+        assert lib.mxrtEncodeTensorMap(map_address, buf.ptr + 8, int(rt.ElemType.F32), 2,
+                                       (ctypes.c_int64 * 2)(4, 4), (ctypes.c_int32 * 2)(4, 4),
+                                       int(rt.Swizzle.NONE)) == map_address
+        assert not any(ctypes.string_at(map_address, rt.TENSOR_MAP_BYTES))
         launch_poke(lib, function, 0)
         assert lib.mxrtCallEnd() == rt.Status.INVALID_ARGUMENT
         assert "not 16-byte aligned" in rt.last_error()
@@ -373,10 +377,9 @@ def test_call_guard_refuses_null_arguments(poke):
     assert_context_alive()
 
 
-# mxrtTensorMap. There is no driver call that reads a CUtensorMap back, and a
-# TMA copy needs a kernel, so the maps are checked against the driver's own
-# encoding of the parameters the contract names (the GEMM kernel tests
-# exercise them in cp.async.bulk.tensor).
+# mxrtEncodeTensorMap. A TMA copy needs a kernel, so the maps are checked
+# against the driver's own encoding of the parameters the contract names (the
+# GEMM kernel tests exercise them in cp.async.bulk.tensor).
 CU_TENSOR_MAP_TYPES = {  # CUtensorMapDataType of each element type that has a tensor map
     rt.ElemType.F8E4M3: 0, rt.ElemType.F8E5M2: 0, rt.ElemType.E8M0: 0, rt.ElemType.I8: 0,  # UINT8
     rt.ElemType.U32: 2, rt.ElemType.F16: 6, rt.ElemType.F32: 7, rt.ElemType.BF16: 9}
@@ -392,7 +395,7 @@ def tensor():
 
 
 def driver_encoding(base, elem_type, dims, box, swizzle, cu_type=None, strides=None):
-    """The 128 bytes cuTensorMapEncodeTiled gives for mxrtTensorMap's contract.
+    """The 128 bytes cuTensorMapEncodeTiled gives for mxrtEncodeTensorMap's contract.
 
     The driver encodes only with a context current: device 0's primary context
     (the runtime's default device), pushed for the call.
@@ -431,36 +434,34 @@ def test_tensor_map_encoding(tensor, elem_type, swizzle):
     size = rt.NUMPY_DTYPES[elem_type].itemsize
     inner_box = (swizzle or 128) // size  # The widest box the swizzle span allows.
     dims, box = [3 * inner_box, 40, 2], [inner_box, 32, 1]
-    address = rt.tensor_map(tensor, elem_type, dims, box, swizzle)
-    assert address % 64 == 0
-    stored = rt.MemRef(address, (128,)).to_numpy(np.uint8).tobytes()
-    assert stored == driver_encoding(tensor, elem_type, dims, box, swizzle)
+    encoded = rt.tensor_map(tensor, elem_type, dims, box, swizzle)
+    assert encoded == driver_encoding(tensor, elem_type, dims, box, swizzle)
 
 
 @pytest.mark.parametrize("elem_type,cu_type", [(rt.ElemType.F4E2M1, 14), (rt.ElemType.F6E3M2, 15),
                                                (rt.ElemType.F6E2M3, 15)], ids=lambda v: str(v))
 def test_tensor_map_packed_encoding(tensor, elem_type, cu_type):
     """FP4 and FP6 maps are the 16U4 / 16U6_ALIGN16B types (SM100's unpacking loads), dims in elements
-    and byte strides of the packed rows. Where the driver has no such type for this GPU, mxrtTensorMap
-    reports the driver's refusal."""
+    and byte strides of the packed rows. Where the driver has no such type for this GPU,
+    mxrtEncodeTensorMap reports the driver's refusal."""
     bits = 4 if elem_type == rt.ElemType.F4E2M1 else 6
     dims, box = [256, 40, 2], [128, 32, 1]
     strides = [256 * bits // 8, 256 * 40 * bits // 8]
     try:
-        address = rt.tensor_map(tensor, elem_type, dims, box, rt.Swizzle.B128)
+        encoded = rt.tensor_map(tensor, elem_type, dims, box, rt.Swizzle.B128)
     except rt.MXRuntimeError as exc:
         assert str(exc).startswith(f"cuTensorMapEncodeTiled({elem_type.name}"), exc
         pytest.skip(f"the driver refuses the packed type on this GPU: {str(exc).splitlines()[0]}")
-    stored = rt.MemRef(address, (128,)).to_numpy(np.uint8).tobytes()
-    assert stored == driver_encoding(tensor, elem_type, dims, box, rt.Swizzle.B128, cu_type, strides)
+    assert encoded == driver_encoding(tensor, elem_type, dims, box, rt.Swizzle.B128, cu_type, strides)
 
 
-def test_tensor_map_cache(tensor):
+def test_tensor_map_distinguishes_requests(tensor):
+    """Each parameter of the contract reaches the encoding; equal encodings only where the contract
+    says so (FP8 and scale bytes are both UINT8)."""
     request = (tensor, rt.ElemType.F8E4M3, [256, 64], [128, 64], rt.Swizzle.B128)
-    address = rt.tensor_map(*request)
-    assert rt.tensor_map(*request) == address
-    # Same encoding (FP8 and scale bytes are both UINT8): same map.
-    assert rt.tensor_map(tensor, rt.ElemType.E8M0, *request[2:]) == address
+    encoded = rt.tensor_map(*request)
+    assert rt.tensor_map(*request) == encoded
+    assert rt.tensor_map(tensor, rt.ElemType.E8M0, *request[2:]) == encoded
     variants = [
         (tensor + 16, rt.ElemType.F8E4M3, [256, 64], [128, 64], rt.Swizzle.B128),
         (tensor, rt.ElemType.BF16, [256, 64], [64, 64], rt.Swizzle.B128),
@@ -470,24 +471,25 @@ def test_tensor_map_cache(tensor):
         (tensor, rt.ElemType.F8E4M3, [256, 64, 1], [128, 64, 1], rt.Swizzle.B128),
         (tensor, rt.ElemType.F8E4M3, [32, 2, 2, 2, 2], [32, 1, 1, 1, 1], rt.Swizzle.B32),
     ]
-    addresses = [rt.tensor_map(*variant) for variant in variants]
-    assert len(set(addresses + [address])) == len(variants) + 1
+    encodings = [rt.tensor_map(*variant) for variant in variants]
+    assert len(set(encodings + [encoded])) == len(variants) + 1
 
 
 def test_tensor_map_threads(tensor):
-    """Concurrent callers agree on every map; 600 maps fill more than one 512-map slab."""
+    """Concurrent callers get the driver's encoding of each request (the runtime keeps no state
+    between calls but the device scope)."""
     requests = [(tensor, rt.ElemType.F32, [64, rows], [32, 8], rt.Swizzle.B128)
-                for rows in range(1000, 1600)]
+                for rows in range(1000, 1200)]
 
-    def addresses(order):
+    def encodings(order):
         return {order[i]: rt.tensor_map(*requests[order[i]]) for i in range(len(order))}
 
     orders = [np.random.default_rng(seed).permutation(len(requests)).tolist() for seed in range(4)]
     with concurrent.futures.ThreadPoolExecutor(len(orders)) as pool:
-        results = list(pool.map(addresses, orders))
+        results = list(pool.map(encodings, orders))
     assert all(result == results[0] for result in results)
     assert len(set(results[0].values())) == len(requests)
-    assert all(address % 64 == 0 for address in results[0].values())
+    assert results[0][7] == driver_encoding(*requests[7])
 
 
 @pytest.mark.parametrize("offset,elem_type,dims,box,swizzle,message", [
@@ -515,7 +517,7 @@ def test_tensor_map_threads(tensor):
 def test_tensor_map_invalid_arguments(tensor, offset, elem_type, dims, box, swizzle, message):
     with pytest.raises(rt.MXRuntimeError, match=message) as info:
         rt.tensor_map(tensor + offset, elem_type, dims, box, swizzle)
-    assert str(info.value).startswith("mxrtTensorMap: ")
+    assert str(info.value).startswith("mxrtEncodeTensorMap: ")
     assert info.value.status is None
 
 
@@ -533,11 +535,19 @@ def test_tensor_map_driver_rejection(tensor):
         % tensor)
 
 
-def test_tensor_map_returns_null():
-    """The C contract itself: NULL, and the reason as the sticky error."""
+def test_tensor_map_c_contract():
+    """The C contract itself: the map pointer back (NULL for a NULL map), 128 zero bytes where the
+    encoding failed, and the reason as the sticky error."""
     lib, box = rt.load_library(), (ctypes.c_int32 * 2)(64, 64)
     dims = (ctypes.c_int64 * 2)(64, 64)
-    assert lib.mxrtTensorMap(None, rt.ElemType.F8E4M3, 2, dims, box, 0) is None
-    assert rt.last_error().startswith("mxrtTensorMap: base is NULL")
-    assert lib.mxrtTensorMap(256, rt.ElemType.F8E4M3, 2, None, box, 0) is None
-    assert rt.last_error().startswith("mxrtTensorMap: dims is NULL")
+    storage = ctypes.create_string_buffer(b"\xff" * (rt.TENSOR_MAP_BYTES + 2 * rt.TENSOR_MAP_ALIGNMENT))
+    address = ctypes.addressof(storage) + -ctypes.addressof(storage) % rt.TENSOR_MAP_ALIGNMENT
+    assert lib.mxrtEncodeTensorMap(None, 256, rt.ElemType.F8E4M3, 2, dims, box, 0) is None
+    assert rt.last_error().startswith("mxrtEncodeTensorMap: map is NULL")
+    assert lib.mxrtEncodeTensorMap(address + 32, 256, rt.ElemType.F8E4M3, 2, dims, box, 0) == address + 32
+    assert rt.last_error().startswith("mxrtEncodeTensorMap: map 0x%x is not 64-byte aligned" % (address + 32))
+    assert lib.mxrtEncodeTensorMap(address, None, rt.ElemType.F8E4M3, 2, dims, box, 0) == address
+    assert rt.last_error().startswith("mxrtEncodeTensorMap: base is NULL")
+    assert not any(ctypes.string_at(address, rt.TENSOR_MAP_BYTES))
+    assert lib.mxrtEncodeTensorMap(address, 256, rt.ElemType.F8E4M3, 2, None, box, 0) == address
+    assert rt.last_error().startswith("mxrtEncodeTensorMap: dims is NULL")

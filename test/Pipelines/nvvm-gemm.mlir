@@ -20,13 +20,13 @@
 // KERNEL90-NOT: convert-mx-to-cublas
 // KERNEL90: convert-mx-to-gpu{chip=sm_90a gemm=kernel gemm-config=}
 // KERNELS90-NOT: mxrtScaledMatmul
-// KERNELS90: llvm.func @mxrtTensorMap
+// KERNELS90: llvm.func @mxrtEncodeTensorMap
 // KERNELS90-LABEL: llvm.func @mx_gemm
-// KERNELS90-COUNT-2: llvm.call @mxrtTensorMap
+// KERNELS90-COUNT-2: llvm.call @mxrtEncodeTensorMap
 // KERNELS90: gpu.launch_func {{.*}} @mx_gemm_mx_exact_256x128x512::@kernel
 // KERNELS90-LABEL: llvm.func @blockwise_gemm
 // KERNELS90: gpu.launch_func {{.*}} @blockwise_gemm_kernel::@blockwise_gemm_kernel
-// KERNELS90-COUNT-4: llvm.call @mxrtTensorMap
+// KERNELS90-COUNT-4: llvm.call @mxrtEncodeTensorMap
 // KERNELS90: gpu.launch_func {{.*}} @mx_gemm_blockwise_256x128x512::@kernel
 // KERNELS90-DAG: gpu.binary @mx_gemm_mx_exact_256x128x512 {{.*}}chip = "sm_90a", features = "+ptx86"
 // KERNELS90-DAG: gpu.binary @mx_gemm_blockwise_256x128x512

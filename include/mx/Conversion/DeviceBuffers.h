@@ -52,16 +52,25 @@ mxrtOperandLayout getRuntimeLayout(OperandLayout layout);
 mlir::Value getDevicePointer(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value tensorOrBuffer);
 
-/// The LLVM types of the runtime's C functions that lowered host code calls
-/// (MXRuntime.h): `mxrtTensorMap` and `mxrtScaledMatmul`, C symbols called
-/// as they are, with no MLIR memref convention or C-interface wrapper.
+/// The runtime's C functions that lowered host code calls (MXRuntime.h), C
+/// symbols called as they are, with no MLIR memref convention or C-interface
+/// wrapper: their names and LLVM types.
+constexpr llvm::StringLiteral kEncodeTensorMapFn = "mxrtEncodeTensorMap";
+constexpr llvm::StringLiteral kScaledMatmulFn = "mxrtScaledMatmul";
 mlir::LLVM::LLVMFunctionType getTensorMapFnType(mlir::MLIRContext *context);
 mlir::LLVM::LLVMFunctionType getScaledMatmulFnType(mlir::MLIRContext *context);
+
+/// A CUtensorMap as a value: the 128 bytes that `mxrtEncodeTensorMap` writes
+/// and a kernel takes by value (a `__grid_constant__` parameter), aligned to
+/// `kTensorMapAlignment` bytes wherever it is stored, as TMA requires.
+mlir::LLVM::LLVMArrayType getTensorMapType(mlir::MLIRContext *context);
+constexpr int64_t kTensorMapAlignment = 64;
 
 /// Whether the runtime's C function `name` (MXRuntime.h), as lowered host
 /// code calls it, uses the device buffers it is given only in the work of
 /// the call, in stream order, and keeps none of them past it. What it returns
-/// may still refer to a buffer (a tensor map does): its users use the buffer.
+/// may still refer to a buffer (the map `mxrtEncodeTensorMap` returns does,
+/// and so does what is loaded from it): its users use the buffer.
 bool usesBuffersInStreamOrder(llvm::StringRef name);
 
 /// Whether `module` can call the runtime's C function `name` (MXRuntime.h)

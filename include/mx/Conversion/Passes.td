@@ -413,9 +413,10 @@ def FreeDeviceTemporaries
     `llvm.inttoptr`, `llvm.ptrtoint`, `llvm.getelementptr` on it), the ops
     of a `gpu.launch` body, `gpu.launch_func`, `gpu.memcpy`, `gpu.memset`, and
     `llvm.call` of the runtime functions that use a buffer only in the
-    call's stream-ordered work (`mxrtTensorMap`, whose tensor map refers to
-    the buffer and is followed like it, `mxrtScaledMatmul`, the NCCL
-    collectives). A buffer with any other use -- returned (the caller owns
+    call's stream-ordered work (`mxrtEncodeTensorMap`, whose tensor map
+    refers to the buffer and is followed like it, through the `llvm.load`
+    that reads the map as a kernel's by-value argument; `mxrtScaledMatmul`;
+    the NCCL collectives). A buffer with any other use -- returned (the caller owns
     it), passed to a `func.call`, stored, yielded from a region, used in
     another block, an op the pass does not know -- is left allocated, and
     so is one that some alias of it is already freed by a `gpu.dealloc`.

@@ -4,8 +4,8 @@
  * the runtime library: plain C (no CUDA headers, streams and device pointers
  * are `void *`) so the compiler can include it to get the i32 encodings of
  * element types and scale modes it passes to mxrtScaledMatmul and
- * mxrtTensorMap. Every function returns an mxrtStatus, except mxrtTensorMap
- * (NULL on failure); on failure a human-readable message (the failing call,
+ * mxrtEncodeTensorMap. Every function returns an mxrtStatus, except
+ * mxrtEncodeTensorMap (which returns its map, zeroed on failure); on failure a human-readable message (the failing call,
  * the CUDA/cuBLAS status name and number, the device ordinal, name and
  * compute capability) is printed to stderr and kept as the sticky last error
  * until mxrtGetLastError() reads it. The library also exports the mgpu*
@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 /* Element types, encoded by the lowering as i32 constants. E8M0 stands for
- * any byte that is not an FP8 operand (block scales); only mxrtTensorMap
+ * any byte that is not an FP8 operand (block scales); only mxrtEncodeTensorMap
  * takes it. F4E2M1 data is packed two elements to a byte, element 2i in the
  * low nibble; F6E3M2 and F6E2M3 data four elements to three bytes, element
  * 4i + j in bits 6j..6j+5 of the little-endian 24-bit word of bytes
@@ -293,31 +293,32 @@ typedef enum mxrtTensorMapSwizzle {
   MXRT_SWIZZLE_128B = 128
 } mxrtTensorMapSwizzle;
 
-/* Returns a device pointer to a 64-byte aligned CUtensorMap (in global
- * memory, ready to be passed to a kernel and used by cp.async.bulk.tensor)
- * that describes the row-major tensor at `base`: `rank` (2..5) dims listed
- * INNERMOST FIRST in `dims` (elements), densely packed (strides follow from
- * dims and the element size), boxes of `box` (elements, innermost first),
- * element type `elemType` (mxrtElemType; F8E4M3/F8E5M2/I8 encode as
- * CU_TENSOR_MAP_DATA_TYPE_UINT8, BF16 as BFLOAT16, F16 as FLOAT16, F32 as
- * FLOAT32, E8M0 as UINT8, F4E2M1 as 16U4_ALIGN16B and F6E3M2/F6E2M3 as
- * 16U6_ALIGN16B: each 16 packed elements of a row land in 16 bytes of shared
- * memory, as SM100's tcgen05 kind::mxf8f6f4 reads them; those need a 32-byte
- * aligned base and strides, dims[0] a multiple of 128, box[0] = 128 and
- * swizzle 128B or none), interleave none, the given swizzle
- * (mxrtTensorMapSwizzle), L2 promotion 256B, out-of-bounds elements read as
- * zero. The map lives on the current default device, ready when the call
- * returns (a kernel on any stream may use it). Identical requests on one
- * device return the same pointer (cache keyed by the encoded 128 bytes;
- * maps are never freed: 128 bytes each); NULL on failure with the
- * reason recorded (sticky error, printed), e.g. base not 16-byte aligned, a
- * stride not a multiple of 16 bytes, box larger than 256 or than the
- * swizzle span, rank out of range, cuTensorMapEncodeTiled's status.
+/* Encodes into `map` (128 bytes, 64-byte aligned, host memory the caller
+ * owns) the CUtensorMap that describes the row-major tensor at `base`, for
+ * cp.async.bulk.tensor: `rank` (2..5) dims listed INNERMOST FIRST in `dims`
+ * (elements), densely packed (strides follow from dims and the element
+ * size), boxes of `box` (elements, innermost first), element type `elemType`
+ * (mxrtElemType; F8E4M3/F8E5M2/I8 encode as CU_TENSOR_MAP_DATA_TYPE_UINT8,
+ * BF16 as BFLOAT16, F16 as FLOAT16, F32 as FLOAT32, E8M0 as UINT8, F4E2M1 as
+ * 16U4_ALIGN16B and F6E3M2/F6E2M3 as 16U6_ALIGN16B: each 16 packed elements
+ * of a row land in 16 bytes of shared memory, as SM100's tcgen05
+ * kind::mxf8f6f4 reads them; those need a 32-byte aligned base and strides,
+ * dims[0] a multiple of 128, box[0] = 128 and swizzle 128B or none),
+ * interleave none, the given swizzle (mxrtTensorMapSwizzle), L2 promotion
+ * 256B, out-of-bounds elements read as zero. No device memory and no device
+ * work: a kernel takes the map as a 128-byte __grid_constant__ parameter
+ * (what the compiled GEMMs do), or the caller copies it to the device.
+ * Returns `map`; on failure the 128 bytes are zero and the reason is
+ * recorded (sticky error, printed, and the current call guard skips its
+ * later launches), e.g. map NULL or not 64-byte aligned, base not 16-byte
+ * aligned, a stride not a multiple of 16 bytes, box larger than 256 or than
+ * the swizzle span, rank out of range, cuTensorMapEncodeTiled's status.
  * Thread-safe. The arrays are read during the call only, so compiled code
  * may pass stack memory. */
-MXRT_API void *mxrtTensorMap(const void *base, int32_t elemType, int32_t rank,
-                             const int64_t *dims, const int32_t *box,
-                             int32_t swizzle);
+MXRT_API void *mxrtEncodeTensorMap(void *map, const void *base,
+                                   int32_t elemType, int32_t rank,
+                                   const int64_t *dims, const int32_t *box,
+                                   int32_t swizzle);
 
 /* Collectives across the GPUs of a job: one process per GPU, each with one
  * communicator over all of them, on NCCL (libnccl.so.2, or the library that

@@ -37,8 +37,6 @@ using namespace mx;
 
 namespace {
 
-constexpr StringLiteral kScaledMatmulFn = "mxrtScaledMatmul";
-
 /// Bytes of one batch slice of a tensor with `batchRank` batch dimensions
 /// (FP4 packed two elements to a byte).
 int64_t getSliceBytes(Value value, int64_t batchRank) {

@@ -43,34 +43,38 @@ gpu.module @k {
 // -----
 
 // A tensor map of the buffer refers to it: the free follows the launch that
-// reads the map, not the mxrtTensorMap call. Two temporaries after one op are
-// freed in allocation order.
+// takes the map (loaded from what mxrtEncodeTensorMap returns), not the
+// encoding call. Two temporaries after one op are freed in allocation order.
 // CHECK-LABEL: func.func @tensor_map(
 // CHECK: %[[A:.*]] = gpu.alloc () : memref<256xi8>
 // CHECK: %[[B:.*]] = gpu.alloc () : memref<256xi8>
-// CHECK: %[[MAP:.*]] = llvm.call @mxrtTensorMap
+// CHECK: llvm.call @mxrtEncodeTensorMap
+// CHECK: %[[MAP:.*]] = llvm.load
 // CHECK-NOT: gpu.dealloc
-// CHECK: gpu.launch_func @k::@k {{.*}}args(%[[MAP]] : !llvm.ptr
+// CHECK: gpu.launch_func @k::@k {{.*}}args(%[[MAP]] : !llvm.array<16 x i64>
 // CHECK-NEXT: gpu.dealloc %[[A]]
 // CHECK-NEXT: gpu.dealloc %[[B]]
 // CHECK-NEXT: return
 module attributes {gpu.container_module} {
-llvm.func @mxrtTensorMap(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32) -> !llvm.ptr
+llvm.func @mxrtEncodeTensorMap(!llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32) -> !llvm.ptr
 func.func @tensor_map(%dims: !llvm.ptr, %box: !llvm.ptr) {
   %c1 = arith.constant 1 : index
   %c0_i32 = arith.constant 0 : i32
+  %c1_i64 = arith.constant 1 : i64
   %a = gpu.alloc () : memref<256xi8>
   %b = gpu.alloc () : memref<256xi8>
+  %memory = llvm.alloca %c1_i64 x !llvm.array<16 x i64> {alignment = 64 : i64} : (i64) -> !llvm.ptr
   %address = memref.extract_aligned_pointer_as_index %a : memref<256xi8> -> index
   %i = arith.index_cast %address : index to i64
   %p = llvm.inttoptr %i : i64 to !llvm.ptr
-  %map = llvm.call @mxrtTensorMap(%p, %c0_i32, %c0_i32, %dims, %box, %c0_i32) : (!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32) -> !llvm.ptr
-  gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%map : !llvm.ptr, %b : memref<256xi8>)
+  %encoded = llvm.call @mxrtEncodeTensorMap(%memory, %p, %c0_i32, %c0_i32, %dims, %box, %c0_i32) : (!llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32) -> !llvm.ptr
+  %map = llvm.load %encoded {alignment = 64 : i64} : !llvm.ptr -> !llvm.array<16 x i64>
+  gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%map : !llvm.array<16 x i64>, %b : memref<256xi8>)
   return
 }
 
 gpu.module @k {
-  gpu.func @k(%map: !llvm.ptr, %b: memref<256xi8>) kernel {
+  gpu.func @k(%map: !llvm.array<16 x i64>, %b: memref<256xi8>) kernel {
     gpu.return
   }
 }

@@ -9,7 +9,7 @@ llvm.func @mxrtScaledMatmul(i32) -> i32
 // CHECK-LABEL: func.func @wgrad
 // CHECK-NOT: llvm.call @mxrtScaledMatmul
 // CHECK: gpu.launch_func @mx_gemm_blockwise_256x384x512::@kernel
-// CHECK: gpu.func @kernel
+// CHECK: llvm.func @kernel
 // CHECK-SAME: mx.gemm_lowering = "kernel: cuBLASLt cannot run it (the module defines @mxrtScaledMatmul as !llvm.func<i32 (i32)>, not the runtime's
 func.func @wgrad(%a: tensor<256x512xf8E4M3FN>, %as: tensor<4x64x4xf32>, %b: tensor<384x512xf8E4M3FN>, %bs: tensor<4x96x4xf32>) -> tensor<256x384xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]

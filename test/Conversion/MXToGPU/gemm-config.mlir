@@ -12,7 +12,7 @@
 // SHARE-A: %[[BOX:.*]] = llvm.alloca %{{.*}} x i32
 // SHARE-A: llvm.store %c96_i32
 // SHARE-A: gpu.launch_func @mx_gemm_per_tensor_512x512x256::@kernel clusters in (%c2, %c1, %c1) blocks in (%c12, %c1, %c1) threads in (%c512, %c1, %c1)
-// SHARE-A: gpu.func @kernel
+// SHARE-A: llvm.func @kernel
 // SHARE-A-SAME: mx.gemm_plan = "recipe=per_tensor chip=sm_90a mnk=512x512x256 tile=192x128x128 stages=4 roles=tma:1,mma:3x1 regs=40/152 wgmma=m64n128k32 ctas=12 cluster=1x2 group=8 epilogue=tma
 // SHARE-A-SAME: nvvm.cluster_dim = array<i32: 2, 1, 1>
 // SHARE-A: arith.constant 3 : i16

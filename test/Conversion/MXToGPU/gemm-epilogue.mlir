@@ -8,8 +8,8 @@
 // RUN: mx-opt %s --split-input-file --convert-mx-to-cublas="gemm=cublas" -verify-diagnostics
 
 // CHECK-LABEL: func.func @bias_and_accumulate
-// CHECK: gpu.launch_func @{{.*}}::@kernel {{.*}} args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
-// CHECK: gpu.func @kernel
+// CHECK: gpu.launch_func @{{.*}}::@kernel {{.*}} args(%{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
+// CHECK: llvm.func @kernel
 // CHECK-SAME: epilogue=registers bias=bf16 accumulate
 // CHECK: scf.if
 // CHECK:   %[[BIAS:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> vector<2xbf16>
@@ -51,7 +51,7 @@ func.func @wgrad_main_grad(%dy: tensor<256x512xf8E4M3FN>, %dys: tensor<256x4xf32
 // of each column pair (columns past N read bias[0], which TMA clips) before
 // the rounding and the stmatrix.
 // CHECK-LABEL: func.func @fprop_bias
-// CHECK: gpu.func @kernel
+// CHECK: llvm.func @kernel
 // CHECK-SAME: epilogue=tma bias=bf16
 // CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %[[C:.*]], %c200_i32 : i32
 // CHECK-NEXT: %[[COL:.*]] = arith.select %[[INSIDE]], %[[C]], %c0_i32 : i32

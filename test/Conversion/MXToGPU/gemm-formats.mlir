@@ -9,8 +9,8 @@
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
 
 // CHECK-LABEL: func.func @fp6_fp4
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
 // CHECK: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x256x128 stages=5 {{.*}} scales=128x4,128x4 rows=96B/sw0,64B/sw64 smem=217680 stage0=a:0,b:12288,
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c30208_i32
 // CHECK-COUNT-2: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
@@ -30,8 +30,8 @@ func.func @fp6_fp4(%a: tensor<256x512xf6E3M2FN>, %as: tensor<2x4x32x4x4xf8E8M0FN
 // -----
 
 // CHECK-LABEL: func.func @int8_e5m2
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c1_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c1_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
 // CHECK: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=200x72x256 tile=128x256x128 stages=3 {{.*}} scales=128x4,128x4 smem=
 // CHECK-NOT: rows=
 // CHECK: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)

@@ -13,10 +13,10 @@ func.func @mixed_scales(%a: tensor<128x256xf8E4M3FN>, %as: tensor<1x1xf32>, %b: 
 
 // A module symbol in the way of the runtime function the host code calls is
 // reported on the op (not a crash, not an invalid call).
-llvm.func @mxrtTensorMap(i32) -> i32
+llvm.func @mxrtEncodeTensorMap(i32) -> i32
 
 func.func @tensor_map_symbol_taken(%a: tensor<256x512xf8E4M3FN>, %as: tensor<2x4x32x4x4xf8E8M0FNU>, %b: tensor<128x512xf8E4M3FN>, %bs: tensor<1x4x32x4x4xf8E8M0FNU>) -> tensor<256x128xbf16> {
-  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_90a: the module defines @mxrtTensorMap as !llvm.func<i32 (i32)>, not the runtime's !llvm.func<ptr (ptr, i32, i32, ptr, ptr, i32)>}}
+  // expected-error @+1 {{'mx.scaled_matmul' op has no generated kernel on sm_90a: the module defines @mxrtEncodeTensorMap as !llvm.func<i32 (i32)>, not the runtime's !llvm.func<ptr (ptr, ptr, i32, i32, ptr, ptr, i32)>}}
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
       : tensor<256x512xf8E4M3FN>, tensor<2x4x32x4x4xf8E8M0FNU>, tensor<128x512xf8E4M3FN>, tensor<1x4x32x4x4xf8E8M0FNU> -> tensor<256x128xbf16>
   return %c : tensor<256x128xbf16>

@@ -11,7 +11,7 @@
 // accumulator-empty barrier one per epilogue thread.
 // CHECK-LABEL: func.func @mx
 // CHECK: gpu.launch_func  @mx_gemm_mx_block_scaled_256x384x512::@kernel blocks in (%c4, %c1, %c1) threads in (%c256, %c1, %c1)  dynamic_shared_memory_size %c203864_i32
-// CHECK: gpu.func @kernel
+// CHECK: llvm.func @kernel
 // CHECK-SAME: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=256x384x512 tile=128x256x128 stages=4 roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=mxf8f6f4.m128n256k32.block32 ctas=4 cluster=1x1 group=8 epilogue=registers scales=128x4,128x4 smem=203864 stage0=a:0,b:16384,sa:196608,sb:197120 barriers=202752,202784 acc_barriers=202816,202824 tmem_slot=202832 tmem=512 acc=0:256 sfa=256,268,280,292 sfb=260,272,284,296"
 // CHECK-SAME: nvvm.maxntid = array<i32: 256, 1, 1>
 // CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c1_i32
@@ -95,8 +95,8 @@ func.func @mx_linear_scales(%a: tensor<200x256xf8E4M3FN>, %as: tensor<200x8xf8E8
 // the instruction descriptors carry A = E3M2 (4, bits 7-9) and B = E2M1
 // (5, bits 10-12): 0x08C01600 plus the scale ids.
 // CHECK-LABEL: func.func @fp6_fp4
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c8_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c6_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c8_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c6_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
 // CHECK: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=256x128x512 tile=128x256x128 stages=4
 // CHECK-SAME: stage0=a:0,b:16384,
 // CHECK: nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %c146806272_i32,
@@ -121,8 +121,8 @@ func.func @fp6_fp4(%a: tensor<256x512xf6E3M2FN>, %as: tensor<2x4x32x4x4xf8E8M0FN
 // 2 << 29 = 0x40000020). K = 64 is accepted: only the unpacking maps of
 // kind::mxf8f6f4 need whole 128-element boxes.
 // CHECK-LABEL: func.func @fp4_fp4
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
 // CHECK: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=256x384x512 tile=128x256x128 stages=8 roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=mxf4.m128n256k64.block32
 // CHECK-SAME: rows=64B/sw64,64B/sw64 smem=210072 stage0=a:0,b:8192,sa:196608,sb:197120
 // CHECK-SAME: tmem=512 acc=0:256 sfa=256,268,280,292,304,316,328,340 sfb=260,272,284,296,308,320,332,344"
@@ -155,13 +155,13 @@ func.func @fp4_fp4(%a: tensor<256x512xf4E2M1FN>, %as: tensor<2x4x32x4x4xf8E8M0FN
 // The epilogue multiplies every value by the product of the two f32 tensor
 // scales, the kernel's last two arguments.
 // CHECK-LABEL: func.func @nvfp4
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c10_i32, %c2_i32, %{{.*}}, %{{.*}}, %c64_i32)
 // CHECK: bufferization.to_buffer %arg4 read_only : tensor<f32> to memref<f32>
 // CHECK: %[[TA:.*]] = llvm.inttoptr
 // CHECK: bufferization.to_buffer %arg5 read_only : tensor<f32> to memref<f32>
 // CHECK: %[[TB:.*]] = llvm.inttoptr
-// CHECK: gpu.launch_func  @mx_gemm_mx_block_scaled_128x256x512::@kernel {{.*}} args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %[[TA]] : !llvm.ptr, %[[TB]] : !llvm.ptr)
+// CHECK: gpu.launch_func  @mx_gemm_mx_block_scaled_128x256x512::@kernel {{.*}} args(%{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>, %[[TA]] : !llvm.ptr, %[[TB]] : !llvm.ptr)
 // CHECK: mx.gemm_plan = "recipe=mx_block_scaled chip=sm_100a mnk=128x256x512 tile=128x256x128 stages=8 roles=tma:w0,mma:w1,epilogue:wg1 tcgen05=mxf4nvf4.m128n256k64.block16
 // CHECK-SAME: rows=64B/sw64,64B/sw64 smem=222360 stage0=a:0,b:8192,sa:196608,sb:197632
 // CHECK-SAME: tmem=512 acc=0:256 sfa=256,280,304,328,352,376,400,424 sfb=264,288,312,336,360,384,408,432"

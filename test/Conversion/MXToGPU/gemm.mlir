@@ -12,12 +12,12 @@
 // bf16 buffer of shared memory (each thread one row: four 16-byte loads,
 // eight 16-byte stores), its K words stored permuted like A's.
 // CHECK-LABEL: func.func @mx_exact
-// CHECK-COUNT-2: llvm.call @mxrtTensorMap(%{{.*}}, %c0_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
-// CHECK-COUNT-2: llvm.call @mxrtTensorMap(%{{.*}}, %c5_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
-// CHECK: gpu.launch_func @mx_gemm_mx_exact_256x128x512::@kernel blocks in (%c2, %c1, %c1) threads in (%c384, %c1, %c1) dynamic_shared_memory_size %c218672_i32 args(%{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr)
+// CHECK-COUNT-2: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c0_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK-COUNT-2: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c5_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
+// CHECK: gpu.launch_func @mx_gemm_mx_exact_256x128x512::@kernel blocks in (%c2, %c1, %c1) threads in (%c384, %c1, %c1) dynamic_shared_memory_size %c218672_i32 args(%{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.ptr, %{{.*}} : !llvm.array<16 x i64>, %{{.*}} : !llvm.array<16 x i64>)
 // CHECK: gpu.module @mx_gemm_mx_exact_256x128x512
 // CHECK: llvm.mlir.global external @mx_gemm_shared() {addr_space = 3 : i32, alignment = 1024 : i64}
-// CHECK: gpu.func @kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel attributes
+// CHECK: llvm.func @kernel(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}) attributes {gpu.kernel
 // CHECK-SAME: mx.gemm_lowering = "kernel: gemm=kernel"
 // CHECK-SAME: mx.gemm_plan = "recipe=mx_exact chip=sm_90a mnk=256x128x512 tile=128x256x128 stages=3 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n256k16 ctas=2 cluster=1x1 group=8 epilogue=registers dequant=2x64 scales=128x4,128x4 smem=218672 stage0=a:0,b:16384,sa:212992,sb:213504 bf16_b=147456 barriers=217600,217624"
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
@@ -80,11 +80,11 @@ func.func @mx_linear_scales(%a: tensor<100x256xf8E5M2>, %as: tensor<100x8xf8E8M0
 // memory. f32 output: stores from registers.
 // CHECK-LABEL: func.func @blockwise
 // CHECK: gpu.launch blocks
-// CHECK: llvm.call @mxrtTensorMap
-// CHECK: llvm.call @mxrtTensorMap
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c4_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
-// CHECK: gpu.launch_func @mx_gemm_blockwise_200x72x256::@kernel {{.*}} args({{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr)
-// CHECK: gpu.func @kernel
+// CHECK: llvm.call @mxrtEncodeTensorMap
+// CHECK: llvm.call @mxrtEncodeTensorMap
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c4_i32, %c2_i32, %{{.*}}, %{{.*}}, %c0_i32)
+// CHECK: gpu.launch_func @mx_gemm_blockwise_200x72x256::@kernel {{.*}} args({{.*}} : !llvm.array<16 x i64>, {{.*}} : !llvm.array<16 x i64>, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.ptr, {{.*}} : !llvm.array<16 x i64>)
+// CHECK: llvm.func @kernel
 // CHECK-SAME: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=200x72x256 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n128k32 ctas=2 cluster=1x1 group=8 epilogue=registers scales=rows,blocks smem=200816 stage0=a:0,b:16384,sa:196608,sb:197120 tile_scales=199680,199680 barriers=199696,199744"
 // CHECK-COUNT-12: nvvm.mbarrier.init
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
@@ -135,8 +135,8 @@ func.func @blockwise_gemm_ready(%a: tensor<200x256xf8E4M3FN>, %as: tensor<2x50x4
 // them by TMA (a tensor map of the output, 128B-swizzled f16), after the
 // previous tile's stores have read the panels.
 // CHECK-LABEL: func.func @per_tensor
-// CHECK: llvm.call @mxrtTensorMap(%{{.*}}, %c3_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
-// CHECK: gpu.func @kernel
+// CHECK: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c3_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK: llvm.func @kernel
 // CHECK-SAME: mx.gemm_plan = "recipe=per_tensor chip=sm_90a mnk=130x264x64 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n128k32 ctas=6 cluster=1x1 group=8 epilogue=tma scales=scalar,scalar smem=230496 stage0=a:0,b:16384 out=196608
 // CHECK: nvvm.wgmma.mma_async {{.*}} A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-NOT: llvm.intr.fma
@@ -210,7 +210,7 @@ func.func @quantize_then_gemm(%x: tensor<128x256xbf16>, %b: tensor<64x256xf8E4M3
 // CHECK: gpu.launch_func @mx_stage_bf16_f8E4M3FN_4096x640_tiled::@kernel blocks in (%c640, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK: %[[B16:.*]] = gpu.alloc () : memref<2048x640xbf16>
 // CHECK: gpu.launch_func @mx_stage_bf16_f6E2M3FN_2048x640_tiled::@kernel blocks in (%c320, %c1, %c1) threads in (%c256, %c1, %c1)
-// CHECK-COUNT-3: llvm.call @mxrtTensorMap(%{{.*}}, %c{{.*}}_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
+// CHECK-COUNT-3: llvm.call @mxrtEncodeTensorMap(%{{.*}}, %{{.*}}, %c{{.*}}_i32, %c2_i32, %{{.*}}, %{{.*}}, %c128_i32)
 // CHECK: gpu.launch_func @mx_gemm_mx_staged_4096x2048x640::@kernel blocks in (%c132, %c1, %c1) threads in (%c384, %c1, %c1)
 // CHECK: gpu.dealloc %[[A16]] : memref<4096x640xbf16>
 // CHECK: gpu.dealloc %[[B16]] : memref<2048x640xbf16>

@@ -17,6 +17,11 @@
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.4.ptx -o %t.4.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.5.ptx -o %t.5.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
+// The tensor maps are __grid_constant__ parameters: 128 bytes each, 64-byte
+// aligned, read by TMA in the parameter space (no device copy of them).
+// MX: .entry kernel(
+// MX-NEXT: .param .align 64 .b8 kernel_param_0[128],
+// MX-NEXT: .param .align 64 .b8 kernel_param_1[128],
 // MX: .maxntid 384, 1, 1
 // MX: .minnctapersm 1
 // MX: setmaxnreg.dec.sync.aligned.u32 {{.*}}40;

@@ -1,10 +1,11 @@
 //===- GemmPatterns.cpp - mx.scaled_matmul to generated GEMM kernels ------===//
 //
 // The rewrite that gives `mx.scaled_matmul` a generated kernel: it plans the
-// kernel (GemmPlan.cpp), emits it as a `gpu.func` in a `gpu.module` of its
-// own (the skeleton, main loop and epilogue of GemmKernel.h), and replaces
-// the op with host code on device buffers: the output from `gpu.alloc`, the
-// TMA tensor maps the plan needs from `mxrtTensorMap` (MLIR 22.1's
+// kernel (GemmPlan.cpp), emits it as a kernel `llvm.func` in a `gpu.module`
+// of its own (the skeleton, main loop and epilogue of GemmKernel.h), and
+// replaces the op with host code on device buffers: the output from
+// `gpu.alloc`, the TMA tensor maps the plan needs, encoded by
+// `mxrtEncodeTensorMap` and passed by value (MLIR 22.1's
 // `nvgpu.tma.create.descriptor` encodes FP8 as BF16), and a
 // `gpu.launch_func` of the persistent grid, in clusters where the plan has
 // them, with the plan's dynamic shared memory. Scales the kernel copies in a
@@ -39,13 +40,31 @@ using namespace mx::gemm;
 
 namespace {
 
-constexpr StringLiteral kTensorMapFn = "mxrtTensorMap";
 constexpr StringLiteral kSharedGlobal = "mx_gemm_shared";
 constexpr int64_t kSwizzleBytes = 128;
 
-/// The kernel of `plan` in a new gpu.module of `module`.
-gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
-                           const GemmPlan &plan) {
+bool isTensorMap(KernelParameter parameter) {
+  switch (parameter) {
+  case KernelParameter::tensorMapA:
+  case KernelParameter::tensorMapB:
+  case KernelParameter::tensorMapAScales:
+  case KernelParameter::tensorMapBScales:
+  case KernelParameter::tensorMapOut:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// The kernel of `plan` in a new gpu.module of `module`. It is an `llvm.func`
+/// (`gpu.kernel`, `nvvm.kernel`) rather than a `gpu.func` for its tensor
+/// maps: each is a `__grid_constant__` parameter, an `llvm.byval` pointer
+/// into the parameter space that TMA reads, while the launch passes the 128
+/// bytes as a value (the host's `mxrtEncodeTensorMap`). A `gpu.func`'s
+/// lowering drops `llvm.byval`, and `gpu.launch_func` would require its
+/// operands to have the `gpu.func`'s argument types.
+LLVM::LLVMFuncOp buildKernel(OpBuilder &builder, Location loc,
+                             ModuleOp module, const GemmPlan &plan) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
   std::string name;
@@ -62,10 +81,23 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
                          /*addrSpace=*/unsigned(NVVM::NVVMMemorySpace::Shared));
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   SmallVector<KernelParameter> parameters = getKernelParameters(plan);
-  auto kernel = gpu::GPUFuncOp::create(
+  auto kernel = LLVM::LLVMFuncOp::create(
       b, "kernel",
-      b.getFunctionType(SmallVector<Type>(parameters.size(), ptr), {}));
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                  SmallVector<Type>(parameters.size(), ptr)));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
+                  b.getUnitAttr());
+  for (auto [index, parameter] : llvm::enumerate(parameters)) {
+    if (!isTensorMap(parameter))
+      continue;
+    kernel.setArgAttr(index, LLVM::LLVMDialect::getByValAttrName(),
+                      TypeAttr::get(getTensorMapType(b.getContext())));
+    kernel.setArgAttr(index, LLVM::LLVMDialect::getAlignAttrName(),
+                      b.getI64IntegerAttr(kTensorMapAlignment));
+    kernel.setArgAttr(index, NVVM::NVVMDialect::getGridConstantAttrName(),
+                      b.getUnitAttr());
+  }
   // A register cap at entry (the CUDA __launch_bounds__(threads, 1)) is
   // what lets setmaxnreg move registers between the roles.
   int32_t threads = plan.threads();
@@ -80,7 +112,7 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
   plan.print(os);
   kernel->setAttr("mx.gemm_plan", b.getStringAttr(printed));
 
-  b.setInsertionPointToStart(&kernel.getBody().front());
+  b.setInsertionPointToStart(kernel.addEntryBlock(b));
   KernelArguments args;
   for (auto [parameter, argument] :
        llvm::zip_equal(parameters, kernel.getArguments())) {
@@ -126,7 +158,7 @@ gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc, ModuleOp module,
     *slot = argument;
   }
   GemmKernelBuilder(b, plan, args).build(kSharedGlobal);
-  gpu::ReturnOp::create(b);
+  LLVM::ReturnOp::create(b, ValueRange());
   return kernel;
 }
 
@@ -139,23 +171,29 @@ struct TensorMapRequest {
   int32_t swizzle;
 };
 
-/// Host code asking the runtime for the tensor map of `request`. The module
-/// has no other @mxrtTensorMap (gemm::checkKernelSupport).
+/// Host code encoding the tensor map of `request` (`mxrtEncodeTensorMap`
+/// into stack memory of the host function), as the 128-byte value the
+/// kernel takes. The module has no other @mxrtEncodeTensorMap
+/// (gemm::checkKernelSupport).
 Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module,
                       const TensorMapRequest &request) {
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   LLVM::LLVMFunctionType fnType = getTensorMapFnType(b.getContext());
   FailureOr<LLVM::LLVMFuncOp> fn =
-      LLVM::lookupOrCreateFn(b, module, kTensorMapFn, fnType.getParams(),
+      LLVM::lookupOrCreateFn(b, module, kEncodeTensorMapFn, fnType.getParams(),
                              fnType.getReturnType());
   auto constant = [&](Type type, int64_t v) {
     return arith::ConstantIntOp::create(b, type, v).getResult();
   };
-  // Dims and box, innermost first, in stack memory of the host function.
+  auto stackMemory = [&](Type type, int64_t count, unsigned alignment) {
+    return LLVM::AllocaOp::create(b, ptr, type, constant(i64, count),
+                                  alignment)
+        .getResult();
+  };
+  // Dims and box, innermost first.
   auto array = [&](Type type, ArrayRef<int64_t> values) {
-    Value memory =
-        LLVM::AllocaOp::create(b, ptr, type, constant(i64, values.size()));
+    Value memory = stackMemory(type, values.size(), /*alignment=*/0);
     for (auto [i, v] : llvm::enumerate(values)) {
       Value slot = LLVM::GEPOp::create(b, ptr, type, memory,
                                        ArrayRef<LLVM::GEPArg>{int32_t(i)});
@@ -163,16 +201,21 @@ Value createTensorMap(ImplicitLocOpBuilder &b, ModuleOp module,
     }
     return memory;
   };
+  Type mapType = getTensorMapType(b.getContext());
+  Value memory = stackMemory(mapType, 1, kTensorMapAlignment);
   Value dims = array(i64, {request.rowElements, request.rows});
   Value box = array(i32, {request.boxElements, request.boxRows});
-  return LLVM::CallOp::create(
-             b, *fn,
-             ValueRange{request.data,
-                        constant(i32, *getRuntimeElementType(
-                                          request.elementType)),
-                        constant(i32, 2), dims, box,
-                        constant(i32, request.swizzle)})
-      .getResult();
+  // The encoded map is read through the call's result, so that what frees
+  // the buffer sees the launch as the map's user (mx-free-device-temporaries).
+  Value map =
+      LLVM::CallOp::create(
+          b, *fn,
+          ValueRange{memory, request.data,
+                     constant(i32, *getRuntimeElementType(request.elementType)),
+                     constant(i32, 2), dims, box,
+                     constant(i32, request.swizzle)})
+          .getResult();
+  return LLVM::LoadOp::create(b, mapType, map, kTensorMapAlignment);
 }
 
 /// The tensor map of a [rows, K] operand read in boxes of one stage row
@@ -300,7 +343,8 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
 
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     rewriter.getUnitAttr());
-    gpu::GPUFuncOp kernel = buildKernel(rewriter, op.getLoc(), module, *plan);
+    LLVM::LLVMFuncOp kernel =
+        buildKernel(rewriter, op.getLoc(), module, *plan);
     kernel->setAttr(kGemmLoweringAttrName,
                     rewriter.getStringAttr(choice->reason));
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -379,11 +423,14 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
     std::optional<gpu::KernelDim3> clusters;
     if (plan->clusterSize() > 1)
       clusters = gpu::KernelDim3{index(plan->clusterSize()), index(1), index(1)};
+    auto kernelSymbol = SymbolRefAttr::get(
+        kernel->getParentOfType<gpu::GPUModuleOp>().getNameAttr(),
+        {SymbolRefAttr::get(kernel.getSymNameAttr())});
     gpu::LaunchFuncOp::create(
-        b, kernel, gpu::KernelDim3{index(plan->ctas()), index(1), index(1)},
+        b, kernelSymbol, gpu::KernelDim3{index(plan->ctas()), index(1), index(1)},
         gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
         arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
-        arguments, Type(), ValueRange(), clusters);
+        arguments, /*asyncTokenType=*/Type(), ValueRange(), clusters);
     for (Value copy : staged)
       gpu::DeallocOp::create(b, Type(), ValueRange(), copy);
     rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));

@@ -750,7 +750,8 @@ LogicalResult gemm::checkKernelSupport(ScaledMatmulOp op, Chip chip,
                                        std::string &reason) {
   if (failed(planGemm(op, chip, config, reason)))
     return failure();
-  // The host code calls mxrtTensorMap for the kernel's tensor maps.
-  return checkRuntimeFunction(op->getParentOfType<ModuleOp>(), "mxrtTensorMap",
+  // The host code calls mxrtEncodeTensorMap for the kernel's tensor maps.
+  return checkRuntimeFunction(op->getParentOfType<ModuleOp>(),
+                              kEncodeTensorMapFn,
                               getTensorMapFnType(op.getContext()), reason);
 }
