@@ -668,10 +668,8 @@ extern "C" MXRT_API int32_t mxrtScaledMatmul(
   bool streamOrdered = getCallStream(&callStream);
   CUstream target =
       stream || !streamOrdered ? static_cast<CUstream>(stream) : callStream;
-  int ordinal = 0;
-  if (int32_t status = enterDevice(&ordinal))
-    return status;
-  int32_t status = scaledMatmul(p, target, streamOrdered, ordinal);
-  leaveDevice();
-  return status;
+  DeviceScope scope;
+  if (!scope)
+    return scope.status();
+  return scaledMatmul(p, target, streamOrdered, scope.ordinal());
 }

@@ -26,8 +26,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -167,7 +169,7 @@ int getDefaultDevice() { return defaultDevice; }
 
 void setDefaultDevice(int ordinal) { defaultDevice = ordinal; }
 
-int32_t enterDevice(int *ordinal) {
+int32_t enterDevice(int *ordinal, bool *pushed) {
   static std::mutex mutex;
   static std::vector<CUcontext> *contexts = new std::vector<CUcontext>();
   *ordinal = defaultDevice;
@@ -199,12 +201,16 @@ int32_t enterDevice(int *ordinal) {
     }
     context = slot;
   }
-  return checkCu(cuCtxPushCurrent(context), "cuCtxPushCurrent");
+  CUcontext current = nullptr;
+  *pushed = cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context;
+  return *pushed ? checkCu(cuCtxPushCurrent(context), "cuCtxPushCurrent")
+                 : MXRT_SUCCESS;
 }
 
-void leaveDevice() {
+void leaveDevice(bool pushed) {
   CUcontext popped;
-  cuCtxPopCurrent(&popped);
+  if (pushed)
+    cuCtxPopCurrent(&popped);
 }
 
 //===----------------------------------------------------------------------===//
@@ -298,18 +304,43 @@ std::string kernelName(CUfunction function) {
   return name;
 }
 
+// What the launch path looks up once rather than at every launch: each
+// kernel's function handle, and the dynamic shared memory limit set on it.
+// A module's unload drops them (a later module may reuse the handles).
+struct FunctionCache {
+  std::mutex mutex;
+  std::map<std::pair<CUmodule, std::string>, CUfunction> functions;
+  std::unordered_map<CUfunction, int32_t> sharedLimits;
+};
+
+FunctionCache &getFunctionCache() {
+  static auto *cache = new FunctionCache(); // Used from static destructors.
+  return *cache;
+}
+
 // Kernels asking for more than the default 48 KiB of dynamic shared memory
-// must opt in per function; the driver rejects more than the device has.
+// must opt in per function (once: the driver keeps it); the driver rejects
+// more than the device has.
 bool prepareSharedMemory(CUfunction function, int32_t smem) {
-  return smem <= 48 * 1024 ||
-         !checkCuWith(cuFuncSetAttribute(
-                          function,
-                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
-                      [&] {
-                        return format("cuFuncSetAttribute(kernel '%s', "
-                                      "MAX_DYNAMIC_SHARED_SIZE_BYTES, %d)",
-                                      kernelName(function).c_str(), smem);
-                      });
+  if (smem <= 48 * 1024)
+    return true;
+  FunctionCache &cache = getFunctionCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  int32_t &limit = cache.sharedLimits[function];
+  if (limit >= smem)
+    return true;
+  if (checkCuWith(
+          cuFuncSetAttribute(function,
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             smem),
+          [&] {
+            return format("cuFuncSetAttribute(kernel '%s', "
+                          "MAX_DYNAMIC_SHARED_SIZE_BYTES, %d)",
+                          kernelName(function).c_str(), smem);
+          }))
+    return false;
+  limit = smem;
+  return true;
 }
 
 std::string launchDescription(const char *call, CUfunction function,
@@ -383,6 +414,18 @@ MGPU_API CUmodule mgpuModuleLoadJIT(void *data, int optLevel) {
 MGPU_API void mgpuModuleUnload(CUmodule module) {
   if (!module)
     return;
+  {
+    FunctionCache &cache = getFunctionCache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    for (auto it = cache.functions.begin(); it != cache.functions.end();) {
+      if (it->first.first == module) {
+        cache.sharedLimits.erase(it->second);
+        it = cache.functions.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   // Runs from a global destructor; a driver already torn down at exit has
   // released the module with the process.
   CUresult result = cuModuleUnload(module);
@@ -397,9 +440,15 @@ MGPU_API CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
                                  name));
     return nullptr;
   }
-  CUfunction function = nullptr;
-  checkCuWith(cuModuleGetFunction(&function, module, name),
-              [&] { return format("cuModuleGetFunction('%s')", name); });
+  FunctionCache &cache = getFunctionCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  CUfunction &function = cache.functions[{module, name}];
+  if (!function &&
+      checkCuWith(cuModuleGetFunction(&function, module, name),
+                  [&] { return format("cuModuleGetFunction('%s')", name); })) {
+    cache.functions.erase({module, name});
+    return nullptr;
+  }
   return function;
 }
 

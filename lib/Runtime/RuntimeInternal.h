@@ -58,10 +58,13 @@ int32_t checkCu(CUresult result, const char *call);
 int getDefaultDevice();
 void setDefaultDevice(int ordinal);
 
-// Makes the primary context of the default device current (pushed, so the
-// caller's own context is restored by leaveDevice) and returns its ordinal.
-int32_t enterDevice(int *ordinal);
-void leaveDevice();
+// Makes the primary context of the default device current and returns its
+// ordinal. Where another context is current, it is pushed (`*pushed`), so
+// that leaveDevice restores the caller's; where it is current already (torch
+// works in the same primary context), nothing changes, which spares every
+// runtime entry point two driver calls.
+int32_t enterDevice(int *ordinal, bool *pushed);
+void leaveDevice(bool pushed);
 
 // Whether the calling thread is in call-stream mode (mxrtSetCallStream); if
 // so, `*stream` is its call stream (NULL: the legacy default stream).
@@ -74,10 +77,10 @@ int32_t getStreamOrderedPool(int ordinal, CUmemoryPool *pool);
 // The default device's primary context is current for the scope's lifetime.
 class DeviceScope {
 public:
-  DeviceScope() : status_(enterDevice(&ordinal_)) {}
+  DeviceScope() : status_(enterDevice(&ordinal_, &pushed_)) {}
   ~DeviceScope() {
     if (status_ == MXRT_SUCCESS)
-      leaveDevice();
+      leaveDevice(pushed_);
   }
   DeviceScope(const DeviceScope &) = delete;
   DeviceScope &operator=(const DeviceScope &) = delete;
@@ -87,6 +90,7 @@ public:
 
 private:
   int ordinal_ = 0;
+  bool pushed_ = false;
   int32_t status_;
 };
 

@@ -284,13 +284,15 @@ class Kernel:
         signature = self._signature
         if len(args) != len(signature.args):
             raise TypeError(f"{signature} takes {len(signature.args)} arguments, got {len(args)}")
-        results = self._result_type() if self._result_type else None
         if self.target == "cpu":
+            results = self._result_type() if self._result_type else None
             call = _CpuCall(self, args)
             function(*([ctypes.byref(results)] if results is not None else []), *call.arguments)
             values = [call.result(getattr(results, f"r{i}"), spec) for i, spec in enumerate(signature.results)]
         else:
-            values = _GpuCall(self, args).invoke(self._function_address, results)
+            if self._gpu is None:
+                self._gpu = _GpuLayouts(self._signature, self._result_type)
+            values = _gpu_call(self, self._gpu, args)
         return values[0] if len(values) == 1 else tuple(values)
 
 
@@ -379,12 +381,31 @@ def _stored_shape(spec: TensorSpec) -> tuple[int, ...]:
     return fmt.stored_shape(spec.shape) if fmt is not None else spec.shape
 
 
-class _GpuLayouts:
-    """What a GPU Kernel's calls reuse, so that a call costs little host time: per argument its
-    descriptor type, sizes, strides, stored shape and accepted torch dtypes; per result the layout
-    mxrtInvoke exports it by and its torch dtype; the runtime and torch's current-stream query."""
+class _CallFrame:
+    """The ctypes memory of one GPU call, reused by later calls of the same Kernel: the memref
+    descriptors of the arguments in one block of 64-bit words (their sizes and strides written
+    once; a call sets each argument's two pointers), the array of pointers to them that mxrtInvoke
+    takes, the results' descriptors, and the exported and owned arrays it fills."""
 
-    def __init__(self, signature: Signature):
+    def __init__(self, layouts: _GpuLayouts):
+        self.words = (ctypes.c_int64 * len(layouts.template))(*layouts.template)
+        base = ctypes.addressof(self.words)
+        self.pointers = (ctypes.c_void_p * len(layouts.pointer_words))(
+            *[base + 8 * word for word in layouts.pointer_words])
+        self.results = layouts.result_type() if layouts.result_type else None
+        self.results_address = ctypes.addressof(self.results) if self.results is not None else None
+        count = len(layouts.result_dtypes)
+        self.exported, self.owned = (ctypes.c_void_p * count)(), (ctypes.c_int32 * count)()
+
+
+class _GpuLayouts:
+    """What a GPU Kernel's calls reuse, so that a call costs little host time: per argument the
+    word of its descriptor that a call sets, its stored shape and accepted torch dtypes; per result
+    the layout mxrtInvoke exports it by and its torch dtype; the runtime and torch's current-stream
+    query; and a pool of call frames (a call takes one and gives it back after, so that calls from
+    several threads never share one)."""
+
+    def __init__(self, signature: Signature, result_type):
         import torch
         from . import runtime
         if any(d < 0 for spec in (*signature.args, *signature.results) for d in spec.shape):
@@ -395,13 +416,16 @@ class _GpuLayouts:
         self.from_dlpack = getattr(torch._C, "_from_dlpack", torch.utils.dlpack.from_dlpack)
         get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self.current_stream = get_raw or (lambda index: torch.cuda.current_stream(index).cuda_stream)
-        self.arguments = []
+        # Each descriptor: allocated, aligned, offset (0), sizes, strides. The template's pointers
+        # are zero; each call writes its own.
+        self.template, self.pointer_words, self.arguments = [], [], []
         for spec in signature.args:
-            rank = len(spec.shape)
-            self.arguments.append((_descriptor_type(rank), (ctypes.c_int64 * rank)(*spec.shape),
-                                   (ctypes.c_int64 * rank)(*_row_major(spec.shape)), _stored_shape(spec),
+            self.pointer_words.append(len(self.template))
+            self.template += [0, 0, 0, *spec.shape, *_row_major(spec.shape)]
+            self.arguments.append((_stored_shape(spec),
                                    {getattr(torch, name) for name in TORCH_DTYPES.get(spec.dtype, ())
                                     if hasattr(torch, name)}))
+        self.result_type = result_type
         results = signature.results
         self.result_layouts = (runtime.ResultLayout * len(results))()
         self.result_layouts_address = ctypes.addressof(self.result_layouts)
@@ -415,77 +439,75 @@ class _GpuLayouts:
             fmt = formats.get(spec.dtype)
             layout.itemBytes = 1 if fmt.packed else fmt.dtype.itemsize
             self.result_dtypes.append(getattr(torch, TORCH_DTYPES[spec.dtype][0], None))
+        self.frames: list[_CallFrame] = []
 
 
-class _GpuCall:
-    """One call of a GPU kernel on the caller's stream; results become torch tensors that own them."""
-
-    def __init__(self, kernel: Kernel, args):
-        if kernel._gpu is None:
-            kernel._gpu = _GpuLayouts(kernel._signature)
-        layouts = self.layouts = kernel._gpu
-        self.kernel = kernel
-        self.keep, self.arguments = [], []
-        tensor_type = layouts.torch.Tensor
-        # torch's current stream where torch tensors are given, else the legacy default stream
-        # (torch's default): DLPack producers are asked to order their writes before it.
-        self.stream = layouts.current_stream(0) if any(isinstance(a, tensor_type) for a in args) else 0
-        for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
-            descriptor_type, sizes, strides, stored, dtypes = layouts.arguments[index]
-            if isinstance(arg, tensor_type) and arg.shape == stored and arg.dtype in dtypes and arg.is_cuda \
-                    and arg.device.index == 0:  # The common case, checked in one expression.
+def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
+    """One call of a GPU kernel on the caller's stream through mxrtInvoke (one foreign call); its
+    results become torch tensors that own their memory (a copy where a result is an argument or
+    another result)."""
+    tensor_type = layouts.torch.Tensor
+    # torch's current stream where torch tensors are given, else the legacy default stream
+    # (torch's default): DLPack producers are asked to order their writes before it.
+    stream = layouts.current_stream(0) if any(isinstance(a, tensor_type) for a in args) else 0
+    frame = layouts.frames.pop() if layouts.frames else _CallFrame(layouts)
+    try:
+        keep, words = [], frame.words  # keep: what must outlive the call (copies, uploads)
+        for index, arg in enumerate(args):
+            stored, dtypes = layouts.arguments[index]
+            # The common case, a torch tensor of the stored shape and an accepted dtype on cuda:0,
+            # checked in one expression.
+            if isinstance(arg, tensor_type) and arg.shape == stored and arg.dtype in dtypes and \
+                    arg.get_device() == 0:
                 if not arg.is_contiguous():
                     arg = arg.contiguous()
-                if arg.data_ptr() % layouts.runtime.ARGUMENT_ALIGNMENT:
+                    keep.append(arg)
+                data = arg.data_ptr()
+                if data % layouts.runtime.ARGUMENT_ALIGNMENT:
                     # A view at an element offset: the kernels take 16-byte aligned bases only.
                     arg = arg.clone(memory_format=layouts.torch.contiguous_format)
-                self.keep.append(arg)
-                data = arg.data_ptr()
+                    keep.append(arg)
+                    data = arg.data_ptr()
             else:
-                data = self._device_argument(index, spec, arg)
-            descriptor = descriptor_type(data, data, 0, sizes, strides)
-            self.keep.append(descriptor)
-            self.arguments.append(ctypes.addressof(descriptor))
-
-    def _device_argument(self, index: int, spec: TensorSpec, arg) -> int:
-        """Any other argument: a numpy array (uploaded), a DLPack tensor, or a mismatch to report."""
-        kernel, runtime = self.kernel, self.layouts.runtime
-        if isinstance(arg, self.layouts.torch.Tensor):
-            dtype_name = str(arg.dtype).removeprefix("torch.")
-            where = f"on {arg.device} (mx runs on cuda:0)" if arg.is_cuda else f"on {arg.device}"
-            raise kernel._mismatch(index, spec, f"a {dtype_name} tensor of shape {tuple(arg.shape)} {where}")
-        if isinstance(arg, np.ndarray):
-            if arg.dtype != NUMPY_DTYPES.get(spec.dtype) or not spec.matches(arg.shape):
-                raise kernel._mismatch(index, spec, f"an array of shape {arg.shape} and dtype {arg.dtype}")
-            buffer = runtime.DeviceBuffer.from_numpy(arg)
-            self.keep.append(buffer)
-            return buffer.ptr
-        memref = runtime.MemRef.from_dlpack(arg, self.stream)
-        if memref.strides != tuple(_row_major(memref.shape)) or not spec.matches(memref.shape):
-            raise kernel._mismatch(index, spec, f"a row-major-contiguous tensor of shape {memref.shape}")
-        if memref.aligned % runtime.ARGUMENT_ALIGNMENT:
-            raise kernel._mismatch(index, spec, f"a tensor at address {memref.aligned:#x}, which is not "
-                                   f"{runtime.ARGUMENT_ALIGNMENT}-byte aligned (pass a copy)")
-        self.keep.append(memref)
-        return memref.aligned
-
-    def invoke(self, function: int, results) -> list:
-        """Runs the function through mxrtInvoke (one foreign call) and returns its results as torch
-        tensors that own their memory (a copy where a result is an argument or another result)."""
-        layouts = self.layouts
-        count = len(layouts.result_dtypes)
-        exported, owned = (ctypes.c_void_p * count)(), (ctypes.c_int32 * count)()
+                data = _device_argument(kernel, layouts, index, arg, stream, keep)
+            word = layouts.pointer_words[index]
+            words[word] = words[word + 1] = data
         status = layouts.library.mxrtInvoke(
-            function, self.stream, len(self.arguments), (ctypes.c_void_p * len(self.arguments))(*self.arguments),
-            None if results is None else ctypes.addressof(results), count, layouts.result_layouts_address,
-            exported, owned)
+            kernel._function_address, stream, len(args), frame.pointers, frame.results_address,
+            len(layouts.result_dtypes), layouts.result_layouts_address, frame.exported, frame.owned)
         if status:
             runtime = layouts.runtime
             raise runtime.MXRuntimeError(status, runtime.last_error() or f"mxrtInvoke failed ({status})")
         tensors = []
-        for managed, is_owned, wanted in zip(exported, owned, layouts.result_dtypes):
+        for managed, is_owned, wanted in zip(frame.exported, frame.owned, layouts.result_dtypes):
             tensor = layouts.from_dlpack(dlpack.capsule(managed))
             if not is_owned:
                 tensor = tensor.clone()
             tensors.append(tensor.view(wanted) if wanted is not None and wanted != tensor.dtype else tensor)
         return tensors
+    finally:
+        layouts.frames.append(frame)
+
+
+def _device_argument(kernel: Kernel, layouts: _GpuLayouts, index: int, arg, stream: int, keep: list) -> int:
+    """Any other argument: a numpy array (uploaded), a DLPack tensor, or a mismatch to report."""
+    spec, runtime = kernel._signature.args[index], layouts.runtime
+    if isinstance(arg, layouts.torch.Tensor):
+        dtype_name = str(arg.dtype).removeprefix("torch.")
+        where = f"on {arg.device} (mx runs on cuda:0)" if arg.is_cuda else f"on {arg.device}"
+        raise kernel._mismatch(index, spec, f"a {dtype_name} tensor of shape {tuple(arg.shape)} {where}")
+    if isinstance(arg, np.ndarray):
+        if arg.dtype != NUMPY_DTYPES.get(spec.dtype) or not spec.matches(arg.shape):
+            raise kernel._mismatch(index, spec, f"an array of shape {arg.shape} and dtype {arg.dtype}")
+        buffer = runtime.DeviceBuffer.from_numpy(arg)
+        keep.append(buffer)
+        return buffer.ptr
+    memref = runtime.MemRef.from_dlpack(arg, stream)
+    if memref.strides != tuple(_row_major(memref.shape)) or not spec.matches(memref.shape):
+        raise kernel._mismatch(index, spec, f"a row-major-contiguous tensor of shape {memref.shape}")
+    if memref.aligned % runtime.ARGUMENT_ALIGNMENT:
+        raise kernel._mismatch(index, spec, f"a tensor at address {memref.aligned:#x}, which is not "
+                               f"{runtime.ARGUMENT_ALIGNMENT}-byte aligned (pass a copy)")
+    keep.append(memref)
+    return memref.aligned
+
