@@ -5,7 +5,8 @@
 
 One training step of one layer: Y = X W^T + b, then dX and dW from dY, with X and dY in bf16 and the
 weight in f32 under torch.autocast for torch.nn.Linear (its GEMMs run in bf16), and mx.torch.Linear
-with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of 5 runs.
+with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of 5 runs;
+a second table gives the host's time to issue a step against it (host-bound where they meet).
 TFLOP/s counts the three GEMMs (6 M N K); each mx cell also gives the step-time ratio bf16 / mx.
 Then, at BREAKDOWN_SHAPE, the kernels of one step of each recipe (torch.profiler): every kernel with
 its GPU time, so that one sees where a step's time goes.
@@ -14,6 +15,7 @@ its GPU time, so that one sees where a step's time goes.
 import os
 import statistics
 import sys
+import time
 
 # tokens M, in_features K, out_features N: issue 19's shapes (Transformer Engine's 5B model: M = 15872,
 # hidden 4096, FFN 16384).
@@ -32,6 +34,9 @@ def build(directory):
 
 
 def step_time(layer, x, dy, autocast):
+    """(step ms, host ms): the GPU time per step between CUDA events, and the host's time to issue
+    a step (time.perf_counter around the 20 asynchronous steps); medians of 5 runs. A step whose
+    host time reaches its step time is host-bound: the GPU waits for Python."""
     import torch
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
@@ -39,16 +44,19 @@ def step_time(layer, x, dy, autocast):
         y.backward(dy)
     for _ in range(5):
         step()
-    runs = []
+    runs, hosts = [], []
     for _ in range(5):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        began = time.perf_counter()
         start.record()
         for _ in range(20):
             step()
         end.record()
+        hosts.append((time.perf_counter() - began) * 1e3 / 20)
         torch.cuda.synchronize()
         runs.append(start.elapsed_time(end) / 20)
-    return statistics.median(runs)
+    return statistics.median(runs), statistics.median(hosts)
 
 
 def kernel_breakdown(layer, x, dy, autocast):
@@ -85,19 +93,25 @@ def run():
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}\n")
     print("| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |")
     print("|---|---|" + "---|" * len(RECIPES))
+    host_rows = []
     for m, k, n in SHAPES:
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
         flops = 6 * m * n * k
-        cells = []
-        base = step_time(torch.nn.Linear(k, n, device="cuda"), x, dy, autocast=True)
-        cells.append(f"{base:.2f} ms ({flops / base / 1e9:.0f} TFLOP/s)")
+        base, base_host = step_time(torch.nn.Linear(k, n, device="cuda"), x, dy, autocast=True)
+        cells, hosts = [f"{base:.2f} ms ({flops / base / 1e9:.0f} TFLOP/s)"], [f"{base_host:.2f} / {base:.2f}"]
         for recipe in RECIPES:
-            ms = step_time(Linear(k, n, recipe=recipe, device="cuda"), x, dy, autocast=False)
+            ms, host = step_time(Linear(k, n, recipe=recipe, device="cuda"), x, dy, autocast=False)
             cells.append(f"{ms:.2f} ms ({flops / ms / 1e9:.0f} TFLOP/s, {base / ms:.2f}x)")
+            hosts.append(f"{host:.2f} / {ms:.2f}")
         print(f"| {m} x {k} x {n} | " + " | ".join(cells) + " |")
+        host_rows.append(f"| {m} x {k} x {n} | " + " | ".join(hosts) + " |")
         del x, dy
         torch.cuda.empty_cache()
+    print("\nHost time to issue a step / step time, ms (host-bound where they meet):\n")
+    print("| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |")
+    print("|---|---|" + "---|" * len(RECIPES))
+    print("\n".join(host_rows))
     m, k, n = BREAKDOWN_SHAPE
     print(f"\nOne step's kernels at {m} x {k} x {n}:")
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
