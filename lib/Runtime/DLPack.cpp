@@ -9,12 +9,22 @@
 // "dltensor" capsule ABI every consumer accepts); they are spelled out here
 // so that the runtime needs no DLPack header.
 //
+// The free is ordered on the stream that produced the memory. A compiled
+// call may read it on another stream (FSDP2 casts the weights, and with them
+// delayed scaling's state, on its copy-in stream), so mxrtInvoke notes each
+// export it reads on another stream, and the free then waits for the work
+// enqueued on each of those streams before it: otherwise the producer's
+// stream could reuse the memory while the reader still reads it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeInternal.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace {
 
@@ -48,16 +58,60 @@ struct DLManagedTensor {
 constexpr int32_t kDLCUDA = 2;
 constexpr int32_t kMaxRank = 16;
 
-// The managed tensor, the allocation it frees and its shape, in one block.
+// The managed tensor, the allocation it frees and its shape, in one block;
+// and the streams besides its own on which compiled calls read it.
 struct Export {
   DLManagedTensor managed;
   void *allocation;
+  uintptr_t end; // One past its last byte.
   CUstream stream;
   int64_t shape[kMaxRank];
+  std::vector<CUstream> readers;
 };
+
+// The exports that free their allocation, by its address.
+struct LiveExports {
+  std::mutex mutex;
+  std::map<uintptr_t, Export *> byAddress;
+};
+
+LiveExports &getLiveExports() {
+  static auto *live = new LiveExports(); // Deleters may run at exit.
+  return *live;
+}
+
+// Orders the free of `exported` after the work enqueued so far on each
+// stream that read it; without a way to (a stream destroyed since), after
+// all of the device's work.
+void waitForReaders(const Export &exported) {
+  mxrt::DeviceScope scope;
+  if (!scope)
+    return;
+  for (CUstream reader : exported.readers) {
+    CUevent event = nullptr;
+    bool ordered =
+        cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS &&
+        cuEventRecord(event, reader) == CUDA_SUCCESS &&
+        cuStreamWaitEvent(exported.stream, event, 0) == CUDA_SUCCESS;
+    if (event)
+      cuEventDestroy(event);
+    if (!ordered) {
+      mxrt::checkCu(cuCtxSynchronize(),
+                    "cuCtxSynchronize(before freeing a DLPack export)");
+      return;
+    }
+  }
+}
 
 void deleteExport(DLManagedTensor *self) {
   auto *exported = reinterpret_cast<Export *>(self);
+  if (exported->allocation) {
+    LiveExports &live = getLiveExports();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.byAddress.erase(reinterpret_cast<uintptr_t>(exported->allocation));
+  }
+  if (!exported->readers.empty())
+    waitForReaders(*exported);
   mxrtFreeAsync(exported->allocation, exported->stream);
   delete exported;
 }
@@ -83,6 +137,15 @@ extern "C" MXRT_API void *mxrtExportDLPack(void *data, void *allocation,
   exported->allocation = allocation;
   exported->stream = static_cast<CUstream>(stream);
   std::memcpy(exported->shape, shape, sizeof(int64_t) * ndim);
+  uint64_t bytes = (bits + 7) / 8;
+  for (int32_t i = 0; i < ndim; ++i)
+    bytes *= static_cast<uint64_t>(shape[i]);
+  exported->end = reinterpret_cast<uintptr_t>(data) + bytes;
+  if (allocation) {
+    LiveExports &live = getLiveExports();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.byAddress[reinterpret_cast<uintptr_t>(allocation)] = exported;
+  }
   DLTensor &tensor = exported->managed.dlTensor;
   tensor.data = data;
   tensor.device = {kDLCUDA, device};
@@ -92,4 +155,20 @@ extern "C" MXRT_API void *mxrtExportDLPack(void *data, void *allocation,
   tensor.strides = nullptr; // Row-major.
   exported->managed.deleter = deleteExport;
   return &exported->managed;
+}
+
+void mxrt::noteExportRead(const void *pointer, CUstream stream) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  LiveExports &live = getLiveExports();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  auto it = live.byAddress.upper_bound(address);
+  if (it == live.byAddress.begin())
+    return;
+  Export &exported = *std::prev(it)->second;
+  if (address >= exported.end || stream == exported.stream)
+    return;
+  for (CUstream reader : exported.readers)
+    if (reader == stream)
+      return;
+  exported.readers.push_back(stream);
 }

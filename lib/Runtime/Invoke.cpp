@@ -6,7 +6,9 @@
 // caller's stream, collect the error it left, and hand every result to
 // DLPack (mxrtExportDLPack). Arguments are passed as pointers (memref
 // descriptors); functions with by-value scalar arguments keep the generic
-// ctypes path.
+// ctypes path. It notes each argument that an earlier call exported on
+// another stream (mxrt::noteExportRead), so that freeing it waits for this
+// call's stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,6 +87,9 @@ extern "C" MXRT_API int32_t mxrtInvoke(void *function, void *stream,
                       mxrt::format("mxrtInvoke: bad call (%d arguments, %d "
                                    "results; at most %d each)",
                                    numArgs, numResults, kMaxArguments));
+  for (int32_t i = 0; i < numArgs; ++i)
+    mxrt::noteExportRead(static_cast<DescriptorHead *>(args[i])->aligned,
+                         static_cast<CUstream>(stream));
   if (int32_t status = mxrtSetCallStream(stream, 1))
     return status;
   mxrtGetLastError(); // Errors from before this call are not its own.

@@ -74,6 +74,11 @@ bool getCallStream(CUstream *stream);
 // allocates, set up on first use to keep the memory freed to it.
 int32_t getStreamOrderedPool(int ordinal, CUmemoryPool *pool);
 
+// Notes that compiled work on `stream` reads the memory at `pointer`: if it
+// belongs to a result exported by mxrtExportDLPack on another stream, its
+// free will wait for the work enqueued on `stream` before it (DLPack.cpp).
+void noteExportRead(const void *pointer, CUstream stream);
+
 // The default device's primary context is current for the scope's lifetime.
 class DeviceScope {
 public:

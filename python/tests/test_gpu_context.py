@@ -12,7 +12,9 @@ dequantize, swizzle and unswizzle, the generated GEMM kernels of every recipe an
 * D4: a compiled function called in default mode through `MemRef.from_dlpack` reads its input after
   the work torch queued to produce it: on the legacy default stream, on a side stream current while
   `from_dlpack` asks for the tensor, and, in call-stream mode, on the call's stream; 64 calls on
-  large fresh inputs each return their own input's tensor scale.
+  large fresh inputs each return their own input's tensor scale;
+* a Kernel's result read by a Kernel on another stream is not reused by its producing stream before
+  that read, however soon torch drops it.
 
 Skipped without torch and a CUDA GPU. A GPU machine has no mx-opt, so the programs come from
 mx.compile's cache: `python python/tests/test_gpu_context.py build DIR [CHIP]` compiles them into
@@ -303,3 +305,26 @@ def test_fresh_inputs_called_at_once_many_times(programs):
         got = _race_call(library, x)
         assert got == _expected_scale(x), f"call {i}: tensor scale {got} is not its input's"
         del x
+
+
+def test_result_freed_while_another_stream_reads_it(programs):
+    """A Kernel's result is freed on the stream that produced it when torch drops it. A Kernel that
+    reads it on another stream, still queued then, must read it before the producing stream can
+    reuse the memory: the runtime orders the free after the reader's stream (FSDP2 casts weights,
+    and delayed scaling's state with them, on its copy-in stream). Here the read waits 50 ms while
+    the default stream allocates and fills same-sized results at once; the read must see the
+    original scales, freshly random in each trial."""
+    rng = np.random.default_rng()
+    side = torch.cuda.Stream()
+    for trial in range(4):
+        scales = torch.from_numpy(rng.integers(0, 255, (200, 16), dtype=np.uint8)).cuda()
+        tiles = programs["swizzle"](scales)  # on the default stream
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(100_000_000)
+            back = programs["unswizzle"](tiles)
+        del tiles
+        others = [programs["swizzle"](torch.full_like(scales, 7 + i)) for i in range(8)]
+        torch.cuda.synchronize()
+        assert torch.equal(back.view(torch.uint8), scales), f"trial {trial}: the read saw reused memory"
+        del others

@@ -206,8 +206,10 @@ MXRT_API int32_t mxrtFreeAsync(void *ptr, void *stream);
  * dimensions `shape` (copied) and element type (DLPack `code`, `bits`) on
  * device ordinal `device`. Its deleter, called by the consumer when it frees
  * the tensor, frees `allocation` with mxrtFreeAsync on `stream` (NULL
- * allocation: nothing is freed) and then the struct. This is how the Python
- * binding hands call-stream results to torch. NULL (and the last error set)
+ * allocation: nothing is freed), after the work enqueued on every other
+ * stream on which mxrtInvoke passed the tensor to a compiled function, and
+ * then the struct. This is how the Python binding hands call-stream results
+ * to torch. NULL (and the last error set)
  * for a bad rank or no host memory. */
 MXRT_API void *mxrtExportDLPack(void *data, void *allocation, int32_t ndim,
                                 const int64_t *shape, uint8_t code,
