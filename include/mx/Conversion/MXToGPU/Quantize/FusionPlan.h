@@ -74,7 +74,17 @@ public:
   /// same input (with the same amax operand, if any); a swizzle is fused
   /// when it is the only user of the scales and tiles them along the
   /// quantize's unscaled dimension.
-  QuantizeFusionPlan(mlir::Operation *root, Chip chip);
+  /// `stagedVariant` picks a candidate of the staged fused kernel (see
+  /// getStagedVariant).
+  QuantizeFusionPlan(mlir::Operation *root, Chip chip,
+                     unsigned stagedVariant = 0);
+
+  /// Which candidate of the fused kernel that stages its tile
+  /// (QuantizeStrips.cpp, packed formats) to build, for measuring them
+  /// against one another: bit 0 saturates FP6 codes instead of clamping the
+  /// values, bit 1 pipelines the tiles of a CTA; 0 is the kernel as it was.
+  unsigned getStagedVariant() const { return stagedVariant; }
+  static constexpr unsigned kMaxStagedVariant = 3;
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;
@@ -92,6 +102,7 @@ private:
   llvm::DenseMap<mlir::Operation *, QuantizePlan> quantizes;
   llvm::DenseMap<mlir::Operation *, std::string> unsupported;
   llvm::DenseMap<mlir::Operation *, QuantizeOp> fusedSwizzles;
+  unsigned stagedVariant;
 };
 
 } // namespace mx
