@@ -105,8 +105,9 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
            "epilogue=tma|registers); the rest are the generator's">,
     Option<"stagedVariant", "staged-variant", "unsigned", "0",
            "Candidate of the fused rowwise + columnwise quantize kernel that "
-           "stages its tile (packed formats), for measuring them: 0-3, bit 0 "
-           "saturates FP6 codes, bit 1 pipelines the tiles of a CTA">,
+           "stages its tile (packed formats), for measuring them: 0 as it "
+           "was, 1 saturated FP6 codes, 2 and 3 also 2 or 4 tiles a CTA, "
+           "pipelined">,
   ];
 }
 

@@ -627,9 +627,14 @@ bool stagesTile(RankedTensorType inputType, const StripOutput &columnwise) {
          inputType.getShape().back() % chunk == 0;
 }
 
-/// Tiles that a CTA of the pipelined staged kernel quantizes in turn,
-/// copying the next one into its other buffer while it quantizes one.
-constexpr int64_t kPipelinedTilesPerCTA = 4;
+/// How the CTAs of the staged kernel take its tiles: one each; two each,
+/// the second copied while the first is quantized (straight-line code); or
+/// a persistent grid of kPersistentCTAsPerSM CTAs an SM, each taking every
+/// grid-th tile in a loop, the next copied while one is quantized.
+enum class TileSchedule { single, pairs, persistent };
+/// The CTAs an SM holds of the pipelined kernel (80 registers, 256 threads).
+constexpr int64_t kPersistentCTAsPerSM = 3;
+
 /// The static shared memory a CTA may have (workgroup attributions are
 /// static): two tiles of 16-bit inputs fit, of f32 not.
 constexpr int64_t kStaticSharedBytes = 48 * 1024;
@@ -723,36 +728,42 @@ void stageTile(OpBuilder &b, Location l, const StripGrid &grid, Value input,
 /// a barrier warps 0-3 quantize its columns and warps 4-7 its rows, each
 /// lane reading its 16 x 4 strip there. A lane then holds one quantization's
 /// state, not both, which takes the registers from 128 to the columnwise
-/// kernel's count and so doubles the CTAs an SM. `pipelined`, a CTA
-/// quantizes kPipelinedTilesPerCTA tiles in turn from two buffers, the
+/// kernel's count and so doubles the CTAs an SM. Pipelined (a schedule but
+/// `single`), a CTA quantizes its tiles in turn from two buffers, the
 /// `cp.async` copy of the next tile in flight while it quantizes one, where
 /// two tiles fit in static shared memory.
 class StagedKernelBuilder {
 public:
   StagedKernelBuilder(RankedTensorType inputType, Value input,
                       const StripOutput &columnwise,
-                      const StripOutput &rowwise, bool pipelined)
+                      const StripOutput &rowwise, TileSchedule schedule,
+                      Chip chip)
       : input(input), columnwise(columnwise), rowwise(rowwise),
         grid(getStripGrid(inputType, columnwise, &rowwise,
                           kStagedWarpsPerPart)),
         elementType(inputType.getElementType()) {
     MemRefType single = getStagedTileType(grid, elementType, 1);
-    this->pipelined =
-        pipelined && 2 * single.getNumElements() *
-                             elementType.getIntOrFloatBitWidth() / 8 <=
-                         kStaticSharedBytes;
-    tileType = getStagedTileType(grid, elementType, this->pipelined ? 2 : 1);
+    bool fits = 2 * single.getNumElements() *
+                    elementType.getIntOrFloatBitWidth() / 8 <=
+                kStaticSharedBytes;
+    this->schedule = fits ? schedule : TileSchedule::single;
+    tileType = getStagedTileType(
+        grid, elementType, this->schedule == TileSchedule::single ? 1 : 2);
     tilesPerRowBlock =
         grid.gridStrips * kStripCols / tileType.getShape().back();
-    tilesPerCTA = this->pipelined ? kPipelinedTilesPerCTA : 1;
+    tiles = grid.slices * grid.gridRowBlocks * tilesPerRowBlock;
+    ctas = tiles;
+    if (this->schedule == TileSchedule::pairs)
+      ctas = llvm::divideCeil(tiles, 2);
+    if (this->schedule == TileSchedule::persistent)
+      ctas = std::min(tiles, getGemmKernelResources(chip).multiprocessors *
+                                 kPersistentCTAsPerSM);
   }
 
   void build(OpBuilder &builder, Location loc) const {
-    int64_t tiles = grid.slices * grid.gridRowBlocks * tilesPerRowBlock;
-    buildBlockLaunch(builder, loc, llvm::divideCeil(tiles, tilesPerCTA),
-                     tileType,
+    buildBlockLaunch(builder, loc, ctas, tileType,
                      [&](OpBuilder &b, Location l, const KernelIds &ids) {
-                       if (pipelined)
+                       if (schedule != TileSchedule::single)
                          return buildPipelinedBody(b, l, ids);
                        stage(b, l, ids, ids.block, ValueRange());
                        gpu::BarrierOp::create(b, l);
@@ -778,7 +789,7 @@ private:
         arith::MulIOp::create(b, l, index.rem(tileIndex, tilesPerRowBlock),
                               cIndex(b, l, tileType.getShape().back()));
     stageTile(b, l, grid, input, ids.workgroup.front(), buffer, ids.thread,
-              firstRow, firstCol, pipelined);
+              firstRow, firstCol, schedule != TileSchedule::single);
   }
 
   /// Quantizes one part of tile `tileIndex` of the grid from `buffer` of the
@@ -832,40 +843,56 @@ private:
                       branch(true), branch(false));
   }
 
-  /// The pipelined CTA: tile t of its tiles is in buffer t % 2. Each
-  /// iteration commits one group (empty on the last), so waiting for all but
-  /// the newest leaves tile t copied; the barriers publish it to every thread
-  /// and keep the buffer until all have read it, since the next iteration's
-  /// copy overwrites it. Each part runs the loop in its own branch (every
-  /// thread meets the same barriers), which keeps its registers near the
-  /// unpipelined kernel's: one loop around both parts took 125.
+  /// The pipelined CTA: its step t quantizes tile 2 * block + t (pairs) or
+  /// block + t * ctas (persistent), from buffer t % 2. Each step commits one
+  /// group (empty on the last), so waiting for all but the newest leaves
+  /// step t's tile copied; the barriers publish it to every thread and keep
+  /// the buffer until all have read it, since the next step's copy
+  /// overwrites it. Each part runs the steps in its own branch (every thread
+  /// meets the same barriers): one loop around both parts took 125
+  /// registers, one a part takes 80, as do two straight-line steps.
   void buildPipelinedBody(OpBuilder &b, Location l,
                           const KernelIds &ids) const {
-    Value firstTile =
-        arith::MulIOp::create(b, l, ids.block, cIndex(b, l, tilesPerCTA));
-    stage(b, l, ids, firstTile, cIndex(b, l, 0));
+    bool pairs = schedule == TileSchedule::pairs;
+    // The tile of step t, and the CTA's steps.
+    auto tileOf = [&](OpBuilder &nb, Location nl, Value t) -> Value {
+      return pairs ? IndexArith{nb, nl}.fma(ids.block, 2, t)
+                   : IndexArith{nb, nl}.fma(t, ctas, ids.block);
+    };
+    Value steps =
+        pairs ? cIndex(b, l, 2)
+              : IndexArith{b, l}.div(
+                    arith::SubIOp::create(b, l, cIndex(b, l, tiles + ctas - 1),
+                                          ids.block),
+                    ctas);
+    stage(b, l, ids, tileOf(b, l, cIndex(b, l, 0)), cIndex(b, l, 0));
     NVVM::CpAsyncCommitGroupOp::create(b, l);
     splitWarps(b, l, ids, [&](OpBuilder &pb, Location pl, bool columns) {
-      scf::ForOp::create(
-          pb, pl, cIndex(pb, pl, 0), cIndex(pb, pl, tilesPerCTA),
-          cIndex(pb, pl, 1), ValueRange(),
-          [&](OpBuilder &nb, Location nl, Value t, ValueRange) {
-            Value next = arith::AddIOp::create(nb, nl, t, cIndex(nb, nl, 1));
-            buildIf(nb, nl, cmpLT(nb, nl, next, cIndex(nb, nl, tilesPerCTA)),
-                    [&](OpBuilder &ib, Location il) {
-                      stage(ib, il, ids,
-                            arith::AddIOp::create(ib, il, firstTile, next),
-                            IndexArith{ib, il}.rem(next, 2));
-                    });
-            NVVM::CpAsyncCommitGroupOp::create(nb, nl);
-            NVVM::CpAsyncWaitGroupOp::create(nb, nl, 1);
-            gpu::BarrierOp::create(nb, nl);
-            quantizePart(nb, nl, ids,
-                         arith::AddIOp::create(nb, nl, firstTile, t),
-                         IndexArith{nb, nl}.rem(t, 2), columns);
-            gpu::BarrierOp::create(nb, nl);
-            scf::YieldOp::create(nb, nl);
-          });
+      auto step = [&](OpBuilder &nb, Location nl, Value t) {
+        Value next = arith::AddIOp::create(nb, nl, t, cIndex(nb, nl, 1));
+        buildIf(nb, nl, cmpLT(nb, nl, next, steps),
+                [&](OpBuilder &ib, Location il) {
+                  stage(ib, il, ids, tileOf(ib, il, next),
+                        IndexArith{ib, il}.rem(next, 2));
+                });
+        NVVM::CpAsyncCommitGroupOp::create(nb, nl);
+        NVVM::CpAsyncWaitGroupOp::create(nb, nl, 1);
+        gpu::BarrierOp::create(nb, nl);
+        quantizePart(nb, nl, ids, tileOf(nb, nl, t),
+                     IndexArith{nb, nl}.rem(t, 2), columns);
+        gpu::BarrierOp::create(nb, nl);
+      };
+      if (pairs) {
+        for (int64_t t = 0; t < 2; ++t)
+          step(pb, pl, cIndex(pb, pl, t));
+        return;
+      }
+      scf::ForOp::create(pb, pl, cIndex(pb, pl, 0), steps, cIndex(pb, pl, 1),
+                         ValueRange(),
+                         [&](OpBuilder &nb, Location nl, Value t, ValueRange) {
+                           step(nb, nl, t);
+                           scf::YieldOp::create(nb, nl);
+                         });
     });
   }
 
@@ -873,9 +900,9 @@ private:
   const StripOutput &columnwise, &rowwise;
   StripGrid grid;
   Type elementType;
-  bool pipelined;
+  TileSchedule schedule;
   MemRefType tileType;
-  int64_t tilesPerRowBlock, tilesPerCTA;
+  int64_t tilesPerRowBlock, tiles, ctas;
 };
 
 /// The strip kernel, anchored at its columnwise quantize; when the plan fuses
@@ -920,11 +947,16 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
     RankedTensorType inputType = op.getInput().getType();
     if (rowwise && stagesTile(inputType, columnwise)) {
+      // The candidates (QuantizeFusionPlan::getStagedVariant): 0 as it was;
+      // 1 saturated codes; 2 and 3 also pipelined, in pairs or persistent.
       unsigned variant = plan.getStagedVariant();
       for (StripOutput &out : outputs)
-        out.conversion.saturatesCodes = variant & 1;
-      StagedKernelBuilder(inputType, input, columnwise, *rowwise,
-                          /*pipelined=*/variant & 2)
+        out.conversion.saturatesCodes = variant >= 1;
+      TileSchedule schedule = variant == 2   ? TileSchedule::pairs
+                              : variant == 3 ? TileSchedule::persistent
+                                             : TileSchedule::single;
+      StagedKernelBuilder(inputType, input, columnwise, *rowwise, schedule,
+                          chip)
           .build(rewriter, loc);
     } else
       buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise);

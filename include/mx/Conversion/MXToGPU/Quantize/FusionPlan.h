@@ -81,8 +81,9 @@ public:
 
   /// Which candidate of the fused kernel that stages its tile
   /// (QuantizeStrips.cpp, packed formats) to build, for measuring them
-  /// against one another: bit 0 saturates FP6 codes instead of clamping the
-  /// values, bit 1 pipelines the tiles of a CTA; 0 is the kernel as it was.
+  /// against one another: 0 the kernel as it was; 1 saturates FP6 codes
+  /// instead of clamping the values; 2 and 3 also pipeline 2 or 4 tiles a
+  /// CTA.
   unsigned getStagedVariant() const { return stagedVariant; }
   static constexpr unsigned kMaxStagedVariant = 3;
 
