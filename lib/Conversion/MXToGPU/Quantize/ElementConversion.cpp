@@ -163,21 +163,39 @@ static Value clampToFormat(OpBuilder &b, Location loc, Value scaled,
 
 /// The embedded format's codes in the words of its wider format's: the
 /// exponent and mantissa bits stay, the sign moves down to the narrower
-/// sign bit.
+/// sign bit. With `saturate`, a wider code above the narrower range (an
+/// exponent field with a bit set above the narrower field's width) becomes
+/// the narrower max finite code, all ones (FP6 has no Inf or NaN codes):
+/// `cvt` rounds a value above +-maxFinite to a wider value above it or to
+/// it, and one at most +-maxFinite to one at most it, so this equals
+/// clamping the values to +-maxFinite first. Per byte, the bit at the
+/// narrower sign's place ORs the overflow bits, and minus itself shifted to
+/// bit 0 it gives the all-ones code (no borrow leaves a byte).
 static Value narrowCodes(OpBuilder &b, Location loc, Value words,
-                         const ElementConversion &conversion) {
+                         const ElementConversion &conversion, bool saturate) {
   unsigned width = cast<IntegerType>(getElementTypeOrSelf(words)).getWidth();
   unsigned bits = conversion.format.bitWidth;
   auto byteSplat = [&](uint64_t byte) {
     return splatInteger(b, loc, words, APInt::getSplat(width, APInt(8, byte)));
   };
+  auto shr = [&](Value v, unsigned amount) -> Value {
+    return arith::ShRUIOp::create(
+        b, loc, v, splatInteger(b, loc, words, APInt(width, amount)));
+  };
   Value kept =
       arith::AndIOp::create(b, loc, words, byteSplat((1u << (bits - 1)) - 1));
-  Value sign = arith::AndIOp::create(
-      b, loc,
-      arith::ShRUIOp::create(
-          b, loc, words, splatInteger(b, loc, words, APInt(width, 8 - bits))),
-      byteSplat(1u << (bits - 1)));
+  Value sign = arith::AndIOp::create(b, loc, shr(words, 8 - bits),
+                                     byteSplat(1u << (bits - 1)));
+  if (saturate) {
+    Value any = words;
+    for (unsigned k = 1; k < 8 - bits; ++k)
+      any = arith::OrIOp::create(b, loc, any, shr(words, k));
+    Value over =
+        arith::AndIOp::create(b, loc, any, byteSplat(1u << (bits - 1)));
+    kept = arith::OrIOp::create(
+        b, loc, kept,
+        arith::SubIOp::create(b, loc, over, shr(over, bits - 1)));
+  }
   return arith::OrIOp::create(b, loc, kept, sign);
 }
 
@@ -197,12 +215,17 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
         b, loc, wordsType,
         buildTruncToElementBits(b, loc, scaled, format.type));
   } else {
-    if (conversion.isEmbedded())
+    // Codes can be saturated where the embedded format's max finite code is
+    // all ones.
+    bool saturate =
+        conversion.saturatesCodes &&
+        format.maxFiniteCode == (1u << (format.bitWidth - 1)) - 1;
+    if (conversion.isEmbedded() && !saturate)
       scaled = clampToFormat(b, loc, scaled, conversion);
     words = vector::BitCastOp::create(
         b, loc, wordsType, convertPairs(b, loc, scaled, *conversion.hardware));
     if (conversion.isEmbedded())
-      words = narrowCodes(b, loc, words, conversion);
+      words = narrowCodes(b, loc, words, conversion, saturate);
   }
   // NaN blocks get the NaN-block code whatever the conversion makes of a NaN:
   // one bitwise select per word of 4 bytes (`lop3`), not one per element.

@@ -43,8 +43,16 @@ struct ElementConversion {
                                               Chip chip);
 
   /// Whether the `cvt` is another format's, whose saturation is not this
-  /// format's: values are clamped to +-maxFinite first.
+  /// format's: values are clamped to +-maxFinite first, or the codes are
+  /// saturated (saturatesCodes).
   bool isEmbedded() const { return hardware && hardware->type != format.type; }
+
+  /// Whether an embedded conversion saturates the wider codes instead of
+  /// clamping the values before `cvt` (one integer step per 4 codes, not two
+  /// f32 ones per element); a candidate of the staged fused kernel
+  /// (QuantizeStrips.cpp, `staged-variant`). The result is the same: see
+  /// narrowCodes.
+  bool saturatesCodes = false;
 };
 
 /// A block's scale as the quantize kernels apply it, from the Numerics.h
