@@ -71,8 +71,9 @@ def check_linear_against_float64(name, device):
 def check_fused_wgrad_accumulation(name, device, dtype=None, micro_batches=3):
     """`micro_batches` steps of a Linear of LINEAR's shape (weight of torch `dtype`, default f32;
     bf16 activations) with fuse_wgrad_accumulation: the f32 `weight.main_grad`, from a random
-    nonzero start, ends as that start plus the wgrads of the same steps of a plain layer (the
-    tolerance of the plain wgrad's result type); it stays the same tensor object, the weight gets
+    nonzero start, ends as that start plus the wgrads of the same steps of a plain layer (twice
+    the tolerance of the plain wgrad's result type: the two GEMMs may be different kernels, each
+    within it of the exact product, e.g. cuBLASLt's and mx's on sm_90a for blockwise); it stays the same tensor object, the weight gets
     no gradient, and Megatron-LM's `grad_added_to_main_grad` is set. Returns (fused main_grad,
     the plain sum) for callers checking more."""
     import torch
@@ -98,7 +99,7 @@ def check_fused_wgrad_accumulation(name, device, dtype=None, micro_batches=3):
     assert fused.weight.grad_added_to_main_grad
     got = main_grad.double().cpu().numpy()
     error = reference.matmul_error(got, expected.double().cpu().numpy())
-    limit = gemm_limit(name, plain.weight.dtype)
+    limit = 2 * gemm_limit(name, plain.weight.dtype)
     assert error < limit, f"{name}: main_grad's relative error {error:.2e} >= {limit}"
     assert reference.matmul_error(got, start.double().cpu().numpy()) > 0.1, "nothing was accumulated"
     return main_grad, expected
