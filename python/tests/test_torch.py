@@ -199,7 +199,7 @@ def test_training_on_cpu_tracks_bf16(recipe):
 def test_custom_ops_are_registered_with_fake_implementations():
     from torch._subclasses.fake_tensor import FakeTensorMode
     for name in ("quantize", "amax", "cast", "quantize_delayed", "cast_transpose_delayed", "update_amax_history",
-                 "gemm"):
+                 "gemm", "gemm_accumulate"):
         assert hasattr(torch.ops.mx, name), name
     made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP8(), "bf16", "f32", "cpu")
     with FakeTensorMode():
@@ -336,6 +336,21 @@ def test_fused_wgrad_accumulation_equals_the_plain_sum(recipe, dtype):
     tolerance; the sum is rounded once per step in the GEMM, to f32 also for bf16 weights); the
     weight gets no gradient."""
     linear_cases.check_fused_wgrad_accumulation(recipe, "cpu", dtype)
+
+
+def test_fused_wgrad_step_runs_the_accumulating_gemm(monkeypatch):
+    """A fused step runs the plan's "wgrad_acc" kernel (main_grad in its epilogue) and not the plain
+    wgrad, and passes main_grad to it as D."""
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe="per_tensor", fuse_wgrad_accumulation=True)
+    layer.weight.main_grad = torch.randn(HIDDEN, WIDTH)
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "f32", "f32", "cpu", wgrad_accumulation=True)
+    called, call = [], _ops._call
+    monkeypatch.setattr(_ops, "_call", lambda kernel, *args: called.append((kernel, args)) or call(kernel, *args))
+    layer(torch.randn(TOKENS, WIDTH)).sum().backward()
+    kernels = [kernel for kernel, _ in called]
+    assert kernels.count(made.gemms["wgrad_acc"]) == 1 and made.gemms["wgrad"] not in kernels
+    (args,) = [args for kernel, args in called if kernel is made.gemms["wgrad_acc"]]
+    assert args[-1] is layer.weight.main_grad
 
 
 @pytest.mark.parametrize("recipe", ["per_tensor", "nvfp4"])
