@@ -8,8 +8,11 @@ weight in f32 under torch.autocast for torch.nn.Linear (its GEMMs run in bf16), 
 with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of 5 runs;
 a second table gives the host's time to issue a step against it (host-bound where they meet).
 TFLOP/s counts the three GEMMs (6 M N K); each mx cell also gives the step-time ratio bf16 / mx.
-Then, at BREAKDOWN_SHAPE, the kernels of one step of each recipe (torch.profiler): every kernel with
-its GPU time, so that one sees where a step's time goes.
+Every step accumulates its weight gradient into the f32 `weight.grad` (torch's AccumulateGrad add, the
+same for bf16 and mx). A second table times FUSED_RECIPES with `fuse_wgrad_accumulation=True`: dW
+added to an f32 `weight.main_grad` in the wgrad GEMM's epilogue (no torch add), against the same bf16
+steps. Then, at BREAKDOWN_SHAPE, the kernels of one step of each recipe (torch.profiler), and of the
+fused per_tensor step: every kernel with its GPU time, so that one sees where a step's time goes.
 """
 
 import os
@@ -22,6 +25,7 @@ import time
 SHAPES = [(8192, 4096, 4096), (8192, 8192, 8192), (15872, 4096, 4096), (15872, 4096, 16384),
           (15872, 16384, 4096)]
 BREAKDOWN_SHAPE = (8192, 8192, 8192)
+FUSED_RECIPES = ("per_tensor", "delayed")  # the second table's, fuse_wgrad_accumulation=True
 
 
 def build(directory):
@@ -30,7 +34,16 @@ def build(directory):
     from mx.recipes import FP8_RECIPES
     for m, k, n in SHAPES:
         for recipe in FP8_RECIPES:
-            LinearPlan(m, k, n, recipe, "bf16", "f32", "sm_90a")
+            LinearPlan(m, k, n, recipe, "bf16", "f32", "sm_90a", wgrad_accumulation=recipe in FUSED_RECIPES)
+
+
+def fused_linear(k, n, recipe):
+    """An mx.torch.Linear with fuse_wgrad_accumulation and its f32 weight.main_grad."""
+    import torch
+    from mx.torch import Linear
+    layer = Linear(k, n, recipe=recipe, device="cuda", fuse_wgrad_accumulation=True)
+    layer.weight.main_grad = torch.zeros(n, k, device="cuda")
+    return layer
 
 
 def step_time(layer, x, dy, autocast):
@@ -94,16 +107,20 @@ def run():
     print("| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |")
     print("|---|---|" + "---|" * len(RECIPES))
     host_rows = []
+    bf16, fused = {}, {recipe: {} for recipe in FUSED_RECIPES}
     for m, k, n in SHAPES:
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
         flops = 6 * m * n * k
         base, base_host = step_time(torch.nn.Linear(k, n, device="cuda"), x, dy, autocast=True)
+        bf16[m, k, n] = base
         cells, hosts = [f"{base:.2f} ms ({flops / base / 1e9:.0f} TFLOP/s)"], [f"{base_host:.2f} / {base:.2f}"]
         for recipe in RECIPES:
             ms, host = step_time(Linear(k, n, recipe=recipe, device="cuda"), x, dy, autocast=False)
             cells.append(f"{ms:.2f} ms ({flops / ms / 1e9:.0f} TFLOP/s, {base / ms:.2f}x)")
             hosts.append(f"{host:.2f} / {ms:.2f}")
+        for recipe in FUSED_RECIPES:
+            fused[recipe][m, k, n] = step_time(fused_linear(k, n, recipe), x, dy, autocast=False)[0]
         print(f"| {m} x {k} x {n} | " + " | ".join(cells) + " |")
         host_rows.append(f"| {m} x {k} x {n} | " + " | ".join(hosts) + " |")
         del x, dy
@@ -112,6 +129,15 @@ def run():
     print("| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |")
     print("|---|---|" + "---|" * len(RECIPES))
     print("\n".join(host_rows))
+    print("\nFused wgrad accumulation (fuse_wgrad_accumulation=True, dW into an f32 weight.main_grad in the "
+          "wgrad GEMM), against the same bf16 steps:\n")
+    print("| recipe | " + " | ".join(f"{m} x {k} x {n}" for m, k, n in SHAPES) + " |")
+    print("|---|" + "---|" * len(SHAPES))
+    print("| torch.nn.Linear bf16 | " + " | ".join(f"{bf16[s]:.2f} ms" for s in SHAPES) + " |")
+    for recipe, times in fused.items():
+        print(f"| mx {recipe}, fused | " + " | ".join(
+            f"{times[m, k, n]:.2f} ms ({6 * m * n * k / times[m, k, n] / 1e9:.0f} TFLOP/s, "
+            f"{bf16[m, k, n] / times[m, k, n]:.2f}x)" for m, k, n in SHAPES) + " |")
     m, k, n = BREAKDOWN_SHAPE
     print(f"\nOne step's kernels at {m} x {k} x {n}:")
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -119,6 +145,8 @@ def run():
     print_breakdown("torch.nn.Linear bf16", kernel_breakdown(torch.nn.Linear(k, n, device="cuda"), x, dy, True))
     for recipe in RECIPES:
         print_breakdown(f"mx {recipe}", kernel_breakdown(Linear(k, n, recipe=recipe, device="cuda"), x, dy, False))
+    print_breakdown(f"mx {FUSED_RECIPES[0]}, fused wgrad accumulation",
+                    kernel_breakdown(fused_linear(k, n, FUSED_RECIPES[0]), x, dy, False))
 
 
 if __name__ == "__main__":

@@ -247,10 +247,13 @@ class LinearPlan:
     input and weight dtype and target: a TensorPlan per role (`shards` maps a role to its number of
     row shards: sequence-parallel inputs and gradients), the three GEMMs, and delayed scaling's
     update of all its states (`update`, one program). "fprop_bias" is fprop with a bias of the
-    weight's dtype added in its epilogue (where fprop is one scaled_matmul)."""
+    weight's dtype added in its epilogue (where fprop is one scaled_matmul). With
+    `wgrad_accumulation`, "wgrad_acc" is wgrad adding an f32 D [N, K] in its epilogue, an f32
+    result whatever the weight's dtype (Transformer Engine's fuse_wgrad_accumulation into a main
+    gradient), where the chip's GEMM takes it; mx.torch adds the plain wgrad to D where it does not."""
 
     def __init__(self, m: int, k: int, n: int, recipe, dtype: str, weight_dtype: str, target: str,
-                 shards: dict[str, int] | tuple[tuple[str, int], ...] = ()):
+                 shards: dict[str, int] | tuple[tuple[str, int], ...] = (), wgrad_accumulation: bool = False):
         self.recipe = recipe = recipes.get(recipe)
         self.target, self.dtype, self.weight_dtype = target, dtype, weight_dtype
         shards = {role: 1 for role in recipes.ROLES} | dict(shards)
@@ -259,19 +262,22 @@ class LinearPlan:
         self.tensors = {role: TensorPlan(role, rows, cols, wide, recipe, target, shards[role])
                         for role, (rows, cols, wide) in self.shapes.items()}
         self.key = f"{m}x{k}x{n}:{recipe.key}:{dtype}:{weight_dtype}:{target}:" + \
-            ",".join(f"{role}/{count}" for role, count in shards.items())
+            ",".join(f"{role}/{count}" for role, count in shards.items()) + ":acc" * wgrad_accumulation
         self.update = _update_kernel(recipe, target) if isinstance(recipe, recipes.Delayed) else None
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
-        fprop_bias = self._fprop_bias_kernel()
-        if fprop_bias is not None:
-            self.gemms["fprop_bias"] = fprop_bias
+        epilogues = [("fprop_bias", "fprop", "bias"), ("wgrad_acc", "wgrad", "accumulate")]
+        for fused, name, epilogue in epilogues[:1 + wgrad_accumulation]:
+            kernel = self._epilogue_kernel(name, epilogue)
+            if kernel is not None:
+                self.gemms[fused] = kernel
 
-    def _fprop_bias_kernel(self):
-        """fprop with the bias added in its epilogue, or None where the chip's GEMM for it takes no
-        bias: only the generated kernels do (cuBLASLt's lowering has no bias operand), and which
-        GEMMs the chip generates is mx-opt's choice (gemm=auto), asked here by compiling."""
+    def _epilogue_kernel(self, name: str, epilogue: str):
+        """GEMM `name` with an epilogue operand ("bias" or "accumulate"), or None where the chip's
+        GEMM for it takes none: only the generated kernels do (cuBLASLt's lowering has no epilogue
+        operand, and sm_90a's FP4 GEMM is a torch matmul), and which GEMMs the chip generates is
+        mx-opt's choice (gemm=auto), asked here by compiling."""
         try:
-            return self._gemm_kernel("fprop", bias=True)
+            return self._gemm_kernel(name, epilogue)
         except compiler.CompileError as error:
             if "nor a cuBLASLt lowering" in str(error):
                 return None
@@ -288,7 +294,7 @@ class LinearPlan:
                              f"and out_features to be multiples of {multiple} (each is "
                              f"the K of one GEMM); got {', '.join(bad)}")
 
-    def _gemm_kernel(self, name: str, bias: bool = False) -> compiler.Kernel | DequantizedGemm:
+    def _gemm_kernel(self, name: str, epilogue: str | None = None) -> compiler.Kernel | DequantizedGemm | None:
         lhs_role, lhs_side, rhs_role, rhs_side = GEMMS[name]
         operands = []
         for role, side in ((lhs_role, lhs_side), (rhs_role, rhs_side)):
@@ -298,9 +304,10 @@ class LinearPlan:
             operands.append(((rows, k), self.recipe.element(role),
                              reference.scales_shape((rows, k), block), self.recipe.scale_type, block))
         (a, a_elem, a_scales, scale, a_block), (b, b_elem, b_scales, _, b_block) = operands
-        out = self.dtype if name != "wgrad" else self.weight_dtype
-        if a_elem == "f4E2M1FN" and self.target != "cpu" and bias:
-            return None  # a dequantized torch GEMM or cuBLASLt's: no bias epilogue of mx's
+        # An accumulating wgrad adds into an f32 main gradient whatever the weight's dtype.
+        out = self.dtype if name != "wgrad" else "f32" if epilogue == "accumulate" else self.weight_dtype
+        if a_elem == "f4E2M1FN" and self.target != "cpu" and epilogue:
+            return None  # a dequantized torch GEMM or cuBLASLt's: no epilogue of mx's
         if a_elem == "f4E2M1FN" and self.target == "sm_90a":  # Hopper has no FP4 MMA (docs/gpu.md)
             return DequantizedGemm(*(ops.dequantize_kernel(shape, elem, scales, scale, block, out,
                                                            self.recipe.tensor_scaled, target=self.target)
@@ -308,7 +315,7 @@ class LinearPlan:
                                                                         (b, b_elem, b_scales, b_block))), out)
         if a_elem == "f4E2M1FN" and self.target != "cpu":  # cuBLASLt (sm_100a) reads swizzled scales
             return _swizzled_gemm_kernel(operands, out, self.recipe.tensor_scaled, self.target)
+        bias_dtype = self.weight_dtype if epilogue == "bias" else None
         return ops.scaled_matmul_kernel(a, a_elem, a_scales, scale, b, b_elem, b_scales, scale, a_block,
-                                        b_block, out, bias_dtype=self.weight_dtype if bias else None,
-                                        tensor_scales=self.recipe.tensor_scaled,
-                                        target=self.target)
+                                        b_block, out, bias_dtype=bias_dtype, tensor_scales=self.recipe.tensor_scaled,
+                                        accumulate=epilogue == "accumulate", target=self.target)

@@ -1,6 +1,7 @@
 """mx from PyTorch on a GPU: compiled Kernels and the mx.ops functions on torch CUDA tensors (bit for bit
 against mx.reference, on the caller's stream, results owning their memory), and mx.torch.Linear for every
-recipe against a float64 product of the same quantized operands, plus a short training run against bf16.
+recipe against a float64 product of the same quantized operands, plus a short training run against bf16,
+and the fused wgrad accumulation into `weight.main_grad` against the plain wgrads summed.
 
 Needs torch with a CUDA device; skipped otherwise. A GPU machine has no mx-opt, so its kernels come from
 mx.compile's cache: `python python/tests/test_gpu_torch.py build DIR [CHIP]` compiles every program these
@@ -25,6 +26,9 @@ MICRO_BATCHES = 2  # test_training_with_micro_batches_tracks_bf16: gradient accu
 ACCUMULATE_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed")
 LINEAR_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", *linear_cases.FP4)
 COMPILE_RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4")
+# test_fused_wgrad_accumulation_equals_the_plain_sum: (recipe, weight dtype)
+FUSED_WGRAD_CASES = (("per_tensor", "f32"), ("delayed", "f32"), ("blockwise", "f32"), ("mxfp8", "f32"),
+                     ("per_tensor", "bf16"))
 QUANTIZE = """
 func.func @quantize(%x: tensor<256x512xbf16>) -> (tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32] : tensor<256x512xbf16> -> tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
@@ -46,6 +50,9 @@ def programs(target):
                              (n, k // 32), "f8E8M0FNU", (1, 32), (1, 32), "f32", target=target)
     for recipe in LINEAR_RECIPES:
         LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", "f32", target)
+    for recipe, weight_dtype in FUSED_WGRAD_CASES:  # also every kernel of the plain plan
+        LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", weight_dtype, target,
+                   wgrad_accumulation=True)
     for recipe in TRAIN_RECIPES:
         for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
             LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "f32", target)
@@ -143,6 +150,35 @@ def test_linear_against_float64(recipe):
     """Forward, dgrad and wgrad of one step against float64 products of the same quantized operands
     (the spec's bf16 tolerance), and against torch.nn.Linear in float64 (the quantization error)."""
     linear_cases.check_linear_against_float64(recipe, "cuda")
+
+
+@pytest.mark.parametrize("recipe,weight_dtype", FUSED_WGRAD_CASES)
+def test_fused_wgrad_accumulation_equals_the_plain_sum(recipe, weight_dtype):
+    """fuse_wgrad_accumulation: weight.main_grad (f32, a random nonzero start) after 3 micro-batches
+    is the start plus the plain layer's wgrads (the GEMM tolerance), the same tensor object; the
+    weight gets no gradient."""
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[weight_dtype]
+    linear_cases.check_fused_wgrad_accumulation(recipe, "cuda", dtype)
+
+
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed"])
+def test_fused_wgrad_step_launches_no_torch_kernel(recipe):
+    """The main gradient's sum is the wgrad GEMM's epilogue (the plan's "wgrad_acc"), not a torch add
+    after it: a fused step launches only mx's kernels, as many as a plain step that accumulates
+    nothing."""
+    from mx.torch import Linear
+    x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(LINEAR["m"], LINEAR["n"], device="cuda", dtype=torch.bfloat16)
+    fused = Linear(LINEAR["k"], LINEAR["n"], bias=False, recipe=recipe, device="cuda",
+                   fuse_wgrad_accumulation=True)
+    fused.weight.main_grad = torch.randn(LINEAR["n"], LINEAR["k"], device="cuda")
+    plain = Linear(LINEAR["k"], LINEAR["n"], bias=False, recipe=recipe, device="cuda")
+    kernels = {name: [k for k in step_kernels(layer, x, dy) if "HtoD" not in k]
+               for name, layer in (("fused", fused), ("plain", plain))}
+    print(f"{recipe}: {kernels}")
+    torch_kernels = [k for k in kernels["fused"] if "at::native" in k]
+    assert kernels["fused"] and not torch_kernels, f"torch kernels in the fused {recipe} step: {torch_kernels}"
+    assert len(kernels["fused"]) == len(kernels["plain"]), kernels
 
 
 def _train(make_linear, seed, micro_batches=1):

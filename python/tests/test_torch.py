@@ -1,6 +1,7 @@
 """mx.torch without a GPU: recipe objects, convert and its report, scaling state in the state dict
 (training resumed from a checkpoint is bit-identical), the custom ops and their fake implementations,
-and torch.compile(fullgraph=True) of a converted model equal to eager mode. The layers run on the CPU
+fused wgrad accumulation into `weight.main_grad`, and torch.compile(fullgraph=True) of a converted
+model equal to eager mode. The layers run on the CPU
 pipeline (the same plans and custom ops as on the GPU). Needs torch; skipped without it.
 """
 
@@ -198,7 +199,7 @@ def test_training_on_cpu_tracks_bf16(recipe):
 def test_custom_ops_are_registered_with_fake_implementations():
     from torch._subclasses.fake_tensor import FakeTensorMode
     for name in ("quantize", "amax", "cast", "quantize_delayed", "cast_transpose_delayed", "update_amax_history",
-                 "gemm"):
+                 "gemm", "gemm_accumulate"):
         assert hasattr(torch.ops.mx, name), name
     made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP8(), "bf16", "f32", "cpu")
     with FakeTensorMode():
@@ -245,28 +246,42 @@ def _sample(op, made):
     return ([xd, xs], [wd, ws], made.key, "fprop")
 
 
+def _gradient(parameter):
+    """What backward accumulated for a parameter: its main gradient where it has one (fused wgrad
+    accumulation, which leaves .grad None), else .grad."""
+    main_grad = getattr(parameter, "main_grad", None)
+    return parameter.grad if main_grad is None else main_grad
+
+
 def assert_compiled_equals_eager(make, inputs, loss, **options):
     """Trains `make()` and a torch.compile(fullgraph=True, **options) of another `make()` on the
-    same `inputs` (loss(model output, index) each); their gradients and buffers must be equal."""
+    same `inputs` (loss(model output, index) each); their gradients (main gradients where
+    parameters have them) and buffers must be equal. Dynamo starts afresh: each call compiles the
+    same forward code again, for new modules, and would soon reach its recompile limit."""
+    torch._dynamo.reset()
     eager, compiled = make(), make()
     step = torch.compile(compiled, fullgraph=True, **options)
     for index, x in enumerate(inputs):
         for run in (eager, step):
             loss(run(x), index).backward()
     for (name, a), b in zip(eager.named_parameters(), compiled.parameters()):
-        assert torch.equal(a.grad, b.grad), name
+        assert torch.equal(_gradient(a), _gradient(b)), name
     for (name, a), b in zip(eager.named_buffers(), compiled.buffers()):
         assert torch.equal(a, b), name
 
 
-def bias_free_pair(recipe, width, hidden, device):
-    """Two bias-free converted bf16 Linears: what Inductor compiles around the mx ops is then only
-    reshapes (a bias-gradient reduction or a fused activation it generates may round differently
-    from eager mode)."""
+def bias_free_pair(recipe, width, hidden, device, **options):
+    """Two bias-free converted bf16 Linears (`options` to convert): what Inductor compiles around
+    the mx ops is then only reshapes (a bias-gradient reduction or a fused activation it generates
+    may round differently from eager mode). With fuse_wgrad_accumulation, each weight gets a random
+    f32 main gradient (the same for the same seed)."""
     torch.manual_seed(0)
     made = torch.nn.Sequential(torch.nn.Linear(width, hidden, bias=False),
                                torch.nn.Linear(hidden, width, bias=False)).to(device, torch.bfloat16)
-    mx.torch.convert(made, recipe)
+    mx.torch.convert(made, recipe, **options)
+    if options.get("fuse_wgrad_accumulation"):
+        for weight in made.parameters():
+            weight.main_grad = torch.randn(weight.shape, device=device)
     return made
 
 
@@ -303,6 +318,78 @@ def test_inductor_fullgraph_equals_eager(recipe):
                                  [x for x, _ in batches(2)], lambda y, i: y.float().square().mean())
 
 
+@pytest.mark.parametrize("recipe,backend", [("per_tensor", "aot_eager"), ("delayed", "aot_eager"),
+                                            ("per_tensor", "inductor")])
+def test_compile_fused_wgrad_accumulation_equals_eager(recipe, backend):
+    """Under torch.compile(fullgraph=True) the fused wgrad's custom op (mutating main_grad) traces
+    without graph breaks, and the main gradients equal eager mode's (Tensor.set_) bit for bit."""
+    assert_compiled_equals_eager(
+        lambda: bias_free_pair(recipe, WIDTH, HIDDEN, "cpu", fuse_wgrad_accumulation=True),
+        [x for x, _ in batches(2)], lambda y, i: y.float().square().mean(), backend=backend)
+
+
+@pytest.mark.parametrize("recipe,dtype", [("per_tensor", torch.float32), ("delayed", torch.float32),
+                                          ("mxfp8", torch.float32), ("blockwise", torch.float32),
+                                          ("nvfp4", torch.float32), ("per_tensor", torch.bfloat16)])
+def test_fused_wgrad_accumulation_equals_the_plain_sum(recipe, dtype):
+    """main_grad after micro-batches of fused steps is its start plus the plain wgrads (the GEMM
+    tolerance; the sum is rounded once per step in the GEMM, to f32 also for bf16 weights); the
+    weight gets no gradient."""
+    linear_cases.check_fused_wgrad_accumulation(recipe, "cpu", dtype)
+
+
+def test_fused_wgrad_step_runs_the_accumulating_gemm(monkeypatch):
+    """A fused step runs the plan's "wgrad_acc" kernel (main_grad in its epilogue) and not the plain
+    wgrad, and passes main_grad to it as D."""
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe="per_tensor", fuse_wgrad_accumulation=True)
+    layer.weight.main_grad = torch.randn(HIDDEN, WIDTH)
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "f32", "f32", "cpu", wgrad_accumulation=True)
+    called, call = [], _ops._call
+    monkeypatch.setattr(_ops, "_call", lambda kernel, *args: called.append((kernel, args)) or call(kernel, *args))
+    layer(torch.randn(TOKENS, WIDTH)).sum().backward()
+    kernels = [kernel for kernel, _ in called]
+    assert kernels.count(made.gemms["wgrad_acc"]) == 1 and made.gemms["wgrad"] not in kernels
+    (args,) = [args for kernel, args in called if kernel is made.gemms["wgrad_acc"]]
+    assert args[-1] is layer.weight.main_grad
+
+
+@pytest.mark.parametrize("recipe", ["per_tensor", "nvfp4"])
+def test_fused_wgrad_accumulation_without_an_accumulating_gemm(monkeypatch, recipe):
+    """Where the chip's GEMM takes no accumulator (FP4 on sm_90a, cuBLASLt's GEMMs: no "wgrad_acc"
+    in the plan) the plain wgrad is added by torch: the same bits as autograd's accumulation of
+    f32 weight gradients."""
+    from linear_cases import LINEAR
+    made = _ops.plan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipes.get(recipe), "bf16", "f32", "cpu",
+                     wgrad_accumulation=True)
+    monkeypatch.delitem(made.gemms, "wgrad_acc")
+    main_grad, expected = linear_cases.check_fused_wgrad_accumulation(recipe, "cpu")
+    assert torch.equal(main_grad, expected)
+
+
+def test_fused_wgrad_accumulation_needs_a_main_grad_of_its_own():
+    """A missing or wrong weight.main_grad is an error of forward naming what was expected (none is
+    needed without gradients); a view into a flat buffer (Megatron-LM's DDP) is refused in eager
+    mode, which replaces main_grad's storage. The state dict is a plain layer's."""
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe="per_tensor", fuse_wgrad_accumulation=True)
+    assert "fuse_wgrad_accumulation=True" in repr(layer)
+    assert list(layer.state_dict()) == list(mx.torch.Linear(WIDTH, HIDDEN, recipe="per_tensor").state_dict())
+    x = torch.randn(TOKENS, WIDTH)
+    with torch.no_grad():
+        layer(x)
+    with pytest.raises(ValueError, match=r"needs weight.main_grad, a float32 tensor of shape \[256, 128\] "
+                                         r"on cpu .* the weight has NoneType"):
+        layer(x)
+    flat = torch.zeros(2 * HIDDEN * WIDTH)
+    for main_grad, what in [(torch.zeros(HIDDEN, WIDTH, dtype=torch.bfloat16), r"got a torch.bfloat16 tensor"),
+                            (torch.zeros(WIDTH, HIDDEN), r"of shape \[128, 256\] on cpu"),
+                            (flat[:HIDDEN * WIDTH].view(HIDDEN, WIDTH), "not a view into a larger buffer"),
+                            (torch.zeros(WIDTH, HIDDEN).t(), "not a view into a larger buffer")]:
+        layer.weight.main_grad = main_grad
+        with pytest.raises(ValueError, match=what):
+            layer(x)
+    assert not flat.any()
+
+
 @pytest.mark.parametrize("recipe", linear_cases.FP4)
 def test_fp4_linear_against_float64(recipe):
     """The FP4 recipes' forward, dgrad and wgrad on the CPU pipeline against float64 products of
@@ -317,20 +404,25 @@ def test_fp4_plans_compile_for_the_gpus(recipe, chip):
     the GEMMs dequantize on sm_90a and go to cuBLASLt (swizzled scales) on sm_100a, and a sequence-
     parallel input shard takes the amax of the whole tensor (NVFP4's tensor scale)."""
     from mx.linear import DequantizedGemm, LinearPlan
-    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "f32", chip, (("input", 2),))
+    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "f32", chip, (("input", 2),),
+                      wgrad_accumulation=True)
+    assert set(made.gemms) == {"fprop", "dgrad", "wgrad"}  # no epilogue: a torch matmul or cuBLASLt
     assert all(isinstance(g, DequantizedGemm) == (chip == "sm_90a") for g in made.gemms.values())
     assert set(made.tensors["input"].kernels) == ({"amax", "cast", "col_cast"} if recipe == "nvfp4"
                                                   else {"row", "col"})
 
 
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
-def test_fp8_plans_compile_for_sm100(recipe):
-    """The FP8 plans compile for sm_100a without a GPU, and fprop fuses the bias only where the chip
-    generates the GEMM (MX on tcgen05): its FP8 per-tensor and blockwise GEMMs are cuBLASLt's, which
-    mx lowers without a bias operand, so the bias is added after the GEMM there."""
+def test_fp8_plans_compile_for_the_gpus(recipe, chip):
+    """The FP8 plans compile for both chips without a GPU, and fprop fuses the bias and wgrad the
+    main gradient's accumulation only where the chip generates the GEMM (every FP8 recipe on sm_90a,
+    MX on tcgen05): sm_100a's FP8 per-tensor and blockwise GEMMs are cuBLASLt's, which mx lowers
+    without epilogue operands, so the bias and the main gradient are added after the GEMM there."""
     from mx.linear import LinearPlan
-    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "f32", "sm_100a")
-    assert ("fprop_bias" in made.gemms) == (recipe == "mxfp8")
+    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "bf16", chip, wgrad_accumulation=True)
+    fused = chip == "sm_90a" or recipe == "mxfp8"
+    assert {"fprop_bias", "wgrad_acc"} & set(made.gemms) == ({"fprop_bias", "wgrad_acc"} if fused else set())
 
 
 @pytest.mark.parametrize("recipe", linear_cases.FP4)

@@ -15,6 +15,7 @@ the bits), which is how mx.torch runs, and is tested, without a GPU.
     mx::update_amax_history(histories!, scales!, plan)   every state at once
     mx::gemm(a, b, plan, name, bias?) -> c               one of mx.linear.GEMMS; an operand is [data,
                                                          scales] (and NVFP4's tensor scale); + bias: fused
+    mx::gemm_accumulate(a, b, out!, plan, name)          out (f32) += a . b^T: the main gradient, fused
     mx::transpose_bytes(t) -> t^T                        FP8 bytes, for the derived transposed
                                                          operands (128x128 blocks; a sharded
                                                          per-tensor tensor gathered for both
@@ -66,11 +67,12 @@ def _registered(kind, *arguments) -> str:
 
 
 def plan(m: int, k: int, n: int, recipe: recipes.Recipe | str, dtype: str, weight_dtype: str, target: str,
-         shards: tuple[tuple[str, int], ...] = ()) -> LinearPlan:
+         shards: tuple[tuple[str, int], ...] = (), wgrad_accumulation: bool = False) -> LinearPlan:
     """The LinearPlan of these shapes (built, its kernels compiled, on first use), registered;
     `recipe` a recipe or (in traced code) its recipe_key."""
     key = recipe if isinstance(recipe, str) else recipe_key(recipe)
-    return _PLANS[_registered(LinearPlan, m, k, n, key, dtype, weight_dtype, target, tuple(shards))]
+    return _PLANS[_registered(LinearPlan, m, k, n, key, dtype, weight_dtype, target, tuple(shards),
+                              wgrad_accumulation)]
 
 
 def tensor_plan(role: str, rows: int, cols: int, wide: str, recipe: recipes.Recipe | str, target: str,
@@ -314,6 +316,24 @@ def _(a, b, plan, name, bias=None):
     made = _PLANS[plan]
     dtype = made.weight_dtype if name == "wgrad" else made.dtype
     return a[0].new_empty((a[0].shape[0], b[0].shape[0]), dtype=torch_dtype(dtype))
+
+
+@_custom_op("gemm_accumulate", mutates_args=("out",))
+def gemm_accumulate(store, a: list[Tensor], b: list[Tensor], out: Tensor, plan: str, name: str) -> None:
+    """`out` (f32, [rows of a, rows of b]) += a . b^T for one of the plan's GEMMs (wgrad into a
+    main gradient): in the GEMM's epilogue where the plan has its "_acc" kernel (one read of `out`,
+    the sum rounded once to f32), else the plain GEMM (rounded to its result type) added by torch."""
+    fused = _PLANS[plan].gemms.get(name + "_acc")
+    if fused is not None:
+        total = _call(fused, *a[:2], *b[:2], *a[2:], *b[2:], out)[0]
+    else:
+        total = out + gemm(a, b, plan, name)
+    store(out, total)
+
+
+@gemm_accumulate.register_fake
+def _(a, b, out, plan, name):
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def convert(model: torch.nn.Module, recipe: str | recipes.Recipe = "mxfp8",
             filter_fn: Callable[[torch.nn.Module, str], bool] | None = None, **options) -> ConversionReport:
     """Swaps, in place, every eligible torch.nn.Linear of `model` (the model itself included only
     through its children) for an mx.torch.Linear with `recipe`; `options` go to mx.torch.Linear
-    (parallel, group, amax_group). Returns the report."""
+    (parallel, group, amax_group, fuse_wgrad_accumulation). Returns the report."""
     recipe = recipes.get(recipe)
     report = ConversionReport(recipe)
     for parent_name, parent in list(model.named_modules()):

@@ -26,6 +26,14 @@ over `amax_group` when the recipe's `reduce_amax` is set.
 
 With `parallel` = "column" or "row" and a process `group`, the layer is one rank's part of a
 tensor-parallel pair with sequence parallelism (Megatron-LM's layout, mx.torch.parallel).
+
+With `fuse_wgrad_accumulation` (Transformer Engine's and Megatron-LM's), backward adds dW to
+`weight.main_grad`, an f32 [out_features, in_features] tensor that the user or the framework
+allocated, in the wgrad GEMM's epilogue (mx.linear's "wgrad_acc"; a plain wgrad and a torch add where
+the chip's GEMM takes no accumulator), and gives the weight no gradient (None: `weight.grad` stays
+as it is, and torch's gradient accumulation kernel does not run). The GEMM writes a new buffer: in
+eager mode `weight.main_grad` takes it (`Tensor.set_`: the same tensor object, no copy), so it must
+own its storage; under torch.compile the custom op copies the sum into it.
 """
 
 from __future__ import annotations
@@ -108,7 +116,8 @@ class _LinearFunction(torch.autograd.Function):
     takes it from `weight.mx_parts` then (FSDP2 gathers only the usage each pass reads)."""
 
     @staticmethod
-    def forward(ctx, x2d, weight, bias, w_row, w_col, states, key, parallel, amax_group, reduce_group):
+    def forward(ctx, x2d, weight, bias, main_grad, w_row, w_col, states, key, parallel, amax_group,
+                reduce_group):
         made = _ops._PLANS[key]
         need_wgrad = weight.requires_grad
         inputs = made.tensors["input"]
@@ -126,6 +135,7 @@ class _LinearFunction(torch.autograd.Function):
         ctx.key, ctx.parallel, ctx.states, ctx.parts = key, parallel, states, len(x_parts)
         ctx.amax_group, ctx.reduce_group, ctx.has_bias = amax_group, reduce_group, bias is not None
         ctx.weight = weight if w_col is None else None
+        ctx.main_grad = main_grad  # the fused wgrad's accumulator
         return y
 
     @staticmethod
@@ -147,14 +157,17 @@ class _LinearFunction(torch.autograd.Function):
                 dx = distributed.reduce_scatter_rows(dx, parallel.group)
         if need_wgrad:
             (x_col,) = _operands(made.tensors["input"], x_parts, ("col",), parallel)
-            dw = _ops.gemm(g_ops[1], x_col, ctx.key, "wgrad")
+            if ctx.main_grad is None:
+                dw = _ops.gemm(g_ops[1], x_col, ctx.key, "wgrad")
+            else:  # into the main gradient; the weight gets no gradient (Transformer Engine's convention)
+                _ops.gemm_accumulate(g_ops[1], x_col, ctx.main_grad, ctx.key, "wgrad")
         if ctx.has_bias and ctx.needs_input_grad[2]:
             db = dy.sum(0)
             if parallel.kind == "row":  # dY is a token shard: the bias gradient sums all of them
                 torch.distributed.all_reduce(db, group=parallel.group)
         if ctx.states:  # the step's last cast is done: next step's scales
             update_scales(made, ctx.states, ctx.reduce_group)
-        return dx, dw, db, None, None, None, None, None, None, None
+        return dx, dw, db, None, None, None, None, None, None, None, None
 
 
 class Linear(torch.nn.Linear):
@@ -163,13 +176,14 @@ class Linear(torch.nn.Linear):
     shorthand). Inputs of any rank >= 2 are flattened to
     [tokens, in_features] (tokens first). `parallel`, `group`: mx.torch.parallel's layers;
     `amax_group`: where per-tensor current and delayed scaling reduce their amaxes (default
-    `group`)."""
+    `group`); `fuse_wgrad_accumulation`: dW is added to `weight.main_grad` (the module's header)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None,
                  *, recipe: str | recipes.Recipe = "mxfp8", parallel: str | None = None, group=None,
-                 amax_group=None):
+                 amax_group=None, fuse_wgrad_accumulation: bool = False):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
+        self.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
@@ -186,6 +200,7 @@ class Linear(torch.nn.Linear):
 
     def extra_repr(self) -> str:
         extra = f", parallel={self.parallel.kind}" if self.parallel.kind else ""
+        extra += ", fuse_wgrad_accumulation=True" if self.fuse_wgrad_accumulation else ""
         return super().extra_repr() + f", recipe={self.recipe.key}" + extra
 
     def scaling_states(self) -> dict:
@@ -216,7 +231,39 @@ class Linear(torch.nn.Linear):
         m = x2d.shape[0] * (size if kind == "column" else 1)
         shards = ((self.parallel.sharded_role, size),) if kind else ()
         return _ops.plan(m, self.in_features, self.out_features, self._recipe_key, *dtypes,
-                         _ops.target_of(x2d), shards)
+                         _ops.target_of(x2d), shards, self.fuse_wgrad_accumulation)
+
+    def _main_grad(self, weight: torch.Tensor) -> torch.Tensor | None:
+        """The fused wgrad's accumulator, `weight.main_grad`, checked; None where this forward's
+        backward computes no weight gradient or the layer does not fuse."""
+        if not (self.fuse_wgrad_accumulation and weight.requires_grad and torch.is_grad_enabled()):
+            return None
+        name = "mx.torch.Linear(fuse_wgrad_accumulation=True)"
+        if getattr(weight, "mx_parts", None) is not None:
+            raise ValueError(f"{name}: FSDP2 reduce-scatters the weight's .grad, which a fused wgrad "
+                             "does not produce; use FSDP2 without fuse_wgrad_accumulation")
+        main_grad = getattr(weight, "main_grad", None)
+        shape = (self.out_features, self.in_features)
+        expected = f"a float32 tensor of shape {list(shape)} on {weight.device}"
+        if not isinstance(main_grad, torch.Tensor):
+            raise ValueError(f"{name} needs weight.main_grad, {expected} that the user or the framework "
+                             f"allocates (as for Transformer Engine); the weight has {type(main_grad).__name__}")
+        if main_grad.dtype != torch.float32 or tuple(main_grad.shape) != shape or main_grad.device != weight.device:
+            raise ValueError(f"{name}: weight.main_grad must be {expected}; got a {main_grad.dtype} tensor "
+                             f"of shape {list(main_grad.shape)} on {main_grad.device}")
+        if not torch.compiler.is_compiling() and (
+                main_grad._base is not None or not main_grad.is_contiguous()
+                or main_grad.untyped_storage().nbytes() != main_grad.numel() * 4):
+            # Eager mode makes main_grad take the GEMM's result buffer (Tensor.set_): a view would
+            # be detached from the storage it views (a flat buffer, as Megatron-LM's DDP allocates).
+            raise ValueError(f"{name}: weight.main_grad must be a contiguous tensor owning all of its "
+                             f"storage ({main_grad.numel() * 4} bytes), not a view into a larger buffer: the "
+                             "fused wgrad replaces its storage with the GEMM's result (Tensor.set_)")
+        if hasattr(weight, "grad_added_to_main_grad"):
+            # Megatron-LM's flag (its gradient hook then adds no .grad). Set here, not in backward as
+            # Transformer Engine does: a torch.compile graph cannot set an attribute in backward.
+            weight.grad_added_to_main_grad = True
+        return main_grad
 
     def _weight_operands(self, made, weight, states):
         """(row operand, col operand) of the weight. FSDP2's gathered weight brings its parts; its
@@ -246,7 +293,7 @@ class Linear(torch.nn.Linear):
         made = self._plan(x2d, weight)
         w_row, w_col = self._weight_operands(made, weight, states)
         reduce_group = self.amax_group if getattr(self.recipe, "reduce_amax", False) else None
-        y = _LinearFunction.apply(x2d, weight, self.bias, w_row, w_col, states,
+        y = _LinearFunction.apply(x2d, weight, self.bias, self._main_grad(weight), w_row, w_col, states,
                                   made.key, self.parallel, self.amax_group, reduce_group)
         # Tokens are split along the first dimension (sequence first, as Megatron-LM lays them out).
         return y.reshape(-1, *x.shape[1:-1], self.out_features)
