@@ -2,8 +2,8 @@
 //
 // How a tile's f32 accumulators, already scaled, become the output (plus
 // mx.scaled_matmul's `bias` operand and, from registers only, its
-// `accumulate` operand, loaded beside each stored run and added in f32
-// before the rounding):
+// `accumulate` operand, loaded 16 vectors ahead of their stores and added in
+// f32 before the rounding):
 //
 // * from registers (`GemmEpilogue::registers`, every recipe and output
 //   type): each thread rounds its fragment to the output type and stores
@@ -42,6 +42,10 @@ constexpr int64_t kChunkBytes = 16;
 /// stmatrix .x4 stores four 8x8 matrices: 16 rows x 16 columns of a warp's
 /// fragment.
 constexpr int64_t kMatrixColumns = 16;
+/// Vectors of the accumulate operand D loaded ahead of their stores: 16
+/// (32 f32 registers for pairs) keep the loads in flight together without
+/// holding a whole fragment's D.
+constexpr int64_t kPreloadedVectors = 16;
 
 } // namespace
 
@@ -59,7 +63,8 @@ void GemmKernelBuilder::storeFragment(
   int64_t width = runLength;
   while (plan.n % width != 0)
     width /= 2;
-  for (size_t e = 0; e < values.size(); e += width) {
+  // Whether the vector of element e is inside the matrix, and its index.
+  auto locate = [&](int64_t e) {
     auto [row, col] = coords(e);
     Value globalRow = arith::AddIOp::create(b, origin.m, row);
     Value globalCol = arith::AddIOp::create(b, origin.n, col);
@@ -75,29 +80,48 @@ void GemmKernelBuilder::storeFragment(
             b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
             i64(plan.n)),
         arith::ExtUIOp::create(b, b.getI64Type(), globalCol));
-    Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
-                                        ArrayRef<LLVM::GEPArg>{Value(index)});
-    Value vector = vector::FromElementsOp::create(
-        b, VectorType::get({width}, b.getF32Type()), values.slice(e, width));
-    ifThen(valid, [&] {
-      // The epilogue operands, in f32: + bias[col], then + D[row, col].
-      if (args.bias)
-        vector = arith::AddFOp::create(
-            b, vector,
-            loadEpilogueOperand(args.bias, plan.biasType, globalCol, width));
-      if (args.accumulator)
-        vector = arith::AddFOp::create(
-            b, vector,
-            loadEpilogueOperand(args.accumulator, outType, index, width));
-      Value rounded = outType.isF32()
-                          ? vector
-                          : arith::TruncFOp::create(
-                                b, VectorType::get({width}, outType), vector);
-      Value stored = width == 1
-                         ? Value(vector::ExtractOp::create(b, rounded, 0))
-                         : rounded;
-      LLVM::StoreOp::create(b, stored, address, width * outBytes);
-    });
+    return std::make_tuple(valid, index, globalCol);
+  };
+  int64_t vectors = llvm::divideCeil(int64_t(values.size()), width);
+  for (int64_t group = 0; group < vectors; group += kPreloadedVectors) {
+    int64_t groupEnd = std::min(vectors, group + kPreloadedVectors);
+    // D's vectors of the group are loaded before any of them is stored, and
+    // unconditionally (a vector outside the matrix reads D[0]): one load
+    // latency per group, where a load inside each store's bounds check
+    // waited once per vector.
+    SmallVector<Value> accumulated;
+    for (int64_t v = group; args.accumulator && v < groupEnd; ++v) {
+      auto [valid, index, globalCol] = locate(v * width);
+      accumulated.push_back(loadEpilogueOperand(
+          args.accumulator, outType,
+          arith::SelectOp::create(b, valid, index, i64(0)), width));
+    }
+    for (int64_t v = group; v < groupEnd; ++v) {
+      auto [valid, index, globalCol] = locate(v * width);
+      Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
+                                          ArrayRef<LLVM::GEPArg>{Value(index)});
+      Value vector = vector::FromElementsOp::create(
+          b, VectorType::get({width}, b.getF32Type()),
+          values.slice(v * width, width));
+      ifThen(valid, [&] {
+        // The epilogue operands, in f32: + bias[col], then + D[row, col].
+        if (args.bias)
+          vector = arith::AddFOp::create(
+              b, vector,
+              loadEpilogueOperand(args.bias, plan.biasType, globalCol, width));
+        if (args.accumulator)
+          vector =
+              arith::AddFOp::create(b, vector, accumulated[v - group]);
+        Value rounded = outType.isF32()
+                            ? vector
+                            : arith::TruncFOp::create(
+                                  b, VectorType::get({width}, outType), vector);
+        Value stored = width == 1
+                           ? Value(vector::ExtractOp::create(b, rounded, 0))
+                           : rounded;
+        LLVM::StoreOp::create(b, stored, address, width * outBytes);
+      });
+    }
   }
 }
 
