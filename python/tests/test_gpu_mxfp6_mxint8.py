@@ -38,26 +38,18 @@ QUANTIZE = {
     # The staged FP6 kernel's CTA tiles are 32 rows x 256 columns: two tiles a row block here, the
     # second partial, and a partial last row block in each slice.
     "e2m3_fused_batched_f16": ((2, 40, 272), np.float16, "f6E2M3FN", "floor", ("rowwise", "columnwise"), True),
-    # Three tiles: the second CTA of the pipelined pairs quantizes one past the grid.
+    # Three row blocks of one tile each (no swizzle, so no rows padded to 128): an odd grid.
     "e3m2_fused_three_tiles_bf16": ((96, 256), ml_dtypes.bfloat16, "f6E3M2FN", "ceil", ("rowwise", "columnwise"),
                                     False),
-    # 132 row blocks (the tiles' padding included) x 4 tiles: the persistent grid's 396 CTAs (sm_90a) take
-    # 528 tiles, the first 132 CTAs two of them.
-    "e2m3_fused_persistent_bf16": ((4160, 1024), ml_dtypes.bfloat16, "f6E2M3FN", "floor",
-                                   ("rowwise", "columnwise"), True),
+    # 132 row blocks (the rowwise tiles' padding included) x 4 tiles: 528 CTAs, several waves of an H100.
+    "e2m3_fused_waves_bf16": ((4160, 1024), ml_dtypes.bfloat16, "f6E2M3FN", "floor", ("rowwise", "columnwise"),
+                              True),
     "int8_rowwise_bf16": ((128, 256), ml_dtypes.bfloat16, "i8", "ceil", ("rowwise",), True),
     "int8_rowwise_f32_floor": ((70, 96), np.float32, "i8", "floor", ("rowwise",), False),
     "int8_columnwise_f16": ((64, 36), np.float16, "i8", "ceil", ("columnwise",), True),
     "int8_fused_bf16_floor": ((130, 68), ml_dtypes.bfloat16, "i8", "floor", ("rowwise", "columnwise"), True),
     "int8_fused_batched_f32": ((2, 40, 32), np.float32, "i8", "ceil", ("rowwise", "columnwise"), False),
 }
-# The candidates of the staged FP6 kernel (convert-mx-to-gpu's staged-variant 1-3: saturated codes; and
-# tiles pipelined two a CTA, or by a persistent grid) on the staged cases above, as `<case>_v<variant>`.
-# The f32 case keeps one tile buffer (two do not fit in static shared memory).
-STAGED = ["e2m3_fused_bf16", "e3m2_fused_f32", "e2m3_fused_batched_f16", "e3m2_fused_three_tiles_bf16",
-          "e2m3_fused_persistent_bf16"]
-VARIANTS = {f"{name}_v{variant}": (name, variant) for name in STAGED for variant in (1, 2, 3)}
-QUANTIZE.update({variant: QUANTIZE[name] for variant, (name, _) in VARIANTS.items()})
 # Dequantize: data shape, element type, block, output dtype (the vector kernel where rows are whole
 # chunks of one 16-byte store, 8 or 4 elements, and FP6 rows whole words, 16 elements; else the
 # per-group or per-element kernel). FP6 chunks of 8 start at both halves of a word, those of 4 at every
@@ -132,8 +124,7 @@ def ops_kernels(target):
 
 def build(directory, chip=None):
     """The test programs into DIRECTORY, and the mx.ops kernels into DIRECTORY/cache."""
-    build_gpu_programs(directory, sources(), chip, lambda name: {
-        "options": f"staged-variant={VARIANTS[name][1]}"} if name in VARIANTS else {})
+    build_gpu_programs(directory, sources(), chip)
     os.environ["MX_CACHE_DIR"] = str(Path(directory) / "cache")
     ops_kernels(chip or "sm_90a")
 

@@ -3,8 +3,8 @@
 // On sm_90a the quantize kernels round FP6 with the `cvt` of the FP8 format
 // that embeds it (E3M2 in E5M2 times 2^-12, E2M3 in E4M3 times 2^-6) and
 // either clamp the values to +-maxFinite before it or, in the staged fused
-// kernel's `staged-variant` 1 and 3, saturate the wider codes after it
-// (narrowCodes in ElementConversion.cpp). The saturation is written out here
+// kernel, saturate the wider codes after it (narrowCodes in
+// ElementConversion.cpp). The saturation is written out here
 // in plain C++, op for op on a word of four codes, and compared with the
 // format's own round-to-nearest-even of the clamped value (APFloat) on every
 // bf16 pattern and f32 patterns just beside each, which holds every rounding

@@ -49,9 +49,9 @@ struct ElementConversion {
 
   /// Whether an embedded conversion saturates the wider codes instead of
   /// clamping the values before `cvt` (one integer step per 4 codes, not two
-  /// f32 ones per element); a candidate of the staged fused kernel
-  /// (QuantizeStrips.cpp, `staged-variant`). The result is the same: see
-  /// narrowCodes.
+  /// f32 ones per element): what the staged fused kernel does
+  /// (QuantizeStrips.cpp); the other kernels, not measured with it, clamp.
+  /// The result is the same: see narrowCodes.
   bool saturatesCodes = false;
 };
 

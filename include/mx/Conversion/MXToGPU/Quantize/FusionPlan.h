@@ -74,18 +74,7 @@ public:
   /// same input (with the same amax operand, if any); a swizzle is fused
   /// when it is the only user of the scales and tiles them along the
   /// quantize's unscaled dimension.
-  /// `stagedVariant` picks a candidate of the staged fused kernel (see
-  /// getStagedVariant).
-  QuantizeFusionPlan(mlir::Operation *root, Chip chip,
-                     unsigned stagedVariant = 0);
-
-  /// Which candidate of the fused kernel that stages its tile
-  /// (QuantizeStrips.cpp, packed formats) to build, for measuring them
-  /// against one another: 0 the kernel as it was; 1 saturates FP6 codes
-  /// instead of clamping the values; 2 and 3 also pipeline 2 or 4 tiles a
-  /// CTA.
-  unsigned getStagedVariant() const { return stagedVariant; }
-  static constexpr unsigned kMaxStagedVariant = 3;
+  QuantizeFusionPlan(mlir::Operation *root, Chip chip);
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;
@@ -103,7 +92,6 @@ private:
   llvm::DenseMap<mlir::Operation *, QuantizePlan> quantizes;
   llvm::DenseMap<mlir::Operation *, std::string> unsupported;
   llvm::DenseMap<mlir::Operation *, QuantizeOp> fusedSwizzles;
-  unsigned stagedVariant;
 };
 
 } // namespace mx

@@ -1,0 +1,40 @@
+// RUN: mx-opt %s --convert-mx-to-gpu --split-input-file | FileCheck %s
+
+// How the staged fused FP6 kernel rounds on sm_90a (mxfp6-mxint8.mlir has
+// its tile and strips): E3M2 codes come from E5M2's cvt with the values
+// unclamped, and a wide code above E3M2's range (an exponent bit above its
+// 3) becomes 0x1F, one integer step per packed word of a strip row (16 rows
+// in each part), instead of two f32 ones per element before the cvt.
+// CHECK-LABEL: func @mxfp6_fused
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<32x256xbf16, #gpu.address_space<workgroup>>)
+// CHECK-NOT: arith.minnumf
+// CHECK-COUNT-32: arith.subi %{{.*}}, %{{.*}} : vector<1xi32>
+// CHECK-NOT: arith.minnumf
+// CHECK: gpu.terminator
+func.func @mxfp6_fused(%x: tensor<2x40x272xbf16>) -> (tensor<2x40x272xf6E3M2FN>, tensor<2x1x3x32x4x4xf8E8M0FNU>, tensor<2x40x272xf6E3M2FN>, tensor<2x2x272xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 1, 32] : tensor<2x40x272xbf16> -> tensor<2x40x272xf6E3M2FN>, tensor<2x40x9xf8E8M0FNU>
+  %t = mx.swizzle %s unscaled_dim 1 : tensor<2x40x9xf8E8M0FNU> -> tensor<2x1x3x32x4x4xf8E8M0FNU>
+  %c, %cs = mx.quantize %x block [1, 32, 1] : tensor<2x40x272xbf16> -> tensor<2x40x272xf6E3M2FN>, tensor<2x2x272xf8E8M0FNU>
+  return %d, %t, %c, %cs : tensor<2x40x272xf6E3M2FN>, tensor<2x1x3x32x4x4xf8E8M0FNU>, tensor<2x40x272xf6E3M2FN>, tensor<2x2x272xf8E8M0FNU>
+}
+
+// -----
+
+// f32 inputs are staged too (a 32 KiB tile), with saturated codes; the
+// rowwise kernel of FP6, not measured with the saturation, clamps the
+// values (ElementConversion::saturatesCodes).
+// CHECK-LABEL: func @mxfp6_fused_f32
+// CHECK: workgroup(%{{.*}} : memref<32x256xf32, #gpu.address_space<workgroup>>)
+// CHECK-NOT: arith.minnumf
+// CHECK: arith.subi %{{.*}}, %{{.*}} : vector<1xi32>
+// CHECK-NOT: arith.minnumf
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK: arith.minnumf
+// CHECK: gpu.terminator
+func.func @mxfp6_fused_f32(%x: tensor<64x256xf32>, %y: tensor<32x64xf32>) -> (tensor<64x256xf6E2M3FN>, tensor<64x8xf8E8M0FNU>, tensor<64x256xf6E2M3FN>, tensor<2x256xf8E8M0FNU>, tensor<32x64xf6E2M3FN>, tensor<32x2xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x256xf32> -> tensor<64x256xf6E2M3FN>, tensor<64x8xf8E8M0FNU>
+  %c, %cs = mx.quantize %x block [32, 1] : tensor<64x256xf32> -> tensor<64x256xf6E2M3FN>, tensor<2x256xf8E8M0FNU>
+  %r, %rs = mx.quantize %y block [1, 32] : tensor<32x64xf32> -> tensor<32x64xf6E2M3FN>, tensor<32x2xf8E8M0FNU>
+  return %d, %s, %c, %cs, %r, %rs : tensor<64x256xf6E2M3FN>, tensor<64x8xf8E8M0FNU>, tensor<64x256xf6E2M3FN>, tensor<2x256xf8E8M0FNU>, tensor<32x64xf6E2M3FN>, tensor<32x2xf8E8M0FNU>
+}
