@@ -126,7 +126,8 @@ public:
       : b(b), plan(plan), args(args) {}
 
   /// Emits the whole kernel body at the builder's insertion point (the
-  /// start of the gpu.func, whose shared-memory global is `sharedGlobal`).
+  /// start of the kernel function, whose shared-memory global is
+  /// `sharedGlobal`).
   void build(llvm::StringRef sharedGlobal);
 
   mlir::ImplicitLocOpBuilder &getBuilder() { return b; }
