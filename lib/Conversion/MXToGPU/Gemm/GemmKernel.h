@@ -35,9 +35,10 @@
 namespace mx::gemm {
 
 /// The kernel's parameters (all `!llvm.ptr`, generic), in the order of
-/// `getKernelParameters`.
+/// `getKernelParameters`. The tensor maps are 128-byte `__grid_constant__`
+/// parameters (`isTensorMap`): their pointers address the parameter space.
 enum class KernelParameter {
-  tensorMapA,       // CUtensorMap of A in global memory
+  tensorMapA,       // CUtensorMap of A
   tensorMapB,       // CUtensorMap of B
   aScales,          // swizzled E8M0 or f32
   bScales,          //
@@ -55,6 +56,9 @@ enum class KernelParameter {
 /// The parameters the kernel of `plan` takes, in order: the one list the
 /// kernel's signature and its launch are built from.
 llvm::SmallVector<KernelParameter> getKernelParameters(const GemmPlan &plan);
+
+/// Whether `parameter` is a tensor map (passed by value).
+bool isTensorMap(KernelParameter parameter);
 
 /// The kernel's arguments by role; null where the plan takes none.
 struct KernelArguments {

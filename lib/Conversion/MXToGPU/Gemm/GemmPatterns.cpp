@@ -43,19 +43,6 @@ namespace {
 constexpr StringLiteral kSharedGlobal = "mx_gemm_shared";
 constexpr int64_t kSwizzleBytes = 128;
 
-bool isTensorMap(KernelParameter parameter) {
-  switch (parameter) {
-  case KernelParameter::tensorMapA:
-  case KernelParameter::tensorMapB:
-  case KernelParameter::tensorMapAScales:
-  case KernelParameter::tensorMapBScales:
-  case KernelParameter::tensorMapOut:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// The kernel of `plan` in a new gpu.module of `module`. It is an `llvm.func`
 /// (`gpu.kernel`, `nvvm.kernel`) rather than a `gpu.func` for its tensor
 /// maps: each is a `__grid_constant__` parameter, an `llvm.byval` pointer

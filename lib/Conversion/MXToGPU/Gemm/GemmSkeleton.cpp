@@ -67,6 +67,19 @@ SmallVector<KernelParameter> gemm::getKernelParameters(const GemmPlan &plan) {
   return parameters;
 }
 
+bool gemm::isTensorMap(KernelParameter parameter) {
+  switch (parameter) {
+  case KernelParameter::tensorMapA:
+  case KernelParameter::tensorMapB:
+  case KernelParameter::tensorMapAScales:
+  case KernelParameter::tensorMapBScales:
+  case KernelParameter::tensorMapOut:
+    return true;
+  default:
+    return false;
+  }
+}
+
 GemmMainLoop::GemmMainLoop(GemmKernelBuilder &kernel)
     : k(kernel), b(kernel.getBuilder()), plan(kernel.getPlan()) {}
 
