@@ -63,7 +63,11 @@ void GemmKernelBuilder::storeFragment(
   int64_t width = runLength;
   while (plan.n % width != 0)
     width /= 2;
-  // Whether the vector of element e is inside the matrix, and its index.
+  // Where the vector of element e goes: whether it is inside the matrix,
+  // its element index and its column.
+  struct Location {
+    Value valid, index, column;
+  };
   auto locate = [&](int64_t e) {
     auto [row, col] = coords(e);
     Value globalRow = arith::AddIOp::create(b, origin.m, row);
@@ -80,7 +84,7 @@ void GemmKernelBuilder::storeFragment(
             b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
             i64(plan.n)),
         arith::ExtUIOp::create(b, b.getI64Type(), globalCol));
-    return std::make_tuple(valid, index, globalCol);
+    return Location{valid, index, globalCol};
   };
   int64_t vectors = llvm::divideCeil(int64_t(values.size()), width);
   for (int64_t group = 0; group < vectors; group += kPreloadedVectors) {
@@ -89,26 +93,28 @@ void GemmKernelBuilder::storeFragment(
     // unconditionally (a vector outside the matrix reads D[0]): one load
     // latency per group, where a load inside each store's bounds check
     // waited once per vector.
+    SmallVector<Location> located;
     SmallVector<Value> accumulated;
-    for (int64_t v = group; args.accumulator && v < groupEnd; ++v) {
-      auto [valid, index, globalCol] = locate(v * width);
-      accumulated.push_back(loadEpilogueOperand(
-          args.accumulator, outType,
-          arith::SelectOp::create(b, valid, index, i64(0)), width));
+    for (int64_t v = group; v < groupEnd; ++v) {
+      const Location &at = located.emplace_back(locate(v * width));
+      if (args.accumulator)
+        accumulated.push_back(loadEpilogueOperand(
+            args.accumulator, outType,
+            arith::SelectOp::create(b, at.valid, at.index, i64(0)), width));
     }
     for (int64_t v = group; v < groupEnd; ++v) {
-      auto [valid, index, globalCol] = locate(v * width);
+      const Location &at = located[v - group];
       Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
-                                          ArrayRef<LLVM::GEPArg>{Value(index)});
+                                          ArrayRef<LLVM::GEPArg>{at.index});
       Value vector = vector::FromElementsOp::create(
           b, VectorType::get({width}, b.getF32Type()),
           values.slice(v * width, width));
-      ifThen(valid, [&] {
+      ifThen(at.valid, [&] {
         // The epilogue operands, in f32: + bias[col], then + D[row, col].
         if (args.bias)
           vector = arith::AddFOp::create(
               b, vector,
-              loadEpilogueOperand(args.bias, plan.biasType, globalCol, width));
+              loadEpilogueOperand(args.bias, plan.biasType, at.column, width));
         if (args.accumulator)
           vector =
               arith::AddFOp::create(b, vector, accumulated[v - group]);
