@@ -510,4 +510,3 @@ def _device_argument(kernel: Kernel, layouts: _GpuLayouts, index: int, arg, stre
                                f"{runtime.ARGUMENT_ALIGNMENT}-byte aligned (pass a copy)")
     keep.append(memref)
     return memref.aligned
-

@@ -362,6 +362,13 @@ def scaled_matmul(m: int, n: int, k: int,
         None if alpha is None else alpha.ptr, out.ptr, int(out_type), stream), "mxrtScaledMatmul")
 
 
+def tensor_map_storage(extra: int = 0, fill: int = 0) -> tuple[ctypes.Array, int]:
+    """Host memory for a CUtensorMap: a buffer of TENSOR_MAP_BYTES + `extra` bytes of `fill` from a
+    TENSOR_MAP_ALIGNMENT-aligned address, as (the buffer, which must stay alive, that address)."""
+    storage = ctypes.create_string_buffer(bytes([fill]) * (TENSOR_MAP_BYTES + extra + TENSOR_MAP_ALIGNMENT))
+    return storage, ctypes.addressof(storage) + -ctypes.addressof(storage) % TENSOR_MAP_ALIGNMENT
+
+
 def tensor_map(ptr: int, elem_type: ElemType, dims: Sequence[int], box: Sequence[int],
                swizzle: Swizzle) -> bytes:
     """The 128 bytes of the CUtensorMap of a dense row-major tensor (see mxrtEncodeTensorMap),
@@ -374,8 +381,7 @@ def tensor_map(ptr: int, elem_type: ElemType, dims: Sequence[int], box: Sequence
     rank = len(dims)
     if len(box) != rank:  # The runtime reads `rank` entries of each.
         raise ValueError(f"box {tuple(box)} and dims {tuple(dims)} differ in rank")
-    storage = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGNMENT)
-    address = ctypes.addressof(storage) + -ctypes.addressof(storage) % TENSOR_MAP_ALIGNMENT
+    storage, address = tensor_map_storage()
     load_library().mxrtEncodeTensorMap(address, ptr, int(elem_type), rank, (_i64 * rank)(*dims),
                                        (_i32 * len(box))(*box), int(swizzle))
     encoded = ctypes.string_at(address, TENSOR_MAP_BYTES)

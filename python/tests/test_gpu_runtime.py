@@ -346,8 +346,7 @@ def test_call_guard_skips_device_work_after_a_failure(poke):
         assert_context_alive()
 
         lib.mxrtCallBegin(b"tensor_map")
-        storage = ctypes.create_string_buffer(rt.TENSOR_MAP_BYTES + rt.TENSOR_MAP_ALIGNMENT)
-        map_address = ctypes.addressof(storage) + -ctypes.addressof(storage) % rt.TENSOR_MAP_ALIGNMENT
+        storage, map_address = rt.tensor_map_storage()
         assert lib.mxrtEncodeTensorMap(map_address, buf.ptr + 8, int(rt.ElemType.F32), 2,
                                        (ctypes.c_int64 * 2)(4, 4), (ctypes.c_int32 * 2)(4, 4),
                                        int(rt.Swizzle.NONE)) == map_address
@@ -409,8 +408,7 @@ def driver_encoding(base, elem_type, dims, box, swizzle, cu_type=None, strides=N
     if strides is None:
         size = rt.NUMPY_DTYPES[elem_type].itemsize
         strides = [size * int(np.prod(dims[:i])) for i in range(1, rank)]
-    storage = ctypes.create_string_buffer(128 + 64)  # CUtensorMap is 64-byte aligned.
-    address = ctypes.addressof(storage) + -ctypes.addressof(storage) % 64
+    storage, address = rt.tensor_map_storage()
     context = vp()
     assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0) == 0
     assert cuda.cuCtxPushCurrent_v2(context) == 0
@@ -423,7 +421,7 @@ def driver_encoding(base, elem_type, dims, box, swizzle, cu_type=None, strides=N
         cuda.cuCtxPopCurrent_v2(ctypes.byref(context))
         cuda.cuDevicePrimaryCtxRelease_v2(0)
     assert status == 0, f"cuTensorMapEncodeTiled returned {status}"
-    return ctypes.string_at(address, 128)
+    return ctypes.string_at(address, rt.TENSOR_MAP_BYTES)
 
 
 @pytest.mark.parametrize("elem_type,swizzle",
@@ -540,8 +538,7 @@ def test_tensor_map_c_contract():
     encoding failed, and the reason as the sticky error."""
     lib, box = rt.load_library(), (ctypes.c_int32 * 2)(64, 64)
     dims = (ctypes.c_int64 * 2)(64, 64)
-    storage = ctypes.create_string_buffer(b"\xff" * (rt.TENSOR_MAP_BYTES + 2 * rt.TENSOR_MAP_ALIGNMENT))
-    address = ctypes.addressof(storage) + -ctypes.addressof(storage) % rt.TENSOR_MAP_ALIGNMENT
+    storage, address = rt.tensor_map_storage(extra=rt.TENSOR_MAP_ALIGNMENT, fill=0xFF)
     assert lib.mxrtEncodeTensorMap(None, 256, rt.ElemType.F8E4M3, 2, dims, box, 0) is None
     assert rt.last_error().startswith("mxrtEncodeTensorMap: map is NULL")
     assert lib.mxrtEncodeTensorMap(address + 32, 256, rt.ElemType.F8E4M3, 2, dims, box, 0) == address + 32
