@@ -104,8 +104,9 @@ def run():
     from mx.recipes import FP8_RECIPES as RECIPES
     from mx.torch import Linear
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}\n")
-    print("| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |")
-    print("|---|---|" + "---|" * len(RECIPES))
+    header = "| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |\n" + \
+        "|---|---|" + "---|" * len(RECIPES)
+    print(header)
     host_rows = []
     bf16, fused = {}, {recipe: {} for recipe in FUSED_RECIPES}
     for m, k, n in SHAPES:
@@ -126,8 +127,7 @@ def run():
         del x, dy
         torch.cuda.empty_cache()
     print("\nHost time to issue a step / step time, ms (host-bound where they meet):\n")
-    print("| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |")
-    print("|---|---|" + "---|" * len(RECIPES))
+    print(header)
     print("\n".join(host_rows))
     print("\nFused wgrad accumulation (fuse_wgrad_accumulation=True, dW into an f32 weight.main_grad in the "
           "wgrad GEMM), against the same bf16 steps:\n")
