@@ -19,6 +19,7 @@ import numpy as np
 
 WIDTH, HIDDEN, TOKENS, STEPS, LR, WORLD = 512, 256, 256, 4, 0.5, 2
 RECIPES = ("mxfp8", "blockwise", "per_tensor", "delayed", "mxfp4", "nvfp4")
+FUSED_RECIPES = ("per_tensor", "mxfp8")  # sequence parallel also with fuse_wgrad_accumulation
 
 
 def plans(target: str, world: int = WORLD):
@@ -31,8 +32,9 @@ def plans(target: str, world: int = WORLD):
             _ops.plan(TOKENS, k, n, recipe, "bf16", "bf16", target)                       # one process
             _ops.plan(TOKENS // world, k, n, recipe, "bf16", "bf16", target)              # FSDP2
             _ops.tensor_plan("weight", n, k, "bf16", recipe, target, world)
-        _ops.plan(TOKENS, WIDTH, HIDDEN // world, recipe, "bf16", "bf16", target, (("input", world),))
-        _ops.plan(TOKENS, HIDDEN // world, WIDTH, recipe, "bf16", "bf16", target, (("grad", world),))
+        for fused in (False, True) if name in FUSED_RECIPES else (False,):
+            _ops.plan(TOKENS, WIDTH, HIDDEN // world, recipe, "bf16", "bf16", target, (("input", world),), fused)
+            _ops.plan(TOKENS, HIDDEN // world, WIDTH, recipe, "bf16", "bf16", target, (("grad", world),), fused)
 
 
 def mlp(recipe, device, seed=0):
@@ -58,6 +60,23 @@ def _step(model, optimizer, x, target, scale=1.0):
     loss = torch.nn.functional.mse_loss(model(x).float(), target, reduction="sum") * scale
     optimizer.zero_grad()
     loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _main_grad_step(model, optimizer, x, target, scale):
+    """_step for layers with fuse_wgrad_accumulation: each weight's main_grad starts at zero, and
+    after backward becomes its .grad in the weight's dtype (the optimizer reads .grad)."""
+    import torch
+    weights = [layer.weight for layer in model if getattr(layer, "fuse_wgrad_accumulation", False)]
+    for weight in weights:
+        weight.main_grad = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+    loss = torch.nn.functional.mse_loss(model(x).float(), target, reduction="sum") * scale
+    optimizer.zero_grad()
+    loss.backward()
+    for weight in weights:
+        assert weight.grad is None, "a fused wgrad gives the weight no .grad"
+        weight.grad = weight.main_grad.to(weight.dtype)
     optimizer.step()
     return loss.detach()
 
@@ -207,23 +226,27 @@ def fsdp_resume(rank, world, recipe, device):
     return [_step(resumed, optimizer, *batch).item() for batch in data[1:]] == expected
 
 
-def sequence_parallel(rank, world, recipe, device):
+def sequence_parallel(rank, world, recipe, device, fused=False):
     """A column-parallel up and a row-parallel down projection over `world` ranks (token shards in
-    and out), from the one-process model's weights."""
+    and out), from the one-process model's weights. `fused`: the layers fuse their wgrad
+    accumulation into each weight's f32 main_grad, zeroed before and handed to the optimizer (as
+    the weight's gradient) after each backward, as Megatron-LM does."""
     import torch
     import mx.torch.parallel
     from mx.torch import distributed
     full = mlp(None, device)
     group = torch.distributed.group.WORLD
-    model = torch.nn.Sequential(mx.torch.parallel.column(full[0], group, recipe), torch.nn.GELU(),
-                                mx.torch.parallel.row(full[2], group, recipe))
+    model = torch.nn.Sequential(
+        mx.torch.parallel.column(full[0], group, recipe, fuse_wgrad_accumulation=fused), torch.nn.GELU(),
+        mx.torch.parallel.row(full[2], group, recipe, fuse_wgrad_accumulation=fused))
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     rows = slice(rank * TOKENS // world, (rank + 1) * TOKENS // world)
     losses, sent = [], []
+    step = _main_grad_step if fused else _step
     with _watched() as seen:
         for x, target in batches(device):
             with distributed.count_all_gather() as counter:
-                loss = _step(model, optimizer, x[rows], target[rows], 1 / target.numel())
+                loss = step(model, optimizer, x[rows], target[rows], 1 / target.numel())
             torch.distributed.all_reduce(loss)
             losses.append(loss.item())
             sent.append(counter["bytes"])
@@ -300,6 +323,8 @@ def everything(rank, world, recipe, device):
               "fsdp_kept": fsdp(rank, world, recipe, device, reshard=False) if recipe else None,
               "fsdp_resume": fsdp_resume(rank, world, recipe, device) if recipe else None,
               "sequence_parallel": sequence_parallel(rank, world, recipe, device) if recipe else None,
+              "sequence_parallel_fused": sequence_parallel(rank, world, recipe, device, fused=True)
+              if recipe in FUSED_RECIPES else None,
               "sharded_quantize": sharded_quantize(rank, world, recipe, device) if recipe else None}
     return result | {"plans": sorted(_ops._PLANS)}
 

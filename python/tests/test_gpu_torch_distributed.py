@@ -34,6 +34,7 @@ from test_torch_distributed import (runs, test_fsdp2_gathers_fp8, test_fsdp2_mat
                                     test_fsdp2_resume_from_state_dict_is_bit_identical,
                                     test_fsdp2_transposed_operands,
                                     test_plans_builds_every_program, test_sequence_parallel_matches_one_process,
+                                    test_sequence_parallel_fused_wgrad_accumulation,
                                     test_sharded_quantize_and_gather_equal_whole_quantize)
 
 

@@ -133,6 +133,15 @@ def test_sequence_parallel_matches_one_process(runs, device, recipe):
         assert checked["transposes"] == cases.STEPS, checked
 
 
+@pytest.mark.parametrize("recipe", cases.FUSED_RECIPES)
+def test_sequence_parallel_fused_wgrad_accumulation(runs, recipe):
+    """mx.torch.parallel's layers with fuse_wgrad_accumulation: each rank's wgrad GEMM adds its
+    shard's dW to a zeroed f32 main_grad, which (cast to the weight's dtype) is the plain wgrad's
+    rounding of the same f32 sum: the loss curve is the unfused one, bit for bit."""
+    for rank in runs(recipe):
+        assert rank["sequence_parallel_fused"]["losses"] == rank["sequence_parallel"]["losses"]
+
+
 @pytest.mark.parametrize("recipe", cases.RECIPES)
 def test_sharded_quantize_and_gather_equal_whole_quantize(runs, recipe):
     for rank in runs(recipe):

@@ -10,7 +10,9 @@ A row-parallel layer holds columns [r K/w, (r+1) K/w) (its input features): forw
 its partial output to token shards, backward all-gathers the output gradient quantized (rowwise for
 dgrad, columnwise for wgrad). What crosses the wire is the compact format of spec section 12;
 per-tensor current scaling all-reduces the amax over the layer's `amax_group` (default: `group`)
-before the cast, and delayed scaling the amax history at each update.
+before the cast, and delayed scaling the amax history at each update. With
+`fuse_wgrad_accumulation`, each rank's wgrad GEMM adds its shard's dW to that shard's own
+`weight.main_grad` (mx.torch.Linear's option; the framework allocates one per rank's weight).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .. import recipes
 from .linear import Linear
 
 
-def _split(linear: torch.nn.Linear, group, kind: str, recipe, amax_group) -> Linear:
+def _split(linear: torch.nn.Linear, group, kind: str, recipe, amax_group, fuse_wgrad_accumulation) -> Linear:
     rank, size = torch.distributed.get_rank(group), torch.distributed.get_world_size(group)
     out_features, in_features = linear.out_features, linear.in_features
     if kind == "column":
@@ -33,7 +35,8 @@ def _split(linear: torch.nn.Linear, group, kind: str, recipe, amax_group) -> Lin
     if (out_features if kind == "column" else in_features) % size:
         raise ValueError(f"mx.torch.parallel.{kind}: {linear} does not split into {size} equal parts")
     layer = Linear(weight.shape[1], weight.shape[0], bias is not None, device=weight.device,
-                   dtype=weight.dtype, recipe=recipe, parallel=kind, group=group, amax_group=amax_group)
+                   dtype=weight.dtype, recipe=recipe, parallel=kind, group=group, amax_group=amax_group,
+                   fuse_wgrad_accumulation=fuse_wgrad_accumulation)
     with torch.no_grad():
         layer.weight.copy_(weight)
         if bias is not None:
@@ -41,11 +44,13 @@ def _split(linear: torch.nn.Linear, group, kind: str, recipe, amax_group) -> Lin
     return layer
 
 
-def column(linear: torch.nn.Linear, group, recipe: str | recipes.Recipe = "mxfp8", amax_group=None) -> Linear:
+def column(linear: torch.nn.Linear, group, recipe: str | recipes.Recipe = "mxfp8", amax_group=None,
+           fuse_wgrad_accumulation: bool = False) -> Linear:
     """This rank's column-parallel part of `linear` (the same on every rank): its output rows."""
-    return _split(linear, group, "column", recipe, amax_group)
+    return _split(linear, group, "column", recipe, amax_group, fuse_wgrad_accumulation)
 
 
-def row(linear: torch.nn.Linear, group, recipe: str | recipes.Recipe = "mxfp8", amax_group=None) -> Linear:
+def row(linear: torch.nn.Linear, group, recipe: str | recipes.Recipe = "mxfp8", amax_group=None,
+        fuse_wgrad_accumulation: bool = False) -> Linear:
     """This rank's row-parallel part of `linear` (the same on every rank): its input columns."""
-    return _split(linear, group, "row", recipe, amax_group)
+    return _split(linear, group, "row", recipe, amax_group, fuse_wgrad_accumulation)
