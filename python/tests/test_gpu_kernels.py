@@ -132,6 +132,10 @@ EPILOGUE = {
     # A bias alone with a bf16 output takes the TMA-store epilogue: N = 264 ends in a partial tile.
     "epilogue_blockwise_bias": (256, 264, 512, (1, 128), (128, 128), "f32", BF16, F32, False),
     "epilogue_mx_bias_accumulate": (256, 128, 512, ROW, ROW, "f8E8M0FNU", BF16, F32, True),
+    # dgrad's form into an existing bf16 gradient (C += dY W): 1x128 x 128x128 and per-tensor, N = 264
+    # and M = 200 ending in partial tiles.
+    "epilogue_dgrad_accumulate": (256, 264, 512, (1, 128), (128, 128), "f32", BF16, None, True),
+    "epilogue_per_tensor_accumulate": (200, 136, 256, (200, 256), (136, 256), "f32", BF16, None, True),
 }
 # Swizzle programs: linear scales shape, unscaled dim, scale dtype. Scales tiled along their
 # second-to-last dimension with C a multiple of 4 take the vector kernels, the rest the scalar ones.
