@@ -130,6 +130,7 @@ class TensorPlan:
                              f"{shards} row shards of a multiple of {multiple} rows")
         self.shape = (rows // shards, cols)
         self.key = f"{role}:{rows}x{cols}:{wide}:{recipe.key}:{target}:{shards}"
+        self._parts: dict[bool, tuple[PartSpec, ...]] = {}
         self.kernels = self._kernels()
 
     def block(self) -> tuple[int, int]:
@@ -185,9 +186,16 @@ class TensorPlan:
         """`parts` laid out as parts(True), None where the col parts were not quantized."""
         return list(parts) if self.has_col(parts) else [*parts[:2], None, None, *parts[2:]]
 
-    def parts(self, col: bool = True) -> list[PartSpec]:
+    def parts(self, col: bool = True) -> tuple[PartSpec, ...]:
         """The compact parts of a quantized shard (with the col parts if `col` and the recipe has
-        them)."""
+        them). Made once per plan and `col`: FSDP2's hooks and the layers ask at every gather and
+        step."""
+        made = self._parts.get(col)
+        if made is None:
+            made = self._parts[col] = tuple(self._part_specs(col))
+        return made
+
+    def _part_specs(self, col: bool) -> list[PartSpec]:
         rows, cols = self.shape
         elem, scale = self.recipe.element(self.role), self.recipe.scale_type
         block = self.block()

@@ -36,6 +36,7 @@ maxfinite / amax there (docs/torch.md). Weight shards must hold a multiple of th
 
 from __future__ import annotations
 
+import inspect
 import weakref
 
 import torch
@@ -142,6 +143,11 @@ class ShardedWeight(torch.Tensor):
             return None
         rows, cols = plan.shape[0] * plan.shards, plan.shape[1]
         return GatheredWeight(rows, cols, self.dtype, self.device, parts), tuple(outputs)
+
+
+# FSDP2 reads the hook's signature at every all-gather (to pick the arguments it passes); one made
+# here spares inspect the work of deriving it from the code each time.
+ShardedWeight.fsdp_pre_all_gather.__signature__ = inspect.signature(ShardedWeight.fsdp_pre_all_gather)
 
 
 class GatheredWeight(torch.Tensor):
