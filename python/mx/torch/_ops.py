@@ -208,39 +208,55 @@ def _(x, plan):
 
 
 def current_scale(amax: Tensor, elem: str) -> Tensor:
-    """The cast scale of per-tensor current scaling from the amax of the whole tensor ([1, 1] ->
-    [1]), Transformer Engine's maxfinite / amax in f32, with the spec's special tensors: amax 0
-    gives 1 (zeros stay zeros), NaN gives NaN (every element NaN), Inf gives maxfinite / f32 max
-    (finite elements to zero, infinities saturated)."""
+    """The cast scales of per-tensor current scaling from the amaxes of whole tensors (any shape ->
+    [n]: [1, 1] -> [1]), Transformer Engine's maxfinite / amax in f32, with the spec's special
+    tensors: amax 0 gives 1 (zeros stay zeros), NaN gives NaN (every element NaN), Inf gives
+    maxfinite / f32 max (finite elements to zero, infinities saturated)."""
     maxfinite = reference.max_finite(elem)
-    amax = amax.reshape(1)
+    amax = amax.reshape(-1)
     scale = torch.where(torch.isinf(amax), maxfinite / torch.finfo(torch.float32).max, maxfinite / amax)
     return torch.where(amax == 0, 1.0, scale).to(torch.float32)
 
 
 @_custom_op("cast")
-def cast(x: Tensor, amax: Tensor, plan: str, col: bool) -> list[Tensor]:
+def cast(x: Tensor, amax: Tensor, plan: str, col: bool, scale: Tensor | None = None) -> list[Tensor]:
     """The compact parts of the shard `x` with `amax` [1, 1] of the whole tensor: per-tensor
-    (data, scales) cast with current_scale(amax), and with `col` the transposed data written by the
-    same kernel and its scales (the same); NVFP4's parts (the col ones if `col`) quantized
-    with that amax (the tensor scale derived from it)."""
+    (data, scales) cast with `scale` [1] (default current_scale(amax); FSDP2's weights bring theirs,
+    computed for all weights at once), and with `col` the transposed data written by the same
+    kernel and its scales (the same); NVFP4's parts (the col ones if `col`) quantized with that
+    amax (the tensor scale derived from it)."""
     made = _PLANS[plan]
     if made.recipe.tensor_scaled:
         parts = _call(made.kernels["cast"], x, amax.reshape(()))
         if col:
             parts[2:2] = _transposed_parts(made.kernels["col_cast"], x, amax.reshape(()))
         return parts
-    scale = current_scale(amax, made.recipe.element(made.role))
+    if scale is None:
+        scale = current_scale(amax, made.recipe.element(made.role))
+    # The cast is mx.quantize_delayed of one slot; the history it records the amax in is not kept.
+    history = _zero_history(x.device)
     if col and made.writes_transposed:  # cast+transpose of the shard: [cols, rows] data, same scale
-        data, scale_inv, data_t, _ = _call(made.kernels["cast_both"], x, scale, torch.zeros_like(amax))
+        data, scale_inv, data_t, _ = _call(made.kernels["cast_both"], x, scale, history)
         return [data, scale_inv, data_t, scale_inv]
-    data, scale_inv, _ = _call(made.kernels["cast"], x, scale, torch.zeros_like(amax))
+    data, scale_inv, _ = _call(made.kernels["cast"], x, scale, history)
     return [data, scale_inv]
 
 
 @cast.register_fake
-def _(x, amax, plan, col):
+def _(x, amax, plan, col, scale=None):
     return _fake_parts(x, plan, col)
+
+
+_ZERO_HISTORIES: dict[torch.device, Tensor] = {}
+
+
+def _zero_history(device: torch.device) -> Tensor:
+    """A [1, 1] f32 zero on `device`, made once: the history operand of a cast, which the kernels
+    read and never write (they return a new history)."""
+    history = _ZERO_HISTORIES.get(device)
+    if history is None:
+        history = _ZERO_HISTORIES[device] = torch.zeros((1, 1), dtype=torch.float32, device=device)
+    return history
 
 
 @_custom_op("quantize_delayed", mutates_args=("history",))

@@ -79,7 +79,7 @@ class ShardedWeight(torch.Tensor):
     def __init__(self, tensor: torch.Tensor, layer):
         self._tensor = tensor
         self._layer = layer if isinstance(layer, weakref.ref) else weakref.ref(layer)
-        self._amax = None  # (weight version, amax [1, 1]) from precompute_scales
+        self._amax = None  # (weight version, amax [1, 1], cast scale [1] or None) from precompute_scales
 
     def __repr__(self) -> str:
         return f"ShardedWeight({self._tensor!r})"
@@ -116,9 +116,10 @@ class ShardedWeight(torch.Tensor):
         group = mesh.get_group()
         layer, plan = self._plan(outer_size[0], outer_size[1], mesh.size())
         wanted = plan.wire_parts(_sides(plan, module))
-        amax = self._amax[1] if self._amax is not None and self._amax[0] == self._tensor._version else None
+        fresh = self._amax is not None and self._amax[0] == self._tensor._version
+        amax, scale = self._amax[1:] if fresh else (None, None)
         parts = plan.full(quantize(plan, self._tensor.contiguous(), 2 in wanted, layer.scaling_states(), group,
-                                   amax))
+                                   amax, scale))
         specs = plan.parts(True)
         wire = tuple(i for i in wanted if specs[i].gather_dim is not None)
         # Parts that are the same on every rank (a per-tensor scale, NVFP4's tensor scale) travel
@@ -196,10 +197,11 @@ def quantize_all_gather(model: torch.nn.Module, group=None) -> list[str]:
 @torch.no_grad()
 def precompute_scales(model: torch.nn.Module) -> int:
     """Per-tensor current scaling and NVFP4 under FSDP2: the amax of every wrapped weight whose
-    shards share one (TensorPlan.shares_amax), with ONE all-reduce (max) for all of them; call it
+    shards share one (TensorPlan.shares_amax), with ONE all-reduce (max) for all of them, and
+    per-tensor scaling's cast scales from them, for all weights of an element type at once; call it
     after optimizer.step(). The next all-gathers cast with them (a weight changed since recomputes
     its own). Returns the number of weights."""
-    shards, amaxes, group = [], [], None
+    shards, amaxes, elements, group = [], [], [], None
     for layer in model.modules():
         if not isinstance(layer, Linear):
             continue
@@ -215,8 +217,16 @@ def precompute_scales(model: torch.nn.Module) -> int:
         group = layer_group
         shards.append(local)
         amaxes.append(_ops.amax(local._tensor.contiguous(), plan.key))
+        elements.append(None if plan.recipe.tensor_scaled else plan.recipe.element(plan.role))
     if shards:
-        reduced = distributed.all_reduce_max(torch.cat(amaxes), group)
-        for shard, amax in zip(shards, reduced.split(1)):
-            shard._amax = (shard._tensor._version, amax.reshape(1, 1))
+        reduced = distributed.all_reduce_max(torch.cat(amaxes), group).reshape(-1)
+        scales = [None] * len(shards)
+        for elem in set(elements) - {None}:
+            chosen = [i for i, e in enumerate(elements) if e == elem]
+            index = torch.tensor(chosen, device=reduced.device) if len(chosen) < len(shards) else None
+            made = _ops.current_scale(reduced if index is None else reduced[index], elem)
+            for i, scale in zip(chosen, made.split(1)):
+                scales[i] = scale
+        for shard, amax, scale in zip(shards, reduced.split(1), scales):
+            shard._amax = (shard._tensor._version, amax.reshape(1, 1), scale)
     return len(shards)

@@ -68,10 +68,10 @@ class Parallel:
         return {"column": "input", "row": "grad"}.get(self.kind)
 
 
-def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None) -> list[torch.Tensor]:
+def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None, scale=None) -> list[torch.Tensor]:
     """The compact parts of `t`, this rank's shard of `made` (a TensorPlan). A shard that shares
-    the amax of the whole tensor takes `amax` when given (FSDP2's precomputed one), else all-reduces
-    its own over `amax_group`."""
+    the amax of the whole tensor takes `amax` (and per-tensor scaling's `scale`) when given
+    (FSDP2's precomputed ones), else all-reduces its own over `amax_group`."""
     if isinstance(made.recipe, recipes.Delayed):
         scales, history = _ops.delayed_state(states, made.role)
         if col and made.writes_transposed:
@@ -81,7 +81,7 @@ def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None) ->
     if made.shares_amax:
         if amax is None:
             amax = distributed.all_reduce_max(_ops.amax(t, made.key), amax_group)
-        return _ops.cast(t, amax, made.key, col)
+        return _ops.cast(t, amax, made.key, col, scale)
     return _ops.quantize(t, made.key, col)
 
 
