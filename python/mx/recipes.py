@@ -21,6 +21,7 @@ turns either form into a recipe. A knob out of range is a ValueError that names 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 from typing import ClassVar, NamedTuple
 
@@ -77,9 +78,10 @@ class Recipe:
         """One scale per tensor: the scale (or amax) is what ranks must agree on."""
         return self.numbers.activations is None
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """A string naming the recipe and every knob (plan keys, custom-op arguments, reprs)."""
+        """A string naming the recipe and every knob (plan keys, custom-op arguments, reprs); made
+        once (FSDP2's hooks ask at every gather)."""
         knobs = ",".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
         return f"{self.name}({knobs})"
 

@@ -80,6 +80,7 @@ class ShardedWeight(torch.Tensor):
         self._tensor = tensor
         self._layer = layer if isinstance(layer, weakref.ref) else weakref.ref(layer)
         self._amax = None  # (weight version, amax [1, 1], cast scale [1] or None) from precompute_scales
+        self._plans = {}  # by (rows, cols, world): see _plan
 
     def __repr__(self) -> str:
         return f"ShardedWeight({self._tensor!r})"
@@ -108,9 +109,14 @@ class ShardedWeight(torch.Tensor):
         return tree_map_only(torch.Tensor, lambda t: cls(t, layer), out)
 
     def _plan(self, rows: int, cols: int, world: int):
+        """(layer, TensorPlan of the whole weight's shards); the plan looked up once per shape."""
         layer = self._layer()
-        return layer, _ops.tensor_plan("weight", rows, cols, _ops.mlir_type(self._tensor), layer.recipe,
-                                       _ops.target_of(self._tensor), world)
+        made = self._plans.get((rows, cols, world))
+        if made is None:
+            made = self._plans[rows, cols, world] = _ops.tensor_plan(
+                "weight", rows, cols, _ops.mlir_type(self._tensor), layer.recipe, _ops.target_of(self._tensor),
+                world)
+        return layer, made
 
     def fsdp_pre_all_gather(self, mesh, outer_size, outer_stride, module, mp_policy):
         group = mesh.get_group()
