@@ -1,7 +1,7 @@
 """mx.ops: the mx ops as functions on numpy arrays and torch tensors, compiled once per shape.
 
-`quantize`, `dequantize`, `swizzle`, `unswizzle` and `scaled_matmul` have the contracts of their
-mx.reference namesakes. Each call checks its arguments (array types, dtypes, ranks, block shapes, K
+`quantize`, `dequantize`, `swizzle`, `unswizzle`, `scaled_matmul` and `column_sum` have the contracts
+of their mx.reference namesakes. Each call checks its arguments (array types, dtypes, ranks, block shapes, K
 against the blocks) before anything is compiled and raises TypeError or ValueError saying what was
 expected; a combination that only the op's verifier rejects (say, E4M3 scales with FP8 data) is a
 ValueError carrying the verifier's message. Then it builds the one-op program for its shapes with
@@ -398,6 +398,25 @@ def scaled_matmul(a, a_scales, b, b_scales, a_block: Block = 32, b_block: Block 
                 b_shape, b_type, b_scales_shape, b_scale_type, _gemm_block(op, a_shape, a_block, a_layout, "lhs"),
                 _gemm_block(op, b_shape, b_block, b_layout, "rhs"), _type_name(op, "result dtype", out_dtype, WIDE_TYPES),
                 a_layout, b_layout, tensor_scales is not None)
+
+
+@functools.cache
+def column_sum_kernel(shape: tuple[int, int], dtype: str, *, target: str = "cpu") -> compiler.Kernel:
+    """The compiled column sum of a matrix of `shape` (mx.column_sum): [N] f32."""
+    _check(len(shape) == 2, "column_sum", f"input has shape {tuple(shape)}; column_sum takes a matrix [M, N]")
+    f = builder.Function("column_sum")
+    f.returns(f.column_sum(f.arg(shape, _type_name("column_sum", "input dtype", dtype, WIDE_TYPES))))
+    return compiler.compile(f, target)
+
+
+def column_sum(x, *, target: str | None = None):
+    """`mx.column_sum` of a matrix x [M, N] (float32, bfloat16 or float16; numpy or torch): the f32
+    sum of every column, [N] (reference.column_sum's contract: within reference.column_sum_bound of
+    the exact sum)."""
+    _check_tensor("column_sum", "x", x)
+    target = _target_of([x], target)
+    shape, dtype = _describe(x)
+    return _run("column_sum", column_sum_kernel, target, [x], [dtype], shape, dtype)
 
 
 @functools.cache
