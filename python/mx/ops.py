@@ -178,9 +178,12 @@ def _unscaled_dim(op: str, block: Sequence[int]) -> int:
 @functools.cache
 def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], elem: str = "f8E4M3FN",
                     scale_type: str = "f8E8M0FNU", rounding: str | None = "ceil", swizzle: bool = False,
-                    columnwise: bool = False, transposed: bool = False, *,
+                    columnwise: bool = False, transposed: bool = False, column_sum: bool = False, *,
                     target: str = "cpu") -> compiler.Kernel:
-    """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type)."""
+    """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type); with
+    `column_sum` the program also returns mx.column_sum of the (2-D) input, last: a linear layer's
+    bias gradient, which the GPU computes in the cast+transpose kernel of a per-tensor `transposed`
+    quantize (docs/gpu.md)."""
     dtype = _type_name("quantize", "input dtype", dtype, WIDE_TYPES)
     elem = _type_name("quantize", "element type", elem, _ELEMENTS)
     scale_type = _type_name("quantize", "scale type", scale_type, _SCALES)
@@ -204,6 +207,8 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
             layout = "blockwise" if scale_type == "f32" else "tiles"
             scales = f.swizzle(scales, _unscaled_dim("quantize", blk), layout)
         results += [data, scales, *tensor_scale]
+    if column_sum:
+        results.append(f.column_sum(x))
     f.returns(*results)
     return compiler.compile(f, target)
 
@@ -421,22 +426,26 @@ def column_sum(x, *, target: str | None = None):
 
 @functools.cache
 def quantize_delayed_kernel(shape: tuple[int, ...], dtype: str, slots: int, history_length: int, index: int,
-                            elem: str = "f8E4M3FN", transposed: bool = False, *,
+                            elem: str = "f8E4M3FN", transposed: bool = False, column_sum: bool = False, *,
                             target: str = "cpu") -> compiler.Kernel:
     """The compiled delayed-scaling cast of tensor `index` of `slots` (mx.quantize_delayed):
     (data, scale_inv, new_history), or with `transposed` (data, scale_inv, transposed data,
-    new_history), the second cast reading the first's history (one kernel on the GPU)."""
+    new_history), the second cast reading the first's history (one kernel on the GPU); with
+    `column_sum` also mx.column_sum of the input, last (in the cast+transpose kernel on the GPU)."""
     _check(dtype in WIDE_TYPES, "quantize_delayed", f"input dtype {dtype} is not one of {', '.join(WIDE_TYPES)}")
     _check(0 <= index < slots, "quantize_delayed", f"index {index} is outside the {slots} scales")
     f = builder.Function("quantize_delayed")
     x, scales = f.arg(shape, dtype), f.arg((slots,), "f32")
     history = f.arg((history_length, slots), "f32")
     data, scale_inv, new_history = f.quantize_delayed(x, scales, history, index, elem)
-    if not transposed:
-        f.returns(data, scale_inv, new_history)
-    else:
+    results = [data, scale_inv]
+    if transposed:
         data_t, _, new_history = f.quantize_delayed(x, scales, new_history, index, elem, transposed=True)
-        f.returns(data, scale_inv, data_t, new_history)
+        results.append(data_t)
+    results.append(new_history)
+    if column_sum:
+        results.append(f.column_sum(x))
+    f.returns(*results)
     return compiler.compile(f, target)
 
 

@@ -28,11 +28,15 @@ def plans(target: str, world: int = WORLD):
     for name in RECIPES:
         recipe = recipes.get(name)
         for k, n in ((WIDTH, HIDDEN), (HIDDEN, WIDTH)):
-            _ops.plan(TOKENS, k, n, recipe, "bf16", "bf16", target)                       # one process
-            _ops.plan(TOKENS // world, k, n, recipe, "bf16", "bf16", target)              # FSDP2
             _ops.tensor_plan("weight", n, k, "bf16", recipe, target, world)
-        _ops.plan(TOKENS, WIDTH, HIDDEN // world, recipe, "bf16", "bf16", target, (("input", world),))
-        _ops.plan(TOKENS, HIDDEN // world, WIDTH, recipe, "bf16", "bf16", target, (("grad", world),))
+        for bias in (False, True):  # the MLP's layers have biases; bias-free ones get the others
+            for k, n in ((WIDTH, HIDDEN), (HIDDEN, WIDTH)):
+                _ops.plan(TOKENS, k, n, recipe, "bf16", "bf16", target, bias=bias)           # one process
+                _ops.plan(TOKENS // world, k, n, recipe, "bf16", "bf16", target, bias=bias)  # FSDP2
+            _ops.plan(TOKENS, WIDTH, HIDDEN // world, recipe, "bf16", "bf16", target, (("input", world),),
+                      bias=bias)
+            _ops.plan(TOKENS, HIDDEN // world, WIDTH, recipe, "bf16", "bf16", target, (("grad", world),),
+                      bias=bias)
 
 
 def mlp(recipe, device, seed=0):

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ColumnSums.h"
+#include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
@@ -31,9 +32,8 @@ using namespace mx::gpu_kernels;
 
 namespace {
 
-/// Elements of a row that a thread holds, and threads of a tile row.
-constexpr int64_t kChunk = 16;
-constexpr int64_t kChunksPerRow = kColumnSumTile / kChunk;
+/// Threads of a tile row, each holding kElementsPerLane elements.
+constexpr int64_t kChunksPerRow = kColumnSumTile / kElementsPerLane;
 /// Partial rows a warp of the partials kernel loads before adding them.
 constexpr int64_t kPartialsUnroll = 4;
 
@@ -75,7 +75,7 @@ void gpu_kernels::stageColumnSums(OpBuilder &b, Location loc, Value thread,
       b, loc, valid, values,
       splat(b, loc, values, b.getF32FloatAttr(-0.0f)));
   SmallVector<Value> columns;
-  for (int64_t i = 0; i < kChunk; ++i)
+  for (int64_t i = 0; i < kElementsPerLane; ++i)
     columns.push_back(vector::ExtractOp::create(b, loc, masked, i));
   // Lane bits 4, 3, 2 tell the 8 lanes of a chunk apart (lane = 4j + c).
   for (int64_t offset = kWarpSize / 2; offset >= kChunksPerRow; offset /= 2) {
@@ -94,7 +94,7 @@ void gpu_kernels::stageColumnSums(OpBuilder &b, Location loc, Value thread,
     columns = std::move(next);
   }
   // Lane 4j + c: columns 16c + 2j, 16c + 2j + 1 of the tile.
-  Value column = ia.fma(ia.rem(lane, kChunksPerRow), kChunk,
+  Value column = ia.fma(ia.rem(lane, kChunksPerRow), kElementsPerLane,
                         ia.fma(ia.div(lane, kChunksPerRow), 2,
                                cIndex(b, loc, 0)));
   Value pair = vector::FromElementsOp::create(
