@@ -34,7 +34,9 @@ def build(directory):
     from mx.recipes import FP8_RECIPES
     for m, k, n in SHAPES:
         for recipe in FP8_RECIPES:
-            LinearPlan(m, k, n, recipe, "bf16", "f32", "sm_90a", wgrad_accumulation=recipe in FUSED_RECIPES)
+            # The layers have biases: the gradient's plan computes dbias (with its cast+transpose).
+            LinearPlan(m, k, n, recipe, "bf16", "f32", "sm_90a", wgrad_accumulation=recipe in FUSED_RECIPES,
+                       bias=True)
 
 
 def fused_linear(k, n, recipe):

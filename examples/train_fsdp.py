@@ -42,7 +42,7 @@ def build(directory, chip="sm_90a"):
     os.environ["MX_CACHE_DIR"] = directory
     from mx.torch import _ops
     for k, n in ((WIDTH, 2 * WIDTH), (2 * WIDTH, WIDTH)):
-        _ops.plan(TOKENS, k, n, RECIPE, "bf16", "bf16", chip)
+        _ops.plan(TOKENS, k, n, RECIPE, "bf16", "bf16", chip, bias=True)  # the layers have biases
         _ops.tensor_plan("weight", n, k, "bf16", RECIPE, chip, RANKS)
 
 

@@ -3,7 +3,7 @@
 The functions most users want are attributes of the package, loaded on first use:
   mx.compile(program, target)   compile an mx program once (MLIR text or an mx.builder.Function) and
                                 get a callable Kernel on numpy arrays / torch tensors (mx.compiler)
-  mx.quantize, mx.dequantize, mx.swizzle, mx.unswizzle, mx.scaled_matmul
+  mx.quantize, mx.dequantize, mx.swizzle, mx.unswizzle, mx.scaled_matmul, mx.column_sum
                                 the ops on tensors, compiled per shape (mx.ops); types as MLIR
                                 names, numpy / ml_dtypes or torch dtypes; block=32 is (1, 32)
 Modules (none is loaded eagerly, so that `mx.ptx` works without numpy):
@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {"compile": "compiler", "Kernel": "compiler", "CompileError": "compiler",
             "quantize": "ops", "dequantize": "ops", "swizzle": "ops", "unswizzle": "ops",
-            "scaled_matmul": "ops"}
+            "scaled_matmul": "ops", "column_sum": "ops"}
 _MODULES = ("builder", "compiler", "dlpack", "ops", "ptx", "reference", "runtime", "toolchain", "tools",
             "torch")
 __all__ = sorted(_EXPORTS)

@@ -143,6 +143,12 @@ class Function:
         self._op([result], f"mx.amax {x.name}{' finite' * finite} : {x.type} -> {result.type}")
         return result
 
+    def column_sum(self, x: Value) -> Value:
+        """`mx.column_sum`: the f32 sum of every column of a matrix [M, N], shape [N]."""
+        result = self._value(x.shape[-1:], "f32")
+        self._op([result], f"mx.column_sum {x.name} : {x.type} -> {result.type}")
+        return result
+
     def quantize_delayed(self, x: Value, scales: Value, history: Value, index: int,
                          elem: str = "f8E4M3FN", transposed: bool = False) -> tuple[Value, Value, Value]:
         """`mx.quantize_delayed`: (data, scale_inv [1, .., 1], new_history); `transposed` casts x

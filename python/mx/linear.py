@@ -32,6 +32,13 @@ docs/torch.md; "cast_both" also writes the transposed shard). So does NVFP4's te
 the all-reduced amax (its `amax` operand), which derives the tensor scale from it as a quantize of
 the whole tensor does ("cast", and "col_cast" for the transposed shard).
 
+With a bias (`LinearPlan(..., bias=True)`), the gradient's plan also computes the bias gradient, the
+column sum of dY (mx.column_sum, [N] f32): in the kernel that writes the transposed data where the
+recipe has one (per-tensor and delayed scaling: "both", "cast_both", "delayed_both" return it last;
+on the GPU the cast+transpose kernel sums the columns of the tiles it holds, so dY is read once), and
+by a kernel of its own, "dbias", where the quantize computes it not (the other recipes, and a
+gradient quantized without its transposed data). Plans without a bias have neither.
+
 Delayed scaling keeps two states, each a [slots] f32 scale and a [history_len, slots] amax history:
 "forward" for the input (slot 0) and the weight (slot 1), updated with E4M3's maxfinite, and
 "backward" for the gradient (slot 0), updated with the gradient element's (E5M2 under "hybrid").
@@ -120,16 +127,18 @@ class TensorPlan:
     """The kernels quantizing one role's tensor [rows, cols] of dtype `wide`, or one of its `shards`
     row shards, in a recipe, for a target; compiled (or taken from the cache) on construction."""
 
-    def __init__(self, role: str, rows: int, cols: int, wide: str, recipe, target: str, shards: int = 1):
+    def __init__(self, role: str, rows: int, cols: int, wide: str, recipe, target: str, shards: int = 1,
+                 column_sum: bool = False):
         self.recipe = recipe = recipes.get(recipe)
         self.role, self.wide, self.target, self.shards = role, wide, target, shards
+        self.column_sum = column_sum  # the bias gradient of a gradient: the column sum of the shard
         multiple = recipe.required_multiple
         if shards > 1 and rows % (shards * multiple):
             # A split must fall on block boundaries (spec section 12), and each shard is a GEMM's K.
             raise ValueError(f"mx.torch ({recipe.name}): the {role} [{rows}, {cols}] does not split into "
                              f"{shards} row shards of a multiple of {multiple} rows")
         self.shape = (rows // shards, cols)
-        self.key = f"{role}:{rows}x{cols}:{wide}:{recipe.key}:{target}:{shards}"
+        self.key = f"{role}:{rows}x{cols}:{wide}:{recipe.key}:{target}:{shards}" + ":sum" * column_sum
         self._parts: dict[bool, tuple[PartSpec, ...]] = {}
         self.kernels = self._kernels()
 
@@ -149,6 +158,12 @@ class TensorPlan:
         the rowwise data and with its scale (cast+transpose: per-tensor and delayed scaling, of a
         whole tensor or of a row shard: [rows, cols] -> [cols, rows], gathered along dim 1)."""
         return self.recipe.per_tensor
+
+    @property
+    def fuses_column_sum(self) -> bool:
+        """Whether the kernel that writes the col parts also returns the column sum (last): the
+        cast+transpose kernel of per-tensor and delayed scaling."""
+        return self.column_sum and self.writes_transposed
 
     @property
     def col_derivable(self) -> bool:
@@ -214,12 +229,19 @@ class TensorPlan:
         return specs
 
     def _kernels(self) -> dict:
+        kernels = self._quantize_kernels()
+        if self.column_sum:
+            kernels["dbias"] = ops.column_sum_kernel(self.shape, self.wide, target=self.target)
+        return kernels
+
+    def _quantize_kernels(self) -> dict:
         recipe, target, wide, shape = self.recipe, self.target, self.wide, self.shape
+        fused = self.fuses_column_sum  # the transposed kernels of per-tensor and delayed scaling
         elem, scale_type = recipe.element(self.role), recipe.scale_type
         if isinstance(recipe, recipes.Delayed):
             state, index = DELAYED_SLOTS[self.role]
             delayed = [ops.quantize_delayed_kernel(shape, wide, DELAYED_STATES[state], recipe.history_len,
-                                                   index, elem, transposed, target=target)
+                                                   index, elem, transposed, transposed and fused, target=target)
                        for transposed in (False, True)[:1 + self.writes_transposed]]
             return dict(zip(("delayed", "delayed_both"), delayed))
         if self.shares_amax and recipe.tensor_scaled:
@@ -228,12 +250,13 @@ class TensorPlan:
                     "cast": _shard_quantize_kernel(shape, wide, block, elem, scale_type, target),
                     "col_cast": _shard_quantize_kernel(shape[::-1], wide, block, elem, scale_type, target)}
         if self.shares_amax:  # the cast with a given scale: mx.quantize_delayed of one slot
-            casts = [ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, transposed, target=target)
+            casts = [ops.quantize_delayed_kernel(shape, wide, 1, 1, 0, elem, transposed, transposed and fused,
+                                                 target=target)
                      for transposed in (False, True)[:1 + self.writes_transposed]]
             return {"amax": _amax_kernel(shape, wide, target), **dict(zip(("cast", "cast_both"), casts))}
         if isinstance(recipe, recipes.PerTensor):
             per_tensor = [ops.quantize_kernel(shape, wide, shape, elem, "f32", "exact", transposed=transposed,
-                                              target=target)
+                                              column_sum=transposed and fused, target=target)
                           for transposed in (False, True)[:1 + self.writes_transposed]]
             return dict(zip(("row", "both"), per_tensor))
         block = self.block()
@@ -258,19 +281,23 @@ class LinearPlan:
     weight's dtype added in its epilogue (where fprop is one scaled_matmul). With
     `wgrad_accumulation`, "wgrad_acc" is wgrad adding an f32 D [N, K] in its epilogue, an f32
     result whatever the weight's dtype (Transformer Engine's fuse_wgrad_accumulation into a main
-    gradient), where the chip's GEMM takes it; mx.torch adds the plain wgrad to D where it does not."""
+    gradient), where the chip's GEMM takes it; mx.torch adds the plain wgrad to D where it does not.
+    With `bias`, the gradient's TensorPlan also computes the bias gradient (the module's header)."""
 
     def __init__(self, m: int, k: int, n: int, recipe, dtype: str, weight_dtype: str, target: str,
-                 shards: dict[str, int] | tuple[tuple[str, int], ...] = (), wgrad_accumulation: bool = False):
+                 shards: dict[str, int] | tuple[tuple[str, int], ...] = (), wgrad_accumulation: bool = False,
+                 bias: bool = False):
         self.recipe = recipe = recipes.get(recipe)
         self.target, self.dtype, self.weight_dtype = target, dtype, weight_dtype
         shards = {role: 1 for role in recipes.ROLES} | dict(shards)
         self.shapes = {"input": (m, k, dtype), "weight": (n, k, weight_dtype), "grad": (m, n, dtype)}
         self._check_shapes(shards)
-        self.tensors = {role: TensorPlan(role, rows, cols, wide, recipe, target, shards[role])
+        self.tensors = {role: TensorPlan(role, rows, cols, wide, recipe, target, shards[role],
+                                         column_sum=bias and role == "grad")
                         for role, (rows, cols, wide) in self.shapes.items()}
         self.key = f"{m}x{k}x{n}:{recipe.key}:{dtype}:{weight_dtype}:{target}:" + \
-            ",".join(f"{role}/{count}" for role, count in shards.items()) + ":acc" * wgrad_accumulation
+            ",".join(f"{role}/{count}" for role, count in shards.items()) + ":acc" * wgrad_accumulation + \
+            ":bias" * bias
         self.update = _update_kernel(recipe, target) if isinstance(recipe, recipes.Delayed) else None
         self.gemms = {name: self._gemm_kernel(name) for name in GEMMS}
         epilogues = [("fprop_bias", "fprop", "bias"), ("wgrad_acc", "wgrad", "accumulate")]

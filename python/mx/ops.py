@@ -1,7 +1,7 @@
 """mx.ops: the mx ops as functions on numpy arrays and torch tensors, compiled once per shape.
 
-`quantize`, `dequantize`, `swizzle`, `unswizzle` and `scaled_matmul` have the contracts of their
-mx.reference namesakes. Each call checks its arguments (array types, dtypes, ranks, block shapes, K
+`quantize`, `dequantize`, `swizzle`, `unswizzle`, `scaled_matmul` and `column_sum` have the contracts
+of their mx.reference namesakes. Each call checks its arguments (array types, dtypes, ranks, block shapes, K
 against the blocks) before anything is compiled and raises TypeError or ValueError saying what was
 expected; a combination that only the op's verifier rejects (say, E4M3 scales with FP8 data) is a
 ValueError carrying the verifier's message. Then it builds the one-op program for its shapes with
@@ -178,9 +178,12 @@ def _unscaled_dim(op: str, block: Sequence[int]) -> int:
 @functools.cache
 def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], elem: str = "f8E4M3FN",
                     scale_type: str = "f8E8M0FNU", rounding: str | None = "ceil", swizzle: bool = False,
-                    columnwise: bool = False, transposed: bool = False, *,
+                    columnwise: bool = False, transposed: bool = False, column_sum: bool = False, *,
                     target: str = "cpu") -> compiler.Kernel:
-    """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type)."""
+    """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type); with
+    `column_sum` the program also returns mx.column_sum of the (2-D) input, last: a linear layer's
+    bias gradient, which the GPU computes in the cast+transpose kernel of a per-tensor `transposed`
+    quantize (docs/gpu.md)."""
     dtype = _type_name("quantize", "input dtype", dtype, WIDE_TYPES)
     elem = _type_name("quantize", "element type", elem, _ELEMENTS)
     scale_type = _type_name("quantize", "scale type", scale_type, _SCALES)
@@ -204,6 +207,8 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
             layout = "blockwise" if scale_type == "f32" else "tiles"
             scales = f.swizzle(scales, _unscaled_dim("quantize", blk), layout)
         results += [data, scales, *tensor_scale]
+    if column_sum:
+        results.append(f.column_sum(x))
     f.returns(*results)
     return compiler.compile(f, target)
 
@@ -401,23 +406,46 @@ def scaled_matmul(a, a_scales, b, b_scales, a_block: Block = 32, b_block: Block 
 
 
 @functools.cache
+def column_sum_kernel(shape: tuple[int, int], dtype: str, *, target: str = "cpu") -> compiler.Kernel:
+    """The compiled column sum of a matrix of `shape` (mx.column_sum): [N] f32."""
+    _check(len(shape) == 2, "column_sum", f"input has shape {tuple(shape)}; column_sum takes a matrix [M, N]")
+    f = builder.Function("column_sum")
+    f.returns(f.column_sum(f.arg(shape, _type_name("column_sum", "input dtype", dtype, WIDE_TYPES))))
+    return compiler.compile(f, target)
+
+
+def column_sum(x, *, target: str | None = None):
+    """`mx.column_sum` of a matrix x [M, N] (float32, bfloat16 or float16; numpy or torch): the f32
+    sum of every column, [N] (reference.column_sum's contract: within reference.column_sum_bound of
+    the exact sum)."""
+    _check_tensor("column_sum", "x", x)
+    target = _target_of([x], target)
+    shape, dtype = _describe(x)
+    return _run("column_sum", column_sum_kernel, target, [x], [dtype], shape, dtype)
+
+
+@functools.cache
 def quantize_delayed_kernel(shape: tuple[int, ...], dtype: str, slots: int, history_length: int, index: int,
-                            elem: str = "f8E4M3FN", transposed: bool = False, *,
+                            elem: str = "f8E4M3FN", transposed: bool = False, column_sum: bool = False, *,
                             target: str = "cpu") -> compiler.Kernel:
     """The compiled delayed-scaling cast of tensor `index` of `slots` (mx.quantize_delayed):
     (data, scale_inv, new_history), or with `transposed` (data, scale_inv, transposed data,
-    new_history), the second cast reading the first's history (one kernel on the GPU)."""
+    new_history), the second cast reading the first's history (one kernel on the GPU); with
+    `column_sum` also mx.column_sum of the input, last (in the cast+transpose kernel on the GPU)."""
     _check(dtype in WIDE_TYPES, "quantize_delayed", f"input dtype {dtype} is not one of {', '.join(WIDE_TYPES)}")
     _check(0 <= index < slots, "quantize_delayed", f"index {index} is outside the {slots} scales")
     f = builder.Function("quantize_delayed")
     x, scales = f.arg(shape, dtype), f.arg((slots,), "f32")
     history = f.arg((history_length, slots), "f32")
     data, scale_inv, new_history = f.quantize_delayed(x, scales, history, index, elem)
-    if not transposed:
-        f.returns(data, scale_inv, new_history)
-    else:
+    results = [data, scale_inv]
+    if transposed:
         data_t, _, new_history = f.quantize_delayed(x, scales, new_history, index, elem, transposed=True)
-        f.returns(data, scale_inv, data_t, new_history)
+        results.append(data_t)
+    results.append(new_history)
+    if column_sum:
+        results.append(f.column_sum(x))
+    f.returns(*results)
     return compiler.compile(f, target)
 
 

@@ -13,6 +13,7 @@ decisions recorded alongside it:
 * a scaled matmul with batch dimensions, K-contiguous or K-outer operands and linear, tiled or
   GEMM-ready scales (sections 5-7, 9, 10);
 * per-tensor amax, delayed-scaling casts and the amax-history / scale update (section 8);
+* the column sum of a matrix (a linear layer's bias gradient; docs/numerics.md, not in the spec);
 * FP4: the E2M1 element, nibble packing, MXFP4 and two-level NVFP4 (section 10); the packing of FP6
   (section 11, mx.formats).
 
@@ -531,6 +532,27 @@ def amax(x: np.ndarray) -> np.float32:
         return np.float32(0)
     m = np.max(np.abs(x32))                                   # np.max propagates NaN
     return np.float32(np.nan) if np.isnan(m) else np.float32(m)
+
+
+def column_sum(x: np.ndarray) -> np.ndarray:
+    """The sum of every column of a matrix [M, N] (f32, bf16 or f16): [N] f32, the float64 sum of
+    the widened values rounded once to f32. Not fixed by the spec (docs/numerics.md): the lowerings
+    add in f32 in an order of their own, so they agree with this within (M - 1) * 2^-24 *
+    sum |x[:, n]| (`column_sum_bound`), not bit for bit; NaN and Inf propagate as in any order
+    (an overflow of f32 that float64 does not see becomes +-Inf in the rounding)."""
+    x32 = _widen(x, "column_sum input")
+    if x32.ndim != 2:
+        raise ValueError(f"column_sum input must be a matrix [M, N], got shape {x32.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        # From -0, the identity of addition: a column of -0 sums to -0 (numpy starts from +0).
+        return x32.astype(np.float64).sum(axis=0, initial=-0.0).astype(np.float32)
+
+
+def column_sum_bound(x: np.ndarray) -> np.ndarray:
+    """The contract's bound on |column sum - exact sum| per column: (M - 1) * 2^-24 * sum |x[:, n]|,
+    in float64."""
+    x64 = _widen(x, "column_sum input").astype(np.float64)
+    return (x64.shape[0] - 1) * 2.0 ** -24 * np.abs(x64).sum(axis=0)
 
 
 def _check_fp8_elem(elem: str, what: str) -> None:

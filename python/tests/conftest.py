@@ -54,6 +54,30 @@ def assert_bits_equal(actual, expected, what):
                            f"got {a[tuple(bad[0])]:#x}, expected {e[tuple(bad[0])]:#x}")
 
 
+def assert_column_sum(actual, x, what="column sum"):
+    """`actual` [N] f32 is mx.column_sum's contract for x [M, N] (docs/numerics.md): NaN where the
+    float64 sum is NaN, the same infinity where it is infinite, else within (M - 1) * 2^-24 *
+    sum |x| of the float64 sum (the exact one, to float64's error)."""
+    from mx import reference
+    actual = np.asarray(actual)
+    assert actual.dtype == np.float32 and actual.shape == (x.shape[1],), f"{what}: {actual.dtype} {actual.shape}"
+    with np.errstate(invalid="ignore"):
+        exact = np.asarray(x).astype(np.float32).astype(np.float64).sum(axis=0)
+    nan = np.isnan(exact)
+    assert np.array_equal(np.isnan(actual), nan), f"{what}: NaN at {np.flatnonzero(np.isnan(actual) != nan)[:8]}"
+    inf = np.isinf(exact)
+    assert np.array_equal(actual[inf], exact[inf].astype(np.float32)), f"{what}: infinities differ"
+    finite = ~nan & ~inf
+    error = np.abs(actual[finite].astype(np.float64) - exact[finite])
+    bound = reference.column_sum_bound(x)[finite]
+    bad = np.flatnonzero(error > bound)
+    assert bad.size == 0, (f"{what}: {bad.size} columns off the bound; first: error {error[bad[0]]:.3g} > "
+                           f"{bound[bad[0]]:.3g}")
+    zeros = finite & (exact == 0)
+    assert np.array_equal(np.signbit(actual[zeros]), np.all(np.signbit(np.asarray(x).astype(np.float32)), axis=0)[zeros]), \
+        f"{what}: the sign of a zero sum (-0 only from a column of -0)"
+
+
 def matmul_operands(rng, m, n, k, a_block, b_block, scale_type, swizzled, b_elem="f8E4M3FN"):
     """Quantized random GEMM operands A [m, k] (E4M3) and B [n, k], scales swizzled if asked."""
     from mx import reference

@@ -29,12 +29,16 @@ def plans(target: str, world: int = WORLD):
     for name in RECIPES:
         recipe = recipes.get(name)
         for k, n in ((WIDTH, HIDDEN), (HIDDEN, WIDTH)):
-            _ops.plan(TOKENS, k, n, recipe, "bf16", "bf16", target)                       # one process
-            _ops.plan(TOKENS // world, k, n, recipe, "bf16", "bf16", target)              # FSDP2
             _ops.tensor_plan("weight", n, k, "bf16", recipe, target, world)
-        for fused in (False, True) if name in FUSED_RECIPES else (False,):
-            _ops.plan(TOKENS, WIDTH, HIDDEN // world, recipe, "bf16", "bf16", target, (("input", world),), fused)
-            _ops.plan(TOKENS, HIDDEN // world, WIDTH, recipe, "bf16", "bf16", target, (("grad", world),), fused)
+        for bias in (False, True):  # the MLP's layers have biases; bias-free ones get the others
+            for k, n in ((WIDTH, HIDDEN), (HIDDEN, WIDTH)):
+                _ops.plan(TOKENS, k, n, recipe, "bf16", "bf16", target, bias=bias)           # one process
+                _ops.plan(TOKENS // world, k, n, recipe, "bf16", "bf16", target, bias=bias)  # FSDP2
+            for fused in (False, True) if name in FUSED_RECIPES else (False,):
+                _ops.plan(TOKENS, WIDTH, HIDDEN // world, recipe, "bf16", "bf16", target, (("input", world),),
+                          fused, bias)
+                _ops.plan(TOKENS, HIDDEN // world, WIDTH, recipe, "bf16", "bf16", target, (("grad", world),),
+                          fused, bias)
 
 
 def mlp(recipe, device, seed=0):

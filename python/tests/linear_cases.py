@@ -1,6 +1,7 @@
 """One mx.torch.Linear step against float64, for test_torch.py (the CPU pipeline) and
 test_gpu_torch.py (a GPU): forward, dgrad and wgrad of a layer against float64 products of operands
 quantized by mx.reference the way the recipe quantizes them (the spec's GEMM tolerance, section 5),
+the bias gradient against the float64 column sum of dY (the column sum's bound, docs/numerics.md),
 and the forward against torch.nn.Linear in float64 (the quantization error). And the fused wgrad
 accumulation into `weight.main_grad` over micro-batches against the plain wgrads summed.
 """
@@ -62,6 +63,10 @@ def check_linear_against_float64(name, device):
         error = reference.matmul_error(got.detach().double().cpu().numpy(), expected)
         limit = gemm_limit(name, got.dtype)
         assert error < limit, f"{name} {gemm}: relative error {error:.2e} >= {limit}"
+    # The bias gradient: mx's column sum of dY (f32, the layer's dtype), within its bound.
+    dy64 = dy.float().cpu().numpy()
+    error = np.abs(layer.bias.grad.double().cpu().numpy() - dy64.astype(np.float64).sum(axis=0))
+    assert np.all(error <= reference.column_sum_bound(dy64)), f"{name} dbias: error {error.max():.2e}"
     exact = torch.nn.functional.linear(xd.double(), w.double(), layer.bias.detach().double())
     # E2M1 keeps 2 significant bits: about 0.15 relative error against the unquantized product.
     limit = 0.2 if name in FP4 else 0.1

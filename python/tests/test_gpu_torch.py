@@ -48,17 +48,18 @@ def programs(target):
     m, n, k = OPS_SHAPES["matmul"]
     ops.scaled_matmul_kernel((m, k), "f8E4M3FN", (m, k // 32), "f8E8M0FNU", (n, k), "f8E4M3FN",
                              (n, k // 32), "f8E8M0FNU", (1, 32), (1, 32), "f32", target=target)
-    for recipe in LINEAR_RECIPES:
-        LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", "f32", target)
-    for recipe, weight_dtype in FUSED_WGRAD_CASES:  # also every kernel of the plain plan
-        LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", weight_dtype, target,
-                   wgrad_accumulation=True)
-    for recipe in TRAIN_RECIPES:
-        for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
-            LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "f32", target)
-    for recipe in ACCUMULATE_RECIPES:
-        for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
-            LinearPlan(MLP["batch"] // MICRO_BATCHES, k_, n_, recipe, "bf16", "f32", target)
+    for bias in (False, True):  # layers with and without one (a plan with a bias computes dbias)
+        for recipe in LINEAR_RECIPES:
+            LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", "f32", target, bias=bias)
+        for recipe, weight_dtype in FUSED_WGRAD_CASES:  # also every kernel of the plain plan
+            LinearPlan(LINEAR["m"], LINEAR["k"], LINEAR["n"], recipe, "bf16", weight_dtype, target,
+                       wgrad_accumulation=True, bias=bias)
+        for recipe in TRAIN_RECIPES:
+            for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
+                LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "f32", target, bias=bias)
+        for recipe in ACCUMULATE_RECIPES:
+            for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
+                LinearPlan(MLP["batch"] // MICRO_BATCHES, k_, n_, recipe, "bf16", "f32", target, bias=bias)
     for recipe in COMPILE_RECIPES:  # test_compile_fullgraph_equals_eager's bf16 model
         for k_, n_ in ((MLP["width"], MLP["hidden"]), (MLP["hidden"], MLP["width"])):
             LinearPlan(MLP["batch"], k_, n_, recipe, "bf16", "bf16", target)
@@ -259,6 +260,8 @@ def step_kernels(layer, x, dy, weight_changed=False):
     from torch.profiler import ProfilerActivity, profile
     layer(x).backward(dy)
     x.grad = layer.weight.grad = None  # no gradient accumulation kernels in the step below
+    if layer.bias is not None:
+        layer.bias.grad = None
     if weight_changed:
         torch.autograd.graph.increment_version(layer.weight)
     torch.cuda.synchronize()
@@ -285,6 +288,25 @@ def test_step_launches_no_transpose_or_copy(recipe):
     assert kernels, "the profiler saw no kernel"
     torch_kernels = [k for k in kernels if "at::native" in k or "transpose" in k.lower() or "copy" in k.lower()]
     assert not torch_kernels, f"torch kernels in the {recipe} step: {torch_kernels}"
+
+
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8", "blockwise"])
+def test_bias_grad_is_no_torch_reduction(recipe):
+    """The bias gradient of a step is mx's column sum of dY, not torch's dy.sum(0): a biased step
+    launches no torch kernel, and one kernel more than a bias-free step where the cast+transpose
+    kernel sums the columns (per-tensor, delayed: the partials' sum), two more elsewhere (the
+    column-sum kernel's tiles and partials)."""
+    from mx.torch import Linear
+    x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(LINEAR["m"], LINEAR["n"], device="cuda", dtype=torch.bfloat16)
+    kernels = {bias: [k for k in step_kernels(Linear(LINEAR["k"], LINEAR["n"], bias=bias, recipe=recipe,
+                                                     device="cuda"), x, dy) if "HtoD" not in k]
+               for bias in (False, True)}
+    print(f"{recipe}: {kernels[True]}")
+    torch_kernels = [k for k in kernels[True] if "at::native" in k]
+    assert not torch_kernels, f"torch kernels in the biased {recipe} step: {torch_kernels}"
+    extra = 1 if recipe in ("per_tensor", "delayed") else 2
+    assert len(kernels[True]) == len(kernels[False]) + extra, kernels
 
 
 def test_delayed_step_launches_no_more_than_per_tensor():

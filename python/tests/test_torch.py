@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 import linear_cases  # noqa: E402
 import mx.torch  # noqa: E402
-from mx import recipes  # noqa: E402
+from mx import recipes, reference  # noqa: E402
 from mx.torch import _ops  # noqa: E402
 
 TRAIN_RECIPES = ["mxfp8", "blockwise", "per_tensor", "delayed",
@@ -171,7 +171,7 @@ def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch
     layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe, dtype=torch.bfloat16)
     x = torch.randn(TOKENS, WIDTH, dtype=torch.bfloat16, requires_grad=True)
     layer(x).float().sum().backward()  # compiles the kernels
-    made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "bf16", "bf16", "cpu")
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "bf16", "bf16", "cpu", bias=True)
     called, call = [], _ops._call
     monkeypatch.setattr(_ops, "_call", lambda kernel, *args: called.append(kernel) or call(kernel, *args))
     buffers = dict(layer.named_buffers())
@@ -180,7 +180,7 @@ def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch
         with Ops():
             layer(x).float().sum().backward()
     assert called.count(made.update) == 2, called
-    assert len(called) == 2 * 7  # per step: 3 casts, the update, 3 GEMMs
+    assert len(called) == 2 * 7  # per step: 3 casts (dY's with the bias gradient), the update, 3 GEMMs
     assert all(b is buffers[name] for name, b in layer.named_buffers())
     assert torch.ops.aten.copy_.default not in seen
     assert layer.amax_history_forward[-1, 0] == x.float().abs().max()
@@ -198,8 +198,8 @@ def test_training_on_cpu_tracks_bf16(recipe):
 
 def test_custom_ops_are_registered_with_fake_implementations():
     from torch._subclasses.fake_tensor import FakeTensorMode
-    for name in ("quantize", "amax", "cast", "quantize_delayed", "cast_transpose_delayed", "update_amax_history",
-                 "gemm", "gemm_accumulate"):
+    for name in ("quantize", "amax", "cast", "quantize_delayed", "cast_transpose_delayed",
+                 "cast_transpose_delayed_dbias", "column_sum", "update_amax_history", "gemm", "gemm_accumulate"):
         assert hasattr(torch.ops.mx, name), name
     made = _ops.plan(TOKENS, WIDTH, HIDDEN, recipes.MXFP8(), "bf16", "f32", "cpu")
     with FakeTensorMode():
@@ -423,6 +423,60 @@ def test_fp8_plans_compile_for_the_gpus(recipe, chip):
     made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "bf16", chip, wgrad_accumulation=True)
     fused = chip == "sm_90a" or recipe == "mxfp8"
     assert {"fprop_bias", "wgrad_acc"} & set(made.gemms) == ({"fprop_bias", "wgrad_acc"} if fused else set())
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4"])
+def test_bias_grad_is_the_column_sum_of_dy(monkeypatch, recipe):
+    """The bias gradient comes from mx's column sum of dY (with the cast+transpose of per-tensor and
+    delayed scaling, from the "dbias" kernel otherwise; never torch's dy.sum): over three backward
+    passes accumulating into bias.grad, it stays within the column sum's bound (docs/numerics.md)
+    of the float64 sums of the dYs, plus one f32 rounding of the accumulation per step."""
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "f32", "f32", "cpu", bias=True)
+    grads = made.tensors["grad"]
+    assert grads.column_sum and "dbias" in grads.kernels
+    assert grads.fuses_column_sum == (recipe in ("per_tensor", "delayed"))
+    monkeypatch.setattr(torch.Tensor, "sum", lambda *a, **k: pytest.fail("dy.sum in backward"))
+    generator = torch.Generator().manual_seed(3)
+    total, bound = np.zeros(HIDDEN), np.zeros(HIDDEN)
+    for step in range(3):
+        x = torch.randn(TOKENS, WIDTH, generator=generator)
+        dy = torch.randn(TOKENS, HIDDEN, generator=generator) * 2.0 ** (8 * step - 8)
+        layer(x).backward(dy)
+        total += dy.double().numpy().sum(axis=0)
+        bound += reference.column_sum_bound(dy.numpy()) + 2.0 ** -24 * np.abs(total)
+    assert layer._plan_keys and all(key.endswith(":bias") for key in layer._plan_keys.values())
+    error = np.abs(layer.bias.grad.double().numpy() - total)
+    assert np.all(error <= bound), (error.max(), bound.min())
+
+
+def test_layers_without_bias_compute_no_column_sum():
+    """A plan without a bias has no column-sum kernel and its quantize kernels return what they
+    did before (no extra output or cost); a bias-free layer asks for that plan."""
+    from mx.linear import LinearPlan
+    for recipe in ("per_tensor", "delayed", "mxfp8"):
+        plain = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "bf16", "cpu")
+        biased = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "bf16", "cpu", bias=True)
+        assert plain.key + ":bias" == biased.key
+        assert not plain.tensors["grad"].column_sum and "dbias" not in plain.tensors["grad"].kernels
+        for name, kernel in plain.tensors["grad"].kernels.items():
+            extra = biased.tensors["grad"].fuses_column_sum and name.endswith("both")
+            assert len(biased.tensors["grad"].kernels[name].signature.results) == len(kernel.signature.results) + extra, name
+    layer = mx.torch.Linear(WIDTH, HIDDEN, bias=False, recipe="per_tensor")
+    layer(torch.randn(TOKENS, WIDTH)).sum().backward()
+    assert not any(key.endswith(":bias") for key in layer._plan_keys.values())
+
+
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8"])
+def test_bias_plans_compile_for_the_gpus(recipe, chip):
+    """Plans with a bias compile for both chips: per-tensor and delayed scaling's cast+transpose
+    kernel returns the column sum (the GPU lowering fuses it), and the column-sum kernel of its own
+    for the other cases."""
+    from mx.linear import LinearPlan
+    made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "bf16", chip, bias=True)
+    grads = made.tensors["grad"]
+    assert "dbias" in grads.kernels and grads.fuses_column_sum == (recipe != "mxfp8")
 
 
 @pytest.mark.parametrize("recipe", linear_cases.FP4)

@@ -103,3 +103,19 @@ func.func @per_tensor(%x: tensor<512x1024xbf16>) -> (tensor<512x1024xf8E4M3FN>, 
   %dw = shard.shard %d to %whole annotate_for_users : tensor<512x1024xf8E4M3FN>
   return %dw, %s : tensor<512x1024xf8E4M3FN>, tensor<1x1xf32>
 }
+
+// A column sum's partials ([M / 64, N] f32): the tile kernel writes them,
+// the partials kernel reads them, and they are freed after it.
+// CHECK-LABEL: llvm.func @column_sum_partials(
+// CHECK: %[[P:.*]] = llvm.call @mgpuMemAlloc
+// CHECK-NEXT: gpu.launch_func <%[[STREAM:.*]] : !llvm.ptr> @column_sum_partials_kernel::
+// CHECK: %[[R:.*]] = llvm.call @mgpuMemAlloc
+// CHECK-NOT: mgpuMemFree
+// CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @column_sum_partials_kernel_{{[0-9]+}}::{{.*}} args(%[[P]] : !llvm.ptr
+// CHECK-NEXT: llvm.call @mgpuMemFree(%[[P]], %[[STREAM]])
+// CHECK-NOT: mgpuMemFree
+// CHECK: llvm.call @mxrtCallEnd
+func.func @column_sum_partials(%x: tensor<256x128xbf16>) -> tensor<128xf32> {
+  %s = mx.column_sum %x : tensor<256x128xbf16> -> tensor<128xf32>
+  return %s : tensor<128xf32>
+}

@@ -578,6 +578,34 @@ struct AmaxOpLowering : OpConversionPattern<AmaxOp> {
   }
 };
 
+/// A linalg reduction over the rows in f32, from -0 (the identity of f32
+/// addition, so that a column of -0 sums to -0), in row order.
+struct ColumnSumOpLowering : OpConversionPattern<ColumnSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ColumnSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value negativeZero =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(-0.0f));
+    Value init = linalg::FillOp::create(
+                     rewriter, loc, negativeZero,
+                     createEmpty(rewriter, loc, op.getType().getShape(),
+                                 rewriter.getF32Type()))
+                     .getResult(0);
+    auto reduce = linalg::ReduceOp::create(
+        rewriter, loc, ValueRange{adaptor.getInput()}, ValueRange{init},
+        ArrayRef<int64_t>{0}, [](OpBuilder &b, Location l, ValueRange args) {
+          Value sum =
+              arith::AddFOp::create(b, l, extendToF32(b, l, args[0]), args[1]);
+          linalg::YieldOp::create(b, l, sum);
+        });
+    rewriter.replaceOp(op, reduce.getResult(0));
+    return success();
+  }
+};
+
 struct QuantizeDelayedOpLowering : OpConversionPattern<QuantizeDelayedOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -736,6 +764,7 @@ struct ConvertMXToLinalgPass
 void mx::populateMXToLinalgConversionPatterns(RewritePatternSet &patterns) {
   patterns.add<QuantizeOpLowering, DequantizeOpLowering, SwizzleOpLowering,
                UnswizzleOpLowering, ScaledMatmulOpLowering, AmaxOpLowering,
-               QuantizeDelayedOpLowering, UpdateAmaxHistoryOpLowering>(
+               ColumnSumOpLowering, QuantizeDelayedOpLowering,
+               UpdateAmaxHistoryOpLowering>(
       patterns.getContext());
 }

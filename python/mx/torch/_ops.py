@@ -6,12 +6,18 @@ their shapes and dtypes from the plan (`LinearPlan.parts`), so tracing with fake
 kernel. On CPU tensors the kernels are the CPU pipeline's (numpy in and out, converted here through
 the bits), which is how mx.torch runs, and is tested, without a GPU.
 
-    mx::quantize(x, plan, col) -> [parts]                compact parts of a shard (TensorPlan.parts)
+    mx::quantize(x, plan, col, dbias) -> [parts]         compact parts of a shard (TensorPlan.parts)
     mx::amax(x, plan) -> amax                            per-tensor current scaling (and NVFP4's tensor
-    mx::cast(x, amax, plan, col) -> [parts]              scale) of a shard: the cast with the shared
+    mx::cast(x, amax, plan, col, dbias) -> [parts]       scale) of a shard: the cast with the shared
                                                          (all-reduced) amax
     mx::quantize_delayed(x, scales, history!, plan) -> (data, scales)
     mx::cast_transpose_delayed(x, scales, history!, plan) -> (data, scales, transposed data)
+    mx::cast_transpose_delayed_dbias(x, scales, history!, plan) -> (..., column sum)
+    mx::column_sum(x, plan) -> [cols] f32                the bias gradient, by a kernel of its own
+
+With `dbias` (a gradient's plan with a bias: TensorPlan.column_sum) the quantize ops also return the
+column sum of x (f32 [cols], last), from the kernel that writes the col parts where it computes it
+(TensorPlan.fuses_column_sum), else from the plan's "dbias" kernel.
     mx::update_amax_history(histories!, scales!, plan)   every state at once
     mx::gemm(a, b, plan, name, bias?) -> c               one of mx.linear.GEMMS; an operand is [data,
                                                          scales] (and NVFP4's tensor scale); + bias: fused
@@ -67,12 +73,13 @@ def _registered(kind, *arguments) -> str:
 
 
 def plan(m: int, k: int, n: int, recipe: recipes.Recipe | str, dtype: str, weight_dtype: str, target: str,
-         shards: tuple[tuple[str, int], ...] = (), wgrad_accumulation: bool = False) -> LinearPlan:
+         shards: tuple[tuple[str, int], ...] = (), wgrad_accumulation: bool = False,
+         bias: bool = False) -> LinearPlan:
     """The LinearPlan of these shapes (built, its kernels compiled, on first use), registered;
     `recipe` a recipe or (in traced code) its recipe_key."""
     key = recipe if isinstance(recipe, str) else recipe_key(recipe)
     return _PLANS[_registered(LinearPlan, m, k, n, key, dtype, weight_dtype, target, tuple(shards),
-                              wgrad_accumulation)]
+                              wgrad_accumulation, bias)]
 
 
 def tensor_plan(role: str, rows: int, cols: int, wide: str, recipe: recipes.Recipe | str, target: str,
@@ -173,16 +180,26 @@ def _empty(x: Tensor, shape, mlir: str) -> Tensor:
 # Quantize
 # ---------------------------------------------------------------------------------------------------
 
+def _with_column_sum(made: TensorPlan, x: Tensor, results: list[Tensor], fused: bool, dbias: bool) -> list[Tensor]:
+    """`results` of a quantize kernel with the column sum of x last where `dbias` asks for it: the
+    kernel's own last result if it computed it (`fused`), else the "dbias" kernel's."""
+    if dbias and not fused:
+        results.append(_call(made.kernels["dbias"], x)[0])
+    return results
+
+
 @_custom_op("quantize")
-def quantize(x: Tensor, plan: str, col: bool) -> list[Tensor]:
-    """The compact parts of `x` (a TensorPlan's tensor or shard), with the col parts if `col`."""
-    kernels = _PLANS[plan].kernels
+def quantize(x: Tensor, plan: str, col: bool, dbias: bool = False) -> list[Tensor]:
+    """The compact parts of `x` (a TensorPlan's tensor or shard), with the col parts if `col`, and
+    its column sum last if `dbias`."""
+    made = _PLANS[plan]
+    kernels = made.kernels
     if "both" in kernels and col:  # the rowwise parts and the transposed ones, from x in place
-        return _call(kernels["both"], x)
+        return _with_column_sum(made, x, _call(kernels["both"], x), made.fuses_column_sum, dbias)
     parts = _call(kernels["row"], x)
     if col and "col" in kernels:  # FP4: the transposed shard quantized rowwise
         parts[2:2] = _transposed_parts(kernels["col"], x)
-    return parts
+    return _with_column_sum(made, x, parts, False, dbias)
 
 
 def _transposed_parts(kernel: compiler.Kernel, x: Tensor, *amax: Tensor) -> list[Tensor]:
@@ -192,8 +209,8 @@ def _transposed_parts(kernel: compiler.Kernel, x: Tensor, *amax: Tensor) -> list
 
 
 @quantize.register_fake
-def _(x, plan, col):
-    return _fake_parts(x, plan, col)
+def _(x, plan, col, dbias=False):
+    return _fake_parts(x, plan, col, dbias)
 
 
 @_custom_op("amax")
@@ -219,32 +236,34 @@ def current_scale(amax: Tensor, elem: str) -> Tensor:
 
 
 @_custom_op("cast")
-def cast(x: Tensor, amax: Tensor, plan: str, col: bool, scale: Tensor | None = None) -> list[Tensor]:
+def cast(x: Tensor, amax: Tensor, plan: str, col: bool, scale: Tensor | None = None,
+         dbias: bool = False) -> list[Tensor]:
     """The compact parts of the shard `x` with `amax` [1, 1] of the whole tensor: per-tensor
     (data, scales) cast with `scale` [1] (default current_scale(amax); FSDP2's weights bring theirs,
     computed for all weights at once), and with `col` the transposed data written by the same
     kernel and its scales (the same); NVFP4's parts (the col ones if `col`) quantized with that
-    amax (the tensor scale derived from it)."""
+    amax (the tensor scale derived from it). The column sum of x last if `dbias`."""
     made = _PLANS[plan]
     if made.recipe.tensor_scaled:
         parts = _call(made.kernels["cast"], x, amax.reshape(()))
         if col:
             parts[2:2] = _transposed_parts(made.kernels["col_cast"], x, amax.reshape(()))
-        return parts
+        return _with_column_sum(made, x, parts, False, dbias)
     if scale is None:
         scale = current_scale(amax, made.recipe.element(made.role))
     # The cast is mx.quantize_delayed of one slot; the history it records the amax in is not kept.
     history = _zero_history(x.device)
     if col and made.writes_transposed:  # cast+transpose of the shard: [cols, rows] data, same scale
-        data, scale_inv, data_t, _ = _call(made.kernels["cast_both"], x, scale, history)
-        return [data, scale_inv, data_t, scale_inv]
+        data, scale_inv, data_t, _, *column_sum = _call(made.kernels["cast_both"], x, scale, history)
+        parts = [data, scale_inv, data_t, scale_inv, *(column_sum if dbias else ())]
+        return _with_column_sum(made, x, parts, made.fuses_column_sum, dbias)
     data, scale_inv, _ = _call(made.kernels["cast"], x, scale, history)
-    return [data, scale_inv]
+    return _with_column_sum(made, x, [data, scale_inv], False, dbias)
 
 
 @cast.register_fake
-def _(x, amax, plan, col, scale=None):
-    return _fake_parts(x, plan, col)
+def _(x, amax, plan, col, scale=None, dbias=False):
+    return _fake_parts(x, plan, col, dbias)
 
 
 _ZERO_HISTORIES: dict[torch.device, Tensor] = {}
@@ -273,14 +292,22 @@ def _(x, scales, history, plan):
     return tuple(_fake_parts(x, plan, False))
 
 
+def _cast_transpose_delayed(store, x: Tensor, scales: Tensor, history: Tensor, plan: str, dbias: bool):
+    """(data, scale_inv, transposed data[, column sum]) of the "delayed_both" kernel; its new history
+    stored into `history`."""
+    made = _PLANS[plan]
+    data, scale_inv, data_t, new_history, *column_sum = _call(made.kernels["delayed_both"], x, scales, history)
+    store(history, new_history)
+    return tuple(_with_column_sum(made, x, [data, scale_inv, data_t, *(column_sum if dbias else ())],
+                                  made.fuses_column_sum, dbias))
+
+
 @_custom_op("cast_transpose_delayed", mutates_args=("history",))
 def cast_transpose_delayed(store, x: Tensor, scales: Tensor, history: Tensor,
                            plan: str) -> tuple[Tensor, Tensor, Tensor]:
     """quantize_delayed, plus the transposed data (the GEMM-ready col_data) from the same kernel;
     the col_scales are the same scales."""
-    data, scale_inv, data_t, new_history = _call(_PLANS[plan].kernels["delayed_both"], x, scales, history)
-    store(history, new_history)
-    return data, scale_inv, data_t
+    return _cast_transpose_delayed(store, x, scales, history, plan, False)
 
 
 @cast_transpose_delayed.register_fake
@@ -288,8 +315,39 @@ def _(x, scales, history, plan):
     return tuple(_fake_parts(x, plan, True)[:3])
 
 
-def _fake_parts(x: Tensor, plan: str, col: bool) -> list[Tensor]:
-    return [_empty(x, spec.shape, spec.dtype) for spec in _PLANS[plan].parts(col)]
+@_custom_op("cast_transpose_delayed_dbias", mutates_args=("history",))
+def cast_transpose_delayed_dbias(store, x: Tensor, scales: Tensor, history: Tensor,
+                                 plan: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """cast_transpose_delayed and the column sum of x (f32 [cols]): a gradient's bias gradient, from
+    the same kernel (TensorPlan.fuses_column_sum). An op of its own: an op that mutates returns a
+    tuple of fixed length."""
+    return _cast_transpose_delayed(store, x, scales, history, plan, True)
+
+
+@cast_transpose_delayed_dbias.register_fake
+def _(x, scales, history, plan):
+    return tuple(_fake_parts(x, plan, True, True)[:3]) + (_fake_column_sum(x),)
+
+
+@_custom_op("column_sum")
+def column_sum(x: Tensor, plan: str) -> Tensor:
+    """The column sum of x (f32 [cols]) by the plan's "dbias" kernel: the bias gradient where no
+    quantize of x computes it."""
+    return _call(_PLANS[plan].kernels["dbias"], x)[0]
+
+
+@column_sum.register_fake
+def _(x, plan):
+    return _fake_column_sum(x)
+
+
+def _fake_column_sum(x: Tensor) -> Tensor:
+    return x.new_empty((x.shape[1],), dtype=torch.float32)
+
+
+def _fake_parts(x: Tensor, plan: str, col: bool, dbias: bool = False) -> list[Tensor]:
+    parts = [_empty(x, spec.shape, spec.dtype) for spec in _PLANS[plan].parts(col)]
+    return parts + [_fake_column_sum(x)] * dbias
 
 
 @_custom_op("update_amax_history", mutates_args=("histories", "scales"))

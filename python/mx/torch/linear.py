@@ -72,17 +72,31 @@ def quantize(made, t: torch.Tensor, col: bool, states, amax_group, amax=None, sc
     """The compact parts of `t`, this rank's shard of `made` (a TensorPlan). A shard that shares
     the amax of the whole tensor takes `amax` (and per-tensor scaling's `scale`) when given
     (FSDP2's precomputed ones), else all-reduces its own over `amax_group`."""
+    return quantize_and_sum(made, t, col, states, amax_group, amax, scale)[0]
+
+
+def quantize_and_sum(made, t: torch.Tensor, col: bool, states, amax_group, amax=None, scale=None,
+                     dbias: bool = False):
+    """(quantize's parts, the column sum of `t` (f32 [cols]) if `dbias`, else None): a gradient's
+    bias gradient, from the kernel that writes the col parts where it computes it (per-tensor and
+    delayed scaling's cast+transpose), else from the plan's column-sum kernel."""
     if isinstance(made.recipe, recipes.Delayed):
         scales, history = _ops.delayed_state(states, made.role)
         if col and made.writes_transposed:
+            if dbias:
+                data, scale_inv, data_t, db = _ops.cast_transpose_delayed_dbias(t, scales, history, made.key)
+                return [data, scale_inv, data_t, scale_inv], db
             data, scale_inv, data_t = _ops.cast_transpose_delayed(t, scales, history, made.key)
-            return [data, scale_inv, data_t, scale_inv]
-        return list(_ops.quantize_delayed(t, scales, history, made.key))
+            return [data, scale_inv, data_t, scale_inv], None
+        parts = list(_ops.quantize_delayed(t, scales, history, made.key))
+        return parts, _ops.column_sum(t, made.key) if dbias else None
     if made.shares_amax:
         if amax is None:
             amax = distributed.all_reduce_max(_ops.amax(t, made.key), amax_group)
-        return _ops.cast(t, amax, made.key, col, scale)
-    return _ops.quantize(t, made.key, col)
+        parts = _ops.cast(t, amax, made.key, col, scale, dbias)
+    else:
+        parts = _ops.quantize(t, made.key, col, dbias)
+    return (parts[:-1], parts[-1]) if dbias else (parts, None)
 
 
 def _operands(made, parts, sides, parallel: Parallel):
@@ -134,6 +148,7 @@ class _LinearFunction(torch.autograd.Function):
         ctx.save_for_backward(*x_parts, *(w_col or ()))
         ctx.key, ctx.parallel, ctx.states, ctx.parts = key, parallel, states, len(x_parts)
         ctx.amax_group, ctx.reduce_group, ctx.has_bias = amax_group, reduce_group, bias is not None
+        ctx.bias_dtype = bias.dtype if bias is not None else None
         ctx.weight = weight if w_col is None else None
         ctx.main_grad = main_grad  # the fused wgrad's accumulator
         return y
@@ -148,9 +163,12 @@ class _LinearFunction(torch.autograd.Function):
         need_dgrad, need_wgrad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grads = made.tensors["grad"]
         sides = ("row", "col") if need_wgrad else ("row",)
-        g_parts = quantize(grads, dy.contiguous(), grads.col_parts(sides), ctx.states, ctx.amax_group)
+        # The bias gradient with the quantize where the plan has it (a layer with a bias).
+        dbias = ctx.has_bias and ctx.needs_input_grad[2] and grads.column_sum
+        g_parts, db = quantize_and_sum(grads, dy.contiguous(), grads.col_parts(sides), ctx.states,
+                                       ctx.amax_group, dbias=dbias)
         g_ops = _operands(grads, g_parts, sides, parallel)
-        dx = dw = db = None
+        dx = dw = None
         if need_dgrad:
             dx = _ops.gemm(g_ops[0], w_col, ctx.key, "dgrad")
             if parallel.kind == "column":
@@ -162,9 +180,10 @@ class _LinearFunction(torch.autograd.Function):
             else:  # into the main gradient; the weight gets no gradient (Transformer Engine's convention)
                 _ops.gemm_accumulate(g_ops[1], x_col, ctx.main_grad, ctx.key, "wgrad")
         if ctx.has_bias and ctx.needs_input_grad[2]:
-            db = dy.sum(0)
+            db = dy.sum(0) if db is None else db  # f32 from mx's kernels, summed before the cast
             if parallel.kind == "row":  # dY is a token shard: the bias gradient sums all of them
                 torch.distributed.all_reduce(db, group=parallel.group)
+            db = db.to(ctx.bias_dtype)
         if ctx.states:  # the step's last cast is done: next step's scales
             update_scales(made, ctx.states, ctx.reduce_group)
         return dx, dw, db, None, None, None, None, None, None, None, None
@@ -231,7 +250,7 @@ class Linear(torch.nn.Linear):
         m = x2d.shape[0] * (size if kind == "column" else 1)
         shards = ((self.parallel.sharded_role, size),) if kind else ()
         return _ops.plan(m, self.in_features, self.out_features, self._recipe_key, *dtypes,
-                         _ops.target_of(x2d), shards, self.fuse_wgrad_accumulation)
+                         _ops.target_of(x2d), shards, self.fuse_wgrad_accumulation, self.bias is not None)
 
     def _main_grad(self, weight: torch.Tensor) -> torch.Tensor | None:
         """The fused wgrad's accumulator, `weight.main_grad`, checked; None where this forward's

@@ -290,3 +290,17 @@ func.func @scaled_matmul_epilogue(%a: tensor<32x64xf8E4M3FN>, %as: tensor<32x2xf
       : tensor<32x64xf8E4M3FN>, tensor<32x2xf8E8M0FNU>, tensor<16x64xf8E4M3FN>, tensor<16x2xf8E8M0FNU> -> tensor<32x16xbf16>
   return %c : tensor<32x16xbf16>
 }
+
+// -----
+
+// A column sum is a reduction over the rows in f32, from -0.
+// CHECK-LABEL: func @column_sum
+// CHECK: %[[ZERO:.*]] = arith.constant -0.000000e+00 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<96xf32>) -> tensor<96xf32>
+// CHECK: linalg.reduce ins(%{{.*}} : tensor<80x96xbf16>) outs(%[[INIT]] : tensor<96xf32>) dimensions = [0]
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.addf
+func.func @column_sum(%x: tensor<80x96xbf16>) -> tensor<96xf32> {
+  %s = mx.column_sum %x : tensor<80x96xbf16> -> tensor<96xf32>
+  return %s : tensor<96xf32>
+}

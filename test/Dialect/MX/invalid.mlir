@@ -716,3 +716,51 @@ func.func @scaled_matmul_accumulate_type(%a: tensor<128x256xf8E4M3FN>, %as: tens
       : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU> -> tensor<128x64xf32>
   return %c : tensor<128x64xf32>
 }
+
+// -----
+
+func.func @column_sum_rank(%x: tensor<2x64x32xbf16>) {
+  // expected-error @+1 {{'mx.column_sum' op expected an input of rank 2 ([rows, columns]), got 'tensor<2x64x32xbf16>'}}
+  %s = mx.column_sum %x : tensor<2x64x32xbf16> -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @column_sum_result_type(%x: tensor<64x32xbf16>) {
+  // expected-error @+1 {{'mx.column_sum' op sums in f32: expected an f32 result, got 'tensor<32xbf16>'}}
+  %s = mx.column_sum %x : tensor<64x32xbf16> -> tensor<32xbf16>
+  return
+}
+
+// -----
+
+func.func @column_sum_result_length(%x: tensor<64x32xbf16>) {
+  // expected-error @+1 {{'mx.column_sum' op expected a result of shape [32] (one sum per column of 'tensor<64x32xbf16>'), got [64]}}
+  %s = mx.column_sum %x : tensor<64x32xbf16> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @column_sum_result_rank(%x: tensor<64x32xf32>) {
+  // expected-error @+1 {{'mx.column_sum' op expected a result of shape [32] (one sum per column of 'tensor<64x32xf32>'), got [1, 32]}}
+  %s = mx.column_sum %x : tensor<64x32xf32> -> tensor<1x32xf32>
+  return
+}
+
+// -----
+
+func.func @column_sum_dynamic(%x: tensor<?x32xf32>) {
+  // expected-error @+1 {{'mx.column_sum' op requires static shapes, got 'tensor<?x32xf32>'}}
+  %s = mx.column_sum %x : tensor<?x32xf32> -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @column_sum_input_type(%x: tensor<64x32xf64>) {
+  // expected-error @+1 {{'mx.column_sum' op operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 16-bit float values, but got 'tensor<64x32xf64>'}}
+  %s = mx.column_sum %x : tensor<64x32xf64> -> tensor<32xf32>
+  return
+}

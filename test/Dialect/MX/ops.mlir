@@ -180,3 +180,15 @@ func.func @scaled_matmul_epilogue(%a: tensor<128x256xf8E4M3FN>, %as: tensor<128x
       : tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<64x256xf8E4M3FN>, tensor<64x8xf8E8M0FNU> -> tensor<128x64xf32>
   return %c : tensor<128x64xf32>
 }
+
+// CHECK-LABEL: func @column_sum
+// CHECK: mx.column_sum %{{.*}} : tensor<256x96xbf16> -> tensor<96xf32>
+// CHECK: mx.column_sum %{{.*}} : tensor<48x16xf32> -> tensor<16xf32>
+// CHECK: mx.column_sum %{{.*}} : tensor<80x144xf16> -> tensor<144xf32>
+func.func @column_sum(%a: tensor<256x96xbf16>, %b: tensor<48x16xf32>, %c: tensor<80x144xf16>)
+    -> (tensor<96xf32>, tensor<16xf32>, tensor<144xf32>) {
+  %sa = mx.column_sum %a : tensor<256x96xbf16> -> tensor<96xf32>
+  %sb = mx.column_sum %b : tensor<48x16xf32> -> tensor<16xf32>
+  %sc = mx.column_sum %c : tensor<80x144xf16> -> tensor<144xf32>
+  return %sa, %sb, %sc : tensor<96xf32>, tensor<16xf32>, tensor<144xf32>
+}

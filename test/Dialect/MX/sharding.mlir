@@ -264,3 +264,31 @@ func.func @dequantize_unswizzle(%d: tensor<512x256xf8E4M3FN>, %t: tensor<4x2x32x
   %x = mx.dequantize %d1, %s block [1, 32] : tensor<512x256xf8E4M3FN>, tensor<512x8xf8E8M0FNU> -> tensor<512x256xbf16>
   return %x : tensor<512x256xbf16>
 }
+
+// -----
+
+// mx.column_sum: split rows (the tokens of a sequence-parallel output
+// gradient) give each device the f32 sums of its rows, all-reduced (sum);
+// split columns are local.
+shard.grid @grid(shape = 2)
+// CHECK-LABEL: func.func @column_sum_rows
+// CHECK: %[[LOCAL:.*]] = mx.column_sum %{{.*}} : tensor<128x96xbf16> -> tensor<96xf32>
+// CHECK: %[[SUM:.*]] = shard.all_reduce %[[LOCAL]] on @grid grid_axes = [0] : tensor<96xf32> -> tensor<96xf32>
+// CHECK: return %[[SUM]]
+func.func @column_sum_rows(%x: tensor<256x96xbf16>) -> tensor<96xf32> {
+  %m = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %x1 = shard.shard %x to %m : tensor<256x96xbf16>
+  %s = mx.column_sum %x1 : tensor<256x96xbf16> -> tensor<96xf32>
+  return %s : tensor<96xf32>
+}
+
+// CHECK-LABEL: func.func @column_sum_columns
+// CHECK-NOT: shard.all_reduce
+// CHECK: mx.column_sum %{{.*}} : tensor<256x48xf32> -> tensor<48xf32>
+// CHECK-NOT: shard.all_reduce
+func.func @column_sum_columns(%x: tensor<256x96xf32>) -> tensor<96xf32> {
+  %n = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %x1 = shard.shard %x to %n : tensor<256x96xf32>
+  %s = mx.column_sum %x1 : tensor<256x96xf32> -> tensor<96xf32>
+  return %s : tensor<96xf32>
+}

@@ -62,8 +62,8 @@ int64_t getRowwiseLanesPerBlock(int64_t width);
 void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
                      SwizzleOp swizzle, mlir::Value data, mlir::Value scales);
 
-/// Why the per-tensor kernels cannot compute `op` (mx.amax or
-/// mx.quantize_delayed), or an empty string.
+/// Why the per-tensor kernels cannot compute `op` (mx.amax,
+/// mx.quantize_delayed or mx.column_sum), or an empty string.
 std::string getPerTensorUnsupportedReason(mlir::Operation *op);
 
 /// A pattern for the quantize ops that the fusion plan gives one kernel: it
@@ -93,9 +93,9 @@ protected:
   ElementConversion getConversion(QuantizeOp op) const;
 
   Chip chip;
+  const QuantizeFusionPlan &plan;
 
 private:
-  const QuantizeFusionPlan &plan;
   QuantizeKernel kernel;
 };
 

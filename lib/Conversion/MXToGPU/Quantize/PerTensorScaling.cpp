@@ -41,8 +41,17 @@
 // reads of a warp fall in distinct banks. Rows and columns of every matrix
 // must be multiples of 16.
 //
+// `mx.column_sum` (a linear layer's bias gradient) sums the columns of the
+// same 64 x 64 tiles into f32 partials, one row per tile row, then adds the
+// partials (ColumnSums.h). Where a transposed per-tensor cast of the same
+// input has a cast+transpose kernel, that kernel computes the tiles' sums
+// from the values it already holds (Transformer Engine's fused dbias: the
+// input is read once for the casts and the sum); otherwise a kernel of its
+// own reads the tiles.
+//
 //===----------------------------------------------------------------------===//
 
+#include "ColumnSums.h"
 #include "ElementConversion.h"
 #include "FusionPolicy.h"
 #include "KernelBuilder.h"
@@ -205,6 +214,8 @@ constexpr int64_t kTile = 64;
 constexpr int64_t kChunksPerTileRow = kTile / kElementsPerLane;
 static_assert(kTile * kChunksPerTileRow == kThreadsPerBlock,
               "one chunk of the tile per thread");
+static_assert(kTile == kColumnSumTile,
+              "a fused column sum sums the cast+transpose kernel's tiles");
 
 /// The cast+transpose kernel's work: `slices` matrices of `rows` x `cols`,
 /// one CTA per 64 x 64 tile.
@@ -232,6 +243,42 @@ MemRefType getTileBufferType(MLIRContext *context) {
 using ChunkCast = llvm::function_ref<Value(OpBuilder &, Location, Value slice,
                                            Value values)>;
 
+/// A thread's chunk of a 64 x 64 tile (thread t: chunk t % 4 of tile row
+/// t / 4): the tile's slice, index in the slice and origin, the chunk's
+/// position, whether it lies in the matrix, and its f32 values (loaded
+/// clamped in bounds, so that every thread reaches the barriers).
+struct TileThread {
+  Value slice, tile, tileRow, tileCol, r, c, row, col, valid, values;
+};
+
+TileThread loadTileChunk(OpBuilder &b, Location l, const KernelIds &ids,
+                         const TileGrid &grid, Value input) {
+  IndexArith ia{b, l};
+  TileThread t;
+  t.slice = ia.div(ids.block, grid.getTilesPerSlice());
+  t.tile = ia.rem(ids.block, grid.getTilesPerSlice());
+  t.tileRow = ia.div(t.tile, grid.getTileCols());
+  t.tileCol = ia.fma(ia.rem(t.tile, grid.getTileCols()), kTile,
+                     cIndex(b, l, 0));
+  t.r = ia.div(ids.thread, kChunksPerTileRow);
+  t.c = ia.rem(ids.thread, kChunksPerTileRow);
+  t.row = ia.fma(t.tileRow, kTile, t.r);
+  t.col = ia.fma(t.c, kElementsPerLane, t.tileCol);
+  t.valid = andI(b, l, cmpLT(b, l, t.row, cIndex(b, l, grid.rows)),
+                 cmpLT(b, l, t.col, cIndex(b, l, grid.cols)));
+  auto clamp = [&](Value x, int64_t last) {
+    return arith::MinUIOp::create(b, l, x, cIndex(b, l, last)).getResult();
+  };
+  auto type = cast<MemRefType>(input.getType());
+  auto laneType = VectorType::get({kElementsPerLane}, type.getElementType());
+  t.values = extendToF32(
+      b, l,
+      loadVector(b, l, laneType, input,
+                 {ia.fma(t.slice, grid.rows, clamp(t.row, grid.rows - 1)),
+                  clamp(t.col, grid.cols - kElementsPerLane)}));
+  return t;
+}
+
 /// A thread's chunk of the cast+transpose kernel: its slice, and its f32
 /// values (clamped in bounds, so the amax may take them all).
 struct TileChunk {
@@ -241,11 +288,14 @@ struct TileChunk {
 /// The body of the cast+transpose kernel (workgroup buffers: the tile's
 /// staging buffer, then buildCTAMax's): casts this thread's chunk of the
 /// CTA's tile with `castChunk`, stores it into `plain` (if any), and writes the
-/// tile's columns into `transposed`, folded to [slices * cols, rows].
+/// tile's columns into `transposed`, folded to [slices * cols, rows]. With
+/// `partials` (a fused mx.column_sum, of one slice) the tile's column sums
+/// go there too, staged in `sumStaging` (getColumnSumBufferType).
 TileChunk buildTileCast(OpBuilder &b, Location l, const KernelIds &ids,
                         const TileGrid &grid, Value input,
                         const DataBuffer *plain, const DataBuffer &transposed,
-                        ChunkCast castChunk) {
+                        ChunkCast castChunk, Value partials = Value(),
+                        Value sumStaging = Value()) {
   IndexArith ia{b, l};
   auto add = [&](Value x, Value y) {
     return arith::AddIOp::create(b, l, x, y).getResult();
@@ -253,36 +303,25 @@ TileChunk buildTileCast(OpBuilder &b, Location l, const KernelIds &ids,
   auto mul = [&](Value x, int64_t m) {
     return arith::MulIOp::create(b, l, x, cIndex(b, l, m)).getResult();
   };
-  Value slice = ia.div(ids.block, grid.getTilesPerSlice());
-  Value tile = ia.rem(ids.block, grid.getTilesPerSlice());
-  Value tileRow = mul(ia.div(tile, grid.getTileCols()), kTile);
-  Value tileCol = mul(ia.rem(tile, grid.getTileCols()), kTile);
-
-  // Thread t casts chunk t % 4 of tile row t / 4.
-  Value r = ia.div(ids.thread, kChunksPerTileRow);
-  Value c = ia.rem(ids.thread, kChunksPerTileRow);
-  Value row = add(tileRow, r), col = add(tileCol, mul(c, kElementsPerLane));
-  Value valid = andI(b, l, cmpLT(b, l, row, cIndex(b, l, grid.rows)),
-                     cmpLT(b, l, col, cIndex(b, l, grid.cols)));
-  auto clamp = [&](Value x, int64_t last) {
-    return arith::MinUIOp::create(b, l, x, cIndex(b, l, last)).getResult();
-  };
-  auto type = cast<MemRefType>(input.getType());
-  auto laneType = VectorType::get({kElementsPerLane}, type.getElementType());
-  Value values = extendToF32(
-      b, l,
-      loadVector(b, l, laneType, input,
-                 {ia.fma(slice, grid.rows, clamp(row, grid.rows - 1)),
-                  clamp(col, grid.cols - kElementsPerLane)}));
-  Value codes = castChunk(b, l, slice, values);
+  TileThread t = loadTileChunk(b, l, ids, grid, input);
+  // The column sums first: their temporaries are dead before the cast's
+  // (ptxas, sm_90a, bf16: 40 registers for current scaling, not 55).
+  ColumnPartials sums{partials, sumStaging, t.tileRow, t.tileCol};
+  if (partials)
+    stageColumnSums(b, l, ids.thread, t.values, t.valid, sums);
+  Value codes = castChunk(b, l, t.slice, t.values);
   if (plain)
-    plain->store(b, l, valid, codes, {ia.fma(slice, grid.rows, row), col});
+    plain->store(b, l, t.valid, codes,
+                 {ia.fma(t.slice, grid.rows, t.row), t.col});
 
   // Stage the codes, chunk-swizzled by the row's group of 16.
   Value staging = ids.workgroup.front();
-  Value staged = arith::XOrIOp::create(b, l, c, ia.div(r, kElementsPerLane));
-  storeVector(b, l, codes, staging, {r, mul(staged, kElementsPerLane)});
+  Value staged =
+      arith::XOrIOp::create(b, l, t.c, ia.div(t.r, kElementsPerLane));
+  storeVector(b, l, codes, staging, {t.r, mul(staged, kElementsPerLane)});
   gpu::BarrierOp::create(b, l);
+  if (partials)
+    storeColumnSums(b, l, ids.thread, grid.cols, sums);
 
   // Thread t writes rows 16 (t % 4) .. + 16 of tile column t / 4: one chunk
   // of a transposed row.
@@ -299,15 +338,15 @@ TileChunk buildTileCast(OpBuilder &b, Location l, const KernelIds &ids,
         ValueRange{ia.fma(group, kElementsPerLane, cIndex(b, l, j)), readAt}));
   Value columnCodes = vector::FromElementsOp::create(
       b, l, cast<VectorType>(codes.getType()), bytes);
-  Value tRow = add(tileCol, column);
-  Value tCol = add(tileRow, mul(group, kElementsPerLane));
+  Value tRow = add(t.tileCol, column);
+  Value tCol = ia.fma(t.tileRow, kTile, mul(group, kElementsPerLane));
   Value tValid = andI(b, l, cmpLT(b, l, tRow, cIndex(b, l, grid.cols)),
                       cmpLT(b, l, tCol, cIndex(b, l, grid.rows)));
   transposed.store(b, l, tValid, columnCodes,
-                   {ia.fma(slice, grid.cols, tRow), tCol});
-  Value leader = andI(b, l, isZeroIndex(b, l, tile),
+                   {ia.fma(t.slice, grid.cols, tRow), tCol});
+  Value leader = andI(b, l, isZeroIndex(b, l, t.tile),
                       isZeroIndex(b, l, ids.thread));
-  return {slice, values, leader};
+  return {t.slice, t.values, leader};
 }
 
 /// The max |x| of the CTA's tile chunks (every thread must call it).
@@ -317,6 +356,136 @@ Value reduceTile(OpBuilder &b, Location l, const TileChunk &chunk,
       b, l, vector::CombiningKind::MAXIMUMF, magnitude(b, l, chunk.values));
   return buildCTAMax(b, l, amax, ids.thread, ids.workgroup[1]);
 }
+
+/// The transposed cast that the cast+transpose kernel computes together with
+/// `op` (a plain cast): the only user of `op`'s new history, casting the same
+/// input to the same type with the same scale, in the same block.
+QuantizeDelayedOp getTransposedPartner(QuantizeDelayedOp op) {
+  if (op.getTransposed() || !op.getNewHistory().hasOneUse() ||
+      !isTileable(op.getInput().getType()))
+    return {};
+  auto partner =
+      dyn_cast<QuantizeDelayedOp>(*op.getNewHistory().getUsers().begin());
+  if (!partner || !partner.getTransposed() ||
+      partner.getHistory() != op.getNewHistory() ||
+      partner.getInput() != op.getInput() ||
+      partner.getScales() != op.getScales() ||
+      partner.getIndex() != op.getIndex() ||
+      partner.getData().getType().getElementType() !=
+          op.getData().getType().getElementType() ||
+      partner->getBlock() != op->getBlock())
+    return {};
+  return partner;
+}
+
+/// Where the cast+transpose kernel of `op`, a transposed cast, is built:
+/// before the plain cast it computes too (the earlier of the two), or
+/// before `op`; null where no cast+transpose kernel computes `op`.
+Operation *getCastTransposeStart(Operation *op,
+                                 const QuantizeFusionPlan &plan) {
+  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
+    const QuantizePlan *planned = plan.lookup(quantize);
+    if (!planned || planned->kernel != QuantizeKernel::perTensor ||
+        !quantize.getTransposed())
+      return nullptr;
+    QuantizeOp plain = planned->sibling;
+    return plain && plain->isBeforeInBlock(op) ? plain : op;
+  }
+  auto delayed = dyn_cast<QuantizeDelayedOp>(op);
+  if (!delayed || !delayed.getTransposed() ||
+      !isTileable(delayed.getInput().getType()))
+    return nullptr;
+  auto producer = delayed.getHistory().getDefiningOp<QuantizeDelayedOp>();
+  return producer && getTransposedPartner(producer) == delayed
+             ? producer.getOperation()
+             : op;
+}
+
+/// The transposed per-tensor cast (current or delayed scaling) whose
+/// cast+transpose kernel also computes the tile sums of `op`, or null: the
+/// cast of the same input in the same block whose kernel comes first, if
+/// `op` is the first column sum of that input there, its matrix tileable,
+/// and every use of `op` after the kernel (which defines its result).
+Operation *getColumnSumHost(ColumnSumOp op, const QuantizeFusionPlan &plan) {
+  if (!isTileable(op.getInput().getType()))
+    return nullptr;
+  Block *block = op->getBlock();
+  Operation *host = nullptr, *start = nullptr;
+  for (Operation *user : op.getInput().getUsers()) {
+    if (user->getBlock() != block)
+      continue;
+    if (isa<ColumnSumOp>(user) && user->isBeforeInBlock(op))
+      return nullptr;
+    Operation *kernelStart = getCastTransposeStart(user, plan);
+    if (kernelStart && (!start || kernelStart->isBeforeInBlock(start))) {
+      host = user;
+      start = kernelStart;
+    }
+  }
+  if (!host)
+    return nullptr;
+  for (Operation *user : op->getUsers()) {
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    if (!ancestor || !start->isBeforeInBlock(ancestor))
+      return nullptr;
+  }
+  return host;
+}
+
+/// The column sum whose tile sums the cast+transpose kernel of `host` (a
+/// transposed cast) computes, or null.
+ColumnSumOp getFusedColumnSum(Operation *host, Value input,
+                              const QuantizeFusionPlan &plan) {
+  for (Operation *user : input.getUsers())
+    if (auto sum = dyn_cast<ColumnSumOp>(user))
+      if (getColumnSumHost(sum, plan) == host)
+        return sum;
+  return {};
+}
+
+/// Replaces `op` by the sum of its tiles' `partials` (buildPartialsSum).
+void replaceWithPartialsSum(PatternRewriter &rewriter, Location loc,
+                            ColumnSumOp op, Value partials) {
+  Value result = allocDevice(rewriter, loc, op.getType());
+  buildPartialsSum(rewriter, loc, partials, result);
+  rewriter.replaceOp(op, toTensor(rewriter, loc, result));
+}
+
+/// A fused column sum's buffers: the partials that the cast+transpose
+/// kernel writes, and its result, which the partials kernel writes after it.
+struct FusedColumnSum {
+  ColumnSumOp op;
+  Value partials;
+
+  FusedColumnSum(OpBuilder &b, Location loc, ColumnSumOp op) : op(op) {
+    if (op) {
+      RankedTensorType type = op.getInput().getType();
+      partials = allocColumnPartials(b, loc, type.getDimSize(0),
+                                     type.getDimSize(1));
+    }
+  }
+
+  /// The cast+transpose kernel's workgroup buffers, with the column sums'.
+  SmallVector<Type> withStaging(MLIRContext *context,
+                                ArrayRef<Type> buffers) const {
+    SmallVector<Type> types(buffers);
+    if (op)
+      types.push_back(getColumnSumBufferType(context));
+    return types;
+  }
+
+  /// The column sums' workgroup buffer in the kernel, if any (the last).
+  Value getStaging(const KernelIds &ids) const {
+    return op ? ids.workgroup.back() : Value();
+  }
+
+  /// After the cast+transpose kernel: the partials kernel, whose result
+  /// replaces the column sum.
+  void finish(PatternRewriter &rewriter, Location loc) const {
+    if (op)
+      replaceWithPartialsSum(rewriter, loc, op, partials);
+  }
+};
 
 struct AmaxToGPU : OpRewritePattern<AmaxOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -337,6 +506,44 @@ struct AmaxToGPU : OpRewritePattern<AmaxOp> {
     rewriter.replaceOp(op, toTensor(rewriter, loc, result));
     return success();
   }
+};
+
+/// A column sum that no cast+transpose kernel computes (getColumnSumHost):
+/// a kernel of the cast+transpose kernel's tiles that only sums their
+/// columns into the partials (any rows, columns a multiple of 16), then the
+/// partials kernel. The sums are those of the fused kernel, bit for bit.
+struct ColumnSumToGPU : OpRewritePattern<ColumnSumOp> {
+  ColumnSumToGPU(MLIRContext *context, const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), plan(plan) {}
+
+  LogicalResult matchAndRewrite(ColumnSumOp op,
+                                PatternRewriter &rewriter) const override {
+    if (getColumnSumHost(op, plan))
+      return rewriter.notifyMatchFailure(op, "summed by a cast+transpose");
+    RankedTensorType inputType = op.getInput().getType();
+    if (inputType.getDimSize(1) % kElementsPerLane)
+      return rewriter.notifyMatchFailure(op, "columns not in chunks of 16");
+    Location loc = op.getLoc();
+    Value input = toBuffer(rewriter, loc, op.getInput());
+    TileGrid tiles(inputType);
+    Value partials = allocColumnPartials(rewriter, loc, tiles.rows, tiles.cols);
+    buildBlockLaunch(
+        rewriter, loc, tiles.getNumBlocks(),
+        getColumnSumBufferType(getContext()),
+        [&](OpBuilder &b, Location l, const KernelIds &ids) {
+          TileThread t = loadTileChunk(b, l, ids, tiles, input);
+          ColumnPartials sums{partials, ids.workgroup.front(), t.tileRow,
+                              t.tileCol};
+          stageColumnSums(b, l, ids.thread, t.values, t.valid, sums);
+          gpu::BarrierOp::create(b, l);
+          storeColumnSums(b, l, ids.thread, tiles.cols, sums);
+        });
+    replaceWithPartialsSum(rewriter, loc, op, partials);
+    return success();
+  }
+
+private:
+  const QuantizeFusionPlan &plan;
 };
 
 /// Current scaling: the amax of every matrix, then the cast; a transposed
@@ -407,9 +614,11 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
       Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
       TileGrid tiles(inputType);
       const DataBuffer *plainData = plain ? &outputs.back().data : nullptr;
+      FusedColumnSum sum(rewriter, loc,
+                         getFusedColumnSum(op, op.getInput(), plan));
       buildBlockLaunch(
           rewriter, loc, tiles.getNumBlocks(),
-          getTileBufferType(getContext()),
+          sum.withStaging(getContext(), {getTileBufferType(getContext())}),
           [&](OpBuilder &b, Location l, const KernelIds &ids) {
             std::optional<BlockScale> scale;
             TileChunk chunk = buildTileCast(
@@ -418,9 +627,11 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
                   scale = scaleOf(nb, nl, slice);
                   return quantizeVector(nb, nl, values, *scale, rounding,
                                         conversion);
-                });
+                },
+                sum.partials, sum.getStaging(ids));
             storeScale(b, l, chunk.sliceLeader, scale->stored, chunk.slice);
           });
+      sum.finish(rewriter, loc);
     }
     if (!op.getAmax())
       gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(), amaxes);
@@ -482,32 +693,12 @@ void buildHistoryCopy(OpBuilder &b, Location loc, Value history,
   });
 }
 
-/// The transposed cast that the cast+transpose kernel computes together with
-/// `op` (a plain cast): the only user of `op`'s new history, casting the same
-/// input to the same type with the same scale, in the same block.
-QuantizeDelayedOp getTransposedPartner(QuantizeDelayedOp op) {
-  if (op.getTransposed() || !op.getNewHistory().hasOneUse() ||
-      !isTileable(op.getInput().getType()))
-    return {};
-  auto partner =
-      dyn_cast<QuantizeDelayedOp>(*op.getNewHistory().getUsers().begin());
-  if (!partner || !partner.getTransposed() ||
-      partner.getHistory() != op.getNewHistory() ||
-      partner.getInput() != op.getInput() ||
-      partner.getScales() != op.getScales() ||
-      partner.getIndex() != op.getIndex() ||
-      partner.getData().getType().getElementType() !=
-          op.getData().getType().getElementType() ||
-      partner->getBlock() != op->getBlock())
-    return {};
-  return partner;
-}
-
 /// A plain delayed cast by the flat kernel, a transposed one (with its plain
 /// partner, see getTransposedPartner) by the cast+transpose kernel.
 struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
-  QuantizeDelayedToGPU(MLIRContext *context, Chip chip)
-      : OpRewritePattern(context), chip(chip) {}
+  QuantizeDelayedToGPU(MLIRContext *context, Chip chip,
+                       const QuantizeFusionPlan &plan)
+      : OpRewritePattern(context), chip(chip), plan(plan) {}
 
   LogicalResult matchAndRewrite(QuantizeDelayedOp op,
                                 PatternRewriter &rewriter) const override {
@@ -582,19 +773,25 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
       Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
       TileGrid tiles(inputType);
       const DataBuffer *plainData = partner ? &outputs.back().second : nullptr;
+      FusedColumnSum sum(
+          rewriter, loc,
+          getFusedColumnSum(outputs.front().first, op.getInput(), plan));
       buildBlockLaunch(
           rewriter, loc, tiles.getNumBlocks(),
-          {getTileBufferType(getContext()), getCTAMaxBufferType(getContext())},
+          sum.withStaging(getContext(), {getTileBufferType(getContext()),
+                                         getCTAMaxBufferType(getContext())}),
           [&](OpBuilder &b, Location l, const KernelIds &ids) {
             Value scale = loadScale(b, l);
             TileChunk chunk = buildTileCast(
                 b, l, ids, tiles, input, plainData, outputs.front().second,
                 [&](OpBuilder &nb, Location nl, Value, Value values) {
                   return castWithScale(nb, nl, values, scale, *conversion);
-                });
+                },
+                sum.partials, sum.getStaging(ids));
             finish(b, l, ids, reduceTile(b, l, chunk, ids), chunk.sliceLeader,
                    scale);
           });
+      sum.finish(rewriter, loc);
     }
 
     Value scaleInvTensor =
@@ -608,6 +805,9 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
 
 private:
   Chip chip;
+  /// Which column sums the cast+transpose kernels compute
+  /// (getColumnSumHost).
+  const QuantizeFusionPlan &plan;
 };
 
 /// The updates that one launch computes with `op`: `op` and the later
@@ -743,6 +943,11 @@ std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
                ? ""
                : "the cast+transpose GPU kernel needs both matrix dimensions "
                  "to be multiples of 16";
+  if (auto sum = dyn_cast<ColumnSumOp>(op))
+    return sum.getInput().getType().getDimSize(1) % kElementsPerLane
+               ? "the column-sum GPU kernel needs the column count to be a "
+                 "multiple of 16"
+               : "";
   Value input = delayed ? delayed.getInput() : Value();
   if (auto amax = dyn_cast<AmaxOp>(op))
     input = amax.getInput();
@@ -756,6 +961,7 @@ std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
 void gpu_kernels::populatePerTensorScalingPatterns(
     RewritePatternSet &patterns, Chip chip, const QuantizeFusionPlan &plan) {
   patterns.add<AmaxToGPU, UpdateAmaxHistoryToGPU>(patterns.getContext());
-  patterns.add<QuantizeDelayedToGPU>(patterns.getContext(), chip);
-  patterns.add<PerTensorQuantizeToGPU>(patterns.getContext(), chip, plan);
+  patterns.add<QuantizeDelayedToGPU, PerTensorQuantizeToGPU>(
+      patterns.getContext(), chip, plan);
+  patterns.add<ColumnSumToGPU>(patterns.getContext(), plan);
 }

@@ -548,5 +548,26 @@ LogicalResult UpdateAmaxHistoryOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// ColumnSumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ColumnSumOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
+  RankedTensorType input = getInput().getType();
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (input.getRank() != 2)
+    return emitOpError("expected an input of rank 2 ([rows, columns]), got ")
+           << input;
+  if (!result.getElementType().isF32())
+    return emitOpError("sums in f32: expected an f32 result, got ") << result;
+  if (result.getShape() != ArrayRef<int64_t>{input.getDimSize(1)})
+    return emitOpError("expected a result of shape [")
+           << input.getDimSize(1) << "] (one sum per column of " << input
+           << "), got " << formatShape(result.getShape());
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "mx/Dialect/MX/IR/MXOps.cpp.inc"

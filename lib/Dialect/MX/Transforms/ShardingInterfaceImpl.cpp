@@ -21,7 +21,8 @@
 //   rounds it to its result type; the amax history of delayed scaling is
 //   all-reduced (max) at the update, once for every cast that recorded a
 //   per-device amax in it since, unless a cast's history escapes elsewhere
-//   (then that cast reduces it).
+//   (then that cast reduces it); a column sum over split rows sums its
+//   shard's rows, then all-reduces (sum) the partial sums.
 //
 //===----------------------------------------------------------------------===//
 
@@ -407,6 +408,20 @@ LoopModel buildModel(AmaxOp op) {
   return model;
 }
 
+/// Rows are a reduction (sum), columns are parallel.
+LoopModel buildModel(ColumnSumOp op) {
+  LoopModel model(op.getContext());
+  RankedTensorType input = op.getInput().getType();
+  int64_t rows = model.addLoop(makeRule(dimensionName(0, "input"),
+                                        input.getDimSize(0)),
+                               utils::IteratorType::reduction);
+  int64_t cols =
+      model.addLoop(makeRule(dimensionName(1, "input"), input.getDimSize(1)));
+  model.addTensor("input", input, {rows, cols});
+  model.addTensor("result", op.getType(), {cols});
+  return model;
+}
+
 constexpr StringLiteral kWholeHistory =
     "every device keeps the whole amax history and scales";
 
@@ -453,7 +468,7 @@ LoopModel buildModel(UpdateAmaxHistoryOp op) {
 LoopModel buildLoopModel(Operation *op) {
   return llvm::TypeSwitch<Operation *, LoopModel>(op)
       .Case<QuantizeOp, DequantizeOp, SwizzleOp, UnswizzleOp, ScaledMatmulOp,
-            AmaxOp, QuantizeDelayedOp, UpdateAmaxHistoryOp>(
+            AmaxOp, QuantizeDelayedOp, UpdateAmaxHistoryOp, ColumnSumOp>(
           [](auto op) { return buildModel(op); });
 }
 
@@ -739,6 +754,20 @@ LogicalResult partitionOp(ScaledMatmulOp op, const Partitioning &p) {
   return success();
 }
 
+/// Split columns are local. Split rows give each device the f32 sums of its
+/// rows, which an all-reduce (sum) adds up, as a K-split scaled_matmul's
+/// partial products.
+LogicalResult partitionOp(ColumnSumOp op, const Partitioning &p) {
+  if (failed(p.cloneOnShards()))
+    return failure();
+  SmallVector<GridAxis> rowAxes =
+      shard::getReductionGridAxes(p.model.iterators, p.loopAxes);
+  if (!rowAxes.empty())
+    p.map.map(op.getResult(), p.allReduce(p.map.lookup(op.getResult()),
+                                          rowAxes, ReductionKind::Sum));
+  return success();
+}
+
 /// The cast of a split input records the shard's amax in its new history;
 /// the history is all-reduced (max) here only when it does not wait for the
 /// update (defersAmaxReduction).
@@ -882,6 +911,6 @@ void mx::registerShardingInterfaceExternalModels(DialectRegistry &registry) {
     context->loadDialect<shard::ShardDialect, arith::ArithDialect>();
     attachModels<QuantizeOp, DequantizeOp, SwizzleOp, UnswizzleOp,
                  ScaledMatmulOp, AmaxOp, QuantizeDelayedOp,
-                 UpdateAmaxHistoryOp>(context);
+                 UpdateAmaxHistoryOp, ColumnSumOp>(context);
   });
 }

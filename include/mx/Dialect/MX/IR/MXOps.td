@@ -512,4 +512,41 @@ def MX_UpdateAmaxHistoryOp : MX_Op<"update_amax_history", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// ColumnSumOp
+//===----------------------------------------------------------------------===//
+
+def MX_ColumnSumOp : MX_Op<"column_sum", [Pure]> {
+  let summary = "the f32 sum of every column of a matrix";
+  let description = [{
+    `result[n] = sum_m input[m, n]` for an `[M, N]` input of f32, bf16 or
+    f16, accumulated in f32 (bf16 and f16 widen exactly): a linear layer's
+    bias gradient, the column sum of its output gradient dY.
+
+    Every addition is an f32 addition, so NaN and Inf propagate as f32
+    addition does (a NaN, or +Inf and -Inf, in a column make its sum NaN),
+    and a column of negative zeros sums to -0. The order of the additions is
+    not specified; it is fixed for a given lowering and shape (the result is
+    deterministic), and the result lies within `(M - 1) * eps_f32 *
+    sum_m |input[m, n]|` of the exact sum (docs/numerics.md). The GPU
+    lowering sums 64-row tiles and then the tiles, and computes the tile
+    sums in the cast+transpose kernel of a transposed per-tensor cast of the
+    same input (Transformer Engine's fused bias gradient) where there is
+    one.
+
+    Example:
+
+    ```mlir
+    %db = mx.column_sum %dy : tensor<256x96xbf16> -> tensor<96xf32>
+    ```
+  }];
+
+  let arguments = (ins MX_WideTensor:$input);
+  let results = (outs RankedTensorOf<[AnyType]>:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // MX_DIALECT_MX_IR_MXOPS_TD
