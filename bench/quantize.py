@@ -15,7 +15,9 @@ Two steps, because the GPU machine has no MLIR:
 
 Rows (bf16 inputs; `list` prints them): MXFP8 rowwise + columnwise fused with both scales swizzled,
 rowwise + swizzle, columnwise + swizzle (8192^2 and 16384^2), rowwise + swizzle of an N-D input
-[8, 1024, 8192]; FP8 blockwise 1x128 and 128x128 (power-of-two f32 scales, `ceil`); FP8 per-tensor
+[8, 1024, 8192]; FP8 blockwise 1x128 and 128x128 (power-of-two f32 scales, `ceil`), and 1x128 written
+transposed (the 1x128 blocks along M, GEMM-ready) alone and with the rowwise part in one kernel (mx.torch's
+"both" program; 8192^2 and the 5B model's 15872 x 4096, with the rowwise part alone there too); FP8 per-tensor
 current scaling (the amax pass and the cast, `exact` scale amax / 448); the delayed-scaling cast
 (mx.quantize_delayed, history [16, 1024]); MXFP4 (E2M1 packed, E8M0 per [1, 32]) and NVFP4 (E2M1 packed,
 E4M3 per [1, 16]) with a given and with a computed tensor scale (8192^2 and 16384^2); the delayed-scaling
@@ -310,45 +312,74 @@ class MXFP8(Case):
 
 
 class Blockwise(Case):
-    """FP8 blockwise: E4M3 with f32 power-of-two scales (`ceil`) per [1, 128] or [128, 128]."""
+    """FP8 blockwise: E4M3 with f32 power-of-two scales (`ceil`) per [1, 128] or [128, 128]. 1x128 may
+    also be written transposed ("transposed": the 1x128 blocks along the rows, [K, M] data and [K, M/128]
+    scales, GEMM-ready for wgrad) alone or with the rowwise part ("rowwise", "transposed"): mx.torch's
+    "both" program of activations and gradients, one kernel reading the input once."""
 
-    def __init__(self, shape, block_rows):
+    def __init__(self, shape, block_rows, parts=("rowwise",)):
         super().__init__(shape)
-        self.block_rows = block_rows
-        self.name = f"fp8_blockwise_{block_rows}x128_{_dims(shape)}"
-        self.title = f"FP8 blockwise {block_rows}x128 (f32 scales)"
+        self.block_rows, self.parts = block_rows, tuple(parts)
+        kind = {("rowwise",): ("", ""), ("transposed",): ("transposed_", "transposed "),
+                ("rowwise", "transposed"): ("both_", "rowwise + transposed, one kernel ")}[self.parts]
+        self.name = f"fp8_blockwise_{block_rows}x128_{kind[0]}{_dims(shape)}"
+        self.title = f"FP8 blockwise {block_rows}x128 {kind[1]}(f32 scales)"
 
-    def scales_shape(self):
-        return (self.shape[0] // self.block_rows, self.k // 128)
+    def layout(self, part):
+        """(data shape, scales shape, input as quantized) of one output."""
+        m, k = self.shape
+        if part == "transposed":
+            return (k, m), (k, m // 128), True
+        return (m, k), (m // self.block_rows, k // 128), False
 
     def source(self):
-        x, data, scales = _t(self.shape, "bf16"), _t(self.shape, "f8E4M3FN"), _t(self.scales_shape(), "f32")
-        body = [f"  %d, %s = mx.quantize %x block [{self.block_rows}, 128] rounding ceil : {x} -> {data}, {scales}"]
-        return _function(self.name, [f"%x: {x}"], body, [("%d", data), ("%s", scales)])
+        x = _t(self.shape, "bf16")
+        body, results = [], []
+        for i, part in enumerate(self.parts):
+            shape, scales_shape, transposed = self.layout(part)
+            data, scales = _t(shape, "f8E4M3FN"), _t(scales_shape, "f32")
+            block = [1, 128] if transposed else [self.block_rows, 128]
+            body.append(f"  %d{i}, %s{i} = mx.quantize %x{' transposed' * transposed} block {_block(block)} "
+                        f"rounding ceil : {x} -> {data}, {scales}")
+            results += [(f"%d{i}", data), (f"%s{i}", scales)]
+        return _function(self.name, [f"%x: {x}"], body, results)
 
     def outputs(self):
-        return [("data", _prod(self.shape), 2), ("scales", 4 * _prod(self.scales_shape()), 2)]
+        out = []
+        for part in self.parts:
+            shape, scales_shape, _ = self.layout(part)
+            out += [(f"{part} data", _prod(shape), 2), (f"{part} scales", 4 * _prod(scales_shape), 2)]
+        return out
 
     def nbytes(self):
         return 2 * _prod(self.shape) + sum(n for _, n, _ in self.outputs())
 
     def check(self, host, outs):
+        """Rowwise: the checked rows; transposed: their columns, whole 128-row blocks of x."""
         import numpy as np
         from mx import reference
         rows, xs = host["rows"], host["x_rows"]
-        want_data, want_scales = reference.quantize(xs, (self.block_rows, 128), "f8E4M3FN", "f32", "ceil")
-        scales = outs[1].view(np.float32).reshape(self.scales_shape())
-        return [("data", _select(outs[0], rows, self.k), want_data),
-                ("scales", scales[rows[::self.block_rows] // self.block_rows], want_scales)]
+        pairs = []
+        for i, part in enumerate(self.parts):
+            shape, scales_shape, transposed = self.layout(part)
+            scales = outs[2 * i + 1].view(np.float32).reshape(scales_shape)
+            if transposed:
+                want_data, want_scales = reference.quantize(np.ascontiguousarray(xs.T), (1, 128), "f8E4M3FN",
+                                                            "f32", "ceil")
+                got_data = np.asarray(outs[2 * i]).reshape(shape)[:, rows]
+                got_scales = scales[:, rows[::128] // 128]
+            else:
+                want_data, want_scales = reference.quantize(xs, (self.block_rows, 128), "f8E4M3FN", "f32", "ceil")
+                got_data = _select(outs[2 * i], rows, self.k)
+                got_scales = scales[rows[::self.block_rows] // self.block_rows]
+            pairs += [(f"{part} data", got_data, want_data), (f"{part} scales", got_scales, want_scales)]
+        return pairs
 
     def torch_program(self):
-        block_rows = self.block_rows
-        return lambda x: list(torch_blockwise(x, block_rows))
-
-    def torchao_program(self, tao):
-        raise NotAvailable("torchao's blockwise FP8 kernels (prototype/blockwise_fp8_training) use 448/amax "
-                           "scales, not power-of-two ones: not the same computation")
-
+        block_rows, parts = self.block_rows, self.parts
+        return lambda x: [a for part in parts
+                          for a in torch_blockwise(x.t().contiguous() if part == "transposed" else x,
+                                                   1 if part == "transposed" else block_rows)]
 
 class PerTensor(Case):
     """FP8 per-tensor current scaling: scale = amax / 448 (`exact`), data = x / scale; two kernels."""
@@ -673,6 +704,11 @@ def cases():
     rows += [MXFP8(s, ("columnwise",)) for s in big]
     rows += [MXFP8((8, 1024, 8192), ("rowwise",))]
     rows += [Blockwise(s, 1) for s in big] + [Blockwise(s, 128) for s in big]
+    # The 1x128 "both" program of mx.torch (bench/linear's blockwise step quantizes X and dY so), and
+    # its transposed part alone, at 8192^2 and at the 5B model's M x K (15872 x 4096).
+    rows += [Blockwise((15872, 4096), 1)]
+    for shape in [big[0], (15872, 4096)]:
+        rows += [Blockwise(shape, 1, ("rowwise", "transposed")), Blockwise(shape, 1, ("transposed",))]
     rows += [PerTensor(s) for s in big]
     rows += [Delayed(s) for s in big]
     rows += [MXFP4(s) for s in big]
@@ -1442,8 +1478,14 @@ def simulated_outputs(case, host_full):
             out += [_packed(case.elem, data), _bytes(reference.swizzle(scales, dim))]
         return out
     if isinstance(case, Blockwise):
-        data, scales = reference.quantize(host_full["x"], (case.block_rows, 128), "f8E4M3FN", "f32", "ceil")
-        return [_bytes(data), _bytes(scales)]
+        out = []
+        for part in case.parts:
+            transposed = part == "transposed"
+            x = np.ascontiguousarray(host_full["x"].T) if transposed else host_full["x"]
+            data, scales = reference.quantize(x, (1 if transposed else case.block_rows, 128), "f8E4M3FN",
+                                              "f32", "ceil")
+            out += [_bytes(data), _bytes(scales)]
+        return out
     if isinstance(case, PerTensor):
         return [_bytes(a) for a in reference.quantize(host_full["x"], case.shape, "f8E4M3FN", "f32", "exact")]
     if isinstance(case, Delayed):
@@ -1483,7 +1525,8 @@ def selftest():
     rng = np.random.default_rng(0)
     small = [MXFP8((512, 256), ("rowwise", "columnwise")), MXFP8((640, 128), ("rowwise",)),
              MXFP8((512, 384), ("columnwise",)), MXFP8((3, 256, 128), ("rowwise",)),
-             Blockwise((512, 256), 1), Blockwise((768, 256), 128), PerTensor((512, 256)), Delayed((512, 128)),
+             Blockwise((512, 256), 1), Blockwise((768, 256), 128), Blockwise((512, 384), 1, ("rowwise", "transposed")),
+             Blockwise((768, 256), 1, ("transposed",)), PerTensor((512, 256)), Delayed((512, 128)),
              MXFP4((512, 128)), NVFP4((512, 128), True), NVFP4((512, 128), False), UpdateHistory((16, 64)),
              Dequantize((512, 256)), Swizzle((512, 8), False), Swizzle((512, 8), True)]
     for elem in ["f6E3M2FN", "f6E2M3FN", "i8"]:

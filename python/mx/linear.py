@@ -265,7 +265,7 @@ class TensorPlan:
             return kernels
         if not formats.get(elem).packed:
             # MXFP8's columnwise and 1x128 blockwise's transposed quantization written transposed from
-            # the tensor itself (GEMM-ready): the strip kernel, beside the rowwise one.
+            # the tensor itself (GEMM-ready), with the rowwise one: one strip kernel reads it once.
             kernels["both"] = ops.quantize_kernel(shape, wide, block, elem, scale_type, columnwise=True,
                                                   transposed=True, target=target)
         else:  # packed FP4 cannot be written transposed: the transposed shard quantized rowwise

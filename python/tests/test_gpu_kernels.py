@@ -73,8 +73,18 @@ QUANTIZE = {
     # FP8 blockwise's 1x128 blocks along the input's rows, written transposed by the strip kernel
     # (COL128_T: [1, 128] blocks of the transposed data, the input read in place): the bytes of the
     # rowwise [1, 128] quantize of the transposed input. Rows a multiple of 16 (partial last blocks
-    # here), columns of 4.
+    # here), columns of 4. With the rowwise [1, 128] quantize of the same input ("pair", "both"),
+    # one kernel computes both, each rowwise block over the 8 warps of a CTA; K need not be a
+    # multiple of 16 then (100, 260: partial last blocks, and CTAs with no column at all).
     "blockwise_transposed_pair": ((272, 208), BF16, "f8E4M3FN", "f32", "ceil", [(ROW128, False), (COL128_T, False)]),
+    "blockwise_transposed_both_odd": ((144, 100), F32, "f8E5M2", "f32", "floor",
+                                      [(ROW128, False), (COL128_T, False)]),
+    "blockwise_transposed_both_exact_f16": ((2, 48, 260), F16, "f8E4M3FN", "f32", "exact",
+                                            [(ROW128, False), (COL128_T, False)]),
+    "blockwise_transposed_both_large": ((1040, 516), BF16, "f8E5M2", "f32", "ceil",
+                                        [(ROW128, False), (COL128_T, False)]),
+    "blockwise_transposed_both_swizzled": ((2, 272, 392), BF16, "f8E4M3FN", "f32", "ceil",
+                                           [(ROW128, True), (COL128_T, True)]),
     "blockwise_transposed_e5m2": ((2, 144, 100), F32, "f8E5M2", "f32", "ceil", [(COL128_T, False)]),
     "blockwise_transposed_large": ((1040, 516), BF16, "f8E5M2", "f32", "ceil", [(COL128_T, False)]),
     "blockwise_transposed_exact_f16": ((48, 36), F16, "f8E4M3FN", "f32", "exact", [(COL128_T, False)]),
@@ -356,18 +366,23 @@ def test_quantize_kernel(rng, libraries, name, specials):
 
 @pytest.mark.parametrize("name", [n for n in QUANTIZE if n.startswith("blockwise_transposed")])
 def test_blockwise_transposed_spread(rng, libraries, name):
-    """The transposed [1, 128] kernel on blocks of widely spread magnitudes: each 128-row block of
-    each input column gets its own factor 2^[-40, 40] (2^[-8, 8] for f16), so that a scale written
-    at the wrong place, or an amax taken over the wrong elements, changes the bytes. Planted per
-    block: zeros, the input type's max finite and smallest normal, the element types' max finite,
-    f32 subnormals, Inf, NaN; column 0 is zero."""
+    """The transposed [1, 128] kernel, alone and with the rowwise one, on blocks of widely spread
+    magnitudes: each 128-row block of each input column gets its own factor 2^[-20, 20] (2^[-4, 4]
+    for f16), and so does each 128-column block of each row, so that a scale written at the wrong
+    place, or an amax taken over the wrong elements, changes the bytes of either output. Planted:
+    zeros, the input type's max finite and smallest normal, the element types' max finite, f32
+    subnormals, Inf, NaN; column 0 is zero."""
     shape, dtype = QUANTIZE[name][:2]
     rows, cols = shape[-2:]
-    blocks = -(-rows // 128)
-    spread = 8 if dtype is np.float16 else 40
-    factors = np.exp2(rng.integers(-spread, spread + 1, size=shape[:-2] + (blocks, 1, cols)))
-    x = rng.standard_normal(shape[:-2] + (blocks, 128, cols)) * factors
-    x = np.ascontiguousarray(x.reshape(shape[:-2] + (blocks * 128, cols))[..., :rows, :], np.float32)
+    spread = 4 if dtype is np.float16 else 20
+
+    def factors(along, across):  # 2^e per 128-block along one dimension and element of the other
+        blocks = -(-along // 128)
+        e = rng.integers(-spread, spread + 1, size=shape[:-2] + (blocks, across))
+        return np.repeat(np.exp2(e), 128, axis=-2)[..., :along, :]
+
+    x = rng.standard_normal(shape) * factors(rows, cols) * np.swapaxes(factors(cols, rows), -1, -2)
+    x = np.ascontiguousarray(x, np.float32)
     flat = x.reshape(-1)
     info = ml_dtypes.finfo(dtype)
     planted = np.array([0.0, -0.0, float(info.max), -448.0, 57344.0, 1e-40, -3e-42, float(info.tiny),

@@ -47,6 +47,8 @@ def test_fused_rowwise_columnwise_swizzled(rng):
     ((2, 48, 64), np.float32, (1, 1, 32), True, "f8E8M0FNU", "floor"),
     ((80, 48), np.float16, (80, 48), False, "f32", "exact"),                # per-tensor: one block
     ((128, 256), ml_dtypes.bfloat16, (1, 128), True, "f32", "ceil"),        # 1x128 blocks along M
+    ((144, 100), np.float32, (1, 128), True, "f32", "floor"),               # partial blocks both ways
+    ((2, 48, 260), np.float16, (1, 1, 128), True, "f32", "exact"),
 ])
 def test_quantize_transposed_matches_reference(rng, shape, dtype, block, columnwise, scale_type, rounding):
     """The transposed pair is the reference quantize of x^T with the pair's blocks of x transposed."""

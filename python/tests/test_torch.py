@@ -412,6 +412,24 @@ def test_fp4_plans_compile_for_the_gpus(recipe, chip):
                                                   else {"row", "col"})
 
 
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise"])
+def test_both_usages_quantize_in_one_kernel(monkeypatch, recipe):
+    """The "both" program of a gradient (or activation): its rowwise operand and the one written
+    transposed, GEMM-ready, for wgrad, is one quantize kernel on sm_90a, which reads the tensor once:
+    MXFP8's [1, 32] with its columnwise quantization, FP8 blockwise's [1, 128] with the 1x128 blocks
+    along M (the programs' MLIR taken from mx.compiler, lowered here without a GPU)."""
+    from mx import compiler, ops, tools
+    from mx.linear import TensorPlan
+    monkeypatch.setattr(compiler, "compile", lambda program, target, **_: program.to_mlir())
+    ops.quantize_kernel.cache_clear()  # memoized Kernels of other tests would hide the programs
+    try:
+        plan = TensorPlan("grad", TOKENS, HIDDEN, "bf16", recipe, "sm_90a")
+    finally:
+        ops.quantize_kernel.cache_clear()
+    lowered = tools.run_mx_opt(plan.kernels["both"], "--mx-lower-to-nvvm=chip=sm_90a format=isa")
+    assert lowered.count("gpu.launch_func") == 1, lowered.count("gpu.launch_func")
+
+
 @pytest.mark.parametrize("chip", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed"])
 def test_fp8_plans_compile_for_the_gpus(recipe, chip):

@@ -103,17 +103,22 @@ func.func @mx_columns_transposed(%x: tensor<96x192xbf16>) -> (tensor<96x192xf8E4
 
 // -----
 
-// FP8 blockwise's 1x128 blocks along M, read in place: the strip kernel with
-// 128-row column blocks stacked over 8 lane groups of 4 lanes (3 xor
-// shuffles per amax word: 4, 8, 16), a column's 16 codes one 16-byte chunk of
-// a transposed row and the f32 scales at [column, row block], as the rowwise
-// [1, 128] kernel writes them for the transposed input. The rowwise [1, 128]
-// quantize of the same input is a kernel of its own. Grid: 3 row blocks (the
-// last one partial) x 52 strips (208 / 4) x 8 groups =
-// 1248 threads, 5 CTAs.
+// FP8 blockwise's 1x128 blocks along M, read in place, with the rowwise
+// [1, 128] quantize of the same input: one strip kernel reads the input once
+// for both. The columnwise part has 128-row column blocks stacked over 8 lane
+// groups of 4 lanes (3 xor shuffles per amax word: 4, 8, 16), a column's 16
+// codes one 16-byte chunk of a transposed row and the f32 scales at [column,
+// row block], as the rowwise [1, 128] kernel writes them for the transposed
+// input. A rowwise block's 128 columns are the 8 warps of a CTA: the 4 lanes
+// of a group reduce-scatter their 8 words of row amax pairs (xor 2, then 1),
+// each lane stores its 4 rows' amaxes in workgroup memory; after a barrier
+// 128 threads take a row's max over the 8 warps, store its scale and its
+// factor, and after a second one each lane loads its 16 rows' factors (four
+// 16-byte loads) and stores 4 codes per row. Grid: 3 row blocks (the last one
+// partial) x 64 strips (208 / 4 = 52, rounded up to whole CTAs of 32) x 8
+// groups = 1536 threads, 6 CTAs.
 // CHECK-LABEL: func @blockwise_pair
-// CHECK: gpu.launch
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c5, {{.*}}) threads
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}}) threads({{.*}}) workgroup(%[[PARTIAL:.*]] : memref<8x128xf32, #gpu.address_space<workgroup>>, %[[FACTORS:.*]] : memref<128xf32, #gpu.address_space<workgroup>>)
 // CHECK-COUNT-16: vector.load %{{.*}} {alignment = 8 : i64} : memref<272x208xbf16>, vector<4xbf16>
 // CHECK: gpu.shuffle xor %{{.*}}, %c4_i32, %c32_i32 : i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : i32
@@ -121,8 +126,20 @@ func.func @mx_columns_transposed(%x: tensor<96x192xbf16>) -> (tensor<96x192xf8E4
 // CHECK: gpu.shuffle xor %{{.*}}, %c4_i32, %c32_i32 : i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : i32
-// CHECK-NOT: gpu.shuffle
 // CHECK-COUNT-4: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<208x272xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK-COUNT-4: gpu.shuffle xor %{{.*}}, %c2_i32, %c32_i32 : i32
+// CHECK-COUNT-2: gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : i32
+// CHECK-NOT: gpu.shuffle
+// CHECK: vector.store %{{.*}}, %[[PARTIAL]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<8x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
+// CHECK-COUNT-8: memref.load %[[PARTIAL]]
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<272x2xf32>
+// CHECK: memref.store %{{.*}}, %[[FACTORS]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-4: vector.load %[[FACTORS]][%{{.*}}] {alignment = 16 : i64} : memref<128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-16: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<272x208xf8E4M3FN>, vector<4xf8E4M3FN>
+// CHECK-NOT: gpu.barrier
 // CHECK-NOT: gpu.launch
 // CHECK: return
 func.func @blockwise_pair(%x: tensor<272x208xbf16>) -> (tensor<272x208xf8E4M3FN>, tensor<272x2xf32>, tensor<208x272xf8E4M3FN>, tensor<208x3xf32>) {

@@ -130,6 +130,48 @@ func.func @blockwise_pair(%x: tensor<256x256xbf16>) -> (tensor<256x2xf32>, tenso
 
 // -----
 
+// FP8 blockwise's both usages of one input (the "both" program of
+// mx.torch's activations and gradients): the [1, 1, 128] quantize and the
+// transposed one, the 1x128 blocks along the rows, share the strip kernel,
+// here with K = 100, which the rowwise kernel alone would not take: one
+// launch, whose CTAs exchange the rowwise amaxes and factors through
+// workgroup memory (2 slices x 1 row block x 32 strips x 8 groups = 2 CTAs).
+// CHECK-LABEL: func @blockwise_both_fused
+// CHECK: gpu.alloc () : memref<200x48xf8E5M2>
+// CHECK: gpu.alloc () : memref<200x1xf32>
+// CHECK: gpu.alloc () : memref<96x100xf8E5M2>
+// CHECK: gpu.alloc () : memref<96x1xf32>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}}) threads({{.*}}) workgroup({{.*}} : memref<8x128xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<128xf32, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-2: gpu.barrier
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: mx.
+// CHECK: return
+func.func @blockwise_both_fused(%x: tensor<2x48x100xf32>) -> (tensor<2x48x100xf8E5M2>, tensor<2x48x1xf32>, tensor<2x100x48xf8E5M2>, tensor<2x100x1xf32>) {
+  %d, %s = mx.quantize %x block [1, 1, 128] rounding floor : tensor<2x48x100xf32> -> tensor<2x48x100xf8E5M2>, tensor<2x48x1xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 1, 128] rounding floor : tensor<2x48x100xf32> -> tensor<2x100x48xf8E5M2>, tensor<2x100x1xf32>
+  return %d, %s, %t, %ts : tensor<2x48x100xf8E5M2>, tensor<2x48x1xf32>, tensor<2x100x48xf8E5M2>, tensor<2x100x1xf32>
+}
+
+// -----
+
+// Unpaired: a rowwise [1, 128] quantize pairs only with the transposed
+// [1, 128] one (128-row column blocks) of the same numerics. Another
+// rounding, and MX's transposed [1, 32] beside a [1, 128], leave each
+// quantize its own kernel: the rowwise kernel (no workgroup memory), the
+// strip kernel.
+// CHECK-LABEL: func @blockwise_not_fused
+// CHECK-COUNT-4: gpu.launch {{.*}} = %c1) {{{$}}
+// CHECK-NOT: gpu.launch
+func.func @blockwise_not_fused(%x: tensor<256x256xbf16>) -> (tensor<256x2xf32>, tensor<256x2xf32>, tensor<256x2xf32>, tensor<256x8xf8E8M0FNU>) {
+  %d, %s = mx.quantize %x block [1, 128] rounding ceil : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding floor : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
+  %d2, %s2 = mx.quantize %x block [1, 128] rounding exact : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<256x2xf32>
+  %t2, %ts2 = mx.quantize %x transposed block [1, 32] : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<256x8xf8E8M0FNU>
+  return %s, %ts, %s2, %ts2 : tensor<256x2xf32>, tensor<256x2xf32>, tensor<256x2xf32>, tensor<256x8xf8E8M0FNU>
+}
+
+// -----
+
 // unswizzle(swizzle(s)) folds to s before the fusion plan is made, so the
 // quantize writes linear scales and no dangling swizzle is planned; a swizzle
 // nobody reads is erased.

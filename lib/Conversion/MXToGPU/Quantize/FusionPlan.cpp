@@ -32,10 +32,12 @@ MatrixBlock getMatrixBlock(QuantizeOp op) {
   return {shape[0], shape[1], block[0], block[1]};
 }
 
-/// Whether `op` is the MX rowwise quantize that the strip kernel can compute.
+/// Whether `op` is a rowwise quantize that the strip kernel can compute:
+/// blocks [1, 32] (MX) or [1, 128] (FP8 blockwise), the widths of its
+/// column blocks.
 bool isFusableRowwise(QuantizeOp op) {
   MatrixBlock m = getMatrixBlock(op);
-  return m.blockRows == 1 && m.blockCols == kMXBlock;
+  return m.blockRows == 1 && getStripLanesAcross(m.blockCols);
 }
 
 /// The kernel of a transposed quantize, of one-byte elements: the
@@ -149,12 +151,14 @@ std::optional<QuantizeKernel> getStandaloneKernel(QuantizeOp op, Chip chip,
 }
 
 /// Whether a rowwise and a columnwise quantize of one input can share a strip
-/// kernel: it writes both with one element type, scale type and rounding, for
-/// MX's 32-row column blocks, and is built at one insertion point, which must
+/// kernel: it writes both with one element type, scale type and rounding,
+/// for rowwise blocks as wide as the column blocks are tall ([1, 32] with
+/// [32, 1] or MX's transposed [1, 32]; FP8 blockwise's [1, 128] with its
+/// transposed [1, 128]), and is built at one insertion point, which must
 /// dominate the users of both.
 bool canShareStripKernel(QuantizeOp rowwise, QuantizeOp columnwise) {
   return rowwise->getBlock() == columnwise->getBlock() &&
-         getStripBlockRows(columnwise) == kMXBlock &&
+         getStripBlockRows(columnwise) == getMatrixBlock(rowwise).blockCols &&
          rowwise.getData().getType().getElementType() ==
              columnwise.getData().getType().getElementType() &&
          rowwise.getScales().getType().getElementType() ==

@@ -30,7 +30,8 @@ namespace mx::gpu_kernels {
 constexpr int64_t kElementsPerLane = 16;
 /// The extent of FP8 blockwise blocks: the `[128, 128]` blocks of the 2-D
 /// kernel (BlockwiseQuantize.cpp, one CTA per block) and the 128-row column
-/// blocks of the strip kernel (a transposed `[1, 128]` quantize).
+/// blocks of the strip kernel (a transposed `[1, 128]` quantize), with the
+/// 128-column rowwise blocks of a `[1, 128]` quantize fused with it.
 constexpr int64_t kBlockwiseExtent = 128;
 /// The strip quantize kernel (QuantizeStrips.cpp): columns of a lane's strip,
 /// so K must be a multiple of kStripCols.

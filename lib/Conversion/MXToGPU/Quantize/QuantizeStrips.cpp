@@ -19,6 +19,10 @@
 // computing every scale in all 8 lanes made the kernel issue-bound on the
 // H200. bf16 and f16 amaxes are reduced on the loaded pairs, two elements an
 // instruction, and two rows share a word in the reduce-scatter (7 shuffles).
+// FP8 blockwise's rowwise [1, 128] part, fused with its transposed [1, 128]
+// one, spans the 8 warps of a CTA (a 128 x 128 tile): the 4 lanes of a group
+// reduce-scatter their row amaxes, the warps' partial amaxes meet in shared
+// memory, and the factors return through it (scaleRowsInCTA).
 // Swizzles consuming either scales are fused as in the rowwise kernel:
 // columnwise scales are tiled with K as the unscaled dimension, and the
 // kernel's grid also covers the zero padding of the tiles. Column blocks never
@@ -58,8 +62,6 @@ namespace {
 /// lane's strip at ~100 registers and so lets two 256-thread blocks share an
 /// SM.
 constexpr int64_t kRowsPerLane = 16;
-/// The rowwise part (MX's 32-column blocks): the lanes of a block.
-constexpr int64_t kLanesPerRowBlock = kMXBlock / kStripCols;
 
 /// One quantization done by the strip kernel: its op, how it converts its
 /// elements, its output buffers and whether its scales are written tiled.
@@ -78,15 +80,28 @@ constexpr int64_t kPackedLaneBits = 24, kPackedRunLanes = 4,
 
 /// The work of a strip kernel, per batch slice of `rows` x `cols`: the
 /// `blockRows`-row blocks of the columnwise part (stacked over lane groups
-/// of `lanesAcross` lanes) and 32-column blocks of the rowwise part, and the
-/// row blocks and strips that the grid covers (the tiles' padding included;
-/// whole lane groups of strips).
+/// of `lanesAcross` lanes) and the `blockRows`-column blocks of the rowwise
+/// part (the fusion plan pairs [1, 32] with 32-row and [1, 128] with 128-row
+/// column blocks), and the row blocks and strips that the grid covers (the
+/// tiles' padding included; whole lane groups of strips).
 struct StripGrid {
   int64_t slices, rows, cols, blockRows, lanesAcross, rowBlocks, colBlocks,
       gridRowBlocks, gridStrips;
 
   /// The lane groups of a warp, over which a column block is stacked.
   int64_t getGroups() const { return kWarpSize / lanesAcross; }
+  /// The strips of a rowwise block: 8 (MX), 32 (FP8 blockwise).
+  int64_t getRowBlockStrips() const { return blockRows / kStripCols; }
+  /// The lanes of one lane group that share a rowwise block.
+  int64_t getRowBlockLanes() const {
+    return std::min(getRowBlockStrips(), lanesAcross);
+  }
+  /// The warps that share a rowwise block: 1 for MX, whose block's 8 lanes
+  /// are half a lane group; the CTA's 8 for FP8 blockwise, whose lane
+  /// groups of 4 cover 16 of the block's 128 columns.
+  int64_t getRowBlockWarps() const {
+    return getRowBlockStrips() / getRowBlockLanes();
+  }
 };
 
 StripGrid getStripGrid(RankedTensorType inputType,
@@ -100,7 +115,7 @@ StripGrid getStripGrid(RankedTensorType inputType,
   grid.blockRows = getStripBlockRows(columnwise.op);
   grid.lanesAcross = getStripLanesAcross(grid.blockRows);
   grid.rowBlocks = llvm::divideCeil(grid.rows, grid.blockRows);
-  grid.colBlocks = llvm::divideCeil(grid.cols, kMXBlock);
+  grid.colBlocks = llvm::divideCeil(grid.cols, grid.blockRows);
   grid.gridRowBlocks = grid.rowBlocks;
   grid.gridStrips = grid.cols / kStripCols;
   if (columnwise.swizzle) {
@@ -115,13 +130,17 @@ StripGrid getStripGrid(RankedTensorType inputType,
         grid.gridRowBlocks,
         llvm::alignTo(grid.rows, SwizzleTiles::kRows) / grid.blockRows);
     grid.gridStrips = std::max<int64_t>(
-        grid.gridStrips,
-        llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols) * kLanesPerRowBlock);
+        grid.gridStrips, llvm::alignTo(grid.colBlocks, SwizzleTiles::kCols) *
+                             grid.getRowBlockStrips());
   }
+  // A rowwise block of several warps is one CTA's: its warps share the
+  // block's amaxes through workgroup memory.
+  if (rowwise)
+    warpsPerTile = std::max(warpsPerTile, grid.getRowBlockWarps());
   // Whole lane groups per row block: the columnwise shuffles across the
   // groups and the rowwise ones (8-lane blocks) then stay inside one block;
-  // whole tiles of `warpsPerTile` warps' strips for the staged kernel, whose
-  // CTA tile spans one row block.
+  // whole tiles of `warpsPerTile` warps' strips for the staged kernel and a
+  // rowwise block of several warps, whose CTA tile spans one row block.
   grid.gridStrips =
       llvm::alignTo(grid.gridStrips, grid.lanesAcross * warpsPerTile);
   return grid;
@@ -440,20 +459,18 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
     storeColumnScales(b, l, s, grid, out, scales);
 }
 
-/// Rows of the strip whose rowwise scale each lane of a row block computes.
-constexpr int64_t kRowsPerScaleLane = kRowsPerLane / kLanesPerRowBlock;
-
 /// Reduce-scatters the strip's row amaxes (one per row, or packed one word
-/// per two rows) over the 8 lanes of a row block: each xor step sends half
-/// of the values still held to the partner lane and keeps the other half, so
-/// that lane g ends with the block amaxes of rows kRowsPerScaleLane * g + q.
-/// That is 14 shuffles (7 packed) instead of 48, and each row's scale is
-/// then computed once per block rather than once per lane.
+/// per two rows) over the `lanes` lanes of a lane group that share a rowwise
+/// block: each xor step sends half of the values still held to the partner
+/// lane and keeps the other half, so that lane g ends with the amaxes of
+/// rows (16 / lanes) g + q over the lanes' columns. For MX's 8 lanes that is
+/// 14 shuffles (7 packed) instead of 48, and each row's scale is then
+/// computed once per block rather than once per lane.
 SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
                                     const AmaxReduction &reduction,
                                     SmallVector<Value> amaxes,
-                                    Value laneInBlock) {
-  for (int64_t mask = kLanesPerRowBlock / 2; mask >= 1; mask /= 2) {
+                                    Value laneInBlock, int64_t lanes) {
+  for (int64_t mask = lanes / 2; mask >= 1; mask /= 2) {
     Value upper = arith::CmpIOp::create(
         b, l, arith::CmpIPredicate::ne,
         arith::AndIOp::create(b, l, laneInBlock, cIndex(b, l, mask)),
@@ -504,18 +521,137 @@ void storeRowScale(OpBuilder &b, Location l, const Strip &s,
       block);
 }
 
-/// Rowwise: the 8 lanes of a 32-column block reduce-scatter the rows'
-/// amaxes, each computes and stores the scales of its rows, and the factors
-/// come back by one shuffle per row. A NaN block travels as a NaN factor
-/// (no other amax gives one), which is then the row's NaN mask.
-void quantizeRows(OpBuilder &b, Location l, const Strip &s,
-                  const StripGrid &grid, const StripOutput &out) {
+/// The scale of a rowwise block of amax `amax`, stored for row `local` of
+/// the slice; returns the factor its elements are scaled by, NaN for a NaN
+/// block (no other amax gives one), so that the factor is the row's NaN mask.
+Value scaleRow(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
+               const StripOutput &out, Value amax, Value local, Value block) {
   QuantizeOp op = out.op;
-  Type scaleType = op.getScales().getType().getElementType();
-  Value block =
-      arith::DivUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
+  BlockScale scale =
+      buildBlockScale(b, l, amax, op.getRounding(), out.conversion,
+                      op.getScales().getType().getElementType());
+  storeRowScale(b, l, s, grid, out, local, block, scale.stored);
+  Value nan = arith::ConstantOp::create(
+      b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+  return arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor);
+}
+
+/// The workgroup memory through which the warps of a CTA share their rowwise
+/// blocks (FP8 blockwise's 128 columns span the CTA's 8 warps): each warp's
+/// amaxes of the 128 rows over its 16 columns, then the rows' factors.
+struct RowExchange {
+  Value partialAmaxes, factors, thread;
+
+  static SmallVector<Type> getBufferTypes(MLIRContext *context,
+                                          const StripGrid &grid) {
+    auto workgroup =
+        gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+    Type f32 = Float32Type::get(context);
+    return {MemRefType::get({kWarpsPerBlock, grid.blockRows}, f32,
+                            MemRefLayoutAttrInterface(), workgroup),
+            MemRefType::get({grid.blockRows}, f32, MemRefLayoutAttrInterface(),
+                            workgroup)};
+  }
+};
+
+/// Factors of a block in one warp (MX): lane g of the block's 8 computes and
+/// stores the scales of the rows whose amaxes it holds, and one shuffle per
+/// row brings each row's factor to every lane of the block.
+SmallVector<Value> scaleRowsInWarp(OpBuilder &b, Location l, const Strip &s,
+                                   const StripGrid &grid,
+                                   const StripOutput &out,
+                                   ArrayRef<Value> amaxes, Value laneInBlock,
+                                   Value block) {
+  int64_t rowsPerLane = amaxes.size();
+  Value firstOwnedRow =
+      IndexArith{b, l}.fma(laneInBlock, rowsPerLane, s.rowInSlice.front());
+  SmallVector<Value> owned;
+  for (auto [q, amax] : llvm::enumerate(amaxes))
+    owned.push_back(scaleRow(
+        b, l, s, grid, out, amax,
+        arith::AddIOp::create(b, l, firstOwnedRow, cIndex(b, l, q)), block));
+  Value blockLane0 = arith::IndexCastOp::create(
+      b, l, b.getI32Type(), arith::SubIOp::create(b, l, s.lane, laneInBlock));
+  SmallVector<Value> factors;
+  for (int64_t i = 0; i < kRowsPerLane; ++i) {
+    Value source = arith::AddIOp::create(
+        b, l, blockLane0,
+        arith::ConstantIntOp::create(b, l, i / rowsPerLane, 32));
+    factors.push_back(gpu::ShuffleOp::create(
+                          b, l, owned[i % rowsPerLane], source,
+                          arith::ConstantIntOp::create(b, l, kWarpSize, 32),
+                          gpu::ShuffleMode::IDX)
+                          .getShuffleResult());
+  }
+  return factors;
+}
+
+/// Factors of a block that spans the CTA (FP8 blockwise): every lane writes
+/// its rows' amaxes over its warp's columns (one 16-byte store), and after a
+/// barrier thread t < 128 reduces row t's over the 8 warps, stores its scale
+/// and writes its factor; after a second barrier each lane reads the factors
+/// of its 16 rows (four 16-byte loads, broadcast to the lanes of a group).
+SmallVector<Value> scaleRowsInCTA(OpBuilder &b, Location l, const Strip &s,
+                                  const StripGrid &grid, const StripOutput &out,
+                                  ArrayRef<Value> amaxes, Value laneInBlock,
+                                  Value block, const RowExchange &exchange) {
+  IndexArith index{b, l};
+  auto f32 = b.getF32Type();
+  Value firstTileRow = index.div(s.lane, grid.lanesAcross);
+  firstTileRow =
+      arith::MulIOp::create(b, l, firstTileRow, cIndex(b, l, kRowsPerLane));
+  Value ownedTileRow = index.fma(laneInBlock, amaxes.size(), firstTileRow);
+  Value warp = index.div(exchange.thread, kWarpSize);
+  storeVector(b, l,
+              vector::FromElementsOp::create(
+                  b, l, VectorType::get({int64_t(amaxes.size())}, f32), amaxes),
+              exchange.partialAmaxes, {warp, ownedTileRow});
+  gpu::BarrierOp::create(b, l);
+  buildIf(b, l, cmpLT(b, l, exchange.thread, cIndex(b, l, grid.blockRows)),
+          [&](OpBuilder &nb, Location nl) {
+            Value amax = memref::LoadOp::create(
+                nb, nl, exchange.partialAmaxes,
+                ValueRange{cIndex(nb, nl, 0), exchange.thread});
+            for (int64_t w = 1; w < kWarpsPerBlock; ++w)
+              amax = arith::MaximumFOp::create(
+                  nb, nl, amax,
+                  memref::LoadOp::create(
+                      nb, nl, exchange.partialAmaxes,
+                      ValueRange{cIndex(nb, nl, w), exchange.thread}));
+            Value local = IndexArith{nb, nl}.fma(s.rowBlock, grid.blockRows,
+                                                 exchange.thread);
+            memref::StoreOp::create(
+                nb, nl, scaleRow(nb, nl, s, grid, out, amax, local, block),
+                exchange.factors, exchange.thread);
+          });
+  gpu::BarrierOp::create(b, l);
+  constexpr int64_t kFactorsPerLoad = 4;
+  auto loadType = VectorType::get({kFactorsPerLoad}, f32);
+  SmallVector<Value> factors;
+  for (int64_t i = 0; i < kRowsPerLane; i += kFactorsPerLoad) {
+    Value loaded = loadVector(
+        b, l, loadType, exchange.factors,
+        {arith::AddIOp::create(b, l, firstTileRow, cIndex(b, l, i))});
+    for (int64_t j = 0; j < kFactorsPerLoad; ++j)
+      factors.push_back(vector::ExtractOp::create(b, l, loaded, j));
+  }
+  return factors;
+}
+
+/// Rowwise: the lanes of a lane group that share a rowwise block
+/// reduce-scatter the rows' amaxes over their columns; the scales are
+/// computed once per row (in the warp, or for a block of several warps in
+/// the CTA: scaleRowsInWarp, scaleRowsInCTA), and each row is scaled by its
+/// factor, a NaN factor marking a NaN block.
+void quantizeRows(OpBuilder &b, Location l, const Strip &s,
+                  const StripGrid &grid, const StripOutput &out,
+                  const RowExchange *exchange) {
+  QuantizeOp op = out.op;
+  int64_t lanes = grid.getRowBlockLanes();
+  Value block = arith::DivUIOp::create(b, l, s.strip,
+                                       cIndex(b, l, grid.getRowBlockStrips()));
   Value laneInBlock =
-      arith::RemUIOp::create(b, l, s.strip, cIndex(b, l, kLanesPerRowBlock));
+      arith::RemUIOp::create(b, l, s.strip, cIndex(b, l, lanes));
   const AmaxReduction &reduction = s.reduction;
   SmallVector<Value> amaxes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
@@ -527,8 +663,8 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
     amaxes.push_back(rowAmax);
   }
   // Packed, a word then holds the two pairs of one row; pairing rows 2g and
-  // 2g + 1 gives words of two rows' amaxes, which scatter to lane g as the
-  // f32 amaxes do (kRowsPerScaleLane = 2).
+  // 2g + 1 gives words of two rows' amaxes, which scatter to the lanes as
+  // the f32 amaxes do.
   if (reduction.isPacked()) {
     SmallVector<Value> paired;
     for (int64_t i = 0; i < kRowsPerLane; i += 2)
@@ -536,34 +672,13 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
     amaxes = std::move(paired);
   }
   amaxes = reduction.toF32(
-      b, l, scatterRowAmaxes(b, l, reduction, amaxes, laneInBlock));
-  Value firstOwnedRow = arith::AddIOp::create(
-      b, l, s.rowInSlice.front(),
-      arith::MulIOp::create(b, l, laneInBlock,
-                            cIndex(b, l, kRowsPerScaleLane)));
-  Value nan = arith::ConstantOp::create(
-      b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
-  SmallVector<Value> factors;
-  for (auto [q, amax] : llvm::enumerate(amaxes)) {
-    BlockScale scale = buildBlockScale(b, l, amax, op.getRounding(),
-                                       out.conversion, scaleType);
-    storeRowScale(b, l, s, grid, out,
-                  arith::AddIOp::create(b, l, firstOwnedRow, cIndex(b, l, q)),
-                  block, scale.stored);
-    factors.push_back(
-        arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor));
-  }
-  Value blockLane0 = arith::IndexCastOp::create(
-      b, l, b.getI32Type(), arith::SubIOp::create(b, l, s.lane, laneInBlock));
-  for (int64_t i = 0; i < kRowsPerLane; ++i) {
-    Value source = arith::AddIOp::create(
-        b, l, blockLane0,
-        arith::ConstantIntOp::create(b, l, i / kRowsPerScaleLane, 32));
-    Value factor = gpu::ShuffleOp::create(
-                       b, l, factors[i % kRowsPerScaleLane], source,
-                       arith::ConstantIntOp::create(b, l, kWarpSize, 32),
-                       gpu::ShuffleMode::IDX)
-                       .getShuffleResult();
+      b, l, scatterRowAmaxes(b, l, reduction, amaxes, laneInBlock, lanes));
+  SmallVector<Value> factors =
+      exchange
+          ? scaleRowsInCTA(b, l, s, grid, out, amaxes, laneInBlock, block,
+                           *exchange)
+          : scaleRowsInWarp(b, l, s, grid, out, amaxes, laneInBlock, block);
+  for (auto [i, factor] : llvm::enumerate(factors)) {
     Value isNaN =
         arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, factor, factor);
     storeStripRow(b, l, s, out, i,
@@ -580,13 +695,17 @@ bool readsColumns(QuantizeOp op) {
 }
 
 /// The strip kernel that keeps the strip in registers: each lane loads its
-/// strip from global memory and quantizes its columns, then (fused) its rows.
+/// strip from global memory and quantizes its columns, then (fused) its rows;
+/// a CTA is one row block's 8 warps where a rowwise block spans them.
 void buildRegisterKernel(OpBuilder &builder, Location loc,
                          RankedTensorType inputType, Value input,
                          const StripOutput &columnwise,
                          const StripOutput *rowwise) {
   StripGrid grid =
       getStripGrid(inputType, columnwise, rowwise, /*warpsPerTile=*/1);
+  bool exchangesRows = rowwise && grid.getRowBlockWarps() > 1;
+  assert((!exchangesRows || grid.getRowBlockWarps() == kWarpsPerBlock) &&
+         "a rowwise block spans one warp or the CTA");
   Type elementType = inputType.getElementType();
   auto laneType = VectorType::get({kStripCols}, elementType);
   auto readGlobal = [&](OpBuilder &nb, Location nl, const Strip &s, int64_t i) {
@@ -594,18 +713,27 @@ void buildRegisterKernel(OpBuilder &builder, Location loc,
         nb, nl, s.row[i], cIndex(nb, nl, grid.slices * grid.rows - 1));
     return loadVector(nb, nl, laneType, input, {row, s.loadCol});
   };
-  buildLaunch(builder, loc,
-              grid.slices * grid.gridRowBlocks * grid.gridStrips *
-                  grid.getGroups(),
-              [&](OpBuilder &nb, Location l, Value thread) {
-                IndexArith index{nb, l};
-                Strip strip = loadStrip(nb, l, index.div(thread, kWarpSize),
-                                        index.rem(thread, kWarpSize), grid,
-                                        elementType, readGlobal);
-                quantizeColumns(nb, l, strip, grid, columnwise);
-                if (rowwise)
-                  quantizeRows(nb, l, strip, grid, *rowwise);
-              });
+  SmallVector<Type> workgroup;
+  if (exchangesRows)
+    workgroup = RowExchange::getBufferTypes(builder.getContext(), grid);
+  int64_t threads =
+      grid.slices * grid.gridRowBlocks * grid.gridStrips * grid.getGroups();
+  buildBlockLaunch(
+      builder, loc, llvm::divideCeil(threads, kThreadsPerBlock), workgroup,
+      [&](OpBuilder &b, Location l, const KernelIds &ids) {
+        IndexArith index{b, l};
+        Strip strip = loadStrip(b, l, index.div(ids.global, kWarpSize),
+                                index.rem(ids.global, kWarpSize), grid,
+                                elementType, readGlobal);
+        quantizeColumns(b, l, strip, grid, columnwise);
+        if (!rowwise)
+          return;
+        RowExchange exchange;
+        if (exchangesRows)
+          exchange = {ids.workgroup[0], ids.workgroup[1], ids.thread};
+        quantizeRows(b, l, strip, grid, *rowwise,
+                     exchangesRows ? &exchange : nullptr);
+      });
 }
 
 /// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
@@ -729,7 +857,7 @@ void buildStagedKernel(OpBuilder &builder, Location loc,
                         quantizeColumns(nb, nl, s, grid, columnwise);
                       }),
                       part([&](OpBuilder &nb, Location nl, const Strip &s) {
-                        quantizeRows(nb, nl, s, grid, rowwise);
+                        quantizeRows(nb, nl, s, grid, rowwise, nullptr);
                       }));
   };
   buildBlockLaunch(builder, loc,

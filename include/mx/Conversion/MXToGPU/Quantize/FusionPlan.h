@@ -2,16 +2,19 @@
 //
 // The quantize kernels of convert-mx-to-gpu share work: the rowwise and the
 // columnwise quantize of one input run as one strip kernel that reads the
-// input once, and a swizzle that alone consumes a quantize's scales is
-// written by that quantize's kernel, in the tiled layout, instead of by a
+// input once (MX's [1, 32] with [32, 1] or its transposed [1, 32]; FP8
+// blockwise's [1, 128] with its transposed [1, 128], the 1x128 blocks along
+// the other dimension), and a swizzle that alone consumes a quantize's scales
+// is written by that quantize's kernel, in the tiled layout, instead of by a
 // kernel of its own. These decisions depend on one another (a rowwise
 // quantize whose K is not a multiple of 16 has a kernel only when it is
 // fused; a swizzle is fused only into a quantize that has a kernel), so they
 // are made here, once, before any rewrite, and the patterns only read them.
 // The plan also picks the kernel of the quantizations that share nothing:
 // FP8 blockwise `[1, 128]` (the rowwise kernel; transposed, the strip
-// kernel), `[128, 128]` and per-tensor (one block per matrix). Blocks span the last two dimensions;
-// leading (batch) dimensions are more rows, or a grid dimension.
+// kernel), `[128, 128]` and per-tensor (one block per matrix). Blocks span the
+// last two dimensions; leading (batch) dimensions are more rows, or a grid
+// dimension.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +40,8 @@ enum class QuantizeKernel {
   /// FP8 blockwise's (`[1, 128]` blocks of the transposed data).
   stripColumnwise,
   /// The `[1, 32]` and the `[32, 1]` (or transposed) quantize of one input,
-  /// together by the strip kernel (QuantizeStrips.cpp).
+  /// or the `[1, 128]` and the transposed `[1, 128]` one, together by the
+  /// strip kernel (QuantizeStrips.cpp).
   stripFused,
   /// A `[128, 128]` quantize: one CTA per block (BlockwiseQuantize.cpp).
   blockwise2D,
@@ -68,8 +72,9 @@ class QuantizeFusionPlan {
 public:
   /// Plans every quantize op under `root` for the kernels of `chip`. A
   /// rowwise quantize is fused with the first columnwise quantize of the same
-  /// input in the same block (in program order) that has the same element
-  /// type, scale type and rounding and no other partner; a transposed
+  /// input in the same block (in program order) whose column blocks are as
+  /// tall as its blocks are wide and that has the same element type, scale
+  /// type and rounding and no other partner; a transposed
   /// per-tensor cast likewise with the first plain per-tensor cast of the
   /// same input (with the same amax operand, if any); a swizzle is fused
   /// when it is the only user of the scales and tiles them along the
