@@ -239,8 +239,8 @@ def test_weight_is_quantized_once_per_value(monkeypatch):
     import mx.torch.linear
     from mx.torch import Linear
     calls = []
-    original = mx.torch.linear.quantize
-    monkeypatch.setattr(mx.torch.linear, "quantize",
+    original = mx.torch.linear.quantize_and_sum  # every quantize of a layer goes through it
+    monkeypatch.setattr(mx.torch.linear, "quantize_and_sum",
                         lambda made, *a, **k: calls.append(made.role) or original(made, *a, **k))
     layer = Linear(LINEAR["k"], LINEAR["n"], recipe="mxfp8", device="cuda")
     optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
