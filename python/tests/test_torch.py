@@ -468,6 +468,31 @@ def test_bias_grad_is_the_column_sum_of_dy(monkeypatch, recipe):
     assert np.all(error <= bound), (error.max(), bound.min())
 
 
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "blockwise"])
+def test_frozen_bias_drops_the_fused_column_sum(recipe):
+    """A layer whose bias takes no gradient keeps its biased plan, whose cast+transpose kernels also
+    return the column sum: the quantize ops then return just the compact parts (as many as
+    TensorPlan.parts, which the fakes of torch.compile promise), and the step's input and weight
+    gradients are those of the same layer with a trainable bias, bit for bit."""
+    torch.manual_seed(5)
+    trained = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    frozen = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    frozen.load_state_dict(trained.state_dict())
+    frozen.bias.requires_grad_(False)
+    x, dy = torch.randn(TOKENS, WIDTH), torch.randn(TOKENS, HIDDEN)
+    grads = []
+    for layer in (trained, frozen):
+        xi = x.clone().requires_grad_()
+        layer(xi).backward(dy)
+        grads.append((xi.grad, layer.weight.grad))
+    assert frozen.bias.grad is None and trained.bias.grad is not None
+    for a, b in zip(*grads):
+        assert torch.equal(a, b)
+    made = _ops._PLANS[next(iter(frozen._plan_keys.values()))].tensors["grad"]
+    if "both" in made.kernels:
+        assert len(_ops.quantize(dy, made.key, True)) == len(made.parts(True))
+
+
 def test_layers_without_bias_compute_no_column_sum():
     """A plan without a bias has no column-sum kernel and its quantize kernels return what they
     did before (no extra output or cost); a bias-free layer asks for that plan."""

@@ -180,12 +180,19 @@ def _empty(x: Tensor, shape, mlir: str) -> Tensor:
 # Quantize
 # ---------------------------------------------------------------------------------------------------
 
-def _with_column_sum(made: TensorPlan, x: Tensor, results: list[Tensor], fused: bool, dbias: bool) -> list[Tensor]:
-    """`results` of a quantize kernel with the column sum of x last where `dbias` asks for it: the
-    kernel's own last result if it computed it (`fused`), else the "dbias" kernel's."""
-    if dbias and not fused:
-        results.append(_call(made.kernels["dbias"], x)[0])
-    return results
+def _with_column_sum(made: TensorPlan, x: Tensor, parts: list[Tensor], sums: list[Tensor],
+                     dbias: bool) -> list[Tensor]:
+    """A quantize kernel's `parts`, with the column sum of x last where `dbias` asks for it: `sums`,
+    the kernel's results after its parts ([the sum] where it computed it, TensorPlan.fuses_column_sum;
+    dropped without `dbias`, as a layer whose bias takes no gradient asks), else the "dbias"
+    kernel's."""
+    if dbias:
+        parts.append(sums[0] if sums else _column_sum(made, x))
+    return parts
+
+
+def _column_sum(made: TensorPlan, x: Tensor) -> Tensor:
+    return _call(made.kernels["dbias"], x)[0]
 
 
 @_custom_op("quantize")
@@ -195,11 +202,13 @@ def quantize(x: Tensor, plan: str, col: bool, dbias: bool = False) -> list[Tenso
     made = _PLANS[plan]
     kernels = made.kernels
     if "both" in kernels and col:  # the rowwise parts and the transposed ones, from x in place
-        return _with_column_sum(made, x, _call(kernels["both"], x), made.fuses_column_sum, dbias)
+        results = _call(kernels["both"], x)
+        count = len(made.parts(True))
+        return _with_column_sum(made, x, results[:count], results[count:], dbias)
     parts = _call(kernels["row"], x)
     if col and "col" in kernels:  # FP4: the transposed shard quantized rowwise
         parts[2:2] = _transposed_parts(kernels["col"], x)
-    return _with_column_sum(made, x, parts, False, dbias)
+    return _with_column_sum(made, x, parts, [], dbias)
 
 
 def _transposed_parts(kernel: compiler.Kernel, x: Tensor, *amax: Tensor) -> list[Tensor]:
@@ -248,17 +257,16 @@ def cast(x: Tensor, amax: Tensor, plan: str, col: bool, scale: Tensor | None = N
         parts = _call(made.kernels["cast"], x, amax.reshape(()))
         if col:
             parts[2:2] = _transposed_parts(made.kernels["col_cast"], x, amax.reshape(()))
-        return _with_column_sum(made, x, parts, False, dbias)
+        return _with_column_sum(made, x, parts, [], dbias)
     if scale is None:
         scale = current_scale(amax, made.recipe.element(made.role))
     # The cast is mx.quantize_delayed of one slot; the history it records the amax in is not kept.
     history = _zero_history(x.device)
     if col and made.writes_transposed:  # cast+transpose of the shard: [cols, rows] data, same scale
-        data, scale_inv, data_t, _, *column_sum = _call(made.kernels["cast_both"], x, scale, history)
-        parts = [data, scale_inv, data_t, scale_inv, *(column_sum if dbias else ())]
-        return _with_column_sum(made, x, parts, made.fuses_column_sum, dbias)
+        data, scale_inv, data_t, _, *sums = _call(made.kernels["cast_both"], x, scale, history)
+        return _with_column_sum(made, x, [data, scale_inv, data_t, scale_inv], sums, dbias)
     data, scale_inv, _ = _call(made.kernels["cast"], x, scale, history)
-    return _with_column_sum(made, x, [data, scale_inv], False, dbias)
+    return _with_column_sum(made, x, [data, scale_inv], [], dbias)
 
 
 @cast.register_fake
@@ -296,10 +304,9 @@ def _cast_transpose_delayed(store, x: Tensor, scales: Tensor, history: Tensor, p
     """(data, scale_inv, transposed data[, column sum]) of the "delayed_both" kernel; its new history
     stored into `history`."""
     made = _PLANS[plan]
-    data, scale_inv, data_t, new_history, *column_sum = _call(made.kernels["delayed_both"], x, scales, history)
+    data, scale_inv, data_t, new_history, *sums = _call(made.kernels["delayed_both"], x, scales, history)
     store(history, new_history)
-    return tuple(_with_column_sum(made, x, [data, scale_inv, data_t, *(column_sum if dbias else ())],
-                                  made.fuses_column_sum, dbias))
+    return tuple(_with_column_sum(made, x, [data, scale_inv, data_t], sums, dbias))
 
 
 @_custom_op("cast_transpose_delayed", mutates_args=("history",))
@@ -333,7 +340,7 @@ def _(x, scales, history, plan):
 def column_sum(x: Tensor, plan: str) -> Tensor:
     """The column sum of x (f32 [cols]) by the plan's "dbias" kernel: the bias gradient where no
     quantize of x computes it."""
-    return _call(_PLANS[plan].kernels["dbias"], x)[0]
+    return _column_sum(_PLANS[plan], x)
 
 
 @column_sum.register_fake
