@@ -153,6 +153,14 @@ CASES = [
     Case("bw1d", *MID, "bf16", config="cluster=2x1,epilogue=tma"),
     Case("mx", *MID, "f32", swizzled=True, config="cluster=2x1"),
     Case("mx", 1024, 512, 384, "bf16", swizzled=True),
+    # Two K-blocks per main-loop iteration, the first one's promotion overlapping the second one's
+    # chain: K of one block (no whole pair), an odd number of blocks (a pair, then one), long K, two
+    # waves; B scaled per column (bw1d), per block (bw2d) and per tensor (pt).
+    Case("bw1d", *ODD_1, 128, "bf16", config="consumers=2,tile_n=128,overlap=on"),
+    Case("bw1d", *LONG_K, "f32", config="consumers=2,tile_n=128,overlap=on"),
+    Case("bw1d", 4096, 2048, 384, "bf16", config="consumers=2,tile_n=128,overlap=on,epilogue=tma"),
+    Case("bw2d", *MID, "f32", config="consumers=2,waves=2,tile_n=64,overlap=on"),
+    Case("pt", *ODD_2, 384, "f32", config="consumers=2,tile_n=128,overlap=on"),
     # MX's staged form on sm_90a (bf16 copies, then a bf16 GEMM), which the generator takes where M
     # and N are large (the first case) and gemm-config mx=staged forces: partial tiles of both
     # operands, K of one block, K not a multiple of a stage, long K, every output type, E5M2.

@@ -179,6 +179,31 @@ func.func @odd_n(%a: tensor<64x128xf8E4M3FN>, %as: tensor<64x1xf32>, %b: tensor<
 
 // -----
 
+// The wgrad form where 128x128 tiles fill the grid better than 192x128 ones:
+// overlap, two K-blocks per main-loop iteration, each chain its own wgmma
+// group, the first block promoted while the second one's chain runs (wait
+// for at most one pending group, then none); the third block after the loop.
+// CHECK-LABEL: func.func @wgrad_overlap
+// CHECK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=256x256x384 tile=128x128x128 {{.*}} wgmma=m64n128k32 overlap
+// CHECK: scf.for
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: scf.yield
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+func.func @wgrad_overlap(%a: tensor<256x384xf8E4M3FN>, %as: tensor<256x3xf32>, %b: tensor<256x384xf8E4M3FN>, %bs: tensor<256x3xf32>) -> tensor<256x256xbf16> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
+    : tensor<256x384xf8E4M3FN>, tensor<256x3xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
 // The swizzle that linear MX scales need is inserted before the quantize
 // fusion plan is made, so the quantize kernel writes the 128x4 tiles itself:
 // one quantize launch, no swizzle launch, then the GEMM.

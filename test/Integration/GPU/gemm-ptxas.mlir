@@ -32,8 +32,11 @@
 // MX: fence.proxy.async.shared::cta
 // MX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 
+// The wgrad form at this shape runs 128x128 tiles with overlap: the first
+// K-block's promotion while the second one's chain is in flight.
 // FP8: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // FP8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// FP8: wgmma.wait_group.sync.aligned 1;
 // FP8: wgmma.wait_group.sync.aligned 0;
 // FP8: ld.shared.v2.b32
 

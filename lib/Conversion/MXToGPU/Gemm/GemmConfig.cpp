@@ -46,6 +46,9 @@ llvm::FailureOr<GemmConfig> mx::gemm::parseGemmConfig(llvm::StringRef text,
       ok = parsePositive(value, config.waves);
     } else if (key == "tile_n") {
       ok = parsePositive(value, config.tileN);
+    } else if (key == "overlap") {
+      ok = value == "on" || value == "off";
+      config.overlap = value == "on";
     } else if (key == "stages") {
       ok = parsePositive(value, config.stages);
     } else if (key == "cluster") {
@@ -59,15 +62,16 @@ llvm::FailureOr<GemmConfig> mx::gemm::parseGemmConfig(llvm::StringRef text,
       config.mxStaged = value == "staged";
     } else {
       error = ("gemm-config has no key '" + llvm::Twine(key) +
-               "' (expected consumers, waves, tile_n, stages, cluster, "
-               "epilogue, mx)")
+               "' (expected consumers, waves, tile_n, overlap, stages, "
+               "cluster, epilogue, mx)")
                   .str();
       return llvm::failure();
     }
     if (!ok) {
       error = ("gemm-config: bad value '" + llvm::Twine(value) + "' for '" + key +
                "' (expected a positive integer, MxN for cluster, tma or "
-               "registers for epilogue, staged or fused for mx)")
+               "registers for epilogue, staged or fused for mx, on or off for "
+               "overlap)")
                   .str();
       return llvm::failure();
     }

@@ -178,15 +178,20 @@ FailureOr<GemmRecipe> classify(ScaledMatmulOp op, GemmPlan &plan,
 struct FP8Tile {
   int64_t consumers, waves, tileN;
   double relativeCost;
+  /// GemmPlan::overlap.
+  bool overlap = false;
 };
 
 constexpr FP8Tile kFP8Tiles[] = {
     {2, 1, 192, 1.0}, {3, 1, 128, 1.02}, {2, 2, 128, 1.035}, {2, 1, 128, 1.06}};
 /// The same where B has one scale per column (1x128, the wgrad form), whose
-/// promotion reads them per element pair: there 192x128 ran 2% faster than
-/// 128x192 at 8192^3 (1047 us against 1068).
+/// promotion costs an FMUL and an FFMA per element: there 192x128 ran 2%
+/// faster than 128x192 at 8192^3 (1047 us against 1068), and 128x128 only
+/// with overlap (its registers allow two partials: 1079-1092 us per 32
+/// rounds at 8192^3, against 1141 without; bench/RESULTS.md, 2026-11-27),
+/// where it wins at shapes that 192-row tiles fill poorly.
 constexpr FP8Tile kFP8ColumnScaledTiles[] = {
-    {3, 1, 128, 1.0}, {2, 1, 192, 1.02}, {2, 1, 128, 1.08}};
+    {3, 1, 128, 1.0}, {2, 1, 192, 1.02}, {2, 1, 128, 1.02, /*overlap=*/true}};
 
 /// Whether the FP8 main loop can run `tile`, or why not.
 LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
@@ -200,14 +205,16 @@ LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
     return failure();
   }
   int64_t tileM = kWaveRows * tile.consumers * tile.waves;
-  // The promoted accumulators of every wave and one partial accumulator.
+  // The promoted accumulators of every wave and a partial accumulator per
+  // K-block of an iteration.
   int64_t fragment = kWaveRows * tile.tileN / kWarpgroupThreads;
-  int64_t registers = (tile.waves + 1) * fragment;
+  int64_t registers = (tile.waves + (tile.overlap ? 2 : 1)) * fragment;
   int64_t budget = (tile.consumers == 2 ? 232 : 152) - kConsumerRegisterReserve;
   if (registers > budget) {
     reason = ("a " + Twine(tileM) + "x" + Twine(tile.tileN) + " tile needs " +
               Twine(registers) +
-              " accumulator registers per consumer thread, more than the " +
+              " accumulator registers per consumer thread" +
+              (tile.overlap ? " with overlap" : "") + ", more than the " +
               Twine(budget) + " that " + Twine(tile.consumers) +
               " consumers leave; use fewer waves or a narrower tile")
                  .str();
@@ -241,14 +248,16 @@ LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
   double best = 0;
   if (config.consumers || config.waves || config.tileN) {
     chosen = FP8Tile{config.consumers.value_or(2), config.waves.value_or(1),
-                     config.tileN.value_or(128), 1.0};
+                     config.tileN.value_or(128), 1.0,
+                     config.overlap.value_or(false)};
     if (failed(checkFP8Tile(plan, *chosen, reason)))
       return failure();
   } else {
     ArrayRef<FP8Tile> tiles = plan.b.scales == ScaleStaging::stageRows
                                   ? ArrayRef<FP8Tile>(kFP8ColumnScaledTiles)
                                   : ArrayRef<FP8Tile>(kFP8Tiles);
-    for (const FP8Tile &tile : tiles) {
+    for (FP8Tile tile : tiles) {
+      tile.overlap = config.overlap.value_or(tile.overlap);
       std::string why;
       if (failed(checkFP8Tile(plan, tile, why)))
         continue;
@@ -266,6 +275,7 @@ LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
   plan.consumerWarpgroups = chosen->consumers;
   plan.wavesM = chosen->waves;
   plan.tileN = chosen->tileN;
+  plan.overlap = chosen->overlap;
   plan.tileM = kWaveRows * plan.consumerWarpgroups * plan.wavesM;
   // setmaxnreg budgets in steps of 8 that fill the register file: 40 for
   // the producer, the rest split among the consumers.
@@ -629,6 +639,8 @@ void GemmPlan::print(raw_ostream &os) const {
     os << " roles=tma:1,mma:" << consumerWarpgroups << "x" << wavesM
        << " regs=" << producerRegisters << "/" << consumerRegisters
        << " wgmma=m64n" << tileN << "k" << mmaK;
+  if (overlap)
+    os << " overlap";
   os << " ctas=" << ctas() << " cluster=" << clusterM << "x" << clusterN
      << " group=" << groupRows << " epilogue="
      << (epilogue == GemmEpilogue::tmaStore ? "tma" : "registers");
@@ -708,8 +720,9 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   case GemmRecipe::mxExact:
   case GemmRecipe::mxStaged:
   case GemmRecipe::mxBlockScaled:
-    if (config.consumers || config.waves || config.tileN) {
-      reason = "gemm-config: the MX kernels have a fixed 128x256 tile";
+    if (config.consumers || config.waves || config.tileN || config.overlap) {
+      reason = "gemm-config: the MX kernels have a fixed 128x256 tile and one "
+               "wgmma chain per stage";
       return failure();
     }
     // No second accumulator: the tile is as wide as the MMA goes, which

@@ -162,6 +162,10 @@ struct GemmPlan {
   // for the waves, so a second wave costs half the registers of the first).
   int64_t tileM = 128, tileN = 128, tileK = 128;
   int64_t wavesM = 1;
+  // SM90 FP8: an iteration of the main loop takes two K-blocks, the first
+  // one's promotion overlapping the second one's chain (a second partial
+  // accumulator).
+  bool overlap = false;
   int64_t stages = 0;
   // Thread-block cluster of clusterM x clusterN CTAs on neighbouring tiles
   // (one of them 1). The CTAs of a cluster share A (clusterN > 1: same tile

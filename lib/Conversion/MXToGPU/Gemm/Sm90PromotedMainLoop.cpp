@@ -16,10 +16,14 @@
 // overwrites it afterwards), 128x128 blocks of the tile (copied in by the
 // consumers when the tile starts).
 //
-// Promoting one block while the next block's chain runs would need a
-// second partial accumulator read during a wgmma pipeline stage, which
-// ptxas answers by serializing every wgmma (C7514); the consumer warpgroups
-// interleave on the tensor cores instead.
+// With GemmPlan::overlap, an iteration of the main loop takes two K-blocks:
+// both chains are issued, each into its own partial accumulator and wgmma
+// group, and the first block's promotion runs while the second's chain is
+// on the tensor cores. Both groups complete inside the iteration (ptxas
+// serializes every wgmma (C7514) where a chain stays in flight across the
+// loop's back edge while another accumulator is read). Otherwise the
+// consumer warpgroups interleave on the tensor cores, each promoting while
+// the others' chains run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +56,13 @@ public:
 
 private:
   Type getAccumulatorType();
+  /// The main loop's body for K-blocks [kBlock, kBlock + blocks) from ring
+  /// iteration `iteration`: every wave's chains, each block's into its own
+  /// partial of `partials`, promoted into the wave's accumulator of
+  /// `accumulators` block by block as the chains complete. Updates both.
+  void runBlocks(const ConsumerThread &thread, Value iteration, Value kBlock,
+                 int64_t blocks, MutableArrayRef<Value> partials,
+                 MutableArrayRef<Value> accumulators);
   void copyTileScales(const ConsumerThread &thread, TileOrigin origin);
   /// sa of the thread's two rows of `wave` for this K-block.
   SmallVector<Value> loadRowScales(const ConsumerThread &thread, RingSlot slot,
@@ -216,61 +227,101 @@ Value Sm90PromotedMainLoop::pin(Value accumulator) {
       .getResult(0);
 }
 
+void Sm90PromotedMainLoop::runBlocks(const ConsumerThread &thread,
+                                     Value iteration, Value kBlock,
+                                     int64_t blocks,
+                                     MutableArrayRef<Value> partials,
+                                     MutableArrayRef<Value> accumulators) {
+  bool blockwise = plan.recipe == GemmRecipe::blockwise;
+  SmallVector<RingSlot> slots;
+  SmallVector<Value> kBlocks;
+  SmallVector<ColumnScales> columnScales(blocks);
+  for (int64_t block = 0; block < blocks; ++block) {
+    kBlocks.push_back(arith::AddIOp::create(b, kBlock, k.i32(block)));
+    slots.push_back(k.getRingSlot(
+        arith::AddIOp::create(b, iteration, k.i32(block)), /*producer=*/false));
+  }
+  // A stage is released after the last wave's wait, or after its promotion
+  // where that reads the stage's column scales.
+  auto releaseAfterPromotion = [&](int64_t block) {
+    return bool(columnScales[block].stageColumns);
+  };
+  for (int64_t wave = 0; wave < plan.wavesM; ++wave) {
+    // Each wave's row scales are read just before its chains, so that they
+    // are not live across another wave's.
+    SmallVector<SmallVector<Value>> rowScales(blocks);
+    NVVM::WgmmaFenceAlignedOp::create(b);
+    for (int64_t block = 0; block < blocks; ++block) {
+      if (wave == 0) {
+        k.waitBarrier(k.fullBarrier(slots[block].stage), slots[block].parity);
+        if (blockwise)
+          columnScales[block] = getColumnScales(slots[block], kBlocks[block]);
+      }
+      if (blockwise)
+        rowScales[block] =
+            loadRowScales(thread, slots[block], kBlocks[block], wave);
+      // The chain starts a fresh partial accumulator in the registers of the
+      // last chain's (whose values its first step ignores): starting from a
+      // new zero value instead would make ptxas materialize zeros for the
+      // tied wgmma operands while the promoted accumulators are live, and
+      // spill.
+      partials[block] = k.buildStageWgmmaChain(thread, slots[block], wave,
+                                               partials[block],
+                                               /*overwriteFirst=*/true);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b);
+    }
+    bool lastWave = wave == plan.wavesM - 1;
+    for (int64_t block = 0; block < blocks; ++block) {
+      // The groups complete in order: this block's is done once at most the
+      // later blocks' are pending.
+      NVVM::WgmmaWaitGroupSyncOp::create(b, blocks - 1 - block);
+      if (lastWave && !releaseAfterPromotion(block))
+        k.releaseStage(thread, slots[block].stage);
+      accumulators[wave] =
+          pin(promote(thread, accumulators[wave], partials[block],
+                      rowScales[block], columnScales[block]));
+      if (lastWave && releaseAfterPromotion(block))
+        k.releaseStage(thread, slots[block].stage);
+    }
+  }
+}
+
 Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
                                       TileOrigin origin, Value iteration) {
-  bool blockwise = plan.recipe == GemmRecipe::blockwise;
   if (plan.a.scales == ScaleStaging::tileBlocks ||
       plan.b.scales == ScaleStaging::tileBlocks)
     copyTileScales(thread, origin);
-  // Loop-carried: the ring iteration, the partial accumulator, and each
-  // wave's promoted accumulator.
+  // Loop-carried: the ring iteration, the partial accumulator of each
+  // K-block of an iteration, and each wave's promoted accumulator.
+  int64_t blocks = plan.overlap ? 2 : 1;
   Value zero = LLVM::ZeroOp::create(b, getAccumulatorType());
-  SmallVector<Value> initial{iteration, zero};
-  initial.append(plan.wavesM, zero);
-  auto loop = scf::ForOp::create(b, k.i32(0), k.i32(plan.kBlocks()), k.i32(1),
+  SmallVector<Value> initial{iteration};
+  initial.append(blocks + plan.wavesM, zero);
+  // Whole groups of `blocks` K-blocks in the loop, the rest after it.
+  int64_t looped = plan.kBlocks() / blocks * blocks;
+  auto loop = scf::ForOp::create(b, k.i32(0), k.i32(looped), k.i32(blocks),
                                  initial);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value it = loop.getRegionIterArg(0), kBlock = loop.getInductionVar();
-    RingSlot slot = k.getRingSlot(it, /*producer=*/false);
-    k.waitBarrier(k.fullBarrier(slot.stage), slot.parity);
-    // Each wave's row scales are read just before its chain, so that they
-    // are not live across another wave's. The stage is released after the
-    // last wave's wait, or after its promotion where that reads the stage's
-    // column scales.
-    ColumnScales columnScales;
-    if (blockwise)
-      columnScales = getColumnScales(slot, kBlock);
-    bool releaseAfterPromotion = bool(columnScales.stageColumns);
-    Value partial = loop.getRegionIterArg(1);
-    SmallVector<Value> promoted;
-    for (int64_t wave = 0; wave < plan.wavesM; ++wave) {
-      SmallVector<Value> rowScales;
-      if (blockwise)
-        rowScales = loadRowScales(thread, slot, kBlock, wave);
-      NVVM::WgmmaFenceAlignedOp::create(b);
-      // The chain starts a fresh partial accumulator in the registers of
-      // the last chain's (whose values its first step ignores): starting
-      // from a new zero value instead would make ptxas materialize zeros
-      // for the tied wgmma operands while the promoted accumulators are
-      // live, and spill.
-      partial = k.buildStageWgmmaChain(thread, slot, wave, partial,
-                                       /*overwriteFirst=*/true);
-      NVVM::WgmmaGroupSyncAlignedOp::create(b);
-      NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-      bool last = wave == plan.wavesM - 1;
-      if (last && !releaseAfterPromotion)
-        k.releaseStage(thread, slot.stage);
-      promoted.push_back(pin(promote(thread, loop.getRegionIterArg(2 + wave),
-                                     partial, rowScales, columnScales)));
-      if (last && releaseAfterPromotion)
-        k.releaseStage(thread, slot.stage);
-    }
-    SmallVector<Value> results{arith::AddIOp::create(b, it, k.i32(1)),
-                               partial};
-    results.append(promoted);
+    Value it = loop.getRegionIterArg(0);
+    SmallVector<Value> values(loop.getRegionIterArgs().drop_front());
+    MutableArrayRef<Value> partials(values.data(), blocks);
+    MutableArrayRef<Value> accumulators(values.data() + blocks, plan.wavesM);
+    runBlocks(thread, it, loop.getInductionVar(), blocks, partials,
+              accumulators);
+    SmallVector<Value> results{
+        arith::AddIOp::create(b, it, k.i32(blocks))};
+    results.append(values);
     scf::YieldOp::create(b, results);
+  }
+  Value it = loop.getResult(0);
+  SmallVector<Value> values(loop.getResults().drop_front());
+  MutableArrayRef<Value> partials(values.data(), blocks);
+  MutableArrayRef<Value> accumulators(values.data() + blocks, plan.wavesM);
+  if (int64_t rest = plan.kBlocks() - looped) {
+    runBlocks(thread, it, k.i32(looped), rest, partials, accumulators);
+    it = arith::AddIOp::create(b, it, k.i32(rest));
   }
   SmallVector<SmallVector<Value>> waves;
   Value scale;
@@ -280,7 +331,7 @@ Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
         k.loadGlobalF32(k.getArguments().bScales, k.i32(0)));
   for (int64_t wave = 0; wave < plan.wavesM; ++wave) {
     SmallVector<Value> &values = waves.emplace_back();
-    Value accumulator = loop.getResult(2 + wave);
+    Value accumulator = accumulators[wave];
     for (int64_t e = 0; e < fragment(); ++e) {
       Value value = LLVM::ExtractValueOp::create(b, accumulator, e);
       values.push_back(scale ? arith::MulFOp::create(b, value, scale).getResult()
@@ -288,7 +339,7 @@ Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
     }
   }
   k.storeWaves(thread, origin, waves);
-  return loop.getResult(0);
+  return it;
 }
 
 std::unique_ptr<GemmMainLoop>

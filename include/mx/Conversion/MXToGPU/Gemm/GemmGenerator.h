@@ -6,7 +6,8 @@
 // kernel that a user or an autotuner may make
 // instead of the generator: the `gemm-config` option of `convert-mx-to-gpu`
 // and `mx-lower-to-nvvm`, written `key=value` separated by commas, e.g.
-// `consumers=2,waves=2,tile_n=128,cluster=1x2,epilogue=tma,stages=3,mx=staged`. A key
+// `consumers=2,waves=2,tile_n=128,cluster=1x2,epilogue=tma,stages=3,mx=staged,
+// overlap=on`. A key
 // left out is the generator's to choose; a choice the kernel cannot make
 // (too many registers, too little shared memory, a cluster that does not
 // divide the tiles) fails the op's lowering with the reason.
@@ -45,10 +46,13 @@ struct GemmConfig {
   /// staging kernel before a bf16 GEMM (`mx=staged`), or in every stage of
   /// the GEMM's main loop (`mx=fused`).
   std::optional<bool> mxStaged;
+  /// SM90 FP8: whether the promotion of one K-block overlaps the next
+  /// block's wgmma chain (two partial accumulators).
+  std::optional<bool> overlap;
 
   bool empty() const {
     return !consumers && !waves && !tileN && !stages && !clusterM &&
-           !tmaStore && !mxStaged;
+           !tmaStore && !mxStaged && !overlap;
   }
 };
 
