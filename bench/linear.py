@@ -5,8 +5,11 @@
 
 One training step of one layer: Y = X W^T + b, then dX and dW from dY, with X and dY in bf16 and the
 weight in f32 under torch.autocast for torch.nn.Linear (its GEMMs run in bf16), and mx.torch.Linear
-with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of 5 runs;
-a second table gives the host's time to issue a step against it (host-bound where they meet).
+with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of 5 rounds;
+a round times every implementation of the shape once, each round in another order, so that the GPU's
+clock drift under sustained load (its power and thermal limits lower the SM clock within seconds, by
+up to ~10% on an H100) reaches bf16 and every recipe alike rather than whichever runs last. A second
+table gives the host's time to issue a step against it (host-bound where they meet).
 TFLOP/s counts the three GEMMs (6 M N K); each mx cell also gives the step-time ratio bf16 / mx.
 Every step accumulates its weight gradient into the f32 `weight.grad` (torch's AccumulateGrad add, the
 same for bf16 and mx). A second table times FUSED_RECIPES with `fuse_wgrad_accumulation=True`: dW
@@ -48,30 +51,35 @@ def fused_linear(k, n, recipe):
     return layer
 
 
-def step_time(layer, x, dy, autocast):
-    """(step ms, host ms): the GPU time per step between CUDA events, and the host's time to issue
-    a step (time.perf_counter around the 20 asynchronous steps); medians of 5 runs. A step whose
-    host time reaches its step time is host-bound: the GPU waits for Python."""
+def step_times(layers, x, dy, rounds=5):
+    """{name: (step ms, host ms)} of `layers` ({name: (module, autocast)}): the GPU time per step between
+    CUDA events, and the host's time to issue a step (time.perf_counter around the 20 asynchronous
+    steps); medians of `rounds` rounds, each timing every layer once, in an order rotated per round.
+    A step whose host time reaches its step time is host-bound: the GPU waits for Python."""
     import torch
-    def step():
+    def step(layer, autocast):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             y = layer(x)
         y.backward(dy)
-    for _ in range(5):
-        step()
-    runs, hosts = [], []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        began = time.perf_counter()
-        start.record()
-        for _ in range(20):
-            step()
-        end.record()
-        hosts.append((time.perf_counter() - began) * 1e3 / 20)
-        torch.cuda.synchronize()
-        runs.append(start.elapsed_time(end) / 20)
-    return statistics.median(runs), statistics.median(hosts)
+    for layer, autocast in layers.values():
+        for _ in range(5):
+            step(layer, autocast)
+    names = list(layers)
+    runs, hosts = {name: [] for name in names}, {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            layer, autocast = layers[name]
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            began = time.perf_counter()
+            start.record()
+            for _ in range(20):
+                step(layer, autocast)
+            end.record()
+            hosts[name].append((time.perf_counter() - began) * 1e3 / 20)
+            torch.cuda.synchronize()
+            runs[name].append(start.elapsed_time(end) / 20)
+    return {name: (statistics.median(runs[name]), statistics.median(hosts[name])) for name in names}
 
 
 def kernel_breakdown(layer, x, dy, autocast):
@@ -115,18 +123,22 @@ def run():
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
         flops = 6 * m * n * k
-        base, base_host = step_time(torch.nn.Linear(k, n, device="cuda"), x, dy, autocast=True)
+        layers = {"bf16": (torch.nn.Linear(k, n, device="cuda"), True)}
+        layers.update({recipe: (Linear(k, n, recipe=recipe, device="cuda"), False) for recipe in RECIPES})
+        layers.update({f"{recipe}, fused": (fused_linear(k, n, recipe), False) for recipe in FUSED_RECIPES})
+        times = step_times(layers, x, dy)
+        base, base_host = times["bf16"]
         bf16[m, k, n] = base
         cells, hosts = [f"{base:.2f} ms ({flops / base / 1e9:.0f} TFLOP/s)"], [f"{base_host:.2f} / {base:.2f}"]
         for recipe in RECIPES:
-            ms, host = step_time(Linear(k, n, recipe=recipe, device="cuda"), x, dy, autocast=False)
+            ms, host = times[recipe]
             cells.append(f"{ms:.2f} ms ({flops / ms / 1e9:.0f} TFLOP/s, {base / ms:.2f}x)")
             hosts.append(f"{host:.2f} / {ms:.2f}")
         for recipe in FUSED_RECIPES:
-            fused[recipe][m, k, n] = step_time(fused_linear(k, n, recipe), x, dy, autocast=False)[0]
+            fused[recipe][m, k, n] = times[f"{recipe}, fused"][0]
         print(f"| {m} x {k} x {n} | " + " | ".join(cells) + " |")
         host_rows.append(f"| {m} x {k} x {n} | " + " | ".join(hosts) + " |")
-        del x, dy
+        del x, dy, layers
         torch.cuda.empty_cache()
     print("\nHost time to issue a step / step time, ms (host-bound where they meet):\n")
     print(header)
