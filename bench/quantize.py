@@ -17,8 +17,13 @@ Rows (bf16 inputs; `list` prints them): MXFP8 rowwise + columnwise fused with bo
 rowwise + swizzle, columnwise + swizzle (8192^2 and 16384^2), rowwise + swizzle of an N-D input
 [8, 1024, 8192]; FP8 blockwise 1x128 and 128x128 (power-of-two f32 scales, `ceil`), and 1x128 written
 transposed (the 1x128 blocks along M, GEMM-ready) alone and with the rowwise part in one kernel (mx.torch's
-"both" program; 8192^2 and the 5B model's 15872 x 4096, with the rowwise part alone there too); FP8 per-tensor
-current scaling (the amax pass and the cast, `exact` scale amax / 448); the delayed-scaling cast
+"both" program; 8192^2 and the 5B model's 15872 x 4096, with the rowwise part alone there too; the fused
+kernel also as it was before it quantized both parts row by row, `fp8_blockwise_1x128_both_columns_first_*`,
+convert-mx-to-gpu's fp8-cast-variant=2); FP8 per-tensor
+current scaling (the amax pass and the cast, `exact` scale amax / 448; also at 15872 x 4096, and with
+the transposed data from the cast+transpose kernel, mx.torch's "both" program, at 8192^2 and 15872 x 4096,
+each of those four also in forward tile order, `fp8_per_tensor_*forward_*`: the kernels before the
+reversed order, convert-mx-to-gpu's fp8-cast-variant=1); the delayed-scaling cast
 (mx.quantize_delayed, history [16, 1024]); MXFP4 (E2M1 packed, E8M0 per [1, 32]) and NVFP4 (E2M1 packed,
 E4M3 per [1, 16]) with a given and with a computed tensor scale (8192^2 and 16384^2); the delayed-scaling
 history update (mx.update_amax_history) of 1024 tensors, history [16, 1024], as one launch; MXFP8
@@ -153,6 +158,7 @@ class Case:
     # any kernel, which the copy, a memcpy, does not pay) and of torch's elementwise kernel moving
     # the same bytes (an int32 add of 0, 16-byte accesses): the copy as an SM kernel does it.
     reports_kernel_floor = False
+    options = ""                # more --mx-lower-to-nvvm options of this row's program (a candidate kernel)
 
     def __init__(self, shape):
         self.shape = tuple(shape)
@@ -317,13 +323,15 @@ class Blockwise(Case):
     scales, GEMM-ready for wgrad) alone or with the rowwise part ("rowwise", "transposed"): mx.torch's
     "both" program of activations and gradients, one kernel reading the input once."""
 
-    def __init__(self, shape, block_rows, parts=("rowwise",)):
+    def __init__(self, shape, block_rows, parts=("rowwise",), columns_first=False):
         super().__init__(shape)
         self.block_rows, self.parts = block_rows, tuple(parts)
         kind = {("rowwise",): ("", ""), ("transposed",): ("transposed_", "transposed "),
                 ("rowwise", "transposed"): ("both_", "rowwise + transposed, one kernel ")}[self.parts]
-        self.name = f"fp8_blockwise_{block_rows}x128_{kind[0]}{_dims(shape)}"
-        self.title = f"FP8 blockwise {block_rows}x128 {kind[1]}(f32 scales)"
+        tag = ("columns_first_", "(columns before the row exchange) ") if columns_first else ("", "")
+        self.name = f"fp8_blockwise_{block_rows}x128_{kind[0]}{tag[0]}{_dims(shape)}"
+        self.title = f"FP8 blockwise {block_rows}x128 {kind[1]}{tag[1]}(f32 scales)"
+        self.options = "fp8-cast-variant=2" if columns_first else ""
 
     def layout(self, part):
         """(data shape, scales shape, input as quantized) of one output."""
@@ -382,34 +390,61 @@ class Blockwise(Case):
                                                    1 if part == "transposed" else block_rows)]
 
 class PerTensor(Case):
-    """FP8 per-tensor current scaling: scale = amax / 448 (`exact`), data = x / scale; two kernels."""
+    """FP8 per-tensor current scaling: scale = amax / 448 (`exact`), data = x / scale; two kernels, the
+    amax pass and the cast, or with `both` the cast+transpose kernel that also writes the transposed
+    data (mx.torch's "both" program of X and dY). `forward` builds the casts in forward tile order
+    (convert-mx-to-gpu's fp8-cast-variant=1, the kernels before the reversed order), `_forward_`
+    in the name."""
     amax_row = True
 
-    def __init__(self, shape):
+    def __init__(self, shape, both=False, forward=False):
         super().__init__(shape)
-        self.name = f"fp8_per_tensor_{_dims(shape)}"
-        self.title = "FP8 per-tensor current scaling (amax pass + cast)"
+        self.both = both
+        self.name = f"fp8_per_tensor_{'both_' * both}{'forward_' * forward}{_dims(shape)}"
+        self.title = "FP8 per-tensor current scaling (amax pass + cast" + " + transpose" * both + ")" + \
+            " (forward tile order)" * forward
+        self.options = "fp8-cast-variant=1" if forward else ""
 
     def source(self):
         x, data = _t(self.shape, "bf16"), _t(self.shape, "f8E4M3FN")
         body = [f"  %d, %s = mx.quantize %x block {_block(self.shape)} rounding exact : {x} -> {data}, "
                 "tensor<1x1xf32>"]
-        return _function(self.name, [f"%x: {x}"], body, [("%d", data), ("%s", "tensor<1x1xf32>")])
+        results = [("%d", data), ("%s", "tensor<1x1xf32>")]
+        if self.both:
+            transposed = _t(self.shape[::-1], "f8E4M3FN")
+            body.append(f"  %t, %ts = mx.quantize %x transposed block {_block(self.shape[::-1])} rounding exact : "
+                        f"{x} -> {transposed}, tensor<1x1xf32>")
+            results += [("%t", transposed), ("%ts", "tensor<1x1xf32>")]
+        return _function(self.name, [f"%x: {x}"], body, results)
 
     def outputs(self):
-        return [("data", _prod(self.shape), 2), ("scale", 4, 2)]
+        out = [("data", _prod(self.shape), 2), ("scale", 4, 2)]
+        return out + [("transposed data", _prod(self.shape), 2), ("transposed scale", 4, 2)] * self.both
 
-    def nbytes(self):
-        return 2 * _prod(self.shape) + 2 * _prod(self.shape) + _prod(self.shape) + 4
+    def nbytes(self):  # the input read twice (the amax pass and the cast)
+        return 2 * 2 * _prod(self.shape) + sum(n for _, n, _ in self.outputs())
 
     def check(self, host, outs):
+        """The checked rows; transposed, their columns."""
+        import numpy as np
         from mx import reference
-        xs = host["x_rows"]
+        rows, xs = host["rows"], host["x_rows"]
         want_data, want_scale = reference.quantize(xs, xs.shape, "f8E4M3FN", "f32", "exact")
-        return [("data", _select(outs[0], host["rows"], self.k), want_data), ("scale", outs[1], want_scale)]
+        pairs = [("data", _select(outs[0], rows, self.k), want_data), ("scale", outs[1], want_scale)]
+        if self.both:
+            got = np.asarray(outs[2]).reshape(self.k, -1)[:, rows]
+            pairs += [("transposed data", got, np.ascontiguousarray(want_data.T)),
+                      ("transposed scale", outs[3], want_scale)]
+        return pairs
 
     def torch_program(self):
-        return lambda x: list(torch_per_tensor(x))
+        if not self.both:
+            return lambda x: list(torch_per_tensor(x))
+
+        def program(x):
+            data, scale = torch_per_tensor(x)
+            return [data, scale, data.t().contiguous(), scale]
+        return program
 
 
 class Delayed(Case):
@@ -709,7 +744,15 @@ def cases():
     rows += [Blockwise((15872, 4096), 1)]
     for shape in [big[0], (15872, 4096)]:
         rows += [Blockwise(shape, 1, ("rowwise", "transposed")), Blockwise(shape, 1, ("transposed",))]
-    rows += [PerTensor(s) for s in big]
+    # The fused kernel as it was before it quantized both parts row by row (fp8-cast-variant=2), which
+    # `--only fp8_blockwise_1x128_both` measures beside it.
+    rows += [Blockwise(shape, 1, ("rowwise", "transposed"), columns_first=True) for shape in [big[0], (15872, 4096)]]
+    # Current scaling at 8192^2, 16384^2 and the 5B model's 15872 x 4096, and mx.torch's cast+transpose
+    # program of it; at the two step shapes also in forward tile order (the kernels before the
+    # reversed order: fp8-cast-variant=1), which `--only fp8_per_tensor` measures beside them.
+    step = [big[0], (15872, 4096)]
+    rows += [PerTensor(s) for s in [*big, step[1]]] + [PerTensor(s, both=True) for s in step]
+    rows += [PerTensor(s, both, forward=True) for both in (False, True) for s in step]
     rows += [Delayed(s) for s in big]
     rows += [MXFP4(s) for s in big]
     rows += [NVFP4(s, True) for s in big] + [NVFP4(s, False) for s in big]
@@ -763,8 +806,8 @@ def _build_one(case, directory):
     for stale in (directory / f"{case.name}.so", directory / f"{case.name}.error"):
         stale.unlink(missing_ok=True)
     try:
-        tools.compile_gpu_library(source, directory / f"{case.name}.so", CHIP)
-        lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip={CHIP} format=isa")
+        tools.compile_gpu_library(source, directory / f"{case.name}.so", CHIP, options=case.options)
+        lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip={CHIP} format=isa {case.options}".rstrip())
     except Exception as exc:  # noqa: BLE001 (reported, and the build fails at the end)
         (directory / f"{case.name}.error").write_text(f"{exc}\n")
         return case, None, str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
@@ -1487,7 +1530,8 @@ def simulated_outputs(case, host_full):
             out += [_bytes(data), _bytes(scales)]
         return out
     if isinstance(case, PerTensor):
-        return [_bytes(a) for a in reference.quantize(host_full["x"], case.shape, "f8E4M3FN", "f32", "exact")]
+        data, scale = reference.quantize(host_full["x"], case.shape, "f8E4M3FN", "f32", "exact")
+        return [_bytes(a) for a in [data, scale, *[data.T, scale] * case.both]]
     if isinstance(case, Delayed):
         return [_bytes(a) for a in reference.quantize_delayed(host_full["x"], host_full["scales"],
                                                               host_full["history"], DELAYED_INDEX)]
@@ -1526,7 +1570,8 @@ def selftest():
     small = [MXFP8((512, 256), ("rowwise", "columnwise")), MXFP8((640, 128), ("rowwise",)),
              MXFP8((512, 384), ("columnwise",)), MXFP8((3, 256, 128), ("rowwise",)),
              Blockwise((512, 256), 1), Blockwise((768, 256), 128), Blockwise((512, 384), 1, ("rowwise", "transposed")),
-             Blockwise((768, 256), 1, ("transposed",)), PerTensor((512, 256)), Delayed((512, 128)),
+             Blockwise((768, 256), 1, ("transposed",)), PerTensor((512, 256)), PerTensor((512, 384), both=True),
+             Delayed((512, 128)),
              MXFP4((512, 128)), NVFP4((512, 128), True), NVFP4((512, 128), False), UpdateHistory((16, 64)),
              Dequantize((512, 256)), Swizzle((512, 8), False), Swizzle((512, 8), True)]
     for elem in ["f6E3M2FN", "f6E2M3FN", "i8"]:

@@ -185,7 +185,9 @@ SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
 
 } // namespace
 
-QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
+QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip,
+                                       Fp8CastVariant variant)
+    : variant(variant) {
   SmallVector<QuantizeOp> rowwise, transposedCasts;
   llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput,
       plainCastsByInput;
@@ -248,7 +250,9 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
 void QuantizeFusionPlan::plan(QuantizeOp op, QuantizeKernel kernel,
                               QuantizeOp sibling) {
   SwizzleOp swizzle = getFusableSwizzle(op, kernel);
-  quantizes[op] = {kernel, sibling, swizzle};
+  bool reversedTiles = kernel == QuantizeKernel::perTensor && !op.getAmax() &&
+                       variant != Fp8CastVariant::forwardCasts;
+  quantizes[op] = {kernel, sibling, swizzle, reversedTiles};
   if (swizzle)
     fusedSwizzles[swizzle] = op;
 }

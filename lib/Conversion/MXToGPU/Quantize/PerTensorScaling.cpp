@@ -12,7 +12,11 @@
 // * current scaling, `mx.quantize` with one block per matrix: that amax per
 //   batch slice into a scratch buffer, then a second kernel that reads the
 //   input again, derives the slice's scale with the quantize rules of every
-//   other kernel (buildBlockScale) and casts; the spec's two reads.
+//   other kernel (buildBlockScale) and casts; the spec's two reads. The amax
+//   kernel's CTAs read contiguous chunks first to last, so the cast (plain,
+//   or cast+transpose) visits its tiles last to first where the fusion plan
+//   says so (QuantizePlan::reversedTiles): its first reads hit what the amax
+//   pass left in L2.
 // * `mx.quantize_delayed`: the cast with the given scales[index], reading
 //   the input once; the same kernel reduces the amax into history[0, index]
 //   of the new history, which a first, tiny kernel copies from the old one
@@ -174,6 +178,21 @@ void buildAmaxKernel(OpBuilder &b, Location loc, Value input,
                                                : ValueRange{});
                 });
       });
+}
+
+/// `ids` with the CTAs counted from the last of `numBlocks` when `reversed`
+/// (QuantizePlan::reversedTiles): the CTAs that start first take the tiles
+/// at the end of the input, which its amax pass read last.
+KernelIds inTileOrder(OpBuilder &b, Location l, const KernelIds &ids,
+                      int64_t numBlocks, bool reversed) {
+  if (!reversed)
+    return ids;
+  KernelIds ordered = ids;
+  ordered.block =
+      arith::SubIOp::create(b, l, cIndex(b, l, numBlocks - 1), ids.block);
+  ordered.global = IndexArith{b, l}.fma(ordered.block, kThreadsPerBlock,
+                                        ids.thread);
+  return ordered;
 }
 
 /// Stores the FP8 codes of every existing chunk.
@@ -548,6 +567,7 @@ private:
 
 /// Current scaling: the amax of every matrix, then the cast; a transposed
 /// cast (with its plain sibling, if planned) by the cast+transpose kernel.
+/// Either cast visits its CTAs in the plan's order (reversedTiles).
 struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
   PerTensorQuantizeToGPU(MLIRContext *context, Chip chip,
                          const QuantizeFusionPlan &plan)
@@ -600,7 +620,9 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
       Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
       buildBlockLaunch(
           rewriter, loc, grid.getNumBlocks(), TypeRange(),
-          [&](OpBuilder &b, Location l, const KernelIds &ids) {
+          [&](OpBuilder &b, Location l, const KernelIds &launchIds) {
+            KernelIds ids = inTileOrder(b, l, launchIds, grid.getNumBlocks(),
+                                        planned.reversedTiles);
             FlatChunks chunks = loadChunks(b, l, ids, grid, input);
             BlockScale scale = scaleOf(b, l, chunks.slice);
             SmallVector<Value> bytes =
@@ -619,7 +641,9 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
       buildBlockLaunch(
           rewriter, loc, tiles.getNumBlocks(),
           sum.withStaging(getContext(), {getTileBufferType(getContext())}),
-          [&](OpBuilder &b, Location l, const KernelIds &ids) {
+          [&](OpBuilder &b, Location l, const KernelIds &launchIds) {
+            KernelIds ids = inTileOrder(b, l, launchIds, tiles.getNumBlocks(),
+                                        planned.reversedTiles);
             std::optional<BlockScale> scale;
             TileChunk chunk = buildTileCast(
                 b, l, ids, tiles, input, plainData, outputs.front().data,
