@@ -12,7 +12,12 @@ up to ~10% on an H100) reaches bf16 and every recipe alike rather than whichever
 table gives the host's time to issue a step against it (host-bound where they meet).
 TFLOP/s counts the three GEMMs (6 M N K); each mx cell also gives the step-time ratio bf16 / mx.
 Every step accumulates its weight gradient into the f32 `weight.grad` (torch's AccumulateGrad add, the
-same for bf16 and mx). A second table times FUSED_RECIPES with `fuse_wgrad_accumulation=True`: dW
+same for bf16 and mx), and X's into `x.grad`: the weight never changes, as between the micro-batches of
+gradient accumulation, so the recipes whose weight scale does not depend on the step (all but
+delayed) quantize the weight once. A third table times a training step instead: the same forward and
+backward, then an SGD update of the layer's parameters and every gradient set to None (torch's
+`zero_grad(set_to_none=True)`, and X's too, as an activation's would be), so that every recipe
+quantizes its changed weight each step. A second table times FUSED_RECIPES with `fuse_wgrad_accumulation=True`: dW
 added to an f32 `weight.main_grad` in the wgrad GEMM's epilogue (no torch add), against the same bf16
 steps. Then, at BREAKDOWN_SHAPE, the kernels of one step of each recipe (torch.profiler), and of the
 fused per_tensor step: every kernel with its GPU time, so that one sees where a step's time goes.
@@ -51,30 +56,37 @@ def fused_linear(k, n, recipe):
     return layer
 
 
-def step_times(layers, x, dy, rounds=5):
+def step_times(layers, x, dy, rounds=5, train=False):
     """{name: (step ms, host ms)} of `layers` ({name: (module, autocast)}): the GPU time per step between
     CUDA events, and the host's time to issue a step (time.perf_counter around the 20 asynchronous
     steps); medians of `rounds` rounds, each timing every layer once, in an order rotated per round.
-    A step whose host time reaches its step time is host-bound: the GPU waits for Python."""
+    A step whose host time reaches its step time is host-bound: the GPU waits for Python. With
+    `train`, a step ends with an SGD update and every gradient set to None."""
     import torch
-    def step(layer, autocast):
+    optimizers = {name: torch.optim.SGD(layer.parameters(), lr=1e-6) for name, (layer, _) in layers.items()}
+
+    def step(name):
+        layer, autocast = layers[name]
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             y = layer(x)
         y.backward(dy)
-    for layer, autocast in layers.values():
+        if train:
+            optimizers[name].step()
+            optimizers[name].zero_grad(set_to_none=True)
+            x.grad = None
+    for name in layers:
         for _ in range(5):
-            step(layer, autocast)
+            step(name)
     names = list(layers)
     runs, hosts = {name: [] for name in names}, {name: [] for name in names}
     for round_ in range(rounds):
         for name in names[round_ % len(names):] + names[:round_ % len(names)]:
-            layer, autocast = layers[name]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize()
             began = time.perf_counter()
             start.record()
             for _ in range(20):
-                step(layer, autocast)
+                step(name)
             end.record()
             hosts[name].append((time.perf_counter() - began) * 1e3 / 20)
             torch.cuda.synchronize()
@@ -117,7 +129,7 @@ def run():
     header = "| M x K x N | torch.nn.Linear bf16 | " + " | ".join(f"mx {r}" for r in RECIPES) + " |\n" + \
         "|---|---|" + "---|" * len(RECIPES)
     print(header)
-    host_rows = []
+    host_rows, train_rows = [], []
     bf16, fused = {}, {recipe: {} for recipe in FUSED_RECIPES}
     for m, k, n in SHAPES:
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -138,11 +150,21 @@ def run():
             fused[recipe][m, k, n] = times[f"{recipe}, fused"][0]
         print(f"| {m} x {k} x {n} | " + " | ".join(cells) + " |")
         host_rows.append(f"| {m} x {k} x {n} | " + " | ".join(hosts) + " |")
+        del layers
+        layers = {"bf16": (torch.nn.Linear(k, n, device="cuda"), True)}
+        layers.update({recipe: (Linear(k, n, recipe=recipe, device="cuda"), False) for recipe in RECIPES})
+        times = step_times(layers, x, dy, train=True)
+        base = times["bf16"][0]
+        train_rows.append(f"| {m} x {k} x {n} | {base:.2f} ms | " + " | ".join(
+            f"{times[r][0]:.2f} ms ({base / times[r][0]:.2f}x)" for r in RECIPES) + " |")
         del x, dy, layers
         torch.cuda.empty_cache()
     print("\nHost time to issue a step / step time, ms (host-bound where they meet):\n")
     print(header)
     print("\n".join(host_rows))
+    print("\nTraining step (the same, then an SGD update and every gradient set to None), ms and bf16 / mx:\n")
+    print(header)
+    print("\n".join(train_rows))
     print("\nFused wgrad accumulation (fuse_wgrad_accumulation=True, dW into an f32 weight.main_grad in the "
           "wgrad GEMM), against the same bf16 steps:\n")
     print("| recipe | " + " | ".join(f"{m} x {k} x {n}" for m, k, n in SHAPES) + " |")
