@@ -13,23 +13,19 @@ Two steps, because the GPU machine has no MLIR:
   python bench/quantize.py selftest      # the bit-exact checks of `run` on small shapes against simulated
                                          # GPU outputs (numpy + mx.reference only, no GPU)
 
-Rows (bf16 inputs; `list` prints them): MXFP8 rowwise + columnwise fused with both scales swizzled,
-rowwise + swizzle, columnwise + swizzle (8192^2 and 16384^2), rowwise + swizzle of an N-D input
-[8, 1024, 8192]; FP8 blockwise 1x128 and 128x128 (power-of-two f32 scales, `ceil`), and 1x128 written
-transposed (the 1x128 blocks along M, GEMM-ready) alone and with the rowwise part in one kernel (mx.torch's
-"both" program; 8192^2 and the 5B model's 15872 x 4096, with the rowwise part alone there too; the fused
-kernel also as it was before it quantized both parts row by row, `fp8_blockwise_1x128_both_columns_first_*`,
-convert-mx-to-gpu's fp8-cast-variant=2); FP8 per-tensor
-current scaling (the amax pass and the cast, `exact` scale amax / 448; also at 15872 x 4096, and with
-the transposed data from the cast+transpose kernel, mx.torch's "both" program, at 8192^2 and 15872 x 4096,
-each of those four also in forward tile order, `fp8_per_tensor_*forward_*`: the kernels before the
-reversed order, convert-mx-to-gpu's fp8-cast-variant=1); the delayed-scaling cast
-(mx.quantize_delayed, history [16, 1024]); MXFP4 (E2M1 packed, E8M0 per [1, 32]) and NVFP4 (E2M1 packed,
-E4M3 per [1, 16]) with a given and with a computed tensor scale (8192^2 and 16384^2); the delayed-scaling
-history update (mx.update_amax_history) of 1024 tensors, history [16, 1024], as one launch; MXFP8
-dequantize to bf16 at 8192^2; swizzle and unswizzle of the E8M0 scales of 8192^2 data ([8192, 256]);
-MXFP6 (E3M2 and E2M3, packed four to three bytes) and MXINT8 at 8192^2: rowwise + columnwise fused,
-rowwise and columnwise, each with its scales swizzled, and dequantize to bf16.
+Rows (bf16 inputs; `list` prints them): MXFP8 rowwise + columnwise fused with both scales swizzled, rowwise +
+swizzle, columnwise + swizzle (8192^2 and 16384^2), rowwise + swizzle of an N-D input [8, 1024, 8192]; FP8
+blockwise 1x128 and 128x128 (power-of-two f32 scales, `ceil`), and 1x128 written transposed (the 1x128 blocks
+along M, GEMM-ready) alone and with the rowwise part in one kernel (mx.torch's "both" program; 8192^2 and the
+5B model's 15872 x 4096, with the rowwise part alone there too); FP8 per-tensor current scaling (the amax pass
+and the cast, `exact` scale amax / 448; also at 15872 x 4096, and with the transposed data from the
+cast+transpose kernel, mx.torch's "both" program, at 8192^2 and 15872 x 4096); the delayed-scaling cast
+(mx.quantize_delayed, history [16, 1024]); MXFP4 (E2M1 packed, E8M0 per [1, 32]) and NVFP4 (E2M1 packed, E4M3
+per [1, 16]) with a given and with a computed tensor scale (8192^2 and 16384^2); the delayed-scaling history
+update (mx.update_amax_history) of 1024 tensors, history [16, 1024], as one launch; MXFP8 dequantize to bf16
+at 8192^2; swizzle and unswizzle of the E8M0 scales of 8192^2 data ([8192, 256]); MXFP6 (E3M2 and E2M3, packed
+four to three bytes) and MXINT8 at 8192^2: rowwise + columnwise fused, rowwise and columnwise, each with its
+scales swizzled, and dequantize to bf16.
 
 Bytes moved = bytes read + bytes written by the computation, once each: the bf16 input, every output
 (FP4 packed two to a byte, FP6 four to three bytes, scales as stored), and the small inputs (scales,
@@ -158,7 +154,6 @@ class Case:
     # any kernel, which the copy, a memcpy, does not pay) and of torch's elementwise kernel moving
     # the same bytes (an int32 add of 0, 16-byte accesses): the copy as an SM kernel does it.
     reports_kernel_floor = False
-    options = ""                # more --mx-lower-to-nvvm options of this row's program (a candidate kernel)
 
     def __init__(self, shape):
         self.shape = tuple(shape)
@@ -323,15 +318,13 @@ class Blockwise(Case):
     scales, GEMM-ready for wgrad) alone or with the rowwise part ("rowwise", "transposed"): mx.torch's
     "both" program of activations and gradients, one kernel reading the input once."""
 
-    def __init__(self, shape, block_rows, parts=("rowwise",), columns_first=False):
+    def __init__(self, shape, block_rows, parts=("rowwise",)):
         super().__init__(shape)
         self.block_rows, self.parts = block_rows, tuple(parts)
         kind = {("rowwise",): ("", ""), ("transposed",): ("transposed_", "transposed "),
                 ("rowwise", "transposed"): ("both_", "rowwise + transposed, one kernel ")}[self.parts]
-        tag = ("columns_first_", "(columns before the row exchange) ") if columns_first else ("", "")
-        self.name = f"fp8_blockwise_{block_rows}x128_{kind[0]}{tag[0]}{_dims(shape)}"
-        self.title = f"FP8 blockwise {block_rows}x128 {kind[1]}{tag[1]}(f32 scales)"
-        self.options = "fp8-cast-variant=2" if columns_first else ""
+        self.name = f"fp8_blockwise_{block_rows}x128_{kind[0]}{_dims(shape)}"
+        self.title = f"FP8 blockwise {block_rows}x128 {kind[1]}(f32 scales)"
 
     def layout(self, part):
         """(data shape, scales shape, input as quantized) of one output."""
@@ -392,18 +385,14 @@ class Blockwise(Case):
 class PerTensor(Case):
     """FP8 per-tensor current scaling: scale = amax / 448 (`exact`), data = x / scale; two kernels, the
     amax pass and the cast, or with `both` the cast+transpose kernel that also writes the transposed
-    data (mx.torch's "both" program of X and dY). `forward` builds the casts in forward tile order
-    (convert-mx-to-gpu's fp8-cast-variant=1, the kernels before the reversed order), `_forward_`
-    in the name."""
+    data (mx.torch's "both" program of X and dY)."""
     amax_row = True
 
-    def __init__(self, shape, both=False, forward=False):
+    def __init__(self, shape, both=False):
         super().__init__(shape)
         self.both = both
-        self.name = f"fp8_per_tensor_{'both_' * both}{'forward_' * forward}{_dims(shape)}"
-        self.title = "FP8 per-tensor current scaling (amax pass + cast" + " + transpose" * both + ")" + \
-            " (forward tile order)" * forward
-        self.options = "fp8-cast-variant=1" if forward else ""
+        self.name = f"fp8_per_tensor_{'both_' * both}{_dims(shape)}"
+        self.title = "FP8 per-tensor current scaling (amax pass + cast" + " + transpose" * both + ")"
 
     def source(self):
         x, data = _t(self.shape, "bf16"), _t(self.shape, "f8E4M3FN")
@@ -744,15 +733,10 @@ def cases():
     rows += [Blockwise((15872, 4096), 1)]
     for shape in [big[0], (15872, 4096)]:
         rows += [Blockwise(shape, 1, ("rowwise", "transposed")), Blockwise(shape, 1, ("transposed",))]
-    # The fused kernel as it was before it quantized both parts row by row (fp8-cast-variant=2), which
-    # `--only fp8_blockwise_1x128_both` measures beside it.
-    rows += [Blockwise(shape, 1, ("rowwise", "transposed"), columns_first=True) for shape in [big[0], (15872, 4096)]]
     # Current scaling at 8192^2, 16384^2 and the 5B model's 15872 x 4096, and mx.torch's cast+transpose
-    # program of it; at the two step shapes also in forward tile order (the kernels before the
-    # reversed order: fp8-cast-variant=1), which `--only fp8_per_tensor` measures beside them.
+    # program of it at the two step shapes.
     step = [big[0], (15872, 4096)]
     rows += [PerTensor(s) for s in [*big, step[1]]] + [PerTensor(s, both=True) for s in step]
-    rows += [PerTensor(s, both, forward=True) for both in (False, True) for s in step]
     rows += [Delayed(s) for s in big]
     rows += [MXFP4(s) for s in big]
     rows += [NVFP4(s, True) for s in big] + [NVFP4(s, False) for s in big]
@@ -806,8 +790,8 @@ def _build_one(case, directory):
     for stale in (directory / f"{case.name}.so", directory / f"{case.name}.error"):
         stale.unlink(missing_ok=True)
     try:
-        tools.compile_gpu_library(source, directory / f"{case.name}.so", CHIP, options=case.options)
-        lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip={CHIP} format=isa {case.options}".rstrip())
+        tools.compile_gpu_library(source, directory / f"{case.name}.so", CHIP)
+        lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip={CHIP} format=isa")
     except Exception as exc:  # noqa: BLE001 (reported, and the build fails at the end)
         (directory / f"{case.name}.error").write_text(f"{exc}\n")
         return case, None, str(exc).strip().splitlines()[-1:] or [type(exc).__name__]

@@ -95,15 +95,6 @@ QUANTIZE = {
     "blockwise_transposed_floor": ((256, 132), F32, "f8E4M3FN", "f32", "floor", [(COL128_T, False)]),
     "blockwise_transposed_swizzled": ((2, 144, 72), BF16, "f8E4M3FN", "f32", "ceil", [(COL128_T, True)]),
 }
-# Candidate kernels kept for measuring them against the defaults (convert-mx-to-gpu's fp8-cast-variant):
-# current scaling's casts in forward tile order (1), as `<case>_forward`; FP8 blockwise's fused kernel
-# with the columns quantized before the row exchange (2), as `<case>_columns_first`.
-CAST_VARIANTS = {
-    **{f"{n}_forward": (n, 1) for n in QUANTIZE if n.startswith(("per_tensor", "cast_transpose", "transposed_alone"))},
-    **{f"{n}_columns_first": (n, 2) for n in QUANTIZE
-       if n.startswith(("blockwise_transposed_pair", "blockwise_transposed_both"))},
-}
-QUANTIZE.update({variant: QUANTIZE[name] for variant, (name, _) in CAST_VARIANTS.items()})
 AMAX = {  # input shape and dtype
     "amax_bf16": ((70, 208), BF16),
     "amax_f32_large": ((1000, 1040), F32),
@@ -326,8 +317,6 @@ def sources():
 
 def build(directory, chip=None):
     def lowering(name):
-        if name in CAST_VARIANTS:
-            return {"options": f"fp8-cast-variant={CAST_VARIANTS[name][1]}"}
         if name in EPILOGUE:  # FP8 with f32 scales has generated kernels on sm_90a only
             return {"gemm": "kernel", **({"chip": "sm_90a"} if EPILOGUE[name][5] == "f32" else {})}
         if name not in MATMUL:

@@ -103,11 +103,6 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
            "Choices for the generated GEMM kernels, `key=value` separated by "
            "commas (consumers, waves, tile_n, stages, cluster=MxN, "
            "epilogue=tma|registers); the rest are the generator's">,
-    Option<"fp8CastVariant", "fp8-cast-variant", "unsigned", "0",
-           "Candidate FP8 quantize kernels, for measuring them (bench "
-           "tooling only): 0 the defaults, 1 current scaling's casts in "
-           "forward tile order, 2 FP8 blockwise's fused kernel with the "
-           "columns quantized before the row exchange">,
   ];
 }
 

@@ -46,11 +46,6 @@ struct MXToNVVMPipelineOptions
       llvm::cl::desc("Choices for the generated GEMM kernels "
                      "(convert-mx-to-gpu's gemm-config)"),
       llvm::cl::init("")};
-  Option<unsigned> fp8CastVariant{
-      *this, "fp8-cast-variant",
-      llvm::cl::desc("Candidate FP8 quantize kernels "
-                     "(convert-mx-to-gpu's fp8-cast-variant)"),
-      llvm::cl::init(0)};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level of the kernels"),
                        llvm::cl::init(3)};

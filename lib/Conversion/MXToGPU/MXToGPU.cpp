@@ -53,13 +53,7 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
     // The plan refers to ops by address: fold (unswizzle(swizzle(x)) -> x)
     // and erase dead ops first, so that the driver below erases none of them.
     (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
-    if (fp8CastVariant > kMaxFp8CastVariant) {
-      getOperation()->emitError("fp8-cast-variant must be 0 to ")
-          << kMaxFp8CastVariant << ", got " << fp8CastVariant.getValue();
-      return signalPassFailure();
-    }
-    QuantizeFusionPlan plan(getOperation(), chip,
-                            Fp8CastVariant(fp8CastVariant.getValue()));
+    QuantizeFusionPlan plan(getOperation(), chip);
     RewritePatternSet patterns(&getContext());
     populateMXToGPUConversionPatterns(patterns, chip, gemm, gemmConfig_, plan);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -1,25 +1,15 @@
 // RUN: mx-opt %s --convert-mx-to-gpu --split-input-file | FileCheck %s
-// RUN: mx-opt %s --convert-mx-to-gpu="fp8-cast-variant=1" --split-input-file | FileCheck %s --check-prefix=FORWARD
-// RUN: not mx-opt %s --convert-mx-to-gpu="fp8-cast-variant=3" --split-input-file 2>&1 | FileCheck %s --check-prefix=INVALID
 
 // The tile order of current scaling's casts (QuantizePlan::reversedTiles): a
 // cast that follows its own amax pass in the program visits its CTAs last to
 // first (block id b becomes blocks - 1 - b), so that it reads first the end
-// of the input, which the amax pass read last; fp8-cast-variant=1 builds the
-// forward order instead, for measuring both.
-
-// INVALID: error: fp8-cast-variant must be 0 to 2, got 3
+// of the input, which the amax pass read last.
 
 // The flat cast, 10 CTAs of 16 Ki elements.
 // CHECK-LABEL: func @plain
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c10{{.*}}) threads({{.*}}) in ({{.*}}) workgroup
 // CHECK: gpu.launch blocks(%[[B:[^,]*]], {{.*}}) in ({{.*}} = %c10{{.*}}) threads({{.*}}) in ({{.*}}) {
 // CHECK-NEXT: arith.subi %c9, %[[B]] : index
-// FORWARD-LABEL: func @plain
-// FORWARD: gpu.launch
-// FORWARD: gpu.launch blocks(%[[B:[^,]*]], {{.*}}) in ({{.*}} = %c10{{.*}}) threads({{.*}}) in ({{.*}}) {
-// FORWARD-NOT: arith.subi {{.*}}, %[[B]] : index
-// FORWARD: return
 func.func @plain(%x: tensor<300x500xbf16>) -> (tensor<300x500xf8E4M3FN>, tensor<1x1xf32>) {
   %d, %s = mx.quantize %x block [300, 500] rounding exact : tensor<300x500xbf16> -> tensor<300x500xf8E4M3FN>, tensor<1x1xf32>
   return %d, %s : tensor<300x500xf8E4M3FN>, tensor<1x1xf32>
@@ -32,11 +22,6 @@ func.func @plain(%x: tensor<300x500xbf16>) -> (tensor<300x500xf8E4M3FN>, tensor<
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}) threads({{.*}}) in ({{.*}}) workgroup
 // CHECK: gpu.launch blocks(%[[B:[^,]*]], {{.*}}) in ({{.*}} = %c12{{.*}}) threads({{.*}}) in ({{.*}}) workgroup
 // CHECK-NEXT: arith.subi %c11, %[[B]] : index
-// FORWARD-LABEL: func @pair
-// FORWARD: gpu.launch
-// FORWARD: gpu.launch blocks(%[[B:[^,]*]], {{.*}}) in ({{.*}} = %c12{{.*}}) threads({{.*}}) in ({{.*}}) workgroup
-// FORWARD-NOT: arith.subi {{.*}}, %[[B]] : index
-// FORWARD: return
 func.func @pair(%x: tensor<2x96x160xbf16>) -> (tensor<2x96x160xf8E4M3FN>, tensor<2x1x1xf32>, tensor<2x160x96xf8E4M3FN>, tensor<2x1x1xf32>) {
   %d, %s = mx.quantize %x block [1, 96, 160] rounding exact : tensor<2x96x160xbf16> -> tensor<2x96x160xf8E4M3FN>, tensor<2x1x1xf32>
   %t, %ts = mx.quantize %x transposed block [1, 160, 96] rounding exact : tensor<2x96x160xbf16> -> tensor<2x160x96xf8E4M3FN>, tensor<2x1x1xf32>

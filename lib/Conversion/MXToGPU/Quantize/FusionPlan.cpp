@@ -185,9 +185,7 @@ SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
 
 } // namespace
 
-QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip,
-                                       Fp8CastVariant variant)
-    : variant(variant) {
+QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
   SmallVector<QuantizeOp> rowwise, transposedCasts;
   llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput,
       plainCastsByInput;
@@ -250,8 +248,7 @@ QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip,
 void QuantizeFusionPlan::plan(QuantizeOp op, QuantizeKernel kernel,
                               QuantizeOp sibling) {
   SwizzleOp swizzle = getFusableSwizzle(op, kernel);
-  bool reversedTiles = kernel == QuantizeKernel::perTensor && !op.getAmax() &&
-                       variant != Fp8CastVariant::forwardCasts;
+  bool reversedTiles = kernel == QuantizeKernel::perTensor && !op.getAmax();
   quantizes[op] = {kernel, sibling, swizzle, reversedTiles};
   if (swizzle)
     fusedSwizzles[swizzle] = op;

@@ -22,9 +22,7 @@
 // FP8 blockwise's rowwise [1, 128] part, fused with its transposed [1, 128]
 // one, spans the 8 warps of a CTA (a 128 x 128 tile): the 4 lanes of a group
 // reduce-scatter their row amaxes, the warps' partial amaxes meet in shared
-// memory, and the factors return through it (scaleRowsInCTA); with both
-// scales known, each row is then widened once and converted for both outputs
-// (quantizeBothByRows), which keeps the f32 values out of the barriers.
+// memory, and the factors return through it (scaleRowsInCTA).
 // Swizzles consuming either scales are fused as in the rowwise kernel:
 // columnwise scales are tiled with K as the unscaled dimension, and the
 // kernel's grid also covers the zero padding of the tiles. Column blocks never
@@ -410,20 +408,13 @@ void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
   }
 }
 
-/// The column scales of a strip, one per column, and the factor and NaN mask
-/// vectors that its rows are quantized with.
-struct ColumnScales {
-  SmallVector<BlockScale> scales;
-  Value factor, nanMask;
-};
-
-/// Columnwise scales: one per column of the strip, its amax combined across
+/// Columnwise: one scale per column of the strip, its amax combined across
 /// the lane groups (16 rows each) of the column block by xor shuffles.
-ColumnScales scaleColumns(OpBuilder &b, Location l, const Strip &s,
-                          const StripGrid &grid, const StripOutput &out) {
+void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
+                     const StripGrid &grid, const StripOutput &out) {
   QuantizeOp op = out.op;
   Type scaleType = op.getScales().getType().getElementType();
-  auto f32Lane = VectorType::get({kStripCols}, b.getF32Type());
+  auto f32Lane = cast<VectorType>(s.values.front().getType());
   const AmaxReduction &reduction = s.reduction;
   SmallVector<Value> colAmax;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
@@ -442,53 +433,30 @@ ColumnScales scaleColumns(OpBuilder &b, Location l, const Strip &s,
                         .getShuffleResult();
       own = reduction.combine(b, l, own, other);
     }
-  ColumnScales columns;
+  SmallVector<BlockScale> scales;
   SmallVector<Value> factors, nans;
   for (Value amax : reduction.toF32(b, l, colAmax)) {
-    columns.scales.push_back(buildBlockScale(b, l, amax, op.getRounding(),
-                                             out.conversion, scaleType));
-    factors.push_back(columns.scales.back().factor);
-    nans.push_back(columns.scales.back().isNaN);
+    scales.push_back(buildBlockScale(b, l, amax, op.getRounding(),
+                                     out.conversion, scaleType));
+    factors.push_back(scales.back().factor);
+    nans.push_back(scales.back().isNaN);
   }
-  columns.factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
-  columns.nanMask = vector::FromElementsOp::create(
-      b, l, f32Lane.clone(b.getI1Type()), nans);
-  return columns;
-}
-
-/// The columnwise codes of one strip row's f32 `values`.
-Value getColumnCodes(OpBuilder &b, Location l, const StripOutput &out,
-                     const ColumnScales &columns, Value values) {
-  QuantizeOp op = out.op;
-  Value scaled =
-      applyScaleFactors(b, l, values, columns.factor, op.getRounding());
-  return convertToElements(b, l, scaled, out.conversion, columns.nanMask);
-}
-
-/// What the columnwise output writes after its rows' codes (`rowCodes`):
-/// transposed, the columns; the scales.
-void storeColumns(OpBuilder &b, Location l, const Strip &s,
-                  const StripGrid &grid, const StripOutput &out,
-                  const ColumnScales &columns, ArrayRef<Value> rowCodes) {
-  bool transposed = QuantizeOp(out.op).getTransposed();
-  if (transposed)
-    storeTransposedColumns(b, l, s, grid, out, rowCodes, columns.scales);
-  if (!transposed || out.swizzle)
-    storeColumnScales(b, l, s, grid, out, columns.scales);
-}
-
-/// Columnwise: the column scales, then the codes of each row.
-void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
-                     const StripGrid &grid, const StripOutput &out) {
-  ColumnScales columns = scaleColumns(b, l, s, grid, out);
-  bool transposed = QuantizeOp(out.op).getTransposed();
+  Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
+  Value nanMask =
+      vector::FromElementsOp::create(b, l, f32Lane.clone(b.getI1Type()), nans);
   SmallVector<Value> rowCodes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
-    rowCodes.push_back(getColumnCodes(b, l, out, columns, s.values[i]));
-    if (!transposed)
+    Value scaled =
+        applyScaleFactors(b, l, s.values[i], factor, op.getRounding());
+    rowCodes.push_back(
+        convertToElements(b, l, scaled, out.conversion, nanMask));
+    if (!op.getTransposed())
       storeStripRow(b, l, s, out, i, rowCodes.back());
   }
-  storeColumns(b, l, s, grid, out, columns, rowCodes);
+  if (op.getTransposed())
+    storeTransposedColumns(b, l, s, grid, out, rowCodes, scales);
+  if (!op.getTransposed() || out.swizzle)
+    storeColumnScales(b, l, s, grid, out, scales);
 }
 
 /// Reduce-scatters the strip's row amaxes (one per row, or packed one word
@@ -670,14 +638,15 @@ SmallVector<Value> scaleRowsInCTA(OpBuilder &b, Location l, const Strip &s,
   return factors;
 }
 
-/// Rowwise factors of the strip's rows: the lanes of a lane group that share
-/// a rowwise block reduce-scatter the rows' amaxes over their columns; the
-/// scales are computed once per row (in the warp, or for a block of several
-/// warps in the CTA: scaleRowsInWarp, scaleRowsInCTA). A NaN factor marks a
-/// NaN block.
-SmallVector<Value> scaleRows(OpBuilder &b, Location l, const Strip &s,
-                             const StripGrid &grid, const StripOutput &out,
-                             const RowExchange *exchange) {
+/// Rowwise: the lanes of a lane group that share a rowwise block
+/// reduce-scatter the rows' amaxes over their columns; the scales are
+/// computed once per row (in the warp, or for a block of several warps in
+/// the CTA: scaleRowsInWarp, scaleRowsInCTA), and each row is scaled by its
+/// factor, a NaN factor marking a NaN block.
+void quantizeRows(OpBuilder &b, Location l, const Strip &s,
+                  const StripGrid &grid, const StripOutput &out,
+                  const RowExchange *exchange) {
+  QuantizeOp op = out.op;
   int64_t lanes = grid.getRowBlockLanes();
   Value block = arith::DivUIOp::create(b, l, s.strip,
                                        cIndex(b, l, grid.getRowBlockStrips()));
@@ -704,56 +673,18 @@ SmallVector<Value> scaleRows(OpBuilder &b, Location l, const Strip &s,
   }
   amaxes = reduction.toF32(
       b, l, scatterRowAmaxes(b, l, reduction, amaxes, laneInBlock, lanes));
-  return exchange ? scaleRowsInCTA(b, l, s, grid, out, amaxes, laneInBlock,
-                                   block, *exchange)
-                  : scaleRowsInWarp(b, l, s, grid, out, amaxes, laneInBlock,
-                                    block);
-}
-
-/// The rowwise codes of one strip row's f32 `values` scaled by `factor`.
-Value getRowCodes(OpBuilder &b, Location l, const StripOutput &out,
-                  Value values, Value factor) {
-  Value isNaN =
-      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, factor, factor);
-  QuantizeOp op = out.op;
-  return quantizeVector(b, l, values, {Value(), factor, isNaN},
-                        op.getRounding(), out.conversion);
-}
-
-/// Rowwise: the rows' factors (scaleRows), then each row's codes.
-void quantizeRows(OpBuilder &b, Location l, const Strip &s,
-                  const StripGrid &grid, const StripOutput &out,
-                  const RowExchange *exchange) {
-  SmallVector<Value> factors = scaleRows(b, l, s, grid, out, exchange);
-  for (auto [i, factor] : llvm::enumerate(factors))
-    storeStripRow(b, l, s, out, i,
-                  getRowCodes(b, l, out, s.values[i], factor));
-}
-
-/// Both quantizations of a strip whose rowwise block spans the CTA (FP8
-/// blockwise), scales first: the column scales, then the row factors
-/// (scaleRowsInCTA's two barriers), then row by row the f32 values, widened
-/// from the loaded elements there, and their codes for both outputs. The
-/// f32 values thus live for one row rather than across the barriers, which
-/// takes the kernel from 128 registers (two CTAs an SM) to fewer
-/// (docs/gpu.md); the bytes are those of quantizeColumns and quantizeRows.
-void quantizeBothByRows(OpBuilder &b, Location l, const Strip &s,
-                        const StripGrid &grid, const StripOutput &columnwise,
-                        const StripOutput &rowwise,
-                        const RowExchange &exchange) {
-  ColumnScales columns = scaleColumns(b, l, s, grid, columnwise);
-  SmallVector<Value> factors = scaleRows(b, l, s, grid, rowwise, &exchange);
-  SmallVector<Value> columnCodes;
+  SmallVector<Value> factors =
+      exchange
+          ? scaleRowsInCTA(b, l, s, grid, out, amaxes, laneInBlock, block,
+                           *exchange)
+          : scaleRowsInWarp(b, l, s, grid, out, amaxes, laneInBlock, block);
   for (auto [i, factor] : llvm::enumerate(factors)) {
-    Value values = extendToF32(b, l, s.loaded[i],
-                               /*feedsMagnitudes=*/!s.reduction.isPacked());
-    columnCodes.push_back(getColumnCodes(b, l, columnwise, columns, values));
-    if (!QuantizeOp(columnwise.op).getTransposed())
-      storeStripRow(b, l, s, columnwise, i, columnCodes.back());
-    storeStripRow(b, l, s, rowwise, i,
-                  getRowCodes(b, l, rowwise, values, factor));
+    Value isNaN =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, factor, factor);
+    storeStripRow(b, l, s, out, i,
+                  quantizeVector(b, l, s.values[i], {Value(), factor, isNaN},
+                                 op.getRounding(), out.conversion));
   }
-  storeColumns(b, l, s, grid, columnwise, columns, columnCodes);
 }
 
 /// Whether `op` quantizes its input's columns: block [32, 1], or written
@@ -765,13 +696,11 @@ bool readsColumns(QuantizeOp op) {
 
 /// The strip kernel that keeps the strip in registers: each lane loads its
 /// strip from global memory and quantizes its columns, then (fused) its rows;
-/// a CTA is one row block's 8 warps where a rowwise block spans them, and
-/// then quantizes both row by row after both scales (quantizeBothByRows)
-/// unless `byRows` is false (fp8-cast-variant=2, the kernel before it).
+/// a CTA is one row block's 8 warps where a rowwise block spans them.
 void buildRegisterKernel(OpBuilder &builder, Location loc,
                          RankedTensorType inputType, Value input,
                          const StripOutput &columnwise,
-                         const StripOutput *rowwise, bool byRows) {
+                         const StripOutput *rowwise) {
   StripGrid grid =
       getStripGrid(inputType, columnwise, rowwise, /*warpsPerTile=*/1);
   bool exchangesRows = rowwise && grid.getRowBlockWarps() > 1;
@@ -796,11 +725,6 @@ void buildRegisterKernel(OpBuilder &builder, Location loc,
         Strip strip = loadStrip(b, l, index.div(ids.global, kWarpSize),
                                 index.rem(ids.global, kWarpSize), grid,
                                 elementType, readGlobal);
-        if (exchangesRows && byRows) {
-          quantizeBothByRows(b, l, strip, grid, columnwise, *rowwise,
-                             {ids.workgroup[0], ids.workgroup[1], ids.thread});
-          return;
-        }
         quantizeColumns(b, l, strip, grid, columnwise);
         if (!rowwise)
           return;
@@ -990,9 +914,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
         out.conversion.saturatesCodes = true;
       buildStagedKernel(rewriter, loc, inputType, input, columnwise, *rowwise);
     } else
-      buildRegisterKernel(
-          rewriter, loc, inputType, input, columnwise, rowwise,
-          plan.getVariant() != Fp8CastVariant::blockwiseColumnsFirst);
+      buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise);
 
     for (StripOutput &out : outputs) {
       RankedTensorType scalesType = out.swizzle

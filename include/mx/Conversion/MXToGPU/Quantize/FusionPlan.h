@@ -53,22 +53,6 @@ enum class QuantizeKernel {
   fp4,
 };
 
-/// Candidates of FP8 quantize kernels, for measuring them against one another
-/// in one GPU run (convert-mx-to-gpu's `fp8-cast-variant`, which only
-/// bench/quantize.py and the GPU tests set). `defaults` builds the kernels
-/// the lowering otherwise picks.
-enum class Fp8CastVariant : unsigned {
-  defaults = 0,
-  /// Current scaling's casts visit their tiles first to last, as the amax
-  /// pass before them does (the kernels before `reversedTiles`).
-  forwardCasts = 1,
-  /// FP8 blockwise's fused strip kernel quantizes the columns before the
-  /// row exchange and the rows after it, the f32 values live across its
-  /// barriers (the kernel before quantizeBothByRows: 128 registers).
-  blockwiseColumnsFirst = 2,
-};
-constexpr unsigned kMaxFp8CastVariant = 2;
-
 /// How one quantize op is computed.
 struct QuantizePlan {
   QuantizeKernel kernel;
@@ -81,7 +65,8 @@ struct QuantizePlan {
   /// cast without an `amax` operand follows its own amax pass in the same
   /// program, which reads the input first to last; read backwards, the
   /// input's tail, the last of it that pass read, is read again while it is
-  /// still in L2 (H100: 50 MB). The bytes written do not depend on it.
+  /// still in L2 (H100: 50 MB; 4-6 us faster there, docs/gpu.md). The bytes
+  /// written do not depend on it.
   bool reversedTiles = false;
 };
 
@@ -101,12 +86,7 @@ public:
   /// same input (with the same amax operand, if any); a swizzle is fused
   /// when it is the only user of the scales and tiles them along the
   /// quantize's unscaled dimension.
-  /// `variant` builds a candidate kernel instead of the default.
-  QuantizeFusionPlan(mlir::Operation *root, Chip chip,
-                     Fp8CastVariant variant = Fp8CastVariant::defaults);
-
-  /// The candidate kernels to build (see Fp8CastVariant).
-  Fp8CastVariant getVariant() const { return variant; }
+  QuantizeFusionPlan(mlir::Operation *root, Chip chip);
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;
@@ -124,7 +104,6 @@ private:
   llvm::DenseMap<mlir::Operation *, QuantizePlan> quantizes;
   llvm::DenseMap<mlir::Operation *, std::string> unsupported;
   llvm::DenseMap<mlir::Operation *, QuantizeOp> fusedSwizzles;
-  Fp8CastVariant variant;
 };
 
 } // namespace mx
