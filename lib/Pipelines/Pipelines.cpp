@@ -108,7 +108,7 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
       {options.chip,
        options.gemm == GemmLowering::cublas ? GemmLowering::automatic
                                             : options.gemm.getValue(),
-       options.gemmConfig}));
+       options.gemmConfig, options.stagedVariant}));
   pm.addPass(createConvertShardToMXRuntime());
   pm.addPass(createCanonicalizerPass());
   // Tensors are device memory from here on: nothing may compute on them on
@@ -130,6 +130,8 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   // Outlined kernels' shared buffers, aligned for 16-byte vector accesses.
   pm.addNestedPass<gpu::GPUModuleOp>(createAlignWorkgroupBuffers());
+  // The CTAs per SM a kernel asked for, as PTX `.minnctapersm`.
+  pm.addNestedPass<gpu::GPUModuleOp>(createKernelOccupancy());
   // gpu-to-llvm lowers gpu.alloc only in its async form: chain allocations
   // and launches on one stream per call, synchronized before returning.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());

@@ -103,6 +103,11 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
            "Choices for the generated GEMM kernels, `key=value` separated by "
            "commas (consumers, waves, tile_n, stages, cluster=MxN, "
            "epilogue=tma|registers); the rest are the generator's">,
+    Option<"stagedVariant", "staged-variant", "unsigned", "0",
+           "Candidate of the fused rowwise + columnwise quantize kernel that "
+           "stages its tile (packed formats), for measuring them: 0 as it was, "
+           "1 packed rows stored from one address, 2 also FP6 codes packed "
+           "in one recipe">,
   ];
 }
 
@@ -315,6 +320,30 @@ def AlignWorkgroupBuffers
            "The least alignment of a workgroup buffer, in bytes (a power of "
            "two)">,
   ];
+}
+
+def KernelOccupancy : Pass<"mx-kernel-occupancy", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Keep kernels' registers within the CTAs per SM they ask for";
+  let description = [{
+    Gives every `gpu.func` of the module whose body holds an op with an
+    `mx.min_ctas_per_sm` attribute (a quantize kernel's request, set on an op
+    of its `gpu.launch` body, since the launch's own attributes do not
+    survive gpu-kernel-outlining) the `nvvm.minctasm` attribute of the largest
+    such request, and drops the requests: the NVVM lowering writes it as PTX
+    `.minnctapersm`, and ptxas then keeps the kernel's registers within that
+    many CTAs an SM (64 for four CTAs of 256 threads) instead of choosing more
+    for its schedule. `mx-lower-to-nvvm` runs it right after
+    gpu-kernel-outlining.
+
+    Example:
+
+    ```mlir
+    // mx-opt --pass-pipeline="builtin.module(gpu.module(mx-kernel-occupancy))"
+    gpu.func @k() kernel { gpu.barrier {mx.min_ctas_per_sm = 4 : i64} ... }
+    // becomes
+    gpu.func @k() kernel attributes {nvvm.minctasm = 4 : i32} { gpu.barrier ... }
+    ```
+  }];
 }
 
 def ReadOnlyArguments : Pass<"mx-readonly-arguments", "mlir::ModuleOp"> {

@@ -89,6 +89,17 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
                               const ElementConversion &conversion,
                               mlir::Value nanMask);
 
+/// The four FP6 codes of a 4-element f32 vector already multiplied by its
+/// factor, packed into bits 0-23 of an i32 (element 0 lowest; bits 24-31
+/// unspecified), for an embedded conversion that saturates codes: the FP8
+/// `cvt`, then EmbeddedFP6Packing.h's recipe, which narrows, saturates,
+/// masks NaN-block elements (`nanMask`, as for convertToElements) and packs
+/// in one.
+mlir::Value convertToPackedFP6(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value scaled,
+                               const ElementConversion &conversion,
+                               mlir::Value nanMask);
+
 /// The codes of an f32 vector whose block has the scale `scale`.
 mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value values, const BlockScale &scale,
@@ -131,6 +142,19 @@ public:
   /// (packed formats) where `condition` holds.
   void storeWords(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
                   mlir::Value words, mlir::Value row, mlir::Value word) const;
+
+  /// The device address (an index) of word `word` of folded row `row`
+  /// (packed formats): rows after it are getRowBytes() apart, so that
+  /// storeWordAt writes them at immediate offsets from one register.
+  mlir::Value getWordAddress(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value row, mlir::Value word) const;
+  /// The bytes of one folded row (packed formats).
+  int64_t getRowBytes() const;
+  /// Stores the i32 `word` at `offset` bytes past `address` (from
+  /// getWordAddress) where `condition` holds.
+  void storeWordAt(mlir::OpBuilder &b, mlir::Location loc,
+                   mlir::Value condition, mlir::Value word,
+                   mlir::Value address, int64_t offset) const;
 
   /// The data tensor of `type` the buffer holds once written.
   mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc) const;
