@@ -81,6 +81,9 @@ struct HostWordOps {
   Word bitOr(Word x, Word y) { return x | y; }
   Word sub(Word x, Word y) { return x - y; }
   Word shr(Word x, unsigned amount) { return x >> amount; }
+  Word mulhi(Word x, uint32_t factor) {
+    return static_cast<Word>((uint64_t(x) * factor) >> 32);
+  }
   Word mux(Word x, Word y, uint32_t fromX) {
     return (x & fromX) | (y & ~fromX);
   }
@@ -91,11 +94,11 @@ uint32_t packedCode(uint32_t packed, unsigned index) {
   return (packed >> (6 * index)) & 0x3F;
 }
 
-/// The recipe of the staged kernel's candidate 2 on the word of four wide
-/// codes `word`, with the NaN-block bytes of `keep` 0.
-uint32_t packRecipe(uint32_t word, uint32_t keep = 0xFFFFFFFFu) {
+/// The recipe of the staged kernel's candidates 2 and 3 on the word of four
+/// wide codes `word`, with the NaN-block bytes of `keep` 0.
+uint32_t packRecipe(uint32_t word, uint32_t keep, bool fillByMultiply) {
   HostWordOps ops;
-  return mx::packEmbeddedFP6(ops, word, keep);
+  return mx::packEmbeddedFP6(ops, word, keep, fillByMultiply);
 }
 
 void checkFormat(const llvm::fltSemantics &narrow,
@@ -115,9 +118,12 @@ void checkFormat(const llvm::fltSemantics &narrow,
           ++mismatches < 10)
         ADD_FAILURE() << "x = " << x << " (0x" << std::hex << bits
                       << "): wide code 0x" << code << ", byte " << byte;
-      if (packedCode(packRecipe(word), byte) != want && ++mismatches < 10)
-        ADD_FAILURE() << "packed: x = " << x << " (0x" << std::hex << bits
-                      << "): wide code 0x" << code << ", byte " << byte;
+      for (bool multiply : {false, true})
+        if (packedCode(packRecipe(word, 0xFFFFFFFFu, multiply), byte) !=
+                want &&
+            ++mismatches < 10)
+          ADD_FAILURE() << "packed: x = " << x << " (0x" << std::hex << bits
+                        << "): wide code 0x" << code << ", byte " << byte;
     }
   };
   // Every bf16 pattern (every exponent, and the ties of the 2- or 3-bit
@@ -139,10 +145,11 @@ TEST(FP6SaturationTest, PackedRecipeMatchesNarrowing) {
   for (uint32_t around : neighbours)
     for (unsigned byte = 0; byte < 4; ++byte)
       for (uint32_t code = 0; code < 256; ++code)
-        for (bool nanBlock : {false, true}) {
+        for (int mode = 0; mode < 4; ++mode) {
+          bool nanBlock = mode & 1, multiply = mode & 2;
           uint32_t word = (around & ~(0xFFu << (8 * byte))) | code << (8 * byte);
           uint32_t keep = nanBlock ? ~(0xFFu << (8 * byte)) : 0xFFFFFFFFu;
-          uint32_t packed = packRecipe(word, keep);
+          uint32_t packed = packRecipe(word, keep, multiply);
           uint32_t narrowed = saturateNarrow(word);
           for (unsigned i = 0; i < 4; ++i) {
             uint32_t want = (nanBlock && i == byte)

@@ -107,7 +107,7 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
            "Candidate of the fused rowwise + columnwise quantize kernel that "
            "stages its tile (packed formats), for measuring them: 0 as it was, "
            "1 packed rows stored from one address, 2 also FP6 codes packed "
-           "in one recipe">,
+           "in one recipe, 3 also saturated there by a multiply">,
   ];
 }
 

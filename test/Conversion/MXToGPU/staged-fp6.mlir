@@ -2,6 +2,7 @@
 // RUN: mx-opt %s --convert-mx-to-gpu="staged-variant=1" --split-input-file | FileCheck %s --check-prefixes=STORES,V1
 // RUN: mx-opt %s --convert-mx-to-gpu="staged-variant=2" --split-input-file | FileCheck %s --check-prefixes=STORES,V2
 // RUN: mx-opt %s --convert-mx-to-gpu="staged-variant=2" --split-input-file | FileCheck %s --check-prefix=LOP3
+// RUN: mx-opt %s --convert-mx-to-gpu="staged-variant=3" --split-input-file | FileCheck %s --check-prefixes=STORES,V3
 
 // How the staged fused FP6 kernel rounds on sm_90a (mxfp6-mxint8.mlir has
 // its tile and strips): E3M2 codes come from E5M2's cvt with the values
@@ -11,12 +12,15 @@
 // The candidates (staged-variant, for measuring): 1 and 2 store each packed
 // row's word (16 rows in each part) at an immediate offset from one address,
 // joined by a funnel shift, and ask for four CTAs an SM; 2 narrows and packs
-// the codes in one recipe, three lop3 a row, with no subi on words of codes.
+// the codes in one recipe, three lop3 a row, with no subi on words of codes;
+// 3 saturates them there by a multiply's high word.
 // CHECK-LABEL: func @mxfp6_fused
 // STORES-LABEL: func @mxfp6_fused
 // STORES: gpu.barrier {mx.min_ctas_per_sm = 4 : i64}
 // V1: arith.subi %{{.*}}, %{{.*}} : vector<1xi32>
 // V2-NOT: arith.subi %{{.*}}, %{{.*}} : vector<1xi32>
+// V3-NOT: arith.subi %{{.*}}, %{{.*}} : vector<1xi32>
+// V3: arith.mului_extended %{{.*}}, %{{.*}} : i32
 // STORES-COUNT-32: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // STORES: gpu.terminator
 // LOP3-LABEL: func @mxfp6_fused

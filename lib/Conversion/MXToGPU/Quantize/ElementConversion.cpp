@@ -267,6 +267,10 @@ struct IRWordOps {
   Value shr(Value x, unsigned amount) {
     return arith::ShRUIOp::create(b, loc, x, constant(amount));
   }
+  Value mulhi(Value x, uint32_t factor) {
+    return arith::MulUIExtendedOp::create(b, loc, x, constant(factor))
+        .getHigh();
+  }
   /// `lop3` with the select table of (a & c) | (b & ~c), which LLVM cannot
   /// split.
   Value mux(Value x, Value y, uint32_t fromX) {
@@ -281,7 +285,7 @@ struct IRWordOps {
 
 Value gpu_kernels::convertToPackedFP6(OpBuilder &b, Location loc, Value scaled,
                                       const ElementConversion &conversion,
-                                      Value nanMask) {
+                                      Value nanMask, bool fillByMultiply) {
   assert(conversion.isEmbedded() && conversion.saturatesCodes &&
          conversion.format.bitWidth == 6 &&
          conversion.format.getNaNBlockCode() == 0 &&
@@ -298,7 +302,8 @@ Value gpu_kernels::convertToPackedFP6(OpBuilder &b, Location loc, Value scaled,
       buildNaNByteMasks(b, loc, nanMask, 4, b.getI32Type()).front();
   IRWordOps ops{b, loc};
   return packEmbeddedFP6(
-      ops, wide, arith::XOrIOp::create(b, loc, nanBytes, ops.constant(~0u)));
+      ops, wide, arith::XOrIOp::create(b, loc, nanBytes, ops.constant(~0u)),
+      fillByMultiply);
 }
 
 Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,

@@ -94,11 +94,11 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
 /// unspecified), for an embedded conversion that saturates codes: the FP8
 /// `cvt`, then EmbeddedFP6Packing.h's recipe, which narrows, saturates,
 /// masks NaN-block elements (`nanMask`, as for convertToElements) and packs
-/// in one.
+/// in one (`fillByMultiply`: see packEmbeddedFP6).
 mlir::Value convertToPackedFP6(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value scaled,
                                const ElementConversion &conversion,
-                               mlir::Value nanMask);
+                               mlir::Value nanMask, bool fillByMultiply);
 
 /// The codes of an f32 vector whose block has the scale `scale`.
 mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,

@@ -76,7 +76,7 @@ struct StripOutput {
   /// The candidate of the staged kernel that writes a packed output's rows
   /// (QuantizeFusionPlan::getStagedVariant; 0 in the register kernel): from
   /// 1, PackedRowStores; from 2, FP6 codes narrowed and packed in one
-  /// recipe (convertToPackedFP6).
+  /// recipe (convertToPackedFP6); 3, its saturation by a multiply.
   unsigned stagedVariant = 0;
 };
 
@@ -377,7 +377,7 @@ void storeStripRow(OpBuilder &b, Location l, const Strip &s,
       index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
 }
 
-/// The packed rows of a lane's strip of one output as candidates 1 and 2 of
+/// The packed rows of a lane's strip of one output as candidates 1-3 of
 /// the staged kernel write them (StripOutput::stagedVariant): lane j of a
 /// run of 4 stores word j of the run's 3 per row, the funnel shift
 /// (p_{j+1} : p_j << 8) >> (8 + 8j) of its row's 24 bits p_j and its right
@@ -417,12 +417,13 @@ struct PackedRowStores {
 };
 
 /// The packed bits of a strip row's 4 codes from its scaled values (bits
-/// 0-23): converted, then packed, or in one recipe (candidate 2 with an
-/// embedded FP6 conversion).
+/// 0-23): converted, then packed, or in one recipe (candidates 2 and 3 with
+/// an embedded FP6 conversion).
 Value packStripRow(OpBuilder &b, Location l, const StripOutput &out,
                    Value scaled, Value nanMask) {
   if (out.stagedVariant >= 2 && out.conversion.isEmbedded())
-    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask);
+    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask,
+                              /*fillByMultiply=*/out.stagedVariant >= 3);
   return out.data.packBits(
       b, l, convertToElements(b, l, scaled, out.conversion, nanMask));
 }
@@ -915,7 +916,7 @@ void buildStagedKernel(OpBuilder &builder, Location loc,
     stageTile(b, l, grid, input, tile, ids.thread, firstRow, firstCol);
     auto barrier = gpu::BarrierOp::create(b, l);
     // Four CTAs an SM (64 registers) are what the kernel was designed for
-    // with 16-bit inputs on sm_90a, where ptxas gave candidates 1 and 2 75
+    // with 16-bit inputs on sm_90a, where ptxas gave candidates 1-3 75
     // registers unasked (KernelOccupancy); f32 inputs (107-122) and
     // sm_100a's FP6 `cvt` (78-80) would spill there.
     if (columnwise.stagedVariant && columnwise.conversion.isEmbedded() &&

@@ -89,9 +89,9 @@ public:
   /// against one another in one GPU run: 0 is the kernel as it was; 1 writes
   /// each lane's packed rows from one address with a funnel-shift join; 2
   /// also narrows and packs the FP6 codes in one recipe
-  /// (EmbeddedFP6Packing.h).
+  /// (EmbeddedFP6Packing.h); 3 saturates them there by a multiply.
   unsigned getStagedVariant() const { return stagedVariant; }
-  static constexpr unsigned kMaxStagedVariant = 2;
+  static constexpr unsigned kMaxStagedVariant = 3;
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;
