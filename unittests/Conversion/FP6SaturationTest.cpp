@@ -3,16 +3,14 @@
 // On sm_90a the quantize kernels round FP6 with the `cvt` of the FP8 format
 // that embeds it (E3M2 in E5M2 times 2^-12, E2M3 in E4M3 times 2^-6) and
 // either clamp the values to +-maxFinite before it or, in the staged fused
-// kernel, saturate the wider codes after it (narrowCodes in
-// ElementConversion.cpp). The saturation is written out here
-// in plain C++, op for op on a word of four codes, and compared with the
-// format's own round-to-nearest-even of the clamped value (APFloat) on every
-// bf16 pattern and f32 patterns just beside each, which holds every rounding
-// tie, with the code in each byte of the word and all-ones codes around it.
-// The candidate kernel that narrows and packs in one recipe runs
-// EmbeddedFP6Packing.h's template, which is instantiated here on host words
-// and checked the same way, and against saturateNarrow on every byte value in
-// every position, NaN-block bytes included.
+// kernel, saturate the wider codes after it, narrowed and packed in one
+// recipe (EmbeddedFP6Packing.h). That recipe is instantiated here on host
+// words and compared with the format's own round-to-nearest-even of the
+// clamped value (APFloat) on every bf16 pattern and f32 patterns just beside
+// each, which holds every rounding tie, with the code in each byte of the
+// word and all-ones codes around it; and with a byte-wise saturating
+// narrowing (saturateNarrow) on every byte value in every position,
+// NaN-block bytes included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,9 +46,9 @@ uint32_t convertSatfinite(float x, const llvm::fltSemantics &wide) {
   return value.bitcastToAPInt().getZExtValue();
 }
 
-/// narrowCodes with saturation, on a word of four wide codes of a 6-bit
-/// format: the exponent and mantissa bits stay, the sign moves down, and a
-/// code with an exponent bit above the narrow format's becomes 0x1F.
+/// The saturated narrowing of a word of four wide codes of a 6-bit format,
+/// byte by byte: the exponent and mantissa bits stay, the sign moves down,
+/// and a code with an exponent bit above the narrow format's becomes 0x1F.
 uint32_t saturateNarrow(uint32_t words) {
   constexpr unsigned bits = 6;
   auto splat = [](uint32_t byte) { return byte * 0x01010101u; };
@@ -81,9 +79,6 @@ struct HostWordOps {
   Word bitOr(Word x, Word y) { return x | y; }
   Word sub(Word x, Word y) { return x - y; }
   Word shr(Word x, unsigned amount) { return x >> amount; }
-  Word mulhi(Word x, uint32_t factor) {
-    return static_cast<Word>((uint64_t(x) * factor) >> 32);
-  }
   Word mux(Word x, Word y, uint32_t fromX) {
     return (x & fromX) | (y & ~fromX);
   }
@@ -94,11 +89,11 @@ uint32_t packedCode(uint32_t packed, unsigned index) {
   return (packed >> (6 * index)) & 0x3F;
 }
 
-/// The recipe of the staged kernel's candidates 2 and 3 on the word of four
-/// wide codes `word`, with the NaN-block bytes of `keep` 0.
-uint32_t packRecipe(uint32_t word, uint32_t keep, bool fillByMultiply) {
+/// The staged kernel's recipe on the word of four wide codes `word`, with
+/// the NaN-block bytes of `keep` 0.
+uint32_t packRecipe(uint32_t word, uint32_t keep) {
   HostWordOps ops;
-  return mx::packEmbeddedFP6(ops, word, keep, fillByMultiply);
+  return mx::packEmbeddedFP6(ops, word, keep);
 }
 
 void checkFormat(const llvm::fltSemantics &narrow,
@@ -118,12 +113,10 @@ void checkFormat(const llvm::fltSemantics &narrow,
           ++mismatches < 10)
         ADD_FAILURE() << "x = " << x << " (0x" << std::hex << bits
                       << "): wide code 0x" << code << ", byte " << byte;
-      for (bool multiply : {false, true})
-        if (packedCode(packRecipe(word, 0xFFFFFFFFu, multiply), byte) !=
-                want &&
-            ++mismatches < 10)
-          ADD_FAILURE() << "packed: x = " << x << " (0x" << std::hex << bits
-                        << "): wide code 0x" << code << ", byte " << byte;
+      if (packedCode(packRecipe(word, 0xFFFFFFFFu), byte) != want &&
+          ++mismatches < 10)
+        ADD_FAILURE() << "packed: x = " << x << " (0x" << std::hex << bits
+                      << "): wide code 0x" << code << ", byte " << byte;
     }
   };
   // Every bf16 pattern (every exponent, and the ties of the 2- or 3-bit
@@ -145,11 +138,10 @@ TEST(FP6SaturationTest, PackedRecipeMatchesNarrowing) {
   for (uint32_t around : neighbours)
     for (unsigned byte = 0; byte < 4; ++byte)
       for (uint32_t code = 0; code < 256; ++code)
-        for (int mode = 0; mode < 4; ++mode) {
-          bool nanBlock = mode & 1, multiply = mode & 2;
+        for (bool nanBlock : {false, true}) {
           uint32_t word = (around & ~(0xFFu << (8 * byte))) | code << (8 * byte);
           uint32_t keep = nanBlock ? ~(0xFFu << (8 * byte)) : 0xFFFFFFFFu;
-          uint32_t packed = packRecipe(word, keep, multiply);
+          uint32_t packed = packRecipe(word, keep);
           uint32_t narrowed = saturateNarrow(word);
           for (unsigned i = 0; i < 4; ++i) {
             uint32_t want = (nanBlock && i == byte)

@@ -103,11 +103,6 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
            "Choices for the generated GEMM kernels, `key=value` separated by "
            "commas (consumers, waves, tile_n, stages, cluster=MxN, "
            "epilogue=tma|registers); the rest are the generator's">,
-    Option<"stagedVariant", "staged-variant", "unsigned", "0",
-           "Candidate of the fused rowwise + columnwise quantize kernel that "
-           "stages its tile (packed formats), for measuring them: 0 as it was, "
-           "1 packed rows stored from one address, 2 also FP6 codes packed "
-           "in one recipe, 3 also saturated there by a multiply">,
   ];
 }
 

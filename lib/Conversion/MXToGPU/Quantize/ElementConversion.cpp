@@ -163,18 +163,11 @@ static Value clampToFormat(OpBuilder &b, Location loc, Value scaled,
       splat(limit));
 }
 
-/// The embedded format's codes in the words of its wider format's: the
-/// exponent and mantissa bits stay, the sign moves down to the narrower
-/// sign bit. With `saturate`, a wider code above the narrower range (an
-/// exponent field with a bit set above the narrower field's width) becomes
-/// the narrower max finite code, all ones (FP6 has no Inf or NaN codes):
-/// `cvt` rounds a value above +-maxFinite to a wider value above it or to
-/// it, and one at most +-maxFinite to one at most it, so this equals
-/// clamping the values to +-maxFinite first. Per byte, the bit at the
-/// narrower sign's place ORs the overflow bits, and minus itself shifted to
-/// bit 0 it gives the all-ones code (no borrow leaves a byte).
+/// The embedded format's codes in the words of its wider format's, from
+/// values clamped to the narrower range: the exponent and mantissa bits
+/// stay, the sign moves down to the narrower sign bit.
 static Value narrowCodes(OpBuilder &b, Location loc, Value words,
-                         const ElementConversion &conversion, bool saturate) {
+                         const ElementConversion &conversion) {
   unsigned width = cast<IntegerType>(getElementTypeOrSelf(words)).getWidth();
   unsigned bits = conversion.format.bitWidth;
   auto byteSplat = [&](uint64_t byte) {
@@ -188,16 +181,6 @@ static Value narrowCodes(OpBuilder &b, Location loc, Value words,
       arith::AndIOp::create(b, loc, words, byteSplat((1u << (bits - 1)) - 1));
   Value sign = arith::AndIOp::create(b, loc, shr(words, 8 - bits),
                                      byteSplat(1u << (bits - 1)));
-  if (saturate) {
-    Value any = words;
-    for (unsigned k = 1; k < 8 - bits; ++k)
-      any = arith::OrIOp::create(b, loc, any, shr(words, k));
-    Value over =
-        arith::AndIOp::create(b, loc, any, byteSplat(1u << (bits - 1)));
-    kept = arith::OrIOp::create(
-        b, loc, kept,
-        arith::SubIOp::create(b, loc, over, shr(over, bits - 1)));
-  }
   return arith::OrIOp::create(b, loc, kept, sign);
 }
 
@@ -217,17 +200,14 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
         b, loc, wordsType,
         buildTruncToElementBits(b, loc, scaled, format.type));
   } else {
-    // Codes can be saturated where the embedded format's max finite code is
-    // all ones.
-    bool saturate =
-        conversion.saturatesCodes &&
-        format.maxFiniteCode == (1u << (format.bitWidth - 1)) - 1;
-    if (conversion.isEmbedded() && !saturate)
+    assert(!(conversion.isEmbedded() && conversion.saturatesCodes) &&
+           "saturated embedded codes come from convertToPackedFP6");
+    if (conversion.isEmbedded())
       scaled = clampToFormat(b, loc, scaled, conversion);
     words = vector::BitCastOp::create(
         b, loc, wordsType, convertPairs(b, loc, scaled, *conversion.hardware));
     if (conversion.isEmbedded())
-      words = narrowCodes(b, loc, words, conversion, saturate);
+      words = narrowCodes(b, loc, words, conversion);
   }
   // NaN blocks get the NaN-block code whatever the conversion makes of a NaN:
   // one bitwise select per word of 4 bytes (`lop3`), not one per element.
@@ -267,10 +247,6 @@ struct IRWordOps {
   Value shr(Value x, unsigned amount) {
     return arith::ShRUIOp::create(b, loc, x, constant(amount));
   }
-  Value mulhi(Value x, uint32_t factor) {
-    return arith::MulUIExtendedOp::create(b, loc, x, constant(factor))
-        .getHigh();
-  }
   /// `lop3` with the select table of (a & c) | (b & ~c), which LLVM cannot
   /// split.
   Value mux(Value x, Value y, uint32_t fromX) {
@@ -285,7 +261,7 @@ struct IRWordOps {
 
 Value gpu_kernels::convertToPackedFP6(OpBuilder &b, Location loc, Value scaled,
                                       const ElementConversion &conversion,
-                                      Value nanMask, bool fillByMultiply) {
+                                      Value nanMask) {
   assert(conversion.isEmbedded() && conversion.saturatesCodes &&
          conversion.format.bitWidth == 6 &&
          conversion.format.getNaNBlockCode() == 0 &&
@@ -302,8 +278,7 @@ Value gpu_kernels::convertToPackedFP6(OpBuilder &b, Location loc, Value scaled,
       buildNaNByteMasks(b, loc, nanMask, 4, b.getI32Type()).front();
   IRWordOps ops{b, loc};
   return packEmbeddedFP6(
-      ops, wide, arith::XOrIOp::create(b, loc, nanBytes, ops.constant(~0u)),
-      fillByMultiply);
+      ops, wide, arith::XOrIOp::create(b, loc, nanBytes, ops.constant(~0u)));
 }
 
 Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,

@@ -48,10 +48,11 @@ struct ElementConversion {
   bool isEmbedded() const { return hardware && hardware->type != format.type; }
 
   /// Whether an embedded conversion saturates the wider codes instead of
-  /// clamping the values before `cvt` (one integer step per 4 codes, not two
-  /// f32 ones per element): what the staged fused kernel does
-  /// (QuantizeStrips.cpp); the other kernels, not measured with it, clamp.
-  /// The result is the same: see narrowCodes.
+  /// clamping the values before `cvt` (a few integer steps per 4 codes, not
+  /// two f32 ones per element): what the staged fused kernel does
+  /// (QuantizeStrips.cpp), through convertToPackedFP6; the other kernels,
+  /// not measured with it, clamp (convertToElements). The result is the
+  /// same: see EmbeddedFP6Packing.h.
   bool saturatesCodes = false;
 };
 
@@ -94,11 +95,11 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
 /// unspecified), for an embedded conversion that saturates codes: the FP8
 /// `cvt`, then EmbeddedFP6Packing.h's recipe, which narrows, saturates,
 /// masks NaN-block elements (`nanMask`, as for convertToElements) and packs
-/// in one (`fillByMultiply`: see packEmbeddedFP6).
+/// in one.
 mlir::Value convertToPackedFP6(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value scaled,
                                const ElementConversion &conversion,
-                               mlir::Value nanMask, bool fillByMultiply);
+                               mlir::Value nanMask);
 
 /// The codes of an f32 vector whose block has the scale `scale`.
 mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,

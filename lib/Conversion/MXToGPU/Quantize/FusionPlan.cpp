@@ -185,9 +185,7 @@ SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
 
 } // namespace
 
-QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip,
-                                       unsigned stagedVariant)
-    : stagedVariant(stagedVariant) {
+QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
   SmallVector<QuantizeOp> rowwise, transposedCasts;
   llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput,
       plainCastsByInput;

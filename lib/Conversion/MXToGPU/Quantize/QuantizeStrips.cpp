@@ -73,11 +73,6 @@ struct StripOutput {
   ElementConversion conversion;
   DataBuffer data;
   Value scales;
-  /// The candidate of the staged kernel that writes a packed output's rows
-  /// (QuantizeFusionPlan::getStagedVariant; 0 in the register kernel): from
-  /// 1, PackedRowStores; from 2, FP6 codes narrowed and packed in one
-  /// recipe (convertToPackedFP6); 3, its saturation by a multiply.
-  unsigned stagedVariant = 0;
 };
 
 /// A packed format's lanes of a run fill whole 32-bit words together: FP6's
@@ -377,8 +372,8 @@ void storeStripRow(OpBuilder &b, Location l, const Strip &s,
       index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
 }
 
-/// The packed rows of a lane's strip of one output as candidates 1-3 of
-/// the staged kernel write them (StripOutput::stagedVariant): lane j of a
+/// The packed rows of a lane's strip of one output as the staged kernel
+/// writes them (its conversions saturate codes): lane j of a
 /// run of 4 stores word j of the run's 3 per row, the funnel shift
 /// (p_{j+1} : p_j << 8) >> (8 + 8j) of its row's 24 bits p_j and its right
 /// neighbour's (one shuffle; bits 24-31 of each may be anything, the shift
@@ -417,24 +412,23 @@ struct PackedRowStores {
 };
 
 /// The packed bits of a strip row's 4 codes from its scaled values (bits
-/// 0-23): converted, then packed, or in one recipe (candidates 2 and 3 with
-/// an embedded FP6 conversion).
+/// 0-23): converted and packed in one recipe where FP6 is embedded (sm_90a),
+/// else converted, then packed.
 Value packStripRow(OpBuilder &b, Location l, const StripOutput &out,
                    Value scaled, Value nanMask) {
-  if (out.stagedVariant >= 2 && out.conversion.isEmbedded())
-    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask,
-                              /*fillByMultiply=*/out.stagedVariant >= 3);
+  if (out.conversion.isEmbedded())
+    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask);
   return out.data.packBits(
       b, l, convertToElements(b, l, scaled, out.conversion, nanMask));
 }
 
-/// PackedRowStores for a strip's rows of `out` where its candidate writes
-/// them so.
+/// PackedRowStores for a strip's rows of `out` where the staged kernel
+/// writes them (packed formats, never transposed).
 std::optional<PackedRowStores> getPackedRowStores(OpBuilder &b, Location l,
                                                   const Strip &s,
                                                   const StripOutput &out) {
   QuantizeOp op = out.op;
-  if (!out.stagedVariant || !out.data.getFormat().isPacked() ||
+  if (!out.conversion.saturatesCodes || !out.data.getFormat().isPacked() ||
       op.getTransposed())
     return std::nullopt;
   return PackedRowStores(b, l, s, out.data);
@@ -916,10 +910,10 @@ void buildStagedKernel(OpBuilder &builder, Location loc,
     stageTile(b, l, grid, input, tile, ids.thread, firstRow, firstCol);
     auto barrier = gpu::BarrierOp::create(b, l);
     // Four CTAs an SM (64 registers) are what the kernel was designed for
-    // with 16-bit inputs on sm_90a, where ptxas gave candidates 1-3 75
-    // registers unasked (KernelOccupancy); f32 inputs (107-122) and
-    // sm_100a's FP6 `cvt` (78-80) would spill there.
-    if (columnwise.stagedVariant && columnwise.conversion.isEmbedded() &&
+    // with 16-bit inputs on sm_90a, where ptxas gave it 75 registers
+    // unasked (KernelOccupancy); f32 inputs (107-122) and sm_100a's FP6
+    // `cvt` (78-80) would spill there.
+    if (columnwise.conversion.isEmbedded() &&
         elementType.getIntOrFloatBitWidth() == 16)
       barrier->setAttr("mx.min_ctas_per_sm",
                        b.getI64IntegerAttr(kStagedCTAsPerSM));
@@ -1005,13 +999,11 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
     RankedTensorType inputType = op.getInput().getType();
     if (rowwise && stagesTile(inputType, columnwise)) {
-      // Saturated codes, not clamped values: the staged kernel issues one
-      // integer step per 4 codes instead of two f32 ones per element, which
-      // took it from 82% to 85% of copy bandwidth (docs/gpu.md).
-      for (StripOutput &out : outputs) {
+      // Saturated codes, not clamped values: the staged kernel issues a
+      // few integer steps per 4 codes instead of two f32 ones per element
+      // (docs/gpu.md), and writes its packed rows by PackedRowStores.
+      for (StripOutput &out : outputs)
         out.conversion.saturatesCodes = true;
-        out.stagedVariant = plan.getStagedVariant();
-      }
       buildStagedKernel(rewriter, loc, inputType, input, columnwise, *rowwise);
     } else
       buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise);

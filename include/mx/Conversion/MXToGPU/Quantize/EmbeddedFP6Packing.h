@@ -29,28 +29,25 @@ namespace mx {
 /// 0-23, element 0 lowest; bits 24-31 are unspecified. Bytes of `keep` that
 /// are 0 give code 0 (NaN blocks), bytes 0xFF the code. `Ops` provides
 /// `Word`, `constant(uint32_t)`, `bitAnd`, `bitOr`, `sub`,
-/// `shr(Word, unsigned)` (logical), `mulhi(Word, uint32_t)` (the high word
-/// of the 64-bit product) and `mux(a, b, uint32_t fromA)`, the bits of `a`
-/// where `fromA` is set and of `b` elsewhere (one LOP3: written as ANDs and
-/// ORs, LLVM narrows the masks to the bits it knows and ptxas then needs
-/// two). With `fillByMultiply` the saturated magnitudes come from one
-/// multiply (IMAD.HI, on the FMA pipe) instead of a shift and a subtraction.
+/// `shr(Word, unsigned)` (logical) and `mux(a, b, uint32_t fromA)`, the bits
+/// of `a` where `fromA` is set and of `b` elsewhere (one LOP3: written as
+/// ANDs and ORs, LLVM narrows the masks to the bits it knows and ptxas then
+/// needs two).
 template <typename Ops>
 typename Ops::Word packEmbeddedFP6(Ops &ops, typename Ops::Word wide,
-                                   typename Ops::Word keep,
-                                   bool fillByMultiply = false) {
+                                   typename Ops::Word keep) {
   using Word = typename Ops::Word;
   auto mux = [&](Word a, Word b, uint32_t fromA) {
     return ops.mux(a, b, fromA);
   };
   // 0x20 in each byte with an overflow bit, then 0x1F there: the saturated
-  // magnitude ORed over the byte's own. Minus itself shifted to bit 0 (no
-  // borrow leaves a byte), or times 31 * 2^27 >> 32 (each byte's 2^(8i+5)
-  // gives 31 * 2^(8i) in the high word and nothing in the low one).
+  // magnitude ORed over the byte's own, minus itself shifted to bit 0 (no
+  // borrow leaves a byte). `cvt` rounds a value above +-maxFinite to a wider
+  // value above it or to it, and one at most +-maxFinite to one at most it,
+  // so this equals clamping the values to +-maxFinite first.
   Word over = ops.bitAnd(ops.bitOr(wide, ops.shr(wide, 1)),
                          ops.constant(0x20202020u));
-  Word fill = fillByMultiply ? ops.mulhi(over, 0xF8000000u)
-                             : ops.sub(over, ops.shr(over, 5));
+  Word fill = ops.sub(over, ops.shr(over, 5));
   // Each byte's magnitude, and its sign moved from bit 7 to bit 5; bits 6
   // and 7 are left as they fall, since the packing below drops them.
   Word codes = mux(wide, ops.shr(wide, 2), 0x1F1F1F1Fu);

@@ -79,19 +79,7 @@ public:
   /// same input (with the same amax operand, if any); a swizzle is fused
   /// when it is the only user of the scales and tiles them along the
   /// quantize's unscaled dimension.
-  /// `stagedVariant` picks a candidate of the staged fused kernel (see
-  /// getStagedVariant).
-  QuantizeFusionPlan(mlir::Operation *root, Chip chip,
-                     unsigned stagedVariant = 0);
-
-  /// Which candidate of the fused kernel that stages its tile
-  /// (QuantizeStrips.cpp, packed formats) to build, for measuring them
-  /// against one another in one GPU run: 0 is the kernel as it was; 1 writes
-  /// each lane's packed rows from one address with a funnel-shift join; 2
-  /// also narrows and packs the FP6 codes in one recipe
-  /// (EmbeddedFP6Packing.h); 3 saturates them there by a multiply.
-  unsigned getStagedVariant() const { return stagedVariant; }
-  static constexpr unsigned kMaxStagedVariant = 3;
+  QuantizeFusionPlan(mlir::Operation *root, Chip chip);
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;
@@ -109,7 +97,6 @@ private:
   llvm::DenseMap<mlir::Operation *, QuantizePlan> quantizes;
   llvm::DenseMap<mlir::Operation *, std::string> unsupported;
   llvm::DenseMap<mlir::Operation *, QuantizeOp> fusedSwizzles;
-  unsigned stagedVariant;
 };
 
 } // namespace mx
