@@ -130,6 +130,8 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   // Outlined kernels' shared buffers, aligned for 16-byte vector accesses.
   pm.addNestedPass<gpu::GPUModuleOp>(createAlignWorkgroupBuffers());
+  // The CTAs per SM a kernel asked for, as PTX `.minnctapersm`.
+  pm.addNestedPass<gpu::GPUModuleOp>(createKernelOccupancy());
   // gpu-to-llvm lowers gpu.alloc only in its async form: chain allocations
   // and launches on one stream per call, synchronized before returning.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());

@@ -317,6 +317,30 @@ def AlignWorkgroupBuffers
   ];
 }
 
+def KernelOccupancy : Pass<"mx-kernel-occupancy", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Keep kernels' registers within the CTAs per SM they ask for";
+  let description = [{
+    Gives every `gpu.func` of the module whose body holds an op with an
+    `mx.min_ctas_per_sm` attribute (a quantize kernel's request, set on an op
+    of its `gpu.launch` body, since the launch's own attributes do not
+    survive gpu-kernel-outlining) the `nvvm.minctasm` attribute of the largest
+    such request, and drops the requests: the NVVM lowering writes it as PTX
+    `.minnctapersm`, and ptxas then keeps the kernel's registers within that
+    many CTAs an SM (64 for four CTAs of 256 threads) instead of choosing more
+    for its schedule. `mx-lower-to-nvvm` runs it right after
+    gpu-kernel-outlining.
+
+    Example:
+
+    ```mlir
+    // mx-opt --pass-pipeline="builtin.module(gpu.module(mx-kernel-occupancy))"
+    gpu.func @k() kernel { gpu.barrier {mx.min_ctas_per_sm = 4 : i64} ... }
+    // becomes
+    gpu.func @k() kernel attributes {nvvm.minctasm = 4 : i32} { gpu.barrier ... }
+    ```
+  }];
+}
+
 def ReadOnlyArguments : Pass<"mx-readonly-arguments", "mlir::ModuleOp"> {
   let summary = "Keep compiled public functions from writing their arguments";
   let description = [{

@@ -12,9 +12,11 @@
 #include "ElementConversion.h"
 #include "KernelBuilder.h"
 
+#include "mx/Conversion/MXToGPU/Quantize/EmbeddedFP6Packing.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -161,18 +163,11 @@ static Value clampToFormat(OpBuilder &b, Location loc, Value scaled,
       splat(limit));
 }
 
-/// The embedded format's codes in the words of its wider format's: the
-/// exponent and mantissa bits stay, the sign moves down to the narrower
-/// sign bit. With `saturate`, a wider code above the narrower range (an
-/// exponent field with a bit set above the narrower field's width) becomes
-/// the narrower max finite code, all ones (FP6 has no Inf or NaN codes):
-/// `cvt` rounds a value above +-maxFinite to a wider value above it or to
-/// it, and one at most +-maxFinite to one at most it, so this equals
-/// clamping the values to +-maxFinite first. Per byte, the bit at the
-/// narrower sign's place ORs the overflow bits, and minus itself shifted to
-/// bit 0 it gives the all-ones code (no borrow leaves a byte).
+/// The embedded format's codes in the words of its wider format's, from
+/// values clamped to the narrower range: the exponent and mantissa bits
+/// stay, the sign moves down to the narrower sign bit.
 static Value narrowCodes(OpBuilder &b, Location loc, Value words,
-                         const ElementConversion &conversion, bool saturate) {
+                         const ElementConversion &conversion) {
   unsigned width = cast<IntegerType>(getElementTypeOrSelf(words)).getWidth();
   unsigned bits = conversion.format.bitWidth;
   auto byteSplat = [&](uint64_t byte) {
@@ -186,16 +181,6 @@ static Value narrowCodes(OpBuilder &b, Location loc, Value words,
       arith::AndIOp::create(b, loc, words, byteSplat((1u << (bits - 1)) - 1));
   Value sign = arith::AndIOp::create(b, loc, shr(words, 8 - bits),
                                      byteSplat(1u << (bits - 1)));
-  if (saturate) {
-    Value any = words;
-    for (unsigned k = 1; k < 8 - bits; ++k)
-      any = arith::OrIOp::create(b, loc, any, shr(words, k));
-    Value over =
-        arith::AndIOp::create(b, loc, any, byteSplat(1u << (bits - 1)));
-    kept = arith::OrIOp::create(
-        b, loc, kept,
-        arith::SubIOp::create(b, loc, over, shr(over, bits - 1)));
-  }
   return arith::OrIOp::create(b, loc, kept, sign);
 }
 
@@ -215,17 +200,14 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
         b, loc, wordsType,
         buildTruncToElementBits(b, loc, scaled, format.type));
   } else {
-    // Codes can be saturated where the embedded format's max finite code is
-    // all ones.
-    bool saturate =
-        conversion.saturatesCodes &&
-        format.maxFiniteCode == (1u << (format.bitWidth - 1)) - 1;
-    if (conversion.isEmbedded() && !saturate)
+    assert(!(conversion.isEmbedded() && conversion.saturatesCodes) &&
+           "saturated embedded codes come from convertToPackedFP6");
+    if (conversion.isEmbedded())
       scaled = clampToFormat(b, loc, scaled, conversion);
     words = vector::BitCastOp::create(
         b, loc, wordsType, convertPairs(b, loc, scaled, *conversion.hardware));
     if (conversion.isEmbedded())
-      words = narrowCodes(b, loc, words, conversion, saturate);
+      words = narrowCodes(b, loc, words, conversion);
   }
   // NaN blocks get the NaN-block code whatever the conversion makes of a NaN:
   // one bitwise select per word of 4 bytes (`lop3`), not one per element.
@@ -247,6 +229,56 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
   return vector::BitCastOp::create(
       b, loc, bytesType,
       vector::FromElementsOp::create(b, loc, wordsType, fixed));
+}
+
+namespace {
+/// EmbeddedFP6Packing.h's word arithmetic on i32 IR values.
+struct IRWordOps {
+  using Word = Value;
+  OpBuilder &b;
+  Location loc;
+
+  Value constant(uint32_t v) {
+    return arith::ConstantIntOp::create(b, loc, static_cast<int32_t>(v), 32);
+  }
+  Value bitAnd(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value bitOr(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value shr(Value x, unsigned amount) {
+    return arith::ShRUIOp::create(b, loc, x, constant(amount));
+  }
+  /// `lop3` with the select table of (a & c) | (b & ~c), which LLVM cannot
+  /// split.
+  Value mux(Value x, Value y, uint32_t fromX) {
+    return NVVM::InlinePtxOp::create(b, loc, b.getI32Type(),
+                                     ValueRange{x, y, constant(fromX)},
+                                     ValueRange{},
+                                     "lop3.b32 $0, $1, $2, $3, 0xE4;", Value())
+        .getResult(0);
+  }
+};
+} // namespace
+
+Value gpu_kernels::convertToPackedFP6(OpBuilder &b, Location loc, Value scaled,
+                                      const ElementConversion &conversion,
+                                      Value nanMask) {
+  assert(conversion.isEmbedded() && conversion.saturatesCodes &&
+         conversion.format.bitWidth == 6 &&
+         conversion.format.getNaNBlockCode() == 0 &&
+         cast<VectorType>(scaled.getType()).getNumElements() == 4 &&
+         "four FP6 codes of a saturating embedded conversion");
+  Type i32 = b.getI32Type();
+  Value wide = vector::ExtractOp::create(
+      b, loc,
+      vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, i32),
+          convertPairs(b, loc, scaled, *conversion.hardware)),
+      0);
+  Value nanBytes =
+      buildNaNByteMasks(b, loc, nanMask, 4, b.getI32Type()).front();
+  IRWordOps ops{b, loc};
+  return packEmbeddedFP6(
+      ops, wide, arith::XOrIOp::create(b, loc, nanBytes, ops.constant(~0u)));
 }
 
 Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,
@@ -430,6 +462,33 @@ void DataBuffer::store(OpBuilder &b, Location loc, Value condition, Value codes,
     values = arith::BitcastOp::create(
         b, loc, cast<VectorType>(codes.getType()).clone(format.type), codes);
   storeVectorIf(b, loc, condition, values, elements, indices);
+}
+
+Value DataBuffer::getWordAddress(OpBuilder &b, Location loc, Value row,
+                                 Value word) const {
+  IndexArith index{b, loc};
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, words);
+  Value linear = index.fma(row, getRowBytes() / 4, word);
+  return arith::AddIOp::create(
+      b, loc, base,
+      arith::MulIOp::create(b, loc, linear, cIndex(b, loc, 4)));
+}
+
+int64_t DataBuffer::getRowBytes() const {
+  return cast<MemRefType>(words.getType()).getDimSize(1) * 4;
+}
+
+void DataBuffer::storeWordAt(OpBuilder &b, Location loc, Value condition,
+                             Value word, Value address, int64_t offset) const {
+  buildIf(b, loc, condition, [&](OpBuilder &nb, Location nl) {
+    Value at = arith::IndexCastOp::create(
+        nb, nl, nb.getI64Type(),
+        arith::AddIOp::create(nb, nl, address, cIndex(nb, nl, offset)));
+    Value pointer = LLVM::IntToPtrOp::create(
+        nb, nl,
+        LLVM::LLVMPointerType::get(nb.getContext(), kGlobalAddressSpace), at);
+    LLVM::StoreOp::create(nb, nl, word, pointer, /*alignment=*/4);
+  });
 }
 
 Value DataBuffer::toTensor(OpBuilder &b, Location loc) const {

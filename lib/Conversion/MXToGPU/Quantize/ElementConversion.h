@@ -48,10 +48,11 @@ struct ElementConversion {
   bool isEmbedded() const { return hardware && hardware->type != format.type; }
 
   /// Whether an embedded conversion saturates the wider codes instead of
-  /// clamping the values before `cvt` (one integer step per 4 codes, not two
-  /// f32 ones per element): what the staged fused kernel does
-  /// (QuantizeStrips.cpp); the other kernels, not measured with it, clamp.
-  /// The result is the same: see narrowCodes.
+  /// clamping the values before `cvt` (a few integer steps per 4 codes, not
+  /// two f32 ones per element): what the staged fused kernel does
+  /// (QuantizeStrips.cpp), through convertToPackedFP6; the other kernels,
+  /// not measured with it, clamp (convertToElements). The result is the
+  /// same: see EmbeddedFP6Packing.h.
   bool saturatesCodes = false;
 };
 
@@ -88,6 +89,17 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value scaled,
                               const ElementConversion &conversion,
                               mlir::Value nanMask);
+
+/// The four FP6 codes of a 4-element f32 vector already multiplied by its
+/// factor, packed into bits 0-23 of an i32 (element 0 lowest; bits 24-31
+/// unspecified), for an embedded conversion that saturates codes: the FP8
+/// `cvt`, then EmbeddedFP6Packing.h's recipe, which narrows, saturates,
+/// masks NaN-block elements (`nanMask`, as for convertToElements) and packs
+/// in one.
+mlir::Value convertToPackedFP6(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value scaled,
+                               const ElementConversion &conversion,
+                               mlir::Value nanMask);
 
 /// The codes of an f32 vector whose block has the scale `scale`.
 mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,
@@ -131,6 +143,19 @@ public:
   /// (packed formats) where `condition` holds.
   void storeWords(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
                   mlir::Value words, mlir::Value row, mlir::Value word) const;
+
+  /// The device address (an index) of word `word` of folded row `row`
+  /// (packed formats): rows after it are getRowBytes() apart, so that
+  /// storeWordAt writes them at immediate offsets from one register.
+  mlir::Value getWordAddress(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value row, mlir::Value word) const;
+  /// The bytes of one folded row (packed formats).
+  int64_t getRowBytes() const;
+  /// Stores the i32 `word` at `offset` bytes past `address` (from
+  /// getWordAddress) where `condition` holds.
+  void storeWordAt(mlir::OpBuilder &b, mlir::Location loc,
+                   mlir::Value condition, mlir::Value word,
+                   mlir::Value address, int64_t offset) const;
 
   /// The data tensor of `type` the buffer holds once written.
   mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc) const;

@@ -128,9 +128,6 @@ bool isVectorDequantize(DequantizeOp op, const ElementFormat &format) {
          (!format.isPacked() || cols * format.bitWidth % 32 == 0);
 }
 
-/// The address space of device memory (`ld.global`).
-constexpr unsigned kGlobalAddressSpace = 1;
-
 /// A load of `type` at byte `offset` from device address `base` (an index:
 /// no memref op addresses part of a byte), aligned to `alignment` bytes.
 Value loadAtByte(OpBuilder &b, Location loc, Type type, Value base,

@@ -24,6 +24,9 @@ namespace mx::gpu_kernels {
 constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kWarpsPerBlock = kThreadsPerBlock / kWarpSize;
+/// The LLVM address space of device memory (`ld.global`, `st.global`), for
+/// the accesses at byte addresses that no memref op expresses.
+constexpr unsigned kGlobalAddressSpace = 1;
 
 mlir::Value cIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 mlir::Value cmpLT(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,

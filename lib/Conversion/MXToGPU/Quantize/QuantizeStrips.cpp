@@ -44,12 +44,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace mx;
@@ -370,6 +372,68 @@ void storeStripRow(OpBuilder &b, Location l, const Strip &s,
       index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
 }
 
+/// The packed rows of a lane's strip of one output as the staged kernel
+/// writes them (its conversions saturate codes): lane j of a
+/// run of 4 stores word j of the run's 3 per row, the funnel shift
+/// (p_{j+1} : p_j << 8) >> (8 + 8j) of its row's 24 bits p_j and its right
+/// neighbour's (one shuffle; bits 24-31 of each may be anything, the shift
+/// drops them), at an immediate offset from one address computed once: the
+/// stores of storeStripRow each recomputed a 64-bit address (four
+/// instructions a row in ptxas's SASS) and took three to join the word.
+struct PackedRowStores {
+  Value shift, stores, address;
+
+  PackedRowStores(OpBuilder &b, Location l, const Strip &s,
+                  const DataBuffer &data) {
+    IndexArith index{b, l};
+    Value lane = index.rem(s.strip, kPackedRunLanes);
+    shift = arith::IndexCastOp::create(b, l, b.getI32Type(),
+                                       index.fma(lane, 8, cIndex(b, l, 8)));
+    stores = andI(b, l, s.colValid,
+                  cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
+    address = data.getWordAddress(
+        b, l, s.row.front(),
+        index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
+  }
+
+  /// Stores row `i` (rows are consecutive from the strip's first) from the
+  /// packed `bits` of its 4 codes.
+  void store(OpBuilder &b, Location l, const Strip &s, const DataBuffer &data,
+             int64_t i, Value bits) const {
+    Value next =
+        gpu::ShuffleOp::create(b, l, bits, 1, kWarpSize, gpu::ShuffleMode::DOWN)
+            .getShuffleResult();
+    Value low = arith::ShLIOp::create(
+        b, l, bits, arith::ConstantIntOp::create(b, l, 8, 32));
+    data.storeWordAt(b, l, andI(b, l, s.rowValid[i], stores),
+                     LLVM::FshrOp::create(b, l, next, low, shift), address,
+                     i * data.getRowBytes());
+  }
+};
+
+/// The packed bits of a strip row's 4 codes from its scaled values (bits
+/// 0-23): converted and packed in one recipe where FP6 is embedded (sm_90a),
+/// else converted, then packed.
+Value packStripRow(OpBuilder &b, Location l, const StripOutput &out,
+                   Value scaled, Value nanMask) {
+  if (out.conversion.isEmbedded())
+    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask);
+  return out.data.packBits(
+      b, l, convertToElements(b, l, scaled, out.conversion, nanMask));
+}
+
+/// PackedRowStores for a strip's rows of `out` where the staged kernel
+/// writes them (packed formats, never transposed).
+std::optional<PackedRowStores> getPackedRowStores(OpBuilder &b, Location l,
+                                                  const Strip &s,
+                                                  const StripOutput &out) {
+  QuantizeOp op = out.op;
+  if (!out.conversion.saturatesCodes || !out.data.getFormat().isPacked() ||
+      op.getTransposed())
+    return std::nullopt;
+  return PackedRowStores(b, l, s, out.data);
+}
+
 /// The transposed columnwise output (`transposed`, GEMM-ready): the strip's
 /// 16 codes of each column are one 16-byte chunk of a row of the transposed
 /// data, and the lane groups of the warp write the 16-byte parts of its
@@ -444,10 +508,16 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
   Value nanMask =
       vector::FromElementsOp::create(b, l, f32Lane.clone(b.getI1Type()), nans);
+  std::optional<PackedRowStores> rowStores = getPackedRowStores(b, l, s, out);
   SmallVector<Value> rowCodes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     Value scaled =
         applyScaleFactors(b, l, s.values[i], factor, op.getRounding());
+    if (rowStores) {
+      rowStores->store(b, l, s, out.data, i,
+                       packStripRow(b, l, out, scaled, nanMask));
+      continue;
+    }
     rowCodes.push_back(
         convertToElements(b, l, scaled, out.conversion, nanMask));
     if (!op.getTransposed())
@@ -678,9 +748,21 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
           ? scaleRowsInCTA(b, l, s, grid, out, amaxes, laneInBlock, block,
                            *exchange)
           : scaleRowsInWarp(b, l, s, grid, out, amaxes, laneInBlock, block);
+  std::optional<PackedRowStores> rowStores = getPackedRowStores(b, l, s, out);
   for (auto [i, factor] : llvm::enumerate(factors)) {
     Value isNaN =
         arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, factor, factor);
+    if (rowStores) {
+      auto type = cast<VectorType>(s.values[i].getType());
+      Value scaled = applyScaleFactors(
+          b, l, s.values[i], vector::BroadcastOp::create(b, l, type, factor),
+          op.getRounding());
+      Value nanMask = vector::BroadcastOp::create(
+          b, l, type.clone(b.getI1Type()), isNaN);
+      rowStores->store(b, l, s, out.data, i,
+                       packStripRow(b, l, out, scaled, nanMask));
+      continue;
+    }
     storeStripRow(b, l, s, out, i,
                   quantizeVector(b, l, s.values[i], {Value(), factor, isNaN},
                                  op.getRounding(), out.conversion));
@@ -739,6 +821,8 @@ void buildRegisterKernel(OpBuilder &builder, Location loc,
 /// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
 /// the columns of its tile, warps 4-7 the rows.
 constexpr int64_t kStagedWarpsPerPart = kWarpsPerBlock / 2;
+/// The CTAs an SM of the staged kernel: 64 registers a thread.
+constexpr int64_t kStagedCTAsPerSM = 4;
 /// The staged tile is loaded in 16-byte chunks.
 constexpr int64_t kStageChunkBytes = 16;
 
@@ -824,7 +908,15 @@ void buildStagedKernel(OpBuilder &builder, Location loc,
         arith::MulIOp::create(b, l, index.rem(ids.block, tilesPerRowBlock),
                               cIndex(b, l, tileType.getDimSize(1)));
     stageTile(b, l, grid, input, tile, ids.thread, firstRow, firstCol);
-    gpu::BarrierOp::create(b, l);
+    auto barrier = gpu::BarrierOp::create(b, l);
+    // Four CTAs an SM (64 registers) are what the kernel was designed for
+    // with 16-bit inputs on sm_90a, where ptxas gave it 75 registers
+    // unasked (KernelOccupancy); f32 inputs (107-122) and sm_100a's FP6
+    // `cvt` (78-80) would spill there.
+    if (columnwise.conversion.isEmbedded() &&
+        elementType.getIntOrFloatBitWidth() == 16)
+      barrier->setAttr("mx.min_ctas_per_sm",
+                       b.getI64IntegerAttr(kStagedCTAsPerSM));
 
     // Warp w of the CTA is warp w % 4 of its part among the grid's warps.
     Value warp = index.div(ids.thread, kWarpSize);
@@ -907,9 +999,9 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
     RankedTensorType inputType = op.getInput().getType();
     if (rowwise && stagesTile(inputType, columnwise)) {
-      // Saturated codes, not clamped values: the staged kernel issues one
-      // integer step per 4 codes instead of two f32 ones per element, which
-      // took it from 82% to 85% of copy bandwidth (docs/gpu.md).
+      // Saturated codes, not clamped values: the staged kernel issues a
+      // few integer steps per 4 codes instead of two f32 ones per element
+      // (docs/gpu.md), and writes its packed rows by PackedRowStores.
       for (StripOutput &out : outputs)
         out.conversion.saturatesCodes = true;
       buildStagedKernel(rewriter, loc, inputType, input, columnwise, *rowwise);
