@@ -24,7 +24,10 @@ E4M3 per [1, 16]) with a given and with a computed tensor scale (8192^2 and 1638
 history update (mx.update_amax_history) of 1024 tensors, history [16, 1024], as one launch; MXFP8
 dequantize to bf16 at 8192^2; swizzle and unswizzle of the E8M0 scales of 8192^2 data ([8192, 256]);
 MXFP6 (E3M2 and E2M3, packed four to three bytes) and MXINT8 at 8192^2: rowwise + columnwise fused,
-rowwise and columnwise, each with its scales swizzled, and dequantize to bf16.
+rowwise and columnwise, each with its scales swizzled, and dequantize to bf16; and the candidate of the
+staged fused MXFP6 kernel, `mxfp6_*_rowwise_columnwise_v1_8192x8192` (convert-mx-to-gpu's
+staged-variant, docs/gpu.md), which `--only mxfp6_e3m2_rowwise_columnwise,mxfp6_e2m3_rowwise_columnwise`
+measures with the kernel it is a candidate for.
 
 Bytes moved = bytes read + bytes written by the computation, once each: the bf16 input, every output
 (FP4 packed two to a byte, FP6 four to three bytes, scales as stored), and the small inputs (scales,
@@ -153,6 +156,7 @@ class Case:
     # any kernel, which the copy, a memcpy, does not pay) and of torch's elementwise kernel moving
     # the same bytes (an int32 add of 0, 16-byte accesses): the copy as an SM kernel does it.
     reports_kernel_floor = False
+    options = ""                # more --mx-lower-to-nvvm options of this row's program
 
     def __init__(self, shape):
         self.shape = tuple(shape)
@@ -211,16 +215,21 @@ def _packed(elem, data):
 
 class MXFP8(Case):
     """MX (E8M0 per 32, `ceil`) with the scales swizzled: rowwise [1, 32], columnwise [32, 1], or both
-    from one read (the strip kernel); MXFP8 (E4M3) unless `elem` says another MX element type."""
+    from one read (the strip kernel); MXFP8 (E4M3) unless `elem` says another MX element type.
+    `variant` > 0 builds a candidate of the fused kernel that stages its tile (packed formats:
+    convert-mx-to-gpu's staged-variant), named `..._v<variant>_<shape>`."""
 
-    def __init__(self, shape, parts, elem="f8E4M3FN"):
+    def __init__(self, shape, parts, elem="f8E4M3FN", variant=0):
         super().__init__(shape)
         self.parts = tuple(parts)          # "rowwise" / "columnwise"
         self.elem = elem
         prefix, title = MX_FORMATS[elem]
-        self.name = f"{prefix}_" + "_".join(self.parts) + "_" + _dims(self.shape)
+        tag = f"_v{variant}" if variant else ""
+        self.name = f"{prefix}_" + "_".join(self.parts) + tag + "_" + _dims(self.shape)
+        self.options = f"staged-variant={variant}" if variant else ""
         if self.parts == ("rowwise", "columnwise"):
-            self.title = f"{title} rowwise + columnwise fused, both scales swizzled"
+            self.title = f"{title} rowwise + columnwise fused, both scales swizzled" + \
+                (f" (staged-variant={variant})" if variant else "")
         else:
             self.title = f"{title} {self.parts[0]} + swizzle" + (" (N-D input)" if len(self.shape) > 2 else "")
         if elem != "f8E4M3FN":
@@ -718,6 +727,8 @@ def cases():
     for elem in ["f6E3M2FN", "f6E2M3FN", "i8"]:
         rows += [MXFP8(big[0], ("rowwise", "columnwise"), elem), MXFP8(big[0], ("rowwise",), elem),
                  MXFP8(big[0], ("columnwise",), elem), Dequantize(big[0], elem)]
+    # The candidate of the staged fused FP6 kernel (staged-variant 1), measured against its row above.
+    rows += [MXFP8(big[0], ("rowwise", "columnwise"), elem, 1) for elem in ["f6E3M2FN", "f6E2M3FN"]]
     return rows
 
 
@@ -763,8 +774,8 @@ def _build_one(case, directory):
     for stale in (directory / f"{case.name}.so", directory / f"{case.name}.error"):
         stale.unlink(missing_ok=True)
     try:
-        tools.compile_gpu_library(source, directory / f"{case.name}.so", CHIP)
-        lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip={CHIP} format=isa")
+        tools.compile_gpu_library(source, directory / f"{case.name}.so", CHIP, options=case.options)
+        lowered = tools.run_mx_opt(source, f"--mx-lower-to-nvvm=chip={CHIP} format=isa {case.options}".rstrip())
     except Exception as exc:  # noqa: BLE001 (reported, and the build fails at the end)
         (directory / f"{case.name}.error").write_text(f"{exc}\n")
         return case, None, str(exc).strip().splitlines()[-1:] or [type(exc).__name__]

@@ -108,7 +108,7 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
       {options.chip,
        options.gemm == GemmLowering::cublas ? GemmLowering::automatic
                                             : options.gemm.getValue(),
-       options.gemmConfig}));
+       options.gemmConfig, options.stagedVariant}));
   pm.addPass(createConvertShardToMXRuntime());
   pm.addPass(createCanonicalizerPass());
   // Tensors are device memory from here on: nothing may compute on them on

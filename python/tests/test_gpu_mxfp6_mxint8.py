@@ -50,6 +50,12 @@ QUANTIZE = {
     "int8_fused_bf16_floor": ((130, 68), ml_dtypes.bfloat16, "i8", "floor", ("rowwise", "columnwise"), True),
     "int8_fused_batched_f32": ((2, 40, 32), np.float32, "i8", "ceil", ("rowwise", "columnwise"), False),
 }
+# The candidate of the staged FP6 kernel (convert-mx-to-gpu's staged-variant 1: column scales split between
+# the lane groups) on every staged case above, as `<case>_v<variant>`.
+STAGED = ["e2m3_fused_bf16", "e3m2_fused_f32", "e2m3_fused_batched_f16", "e3m2_fused_three_tiles_bf16",
+          "e2m3_fused_waves_bf16"]
+VARIANTS = {f"{name}_v{variant}": (name, variant) for name in STAGED for variant in (1,)}
+QUANTIZE.update({variant: QUANTIZE[name] for variant, (name, _) in VARIANTS.items()})
 # Dequantize: data shape, element type, block, output dtype (the vector kernel where rows are whole
 # chunks of one 16-byte store, 8 or 4 elements, and FP6 rows whole words, 16 elements; else the
 # per-group or per-element kernel). FP6 chunks of 8 start at both halves of a word, those of 4 at every
@@ -124,7 +130,8 @@ def ops_kernels(target):
 
 def build(directory, chip=None):
     """The test programs into DIRECTORY, and the mx.ops kernels into DIRECTORY/cache."""
-    build_gpu_programs(directory, sources(), chip)
+    build_gpu_programs(directory, sources(), chip, lambda name: {
+        "options": f"staged-variant={VARIANTS[name][1]}"} if name in VARIANTS else {})
     os.environ["MX_CACHE_DIR"] = str(Path(directory) / "cache")
     ops_kernels(chip or "sm_90a")
 

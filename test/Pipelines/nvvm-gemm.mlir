@@ -16,9 +16,9 @@
 // kernel's four (A, B, A's GEMM-ready scale rows, which an inserted
 // swizzle kernel lays out first, and the output of its TMA-store epilogue).
 // AUTO90: convert-mx-to-cublas{chip=sm_90a gemm=auto gemm-config=}
-// AUTO90-NEXT: convert-mx-to-gpu{chip=sm_90a gemm=auto gemm-config=}
+// AUTO90-NEXT: convert-mx-to-gpu{chip=sm_90a gemm=auto gemm-config= staged-variant=0}
 // KERNEL90-NOT: convert-mx-to-cublas
-// KERNEL90: convert-mx-to-gpu{chip=sm_90a gemm=kernel gemm-config=}
+// KERNEL90: convert-mx-to-gpu{chip=sm_90a gemm=kernel gemm-config= staged-variant=0}
 // KERNELS90-NOT: mxrtScaledMatmul
 // KERNELS90: llvm.func @mxrtEncodeTensorMap
 // KERNELS90-LABEL: llvm.func @mx_gemm
@@ -33,7 +33,7 @@
 
 // cuBLASLt has no MX GEMM on sm_90a: rejected when compiling.
 // CUBLAS90: convert-mx-to-cublas{chip=sm_90a gemm=cublas gemm-config=}
-// CUBLAS90-NEXT: convert-mx-to-gpu{chip=sm_90a gemm=auto gemm-config=}
+// CUBLAS90-NEXT: convert-mx-to-gpu{chip=sm_90a gemm=auto gemm-config= staged-variant=0}
 // CUBLAS90: error: 'mx.scaled_matmul' op has no cuBLASLt lowering: cuBLASLt has no block-scaled MX or NVFP4 GEMM (VEC32_UE8M0, VEC16_UE4M3) before SM100, so none on sm_90a; for MXFP8 use the generated kernel instead (mx-lower-to-nvvm gemm=kernel)
 
 // sm_100a: MX runs on the generated tcgen05 kernel (PTX ISA 8.8), FP8
@@ -50,12 +50,12 @@
 // AUTO100: gpu.binary @mx_gemm_mx_block_scaled_256x128x512 {{.*}}chip = "sm_100a", features = "+ptx88"
 
 // KERNEL100-NOT: convert-mx-to-cublas
-// KERNEL100: convert-mx-to-gpu{chip=sm_100a gemm=kernel gemm-config=}
+// KERNEL100: convert-mx-to-gpu{chip=sm_100a gemm=kernel gemm-config= staged-variant=0}
 // KERNEL100: error: 'mx.scaled_matmul' op has no generated kernel on sm_100a: the sm_100a kernel takes MX or NVFP4 operands only (E8M0 scales of [1, 32] blocks, E4M3 of [1, 16]); cuBLASLt runs it (mx-lower-to-nvvm gemm=cublas or gemm=auto)
 
 // gemm=cublas on sm_100a: both through cuBLASLt; VEC32_UE8M0 is 1.
 // CUBLAS100: convert-mx-to-cublas{chip=sm_100a gemm=cublas gemm-config=}
-// CUBLAS100-NEXT: convert-mx-to-gpu{chip=sm_100a gemm=auto gemm-config=}
+// CUBLAS100-NEXT: convert-mx-to-gpu{chip=sm_100a gemm=auto gemm-config= staged-variant=0}
 // CUBLAS100: llvm.func @mxrtScaledMatmul
 // CUBLAS100-LABEL: llvm.func @mx_gemm
 // CUBLAS100: %[[VEC32:.*]] = llvm.mlir.constant(1 : i32) : i32

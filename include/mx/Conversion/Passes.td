@@ -103,6 +103,10 @@ def ConvertMXToGPU : Pass<"convert-mx-to-gpu", "mlir::ModuleOp"> {
            "Choices for the generated GEMM kernels, `key=value` separated by "
            "commas (consumers, waves, tile_n, stages, cluster=MxN, "
            "epilogue=tma|registers); the rest are the generator's">,
+    Option<"stagedVariant", "staged-variant", "unsigned", "0",
+           "Candidate of the fused rowwise + columnwise quantize kernel that "
+           "stages its tile (packed formats), for measuring them: 0 as it is, "
+           "1 its column scales split between the lane groups">,
   ];
 }
 

@@ -46,6 +46,11 @@ struct MXToNVVMPipelineOptions
       llvm::cl::desc("Choices for the generated GEMM kernels "
                      "(convert-mx-to-gpu's gemm-config)"),
       llvm::cl::init("")};
+  Option<unsigned> stagedVariant{
+      *this, "staged-variant",
+      llvm::cl::desc("Candidate of the staged fused quantize kernel "
+                     "(convert-mx-to-gpu's staged-variant)"),
+      llvm::cl::init(0)};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level of the kernels"),
                        llvm::cl::init(3)};

@@ -53,7 +53,14 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
     // The plan refers to ops by address: fold (unswizzle(swizzle(x)) -> x)
     // and erase dead ops first, so that the driver below erases none of them.
     (void)applyPatternsGreedily(getOperation(), FrozenRewritePatternSet());
-    QuantizeFusionPlan plan(getOperation(), chip);
+    if (stagedVariant > QuantizeFusionPlan::kMaxStagedVariant) {
+      getOperation()->emitError()
+          << "staged-variant=" << static_cast<unsigned>(stagedVariant)
+          << ": expected 0 to "
+          << QuantizeFusionPlan::kMaxStagedVariant;
+      return signalPassFailure();
+    }
+    QuantizeFusionPlan plan(getOperation(), chip, stagedVariant);
     RewritePatternSet patterns(&getContext());
     populateMXToGPUConversionPatterns(patterns, chip, gemm, gemmConfig_, plan);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -185,7 +185,9 @@ SwizzleOp getFusableSwizzle(QuantizeOp op, QuantizeKernel kernel) {
 
 } // namespace
 
-QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip) {
+QuantizeFusionPlan::QuantizeFusionPlan(Operation *root, Chip chip,
+                                       unsigned stagedVariant)
+    : stagedVariant(stagedVariant) {
   SmallVector<QuantizeOp> rowwise, transposedCasts;
   llvm::DenseMap<Value, SmallVector<QuantizeOp>> columnwiseByInput,
       plainCastsByInput;

@@ -79,7 +79,18 @@ public:
   /// same input (with the same amax operand, if any); a swizzle is fused
   /// when it is the only user of the scales and tiles them along the
   /// quantize's unscaled dimension.
-  QuantizeFusionPlan(mlir::Operation *root, Chip chip);
+  /// `stagedVariant` picks a candidate of the staged fused kernel (see
+  /// getStagedVariant).
+  QuantizeFusionPlan(mlir::Operation *root, Chip chip,
+                     unsigned stagedVariant = 0);
+
+  /// Which candidate of the fused kernel that stages its tile
+  /// (QuantizeStrips.cpp, packed formats) to build, for measuring them
+  /// against one another in one GPU run: 0 is the kernel as it is; 1 splits
+  /// a strip's column scales between the two lane groups of its column
+  /// block.
+  unsigned getStagedVariant() const { return stagedVariant; }
+  static constexpr unsigned kMaxStagedVariant = 1;
 
   /// How `op` is computed, or null if no GPU kernel computes it.
   const QuantizePlan *lookup(QuantizeOp op) const;
@@ -97,6 +108,7 @@ private:
   llvm::DenseMap<mlir::Operation *, QuantizePlan> quantizes;
   llvm::DenseMap<mlir::Operation *, std::string> unsupported;
   llvm::DenseMap<mlir::Operation *, QuantizeOp> fusedSwizzles;
+  unsigned stagedVariant;
 };
 
 } // namespace mx
