@@ -1,5 +1,6 @@
 // RUN: mx-opt %s --convert-mx-to-gpu --split-input-file | FileCheck %s
 // RUN: mx-opt %s --convert-mx-to-gpu --split-input-file | FileCheck %s --check-prefix=STORES
+// RUN: mx-opt %s --convert-mx-to-gpu --split-input-file | FileCheck %s --check-prefix=SPLIT
 
 // How the staged fused FP6 kernel rounds on sm_90a (mxfp6-mxint8.mlir has
 // its tile and strips): E3M2 codes come from E5M2's cvt with the values
@@ -17,6 +18,14 @@
 // CHECK-NOT: lop3.b32
 // CHECK-NOT: arith.minnumf
 // CHECK: gpu.terminator
+// A strip's 4 column scales are split between the 2 lane groups of its
+// column block: 2 column and 2 row scales a lane (their divisions), where
+// computing all 4 column scales in each lane took 6.
+// SPLIT-LABEL: func @mxfp6_fused
+// SPLIT: gpu.barrier
+// SPLIT-COUNT-4: arith.divf
+// SPLIT-NOT: arith.divf
+// SPLIT: gpu.terminator
 // STORES-LABEL: func @mxfp6_fused
 // STORES: gpu.barrier
 // STORES-COUNT-32: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>

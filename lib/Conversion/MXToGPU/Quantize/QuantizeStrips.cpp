@@ -73,6 +73,10 @@ struct StripOutput {
   ElementConversion conversion;
   DataBuffer data;
   Value scales;
+  /// Whether the 2 lane groups of a column block share its strips' column
+  /// scales, each group computing and storing 2 of a strip's 4
+  /// (scaleColumnsSplit; the staged kernel).
+  bool splitsColumnScales = false;
 };
 
 /// A packed format's lanes of a run fill whole 32-bit words together: FP6's
@@ -294,25 +298,23 @@ Strip loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
   return s;
 }
 
-/// Writes the 4 column scales of a strip from the first lane group:
-/// linear, 4 at a time, or tiled with K as the unscaled dimension, where the
-/// padding of the tiles gets zero bits.
+/// Writes the stored column scales `stored` of a strip's consecutive
+/// columns from `firstCol` where `writes` holds (the first lane group, or
+/// each group its own): linear, all at a time, or tiled with K as the
+/// unscaled dimension, where the padding of the tiles gets zero bits.
 void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
                        const StripGrid &grid, const StripOutput &out,
-                       ArrayRef<BlockScale> scales) {
-  Type scaleType = scales.front().stored.getType();
+                       ArrayRef<Value> stored, Value firstCol, Value writes) {
+  Type scaleType = stored.front().getType();
   Value rowBlockValid =
       andI(b, l, s.sliceValid,
            cmpLT(b, l, s.rowBlock, cIndex(b, l, grid.rowBlocks)));
   if (!out.swizzle) {
-    SmallVector<Value> stored = llvm::map_to_vector(
-        scales, [](const BlockScale &scale) { return scale.stored; });
     Value vector = vector::FromElementsOp::create(
-        b, l, VectorType::get({kStripCols}, scaleType), stored);
-    storeVectorIf(
-        b, l, andI(b, l, s.firstGroup, andI(b, l, rowBlockValid, s.colValid)),
-        vector, out.scales,
-        {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), s.col});
+        b, l, VectorType::get({int64_t(stored.size())}, scaleType), stored);
+    storeVectorIf(b, l, andI(b, l, writes, andI(b, l, rowBlockValid, s.colValid)),
+                  vector, out.scales,
+                  {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), firstCol});
     return;
   }
   int64_t paddedCols = llvm::alignTo(grid.cols, SwizzleTiles::kRows);
@@ -320,15 +322,14 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
       b, l, s.sliceValid,
       cmpLT(b, l, s.rowBlock,
             cIndex(b, l, llvm::alignTo(grid.rowBlocks, SwizzleTiles::kCols))));
-  for (auto [j, scale] : llvm::enumerate(scales)) {
-    Value c = arith::AddIOp::create(b, l, s.col, cIndex(b, l, j));
+  for (auto [j, scale] : llvm::enumerate(stored)) {
+    Value c = arith::AddIOp::create(b, l, firstCol, cIndex(b, l, j));
     Value valid =
         andI(b, l, rowBlockValid, cmpLT(b, l, c, cIndex(b, l, grid.cols)));
     Value inTiles =
         andI(b, l, rowBlockInTiles, cmpLT(b, l, c, cIndex(b, l, paddedCols)));
     storeBlockScale(
-        b, l, out.scales, /*tiled=*/true, scale.stored, valid,
-        {s.firstGroup, inTiles},
+        b, l, out.scales, /*tiled=*/true, scale, valid, {writes, inTiles},
         [&](OpBuilder &nb, Location nl) {
           return inSlice(nb, nl, s.slice, paddedCols, c);
         },
@@ -472,6 +473,74 @@ void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
   }
 }
 
+/// One reduce-scatter step between lanes `mask` apart: the lane where
+/// `upper` holds sends the lower half of `amaxes` and keeps the upper, its
+/// partner the reverse, and each combines what it keeps with what it
+/// receives (combine is commutative, sign bits included).
+SmallVector<Value> scatterAmaxes(OpBuilder &b, Location l,
+                                 const AmaxReduction &reduction,
+                                 ArrayRef<Value> amaxes, Value upper,
+                                 int64_t mask) {
+  int64_t half = amaxes.size() / 2;
+  SmallVector<Value> kept;
+  for (int64_t p = 0; p < half; ++p) {
+    Value lo = amaxes[p], hi = amaxes[p + half];
+    Value send = arith::SelectOp::create(b, l, upper, lo, hi);
+    Value keep = arith::SelectOp::create(b, l, upper, hi, lo);
+    Value received = gpu::ShuffleOp::create(b, l, send, int32_t(mask),
+                                            kWarpSize, gpu::ShuffleMode::XOR)
+                         .getShuffleResult();
+    kept.push_back(reduction.combine(b, l, keep, received));
+  }
+  return kept;
+}
+
+/// The factors of the strip's 4 columns (NaN for a NaN block) where the 2
+/// lane groups of the column block share its scales
+/// (StripOutput::splitsColumnScales): one scatterAmaxes step over the groups
+/// leaves group g the block's amaxes of columns 2g and 2g + 1 (half the
+/// shuffles of combining all 4 in both), g computes and stores those 2
+/// scales, and one shuffle per column brings it the other group's factors.
+/// Each amax is the max of the same magnitudes whichever lane combines them,
+/// so the scales are the bits of the unsplit ones.
+SmallVector<Value> scaleColumnsSplit(OpBuilder &b, Location l, const Strip &s,
+                                     const StripGrid &grid,
+                                     const StripOutput &out,
+                                     ArrayRef<Value> colAmax) {
+  assert(grid.getGroups() == 2 && "a column block over two lane groups");
+  QuantizeOp op = out.op;
+  Type scaleType = op.getScales().getType().getElementType();
+  Value upper = arith::XOrIOp::create(
+      b, l, s.firstGroup, arith::ConstantIntOp::create(b, l, 1, 1));
+  int64_t half = kStripCols / 2;
+  Value nan = arith::ConstantOp::create(
+      b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+  SmallVector<Value> stored, own;
+  for (Value amax : s.reduction.toF32(
+           b, l,
+           scatterAmaxes(b, l, s.reduction, colAmax, upper, grid.lanesAcross))) {
+    BlockScale scale = buildBlockScale(b, l, amax, op.getRounding(),
+                                       out.conversion, scaleType);
+    stored.push_back(scale.stored);
+    own.push_back(
+        arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor));
+  }
+  Value firstCol = arith::AddIOp::create(
+      b, l, s.col,
+      arith::SelectOp::create(b, l, upper, cIndex(b, l, half), cIndex(b, l, 0)));
+  storeColumnScales(b, l, s, grid, out, stored, firstCol,
+                    arith::ConstantIntOp::create(b, l, 1, 1));
+  SmallVector<Value> factors(kStripCols);
+  for (auto [q, factor] : llvm::enumerate(own)) {
+    Value other = gpu::ShuffleOp::create(b, l, factor, int32_t(grid.lanesAcross),
+                                         kWarpSize, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    factors[q] = arith::SelectOp::create(b, l, upper, other, factor);
+    factors[q + half] = arith::SelectOp::create(b, l, upper, factor, other);
+  }
+  return factors;
+}
+
 /// Columnwise: one scale per column of the strip, its amax combined across
 /// the lane groups (16 rows each) of the column block by xor shuffles.
 void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
@@ -490,20 +559,27 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
       for (auto [acc, element] : llvm::zip_equal(colAmax, elements))
         acc = reduction.combine(b, l, acc, element);
   }
-  for (Value &own : colAmax)
-    for (int64_t mask = grid.lanesAcross; mask < kWarpSize; mask *= 2) {
-      Value other = gpu::ShuffleOp::create(b, l, own, int32_t(mask), kWarpSize,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      own = reduction.combine(b, l, own, other);
-    }
   SmallVector<BlockScale> scales;
   SmallVector<Value> factors, nans;
-  for (Value amax : reduction.toF32(b, l, colAmax)) {
-    scales.push_back(buildBlockScale(b, l, amax, op.getRounding(),
-                                     out.conversion, scaleType));
-    factors.push_back(scales.back().factor);
-    nans.push_back(scales.back().isNaN);
+  if (out.splitsColumnScales) {
+    factors = scaleColumnsSplit(b, l, s, grid, out, colAmax);
+    for (Value factor : factors)
+      nans.push_back(arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
+                                           factor, factor));
+  } else {
+    for (Value &own : colAmax)
+      for (int64_t mask = grid.lanesAcross; mask < kWarpSize; mask *= 2) {
+        Value other = gpu::ShuffleOp::create(b, l, own, int32_t(mask),
+                                             kWarpSize, gpu::ShuffleMode::XOR)
+                          .getShuffleResult();
+        own = reduction.combine(b, l, own, other);
+      }
+    for (Value amax : reduction.toF32(b, l, colAmax)) {
+      scales.push_back(buildBlockScale(b, l, amax, op.getRounding(),
+                                       out.conversion, scaleType));
+      factors.push_back(scales.back().factor);
+      nans.push_back(scales.back().isNaN);
+    }
   }
   Value factor = vector::FromElementsOp::create(b, l, f32Lane, factors);
   Value nanMask =
@@ -525,17 +601,21 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   }
   if (op.getTransposed())
     storeTransposedColumns(b, l, s, grid, out, rowCodes, scales);
-  if (!op.getTransposed() || out.swizzle)
-    storeColumnScales(b, l, s, grid, out, scales);
+  if (!out.splitsColumnScales && (!op.getTransposed() || out.swizzle))
+    storeColumnScales(
+        b, l, s, grid, out,
+        llvm::map_to_vector(scales,
+                            [](const BlockScale &scale) { return scale.stored; }),
+        s.col, s.firstGroup);
 }
 
 /// Reduce-scatters the strip's row amaxes (one per row, or packed one word
 /// per two rows) over the `lanes` lanes of a lane group that share a rowwise
-/// block: each xor step sends half of the values still held to the partner
-/// lane and keeps the other half, so that lane g ends with the amaxes of
-/// rows (16 / lanes) g + q over the lanes' columns. For MX's 8 lanes that is
-/// 14 shuffles (7 packed) instead of 48, and each row's scale is then
-/// computed once per block rather than once per lane.
+/// block: each xor step (scatterAmaxes) halves the values a lane holds, so
+/// that lane g ends with the amaxes of rows (16 / lanes) g + q over the
+/// lanes' columns. For MX's 8 lanes that is 14 shuffles (7 packed) instead
+/// of 48, and each row's scale is then computed once per block rather than
+/// once per lane.
 SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
                                     const AmaxReduction &reduction,
                                     SmallVector<Value> amaxes,
@@ -545,18 +625,7 @@ SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
         b, l, arith::CmpIPredicate::ne,
         arith::AndIOp::create(b, l, laneInBlock, cIndex(b, l, mask)),
         cIndex(b, l, 0));
-    int64_t half = amaxes.size() / 2;
-    SmallVector<Value> kept;
-    for (int64_t p = 0; p < half; ++p) {
-      Value lo = amaxes[p], hi = amaxes[p + half];
-      Value send = arith::SelectOp::create(b, l, upper, lo, hi);
-      Value keep = arith::SelectOp::create(b, l, upper, hi, lo);
-      Value received = gpu::ShuffleOp::create(b, l, send, int32_t(mask),
-                                              kWarpSize, gpu::ShuffleMode::XOR)
-                           .getShuffleResult();
-      kept.push_back(reduction.combine(b, l, keep, received));
-    }
-    amaxes = std::move(kept);
+    amaxes = scatterAmaxes(b, l, reduction, amaxes, upper, mask);
   }
   return amaxes;
 }
@@ -1004,6 +1073,9 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       // (docs/gpu.md), and writes its packed rows by PackedRowStores.
       for (StripOutput &out : outputs)
         out.conversion.saturatesCodes = true;
+      // Its two lane groups share a strip's column scales (measured 1.7 us
+      // faster at 8192^2 on an H100, docs/gpu.md).
+      outputs.front().splitsColumnScales = true;
       buildStagedKernel(rewriter, loc, inputType, input, columnwise, *rowwise);
     } else
       buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise);
