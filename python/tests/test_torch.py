@@ -300,6 +300,26 @@ def test_eager_step_bypasses_the_op_dispatcher(recipe):
     assert not dispatched, dispatched
 
 
+@pytest.mark.parametrize("recipe", ["per_tensor", "blockwise"])
+def test_eager_step_adds_no_view_nodes(recipe):
+    """A 2-D input is neither reshaped nor its output (a view's node would run in every backward):
+    the output's node is the layer's own; a 3-D input, reshaped, computes the same bits."""
+    torch.manual_seed(5)
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    x = torch.randn(TOKENS, WIDTH, requires_grad=True)
+    x3 = x.detach().reshape(2, TOKENS // 2, WIDTH).requires_grad_()
+    dy = torch.randn(TOKENS, HIDDEN)
+    y = layer(x)
+    assert type(y.grad_fn).__name__ == "_LinearFunctionBackward" and y._base is None
+    y.backward(dy)
+    dw = layer.weight.grad.clone()
+    layer.weight.grad = None
+    y3 = layer(x3)
+    assert y3.shape == (2, TOKENS // 2, HIDDEN) and torch.equal(y3.reshape(TOKENS, HIDDEN), y)
+    y3.backward(dy.reshape(2, TOKENS // 2, HIDDEN))
+    assert torch.equal(x3.grad.reshape(TOKENS, WIDTH), x.grad) and torch.equal(layer.weight.grad, dw)
+
+
 @pytest.mark.parametrize("recipe", ["mxfp8", "per_tensor", "delayed", "nvfp4"])
 def test_compile_fullgraph_equals_eager(recipe):
     """torch.compile(fullgraph=True) traces forward and backward of a converted model without graph
