@@ -222,7 +222,9 @@ class Linear(torch.nn.Linear):
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
-        self._weight_cache = None
+        # {key: weight operands}, one entry at most (a dict: updating it is no nn.Module.__setattr__,
+        # microseconds at every training step)
+        self._weight_cache = {}
         self._plan_keys = {}  # eager mode's plans (keys: copyable) by input rows, dtype, device, weight dtype
         self.reset_scaling_state(device)
 
@@ -315,10 +317,14 @@ class Linear(torch.nn.Linear):
             return operand(plan, gathered, "row"), col
         cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
         key = (weight._version, weight.data_ptr(), made.key) if cached else None
-        if key is None or self._weight_cache is None or self._weight_cache[0] != key:
+        operands = self._weight_cache.get(key) if cached else None
+        if operands is None:
             parts = quantize(plan, weight.detach(), True, states, self.amax_group)
-            self._weight_cache = (key, tuple(operand(plan, parts, side) for side in ("row", "col")))
-        return self._weight_cache[1]
+            operands = tuple(operand(plan, parts, side) for side in ("row", "col"))
+            if cached:
+                self._weight_cache.clear()
+                self._weight_cache[key] = operands
+        return operands
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() < 2 or x.shape[-1] != self.in_features:
