@@ -127,8 +127,8 @@ def _update_kernel(recipe: recipes.Delayed, target: str) -> compiler.Kernel:
 class TensorPlan:
     """The kernels quantizing one role's tensor [rows, cols] of dtype `wide`, or one of its `shards`
     row shards, in a recipe, for a target; compiled (or taken from the cache) on construction. Its
-    facts about the recipe (shares_amax, writes_transposed, ...) are worked out on first use and kept
-    (`cached_property`): mx.torch's layers ask for them at every step."""
+    facts about the recipe (shares_amax, writes_transposed, ...) are worked out once, on construction,
+    and kept (`cached_property`): mx.torch's layers ask for them at every step."""
 
     def __init__(self, role: str, rows: int, cols: int, wide: str, recipe, target: str, shards: int = 1,
                  column_sum: bool = False):
@@ -144,6 +144,10 @@ class TensorPlan:
         self.key = f"{role}:{rows}x{cols}:{wide}:{recipe.key}:{target}:{shards}" + ":sum" * column_sum
         self._parts: dict[bool, tuple[PartSpec, ...]] = {}
         self.kernels = self._kernels()
+        # The facts worked out here, not on first use: that may come while torch.compile traces, and
+        # Python 3.11's cached_property takes a lock that Dynamo cannot trace.
+        for fact in ("shares_amax", "writes_transposed", "fuses_column_sum", "col_derivable", "derives_col"):
+            getattr(self, fact)
 
     def block(self) -> tuple[int, int]:
         return self.recipe.block(self.role, *self.shape)
