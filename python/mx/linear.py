@@ -47,6 +47,7 @@ Delayed scaling keeps two states, each a [slots] f32 scale and a [history_len, s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from . import builder, compiler, formats, ops, recipes, reference
 
@@ -125,7 +126,9 @@ def _update_kernel(recipe: recipes.Delayed, target: str) -> compiler.Kernel:
 
 class TensorPlan:
     """The kernels quantizing one role's tensor [rows, cols] of dtype `wide`, or one of its `shards`
-    row shards, in a recipe, for a target; compiled (or taken from the cache) on construction."""
+    row shards, in a recipe, for a target; compiled (or taken from the cache) on construction. Its
+    facts about the recipe (shares_amax, writes_transposed, ...) are worked out once, on construction,
+    and kept (`cached_property`): mx.torch's layers ask for them at every step."""
 
     def __init__(self, role: str, rows: int, cols: int, wide: str, recipe, target: str, shards: int = 1,
                  column_sum: bool = False):
@@ -141,37 +144,41 @@ class TensorPlan:
         self.key = f"{role}:{rows}x{cols}:{wide}:{recipe.key}:{target}:{shards}" + ":sum" * column_sum
         self._parts: dict[bool, tuple[PartSpec, ...]] = {}
         self.kernels = self._kernels()
+        # The facts worked out here, not on first use: that may come while torch.compile traces, and
+        # Python 3.11's cached_property takes a lock that Dynamo cannot trace.
+        for fact in ("shares_amax", "writes_transposed", "fuses_column_sum", "col_derivable", "derives_col"):
+            getattr(self, fact)
 
     def block(self) -> tuple[int, int]:
         return self.recipe.block(self.role, *self.shape)
 
-    @property
+    @cached_property
     def shares_amax(self) -> bool:
         """Whether a shard is cast with the amax of the whole tensor (current scaling, and NVFP4's
         tensor scale)."""
         current = self.recipe.per_tensor and not isinstance(self.recipe, recipes.Delayed)
         return self.shards > 1 and (current or self.recipe.tensor_scaled)
 
-    @property
+    @cached_property
     def writes_transposed(self) -> bool:
         """Whether the quantize asked for the col parts writes the transposed data itself, beside
         the rowwise data and with its scale (cast+transpose: per-tensor and delayed scaling, of a
         whole tensor or of a row shard: [rows, cols] -> [cols, rows], gathered along dim 1)."""
         return self.recipe.per_tensor
 
-    @property
+    @cached_property
     def fuses_column_sum(self) -> bool:
         """Whether the kernel that writes the col parts also returns the column sum (last): the
         cast+transpose kernel of per-tensor and delayed scaling."""
         return self.column_sum and self.writes_transposed
 
-    @property
+    @cached_property
     def col_derivable(self) -> bool:
         """Whether the transposed operand can be the rowwise bytes transposed (one scale, or
         128x128 blocks): what a tensor gathered without its col parts falls back to."""
         return self.recipe.per_tensor or self.recipe.block(self.role, 1, 1) == (128, 128)
 
-    @property
+    @cached_property
     def derives_col(self) -> bool:
         """Whether the transposed operand is always the rowwise bytes transposed (no col parts:
         128x128 blocks)."""

@@ -300,6 +300,57 @@ def test_eager_step_bypasses_the_op_dispatcher(recipe):
     assert not dispatched, dispatched
 
 
+@pytest.mark.parametrize("recipe", ["per_tensor", "blockwise"])
+def test_eager_step_adds_no_view_nodes(recipe):
+    """A 2-D input is neither reshaped nor its output (a view's node would run in every backward):
+    the output's node is the layer's own; a 3-D input, reshaped, computes the same bits."""
+    torch.manual_seed(5)
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    x = torch.randn(TOKENS, WIDTH, requires_grad=True)
+    x3 = x.detach().reshape(2, TOKENS // 2, WIDTH).requires_grad_()
+    dy = torch.randn(TOKENS, HIDDEN)
+    y = layer(x)
+    assert type(y.grad_fn).__name__ == "_LinearFunctionBackward" and y._base is None
+    y.backward(dy)
+    dw = layer.weight.grad.clone()
+    layer.weight.grad = None
+    y3 = layer(x3)
+    assert y3.shape == (2, TOKENS // 2, HIDDEN) and torch.equal(y3.reshape(TOKENS, HIDDEN), y)
+    y3.backward(dy.reshape(2, TOKENS // 2, HIDDEN))
+    assert torch.equal(x3.grad.reshape(TOKENS, WIDTH), x.grad) and torch.equal(layer.weight.grad, dw)
+
+
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed"])
+def test_weight_is_quantized_once_per_value(monkeypatch, recipe):
+    """Eager mode's weight cache: forwards of an unchanged weight quantize it once; an in-place update
+    (a new version) or new storage quantizes it again, and the output is a fresh layer's, bit for bit.
+    Delayed scaling records the weight's amax at every step: it quantizes at every forward."""
+    from mx.torch import linear
+    torch.manual_seed(6)
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    x = torch.randn(TOKENS, WIDTH)
+    roles = []
+    quantize = linear.quantize
+    monkeypatch.setattr(linear, "quantize", lambda made, *a, **k: roles.append(made.role) or quantize(made, *a, **k))
+
+    def weight_quantizes(step):
+        roles.clear()
+        y = step()
+        return roles.count("weight"), y
+    every = recipe == "delayed"
+    assert weight_quantizes(lambda: layer(x))[0] == 1
+    assert weight_quantizes(lambda: layer(x))[0] == every
+    with torch.no_grad():
+        layer.weight.mul_(0.5)
+    count, y = weight_quantizes(lambda: layer(x))
+    fresh = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    fresh.load_state_dict(layer.state_dict())
+    assert count == 1 and (every or torch.equal(y, fresh(x)))
+    layer.weight.data = layer.weight.data.clone() * 2
+    assert weight_quantizes(lambda: layer(x))[0] == 1
+    assert weight_quantizes(lambda: layer(x))[0] == every
+
+
 @pytest.mark.parametrize("recipe", ["mxfp8", "per_tensor", "delayed", "nvfp4"])
 def test_compile_fullgraph_equals_eager(recipe):
     """torch.compile(fullgraph=True) traces forward and backward of a converted model without graph

@@ -189,6 +189,22 @@ class _LinearFunction(torch.autograd.Function):
         return dx, dw, db, None, None, None, None, None, None, None, None
 
 
+_FUNCTION_APPLY = super(torch.autograd.Function, _LinearFunction).apply  # torch._C._FunctionBase's
+
+
+def _apply(*args):
+    """_LinearFunction.apply. In eager mode without functorch transforms, what it does there, less
+    its Python (binding no defaults, since _LinearFunction has no setup_context; ~6 us a step on this
+    machine's CPU, 2-3x that on the GPU machine's): its tensor arguments unwrapped where they are
+    dead functorch wrappers, then torch's C++ apply."""
+    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
+        return _LinearFunction.apply(*args)
+    return _FUNCTION_APPLY(*[_unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args])
+
+
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+
+
 class Linear(torch.nn.Linear):
     """`torch.nn.Linear` (same constructor, parameters and state dict, plus delayed scaling's
     buffers) computing in FP8, MXFP4 or NVFP4 with an mx recipe (an mx.recipes object or its
@@ -206,7 +222,9 @@ class Linear(torch.nn.Linear):
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
         self.parallel = Parallel(parallel, group)
         self.amax_group = amax_group if amax_group is not None else group
-        self._weight_cache = None
+        # {key: weight operands}, one entry at most (a dict: updating it is no nn.Module.__setattr__,
+        # microseconds at every training step)
+        self._weight_cache = {}
         self._plan_keys = {}  # eager mode's plans (keys: copyable) by input rows, dtype, device, weight dtype
         self.reset_scaling_state(device)
 
@@ -299,20 +317,27 @@ class Linear(torch.nn.Linear):
             return operand(plan, gathered, "row"), col
         cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
         key = (weight._version, weight.data_ptr(), made.key) if cached else None
-        if key is None or self._weight_cache is None or self._weight_cache[0] != key:
+        operands = self._weight_cache.get(key) if cached else None
+        if operands is None:
             parts = quantize(plan, weight.detach(), True, states, self.amax_group)
-            self._weight_cache = (key, tuple(operand(plan, parts, side) for side in ("row", "col")))
-        return self._weight_cache[1]
+            operands = tuple(operand(plan, parts, side) for side in ("row", "col"))
+            if cached:
+                self._weight_cache.clear()
+                self._weight_cache[key] = operands
+        return operands
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() < 2 or x.shape[-1] != self.in_features:
             raise ValueError(f"mx.torch.Linear expects [..., {self.in_features}] inputs, got {tuple(x.shape)}")
-        x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features).contiguous()
+        # A 2-D input is not reshaped: reshape would alias it, a view whose backward node the
+        # autograd engine would then run at every step (and so for the output).
+        flat = x.dim() == 2
+        x2d = (x if flat else x.reshape(math.prod(x.shape[:-1]), self.in_features)).contiguous()
         weight, states = self.weight, self.scaling_states()
         made = self._plan(x2d, weight)
         w_row, w_col = self._weight_operands(made, weight, states)
         reduce_group = self.amax_group if getattr(self.recipe, "reduce_amax", False) else None
-        y = _LinearFunction.apply(x2d, weight, self.bias, self._main_grad(weight), w_row, w_col, states,
-                                  made.key, self.parallel, self.amax_group, reduce_group)
+        y = _apply(x2d, weight, self.bias, self._main_grad(weight), w_row, w_col, states,
+                   made.key, self.parallel, self.amax_group, reduce_group)
         # Tokens are split along the first dimension (sequence first, as Megatron-LM lays them out).
-        return y.reshape(-1, *x.shape[1:-1], self.out_features)
+        return y if flat else y.reshape(-1, *x.shape[1:-1], self.out_features)
