@@ -473,6 +473,15 @@ void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
   }
 }
 
+/// The factor `scale`'s elements are scaled by, or NaN for a NaN block (no
+/// other amax gives one): a factor that travels between lanes carries the
+/// block's NaN mask with it.
+Value getMarkedFactor(OpBuilder &b, Location l, const BlockScale &scale) {
+  Value nan = arith::ConstantOp::create(
+      b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+  return arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor);
+}
+
 /// One reduce-scatter step between lanes `mask` apart: the lane where
 /// `upper` holds sends the lower half of `amaxes` and keeps the upper, its
 /// partner the reverse, and each combines what it keeps with what it
@@ -513,8 +522,6 @@ SmallVector<Value> scaleColumnsSplit(OpBuilder &b, Location l, const Strip &s,
   Value upper = arith::XOrIOp::create(
       b, l, s.firstGroup, arith::ConstantIntOp::create(b, l, 1, 1));
   int64_t half = kStripCols / 2;
-  Value nan = arith::ConstantOp::create(
-      b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
   SmallVector<Value> stored, own;
   for (Value amax : s.reduction.toF32(
            b, l,
@@ -522,8 +529,7 @@ SmallVector<Value> scaleColumnsSplit(OpBuilder &b, Location l, const Strip &s,
     BlockScale scale = buildBlockScale(b, l, amax, op.getRounding(),
                                        out.conversion, scaleType);
     stored.push_back(scale.stored);
-    own.push_back(
-        arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor));
+    own.push_back(getMarkedFactor(b, l, scale));
   }
   Value firstCol = arith::AddIOp::create(
       b, l, s.col,
@@ -661,8 +667,8 @@ void storeRowScale(OpBuilder &b, Location l, const Strip &s,
 }
 
 /// The scale of a rowwise block of amax `amax`, stored for row `local` of
-/// the slice; returns the factor its elements are scaled by, NaN for a NaN
-/// block (no other amax gives one), so that the factor is the row's NaN mask.
+/// the slice; returns its marked factor (getMarkedFactor), the row's NaN
+/// mask as well.
 Value scaleRow(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
                const StripOutput &out, Value amax, Value local, Value block) {
   QuantizeOp op = out.op;
@@ -670,9 +676,7 @@ Value scaleRow(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
       buildBlockScale(b, l, amax, op.getRounding(), out.conversion,
                       op.getScales().getType().getElementType());
   storeRowScale(b, l, s, grid, out, local, block, scale.stored);
-  Value nan = arith::ConstantOp::create(
-      b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
-  return arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor);
+  return getMarkedFactor(b, l, scale);
 }
 
 /// The workgroup memory through which the warps of a CTA share their rowwise
