@@ -69,6 +69,10 @@ class Case:
     def k(self):
         return self.shape[-1]
 
+    def nbytes(self):
+        """Bytes moved: the bf16 input read once and every output written (a row reading more says so)."""
+        return 2 * _prod(self.shape) + sum(n for _, n, _ in self.outputs())
+
     @property
     def shape_text(self):
         return _dims(self.shape) + (" bf16" if self.uses_x else "")
@@ -156,9 +160,6 @@ class MXFP8(Case):
             out += [(f"{part} data", _stored_bytes(self.elem, _prod(self.shape)), len(self.shape)),
                     (f"{part} scales (swizzled)", _prod(_tiles(scales, dim)), len(self.shape) + 3)]
         return out
-
-    def nbytes(self):
-        return 2 * _prod(self.shape) + sum(n for _, n, _ in self.outputs())
 
     def check(self, host, outs):
         import ml_dtypes
@@ -254,9 +255,6 @@ class Blockwise(Case):
             shape, scales_shape, _ = self.layout(part)
             out += [(f"{part} data", _prod(shape), 2), (f"{part} scales", 4 * _prod(scales_shape), 2)]
         return out
-
-    def nbytes(self):
-        return 2 * _prod(self.shape) + sum(n for _, n, _ in self.outputs())
 
     def check(self, host, outs):
         """Rowwise: the checked rows; transposed: their columns, whole 128-row blocks of x."""
@@ -393,9 +391,6 @@ class MXFP4(Case):
 
     def outputs(self):
         return [("data (packed)", _prod(self.shape) // 2, 2), ("scales", _prod(self.scales_shape()), 2)]
-
-    def nbytes(self):
-        return 2 * _prod(self.shape) + sum(n for _, n, _ in self.outputs())
 
     def check(self, host, outs):
         from mx import reference

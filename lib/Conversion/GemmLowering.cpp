@@ -237,3 +237,17 @@ mx::chooseGemmLowering(ScaledMatmulOp op, Chip chip, GemmLowering option,
   return choose(GemmLowering::cublas,
                 "the generated kernel cannot run it (" + kernelReason + ")");
 }
+
+FailureOr<GemmLoweringChoice>
+mx::matchGemmLowering(ScaledMatmulOp op, PatternRewriter &rewriter, Chip chip,
+                      GemmLowering option, const gemm::GemmConfig &config,
+                      GemmLowering wanted) {
+  std::string reason;
+  FailureOr<GemmLoweringChoice> choice =
+      chooseGemmLowering(op, chip, option, config, reason);
+  if (failed(choice))
+    return rewriter.notifyMatchFailure(op, reason);
+  if (choice->lowering != wanted)
+    return rewriter.notifyMatchFailure(op, choice->reason);
+  return choice;
+}

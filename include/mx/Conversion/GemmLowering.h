@@ -20,6 +20,8 @@
 #include "mx/Dialect/MX/IR/MXOps.h"
 #include "mx/Runtime/MXRuntime.h"
 
+#include "mlir/IR/PatternMatch.h"
+
 #include <string>
 #include <utility>
 
@@ -51,6 +53,14 @@ struct GemmLoweringChoice {
 mlir::FailureOr<GemmLoweringChoice>
 chooseGemmLowering(ScaledMatmulOp op, Chip chip, GemmLowering option,
                    const gemm::GemmConfig &config, std::string &reason);
+
+/// `chooseGemmLowering` as the pattern of the lowering `wanted` asks it: the
+/// choice when it is `wanted`, otherwise a match failure on `rewriter` that
+/// says why (the op cannot be lowered at all, or the other lowering takes it).
+mlir::FailureOr<GemmLoweringChoice>
+matchGemmLowering(ScaledMatmulOp op, mlir::PatternRewriter &rewriter,
+                  Chip chip, GemmLowering option,
+                  const gemm::GemmConfig &config, GemmLowering wanted);
 
 } // namespace mx
 

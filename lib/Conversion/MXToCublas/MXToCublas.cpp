@@ -76,13 +76,11 @@ struct ScaledMatmulToCublas : OpRewritePattern<ScaledMatmulOp> {
 
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    std::string reason;
-    FailureOr<GemmLoweringChoice> choice =
-        chooseGemmLowering(op, chip, lowering, config, reason);
+    FailureOr<GemmLoweringChoice> choice = matchGemmLowering(
+        op, rewriter, chip, lowering, config, GemmLowering::cublas);
     if (failed(choice))
-      return rewriter.notifyMatchFailure(op, reason);
-    if (choice->lowering != GemmLowering::cublas)
-      return rewriter.notifyMatchFailure(op, choice->reason);
+      return failure();
+    std::string reason;
     FailureOr<CublasGemm> gemm = getCublasGemm(op, chip, reason);
     if (failed(gemm))
       return rewriter.notifyMatchFailure(op, reason);

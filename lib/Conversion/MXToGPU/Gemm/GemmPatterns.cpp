@@ -310,13 +310,11 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
     // Every check before the IR changes.
-    std::string reason;
-    FailureOr<GemmLoweringChoice> choice =
-        chooseGemmLowering(op, chip, lowering, config, reason);
+    FailureOr<GemmLoweringChoice> choice = matchGemmLowering(
+        op, rewriter, chip, lowering, config, GemmLowering::kernel);
     if (failed(choice))
-      return rewriter.notifyMatchFailure(op, reason);
-    if (choice->lowering != GemmLowering::kernel)
-      return rewriter.notifyMatchFailure(op, choice->reason);
+      return failure();
+    std::string reason;
     FailureOr<GemmPlan> plan = planGemm(op, chip, config, reason);
     if (failed(plan))
       return rewriter.notifyMatchFailure(op, reason);
