@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -43,6 +44,50 @@ def random_input(rng, shape, dtype, specials=True):
         flat[where] = np.resize(SPECIALS, where.size)
         flat[: min(flat.size, 40)] = 0.0  # an all-zero block (or a zero prefix of one)
     return x.astype(dtype)
+
+
+def ceil_boundary_amaxes(elem, dtype):
+    """Block amaxes of input type `dtype` (f32, bf16 or f16) where the `ceil` E8M0 exponent of `elem`
+    steps, or where its integer form (CeilScaleExponent.h) needs its own care: maxfinite M times every
+    power of two that `dtype` holds (the quotient exactly 2^k, subnormal ones included), each with one
+    and two ulps of `dtype` either side (at 2^-127 the quotient one ulp above rounds down onto it), the
+    smallest and the largest subnormals, 0, the largest finite value, +Inf and NaN."""
+    from mx import reference
+    dt = np.dtype(dtype)
+    uint = np.uint16 if dt.itemsize == 2 else np.uint32
+    inf_bits = int(np.array(np.inf, dt).view(uint))
+    with np.errstate(over="ignore"):  # the powers past dtype's range become Inf, dropped below
+        at = (np.exp2(np.arange(-160.0, 129.0)) * reference.max_finite(elem)).astype(dt)
+    wide = at.astype(np.float32)
+    at = at[np.isfinite(wide) & (wide > 0)]
+    near = (at.view(uint).astype(np.int64)[:, None] + np.arange(-2, 3)).ravel()
+    smallest_normal = int(np.array(ml_dtypes.finfo(dt).smallest_normal, dt).view(uint))
+    special = [0, 1, 2, 3, smallest_normal - 1, smallest_normal, inf_bits - 2, inf_bits - 1, inf_bits]
+    bits = np.unique(np.concatenate([near, special]))
+    bits = bits[(bits >= 0) & (bits <= inf_bits)].astype(uint)
+    return np.append(bits.view(dt), np.array(np.nan, dt))
+
+
+def ceil_boundary_input(rng, shape, elem, dtype):
+    """An input of `shape` and `dtype` whose [1, 32] and [32, 1] blocks take their amaxes from
+    ceil_boundary_amaxes (shuffled, cycled, random signs): in each 32 x 32 tile they sit on the
+    diagonal, which every rowwise and every columnwise block of the tile crosses once, and every other
+    element is a random fraction of the smaller of its two blocks' amaxes (Inf and NaN count as the
+    largest finite value). A [rows, cols] matrix holds rows * cols / 32 of them."""
+    dt = np.dtype(dtype)
+    amaxes = rng.permutation(ceil_boundary_amaxes(elem, dt).astype(np.float64))
+    rows, cols = shape[-2:]
+    r, c = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    slot = lambda row, col: (row * (-(-cols // 32)) + col // 32) % amaxes.size  # noqa: E731
+    diagonal = (r % 32) == (c % 32)
+    finite = np.where(np.isfinite(amaxes), np.abs(amaxes), float(ml_dtypes.finfo(dt).max))
+    # The diagonal element of the row block of (r, c) is at column c - c % 32 + r % 32, that of its
+    # column block at row r - r % 32 + c % 32: each is its block's amax.
+    row_amax = finite[slot(r, c - c % 32 + r % 32)]
+    col_amax = finite[slot(r - r % 32 + c % 32, c)]
+    x = np.where(diagonal, amaxes[slot(r, c)], rng.random((rows, cols)) * np.minimum(row_amax, col_amax))
+    x = x * rng.choice([-1.0, 1.0], size=x.shape)
+    return np.broadcast_to(x, shape).astype(dt)
 
 
 def assert_bits_equal(actual, expected, what):

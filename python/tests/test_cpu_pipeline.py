@@ -8,9 +8,9 @@ and just above it, +-Inf and NaN, and an all-zero block. Shapes include ones tha
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, exact_matmul, matmul_operands, random_input
+from conftest import assert_bits_equal, ceil_boundary_input, exact_matmul, matmul_operands, random_input
 
-from mx import reference, tools
+from mx import formats, reference, tools
 
 BLOCKS = {
     "rowwise-1x32": ((70, 200), (1, 32)),
@@ -34,6 +34,21 @@ def test_quantize(rng, recipe, scale_type, rounding, elem):
     ref_data, ref_scales = reference.quantize(x, block, elem, scale_type, rounding)
     assert_bits_equal(scales, ref_scales, "scales")
     assert_bits_equal(data, ref_data, "data")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("elem", formats.ELEMENT_TYPES)
+def test_quantize_ceil_boundaries(rng, elem, dtype):
+    """The `ceil` exponent, computed from amax's bits without the spec's division, on blocks whose
+    amaxes are maxfinite times every power of two and the ulps beside it, subnormal, 0, the largest
+    finite value, Inf and NaN (ceil_boundary_input: every such amax of the input type in both the
+    rowwise and the columnwise blocks of one input)."""
+    x = ceil_boundary_input(rng, (704, 64), elem, dtype)
+    for block in [(1, 32), (32, 1)]:
+        data, scales = tools.cpu_quantize(x, block, elem, "f8E8M0FNU", "ceil")
+        ref_data, ref_scales = reference.quantize(x, block, elem, "f8E8M0FNU", "ceil")
+        assert_bits_equal(scales, ref_scales, f"scales {block}")
+        assert_bits_equal(data, ref_data, f"data {block}")
 
 
 @pytest.mark.parametrize("elem", ["f8E4M3FN", "f8E5M2"])

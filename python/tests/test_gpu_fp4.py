@@ -11,7 +11,8 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import assert_bits_equal, build_gpu_programs, load_gpu_programs, random_input, run_gpu_program
+from conftest import (assert_bits_equal, build_gpu_programs, ceil_boundary_input, load_gpu_programs, random_input,
+                      run_gpu_program)
 
 from mx import reference, runtime, tools
 
@@ -26,6 +27,10 @@ MXFP4 = {
     "mxfp4_columnwise_odd": ((70, 102), np.float32, COL, "ceil"),
     "mxfp4_columnwise_floor": ((256, 64), ml_dtypes.bfloat16, COL, "floor"),
     "mxfp4_columnwise_batched": ((3, 64, 40), np.float32, (1, 32, 1), "ceil"),
+    # Room for every `ceil` boundary amax of the input type (test_mxfp4_ceil_boundaries).
+    "mxfp4_boundaries_f32": ((704, 64), np.float32, ROW, "ceil"),
+    "mxfp4_boundaries_bf16": ((704, 64), ml_dtypes.bfloat16, ROW, "ceil"),
+    "mxfp4_columnwise_boundaries_bf16": ((704, 64), ml_dtypes.bfloat16, COL, "ceil"),
 }
 # NVFP4 quantize: input shape and dtype, whether the tensor scale is given (else computed and returned),
 # whether the scales are swizzled, whether the blocks are columnwise ([16, 1]).
@@ -140,6 +145,15 @@ def _input(rng, shape, dtype, nan_block):
 def test_mxfp4_quantize(rng, libraries, name, repeat):
     shape, dtype, block, rounding = MXFP4[name]
     x = _input(rng, shape, dtype, nan_block=repeat == 1)
+    run_gpu_program(libraries, name, [x], reference.quantize(x, block, "f4E2M1FN", "f8E8M0FNU", rounding))
+
+
+@pytest.mark.parametrize("name", [n for n in MXFP4 if "boundaries" in n])
+def test_mxfp4_ceil_boundaries(rng, libraries, name):
+    """Blocks whose amaxes are where the `ceil` exponent steps (conftest.ceil_boundary_input): maxfinite
+    times every power of two and the ulps beside it, subnormal, 0, the largest finite value, Inf, NaN."""
+    shape, dtype, block, rounding = MXFP4[name]
+    x = ceil_boundary_input(rng, shape, "f4E2M1FN", dtype)
     run_gpu_program(libraries, name, [x], reference.quantize(x, block, "f4E2M1FN", "f8E8M0FNU", rounding))
 
 

@@ -13,8 +13,8 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import (assert_bits_equal, build_gpu_programs, exact_matmul, load_gpu_programs, matmul_operands,
-                      random_input, run_gpu_program)
+from conftest import (assert_bits_equal, build_gpu_programs, ceil_boundary_input, exact_matmul, load_gpu_programs,
+                      matmul_operands, random_input, run_gpu_program)
 
 from mx import reference, runtime, tools
 
@@ -94,6 +94,13 @@ QUANTIZE = {
     "blockwise_transposed_exact_f16": ((48, 36), F16, "f8E4M3FN", "f32", "exact", [(COL128_T, False)]),
     "blockwise_transposed_floor": ((256, 132), F32, "f8E4M3FN", "f32", "floor", [(COL128_T, False)]),
     "blockwise_transposed_swizzled": ((2, 144, 72), BF16, "f8E4M3FN", "f32", "ceil", [(COL128_T, True)]),
+    # Room for every `ceil` boundary amax of the input type in each [1, 32] and [32, 1] part
+    # (test_quantize_ceil_boundaries): the fused, rowwise and columnwise kernels, each input type.
+    "boundaries_fused_e4m3_f32": ((704, 64), F32, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, False), (COL, False)]),
+    "boundaries_fused_e5m2_bf16": ((704, 64), BF16, "f8E5M2", "f8E8M0FNU", "ceil", [(ROW, True), (COL, True)]),
+    "boundaries_rowwise_e4m3_bf16": ((704, 64), BF16, "f8E4M3FN", "f8E8M0FNU", "ceil", [(ROW, True)]),
+    "boundaries_rowwise_e5m2_f16": ((704, 64), F16, "f8E5M2", "f8E8M0FNU", "ceil", [(ROW, False)]),
+    "boundaries_columnwise_e5m2_f32": ((704, 64), F32, "f8E5M2", "f32", "ceil", [(COL, False)]),
 }
 AMAX = {  # input shape and dtype
     "amax_bf16": ((70, 208), BF16),
@@ -365,6 +372,15 @@ def _expected_quantize(name, x):
 @pytest.mark.parametrize("name", list(QUANTIZE))
 def test_quantize_kernel(rng, libraries, name, specials):
     x = _test_input(rng, *QUANTIZE[name][:2], specials)
+    run_gpu_program(libraries, name, [x], _expected_quantize(name, x))
+
+
+@pytest.mark.parametrize("name", [n for n in QUANTIZE if n.startswith("boundaries_")])
+def test_quantize_ceil_boundaries(rng, libraries, name):
+    """Blocks whose amaxes are where the `ceil` exponent steps (conftest.ceil_boundary_input): maxfinite
+    times every power of two and the ulps beside it, subnormal, 0, the largest finite value, Inf, NaN."""
+    shape, dtype, elem = QUANTIZE[name][:3]
+    x = ceil_boundary_input(rng, shape, elem, dtype)
     run_gpu_program(libraries, name, [x], _expected_quantize(name, x))
 
 

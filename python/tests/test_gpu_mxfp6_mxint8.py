@@ -5,8 +5,9 @@ the programs ahead of time, and $MX_GPU_ARTIFACTS=DIR runs them on a GPU machine
 crosses the device boundary packed, four elements to three bytes (runtime.DeviceBuffer.from_numpy,
 MemRef.to_numpy). Results land in memory filled with 0xA5 just before the call, so an unwritten byte is a
 mismatch. Inputs: the conftest's random values with the spec's special values (NaN, Inf, zero blocks,
-f32 subnormals), blocks that hold every code of the format exactly at scales from 2^-127 to 2^127, and
-rows spread over the whole f32 range; every kernel that writes these formats (rowwise, columnwise, both
+f32 subnormals), blocks that hold every code of the format exactly at scales from 2^-127 to 2^127,
+rows spread over the whole f32 range, and blocks whose amaxes sit where the `ceil` exponent steps
+(conftest.ceil_boundary_input); every kernel that writes these formats (rowwise, columnwise, both
 fused, each with its swizzle; dequantize, vector and per-group) under both power-of-two roundings.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import build_gpu_programs, load_gpu_programs, random_input, run_gpu_program
+from conftest import build_gpu_programs, ceil_boundary_input, load_gpu_programs, random_input, run_gpu_program
 
 import mx
 from mx import formats, ops, reference, runtime, tools
@@ -49,6 +50,13 @@ QUANTIZE = {
     "int8_columnwise_f16": ((64, 36), np.float16, "i8", "ceil", ("columnwise",), True),
     "int8_fused_bf16_floor": ((130, 68), ml_dtypes.bfloat16, "i8", "floor", ("rowwise", "columnwise"), True),
     "int8_fused_batched_f32": ((2, 40, 32), np.float32, "i8", "ceil", ("rowwise", "columnwise"), False),
+    # Room for every `ceil` boundary amax of the input type in both parts (test_quantize's
+    # "ceil_boundaries" inputs): the staged FP6 kernel and MXINT8's register kernel, f32 and bf16.
+    "e3m2_fused_boundaries_f32": ((704, 64), np.float32, "f6E3M2FN", "ceil", ("rowwise", "columnwise"), False),
+    "e2m3_fused_boundaries_bf16": ((704, 64), ml_dtypes.bfloat16, "f6E2M3FN", "ceil", ("rowwise", "columnwise"),
+                                   True),
+    "int8_fused_boundaries_f32": ((704, 64), np.float32, "i8", "ceil", ("rowwise", "columnwise"), False),
+    "int8_fused_boundaries_bf16": ((704, 64), ml_dtypes.bfloat16, "i8", "ceil", ("rowwise", "columnwise"), True),
 }
 # Dequantize: data shape, element type, block, output dtype (the vector kernel where rows are whole
 # chunks of one 16-byte store, 8 or 4 elements, and FP6 rows whole words, 16 elements; else the
@@ -170,11 +178,13 @@ def every_code_input(rng, shape, elem, dtype):
     return values.astype(dtype)
 
 
-@pytest.mark.parametrize("inputs", ["random", "every_code", "spread"])
+@pytest.mark.parametrize("inputs", ["random", "every_code", "spread", "ceil_boundaries"])
 @pytest.mark.parametrize("name", list(QUANTIZE))
 def test_quantize(rng, libraries, name, inputs):
     shape, dtype, elem = QUANTIZE[name][:3]
-    if inputs == "random":
+    if inputs == "ceil_boundaries":  # blocks whose amaxes are where the `ceil` exponent steps
+        x = ceil_boundary_input(rng, shape, elem, dtype)
+    elif inputs == "random":
         x = _narrow(random_input(rng, shape, np.float32), dtype)
         flat = x.reshape(-1, shape[-1])
         flat[0, -1], flat[-1, 0] = np.nan, -np.inf        # a NaN block and an Inf block

@@ -19,11 +19,14 @@
 // CHECK-NOT: arith.minnumf
 // CHECK: gpu.terminator
 // A strip's 4 column scales are split between the 2 lane groups of its
-// column block: 2 column and 2 row scales a lane (their divisions), where
-// computing all 4 column scales in each lane took 6.
+// column block: 2 column and 2 row scales a lane (their `ceil` exponents'
+// compares with E3M2's zero limit, bits(28 2^-127) + 1), where computing
+// all 4 column scales in each lane took 6. No scale divides.
 // SPLIT-LABEL: func @mxfp6_fused
 // SPLIT: gpu.barrier
-// SPLIT-COUNT-4: arith.divf
+// SPLIT-NOT: arith.divf
+// SPLIT-COUNT-4: arith.cmpi ule, %{{.*}}, %c39845889_i32{{.*}} : i32
+// SPLIT-NOT: arith.cmpi ule, %{{.*}}, %c39845889_i32
 // SPLIT-NOT: arith.divf
 // SPLIT: gpu.terminator
 // STORES-LABEL: func @mxfp6_fused

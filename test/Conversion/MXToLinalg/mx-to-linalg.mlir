@@ -12,7 +12,15 @@
 // CHECK:   arith.maximumf
 // CHECK: %[[SCALES:.*]]:2 = linalg.generic {indexing_maps = [#[[ID]], #[[ID]], #[[ID]]]
 // CHECK-SAME: ins(%[[AMAX]] : tensor<70x2xf32>)
-// CHECK:   arith.divf
+// The `ceil` exponent from amax's bits, no division (CeilScaleExponent.h):
+// E4M3's offset 2^30 - bits(448) - 1 and zero limit bits(448 2^-127) + 1.
+// CHECK-NOT: arith.divf
+// CHECK:   %[[BITS:.*]] = arith.bitcast %{{.*}} : f32 to i32
+// CHECK:   %[[SUM:.*]] = arith.addi %[[BITS]], %c-65011713_i32 : i32
+// CHECK:   %[[SHIFTED:.*]] = arith.shrui %[[SUM]], %c23_i32 : i32
+// CHECK:   %[[ZERO:.*]] = arith.cmpi ule, %[[BITS]], %c73400321_i32 : i32
+// CHECK:   arith.select %[[ZERO]], %c0_i32, %[[SHIFTED]] : i32
+// CHECK-NOT: arith.divf
 // CHECK:   arith.bitcast %{{.*}} : i8 to f8E8M0FNU
 // CHECK: %[[DATA:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[BLOCK]], #[[ID]]]
 // CHECK-SAME: ins(%[[X]], %[[SCALES]]#1 : tensor<70x33xbf16>, tensor<70x2xf32>)

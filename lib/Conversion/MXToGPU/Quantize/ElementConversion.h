@@ -50,7 +50,7 @@ struct ElementConversion {
   /// Whether an embedded conversion saturates the wider codes instead of
   /// clamping the values before `cvt` (a few integer steps per 4 codes, not
   /// two f32 ones per element): what the staged fused kernel does
-  /// (QuantizeStrips.cpp), through convertToPackedFP6; the other kernels,
+  /// (StagedQuantize.cpp), through convertToPackedFP6; the other kernels,
   /// not measured with it, clamp (convertToElements). The result is the
   /// same: see EmbeddedFP6Packing.h.
   bool saturatesCodes = false;

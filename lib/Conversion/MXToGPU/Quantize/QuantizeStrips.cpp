@@ -31,23 +31,20 @@
 // The fused kernel of a packed format (FP6) stages instead: a CTA copies its
 // 32-row x 256-column tile into shared memory, then warps 0-3 quantize the
 // columns and warps 4-7 the rows, each from the same strips read there, so
-// that a lane holds one quantization's state (buildStagedKernel).
+// that a lane holds one quantization's state (StagedQuantize.cpp; the strip
+// steps both kernels share are declared in QuantizeStrips.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "ElementConversion.h"
-#include "FusionPolicy.h"
-#include "KernelBuilder.h"
+#include "QuantizeStrips.h"
 
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
@@ -57,62 +54,10 @@ using namespace mlir;
 using namespace mx;
 using namespace mx::gpu_kernels;
 
-namespace {
-
-/// A column block is split between lane groups of a warp, 16 rows each (one
-/// 16-byte store of a column's codes when written transposed), which keeps a
-/// lane's strip at ~100 registers and so lets two 256-thread blocks share an
-/// SM.
-constexpr int64_t kRowsPerLane = 16;
-
-/// One quantization done by the strip kernel: its op, how it converts its
-/// elements, its output buffers and whether its scales are written tiled.
-struct StripOutput {
-  QuantizeOp op;
-  SwizzleOp swizzle;
-  ElementConversion conversion;
-  DataBuffer data;
-  Value scales;
-  /// Whether the 2 lane groups of a column block share its strips' column
-  /// scales, each group computing and storing 2 of a strip's 4
-  /// (scaleColumnsSplit; the staged kernel).
-  bool splitsColumnScales = false;
-};
-
-/// A packed format's lanes of a run fill whole 32-bit words together: FP6's
-/// 4 codes a lane are 24 bits, so 4 lanes fill 3 words.
-constexpr int64_t kPackedLaneBits = 24, kPackedRunLanes = 4,
-                  kPackedRunWords = 3;
-
-/// The work of a strip kernel, per batch slice of `rows` x `cols`: the
-/// `blockRows`-row blocks of the columnwise part (stacked over lane groups
-/// of `lanesAcross` lanes) and the `blockRows`-column blocks of the rowwise
-/// part (the fusion plan pairs [1, 32] with 32-row and [1, 128] with 128-row
-/// column blocks), and the row blocks and strips that the grid covers (the
-/// tiles' padding included; whole lane groups of strips).
-struct StripGrid {
-  int64_t slices, rows, cols, blockRows, lanesAcross, rowBlocks, colBlocks,
-      gridRowBlocks, gridStrips;
-
-  /// The lane groups of a warp, over which a column block is stacked.
-  int64_t getGroups() const { return kWarpSize / lanesAcross; }
-  /// The strips of a rowwise block: 8 (MX), 32 (FP8 blockwise).
-  int64_t getRowBlockStrips() const { return blockRows / kStripCols; }
-  /// The lanes of one lane group that share a rowwise block.
-  int64_t getRowBlockLanes() const {
-    return std::min(getRowBlockStrips(), lanesAcross);
-  }
-  /// The warps that share a rowwise block: 1 for MX, whose block's 8 lanes
-  /// are half a lane group; the CTA's 8 for FP8 blockwise, whose lane
-  /// groups of 4 cover 16 of the block's 128 columns.
-  int64_t getRowBlockWarps() const {
-    return getRowBlockStrips() / getRowBlockLanes();
-  }
-};
-
-StripGrid getStripGrid(RankedTensorType inputType,
-                       const StripOutput &columnwise,
-                       const StripOutput *rowwise, int64_t warpsPerTile) {
+StripGrid gpu_kernels::getStripGrid(RankedTensorType inputType,
+                                    const StripOutput &columnwise,
+                                    const StripOutput *rowwise,
+                                    int64_t warpsPerTile) {
   int64_t rank = inputType.getRank();
   StripGrid grid;
   grid.slices = getNumSlices(inputType, 2);
@@ -152,118 +97,77 @@ StripGrid getStripGrid(RankedTensorType inputType,
   return grid;
 }
 
-/// `slice * extent + local`: a slice's entry in a folded buffer.
-Value inSlice(OpBuilder &b, Location loc, Value slice, int64_t extent,
-              Value local) {
+Value gpu_kernels::inSlice(OpBuilder &b, Location loc, Value slice,
+                           int64_t extent, Value local) {
   return IndexArith{b, loc}.fma(slice, extent, local);
 }
 
-/// How the strip's amaxes are reduced. 16-bit inputs stay packed two to a
-/// word and each step is one `max.NaN.xorsign.abs` on a pair (exact, and NaN
-/// where either element is): that halves the maxima and leaves the f32
-/// values to the conversion alone. f32 inputs take f32 maxima of magnitudes.
-struct AmaxReduction {
-  Type elementType;
+Value AmaxReduction::combine(OpBuilder &b, Location l, Value x, Value y) const {
+  if (!isPacked())
+    return arith::MaximumFOp::create(b, l, x, y);
+  std::string ptx =
+      (Twine("max.NaN.xorsign.abs.") +
+       (elementType.isBF16() ? "bf16x2" : "f16x2") + " $0, $1, $2;")
+          .str();
+  return NVVM::InlinePtxOp::create(b, l, b.getI32Type(), ValueRange{x, y},
+                                   ValueRange{}, ptx, Value())
+      .getResult(0);
+}
 
-  bool isPacked() const { return elementType.getIntOrFloatBitWidth() == 16; }
+SmallVector<Value> AmaxReduction::elements(OpBuilder &b, Location l,
+                                           Value loaded, Value values,
+                                           Value valid) const {
+  Value reduced =
+      isPacked()
+          ? vector::BitCastOp::create(
+                b, l, VectorType::get({kStripCols / 2}, b.getI32Type()), loaded)
+          : magnitude(b, l, values);
+  Value zero =
+      arith::ConstantOp::create(b, l, b.getZeroAttr(reduced.getType()));
+  reduced = arith::SelectOp::create(b, l, valid, reduced, zero);
+  SmallVector<Value> elements;
+  for (int64_t i = 0, e = cast<VectorType>(reduced.getType()).getNumElements();
+       i < e; ++i)
+    elements.push_back(vector::ExtractOp::create(b, l, reduced, i));
+  return elements;
+}
 
-  /// The running max of `x` and `y`: f32 magnitudes, or words of pairs whose
-  /// magnitudes are maxed pair by pair (their sign bits are left arbitrary
-  /// and cleared by toF32).
-  Value combine(OpBuilder &b, Location l, Value x, Value y) const {
-    if (!isPacked())
-      return arith::MaximumFOp::create(b, l, x, y);
-    std::string ptx =
-        (Twine("max.NaN.xorsign.abs.") +
-         (elementType.isBF16() ? "bf16x2" : "f16x2") + " $0, $1, $2;")
-            .str();
-    return NVVM::InlinePtxOp::create(b, l, b.getI32Type(), ValueRange{x, y},
-                                     ValueRange{}, ptx, Value())
-        .getResult(0);
-  }
+SmallVector<Value> AmaxReduction::toF32(OpBuilder &b, Location l,
+                                        ArrayRef<Value> reduced) const {
+  if (!isPacked())
+    return SmallVector<Value>(reduced);
+  int64_t count = 2 * reduced.size();
+  Value pairs = vector::BitCastOp::create(
+      b, l, VectorType::get({count}, elementType),
+      vector::FromElementsOp::create(
+          b, l, VectorType::get({count / 2}, b.getI32Type()), reduced));
+  Value amaxes = extendToF32(b, l, magnitude(b, l, pairs));
+  SmallVector<Value> result;
+  for (int64_t i = 0; i < count; ++i)
+    result.push_back(vector::ExtractOp::create(b, l, amaxes, i));
+  return result;
+}
 
-  /// The reduced elements of `loaded` (one row of the strip) where `valid`,
-  /// zero elsewhere: f32 magnitudes, or words of pairs.
-  SmallVector<Value> elements(OpBuilder &b, Location l, Value loaded,
-                              Value values, Value valid) const {
-    Value reduced =
-        isPacked()
-            ? vector::BitCastOp::create(
-                  b, l, VectorType::get({kStripCols / 2}, b.getI32Type()),
-                  loaded)
-            : magnitude(b, l, values);
-    Value zero =
-        arith::ConstantOp::create(b, l, b.getZeroAttr(reduced.getType()));
-    reduced = arith::SelectOp::create(b, l, valid, reduced, zero);
-    SmallVector<Value> elements;
-    for (int64_t i = 0,
-                 e = cast<VectorType>(reduced.getType()).getNumElements();
-         i < e; ++i)
-      elements.push_back(vector::ExtractOp::create(b, l, reduced, i));
-    return elements;
-  }
+Value AmaxReduction::pairRows(OpBuilder &b, Location l, Value a,
+                              Value c) const {
+  auto wordType = VectorType::get({1}, b.getI32Type());
+  auto pairType = VectorType::get({2}, elementType);
+  auto asPair = [&](Value word) -> Value {
+    return vector::BitCastOp::create(
+        b, l, pairType, vector::BroadcastOp::create(b, l, wordType, word));
+  };
+  Value pa = asPair(a), pc = asPair(c);
+  auto word = [&](ArrayRef<int64_t> mask) -> Value {
+    Value pair = vector::ShuffleOp::create(b, l, pa, pc, mask);
+    return vector::ExtractOp::create(
+        b, l, vector::BitCastOp::create(b, l, wordType, pair), 0);
+  };
+  return combine(b, l, word({0, 2}), word({1, 3}));
+}
 
-  /// The f32 amaxes that `reduced` (as combine leaves them) hold, in order.
-  SmallVector<Value> toF32(OpBuilder &b, Location l,
-                           ArrayRef<Value> reduced) const {
-    if (!isPacked())
-      return SmallVector<Value>(reduced);
-    int64_t count = 2 * reduced.size();
-    Value pairs = vector::BitCastOp::create(
-        b, l, VectorType::get({count}, elementType),
-        vector::FromElementsOp::create(
-            b, l, VectorType::get({count / 2}, b.getI32Type()), reduced));
-    Value amaxes = extendToF32(b, l, magnitude(b, l, pairs));
-    SmallVector<Value> result;
-    for (int64_t i = 0; i < count; ++i)
-      result.push_back(vector::ExtractOp::create(b, l, amaxes, i));
-    return result;
-  }
-
-  /// Words holding the amaxes of two rows, from `a` and `c`, the reduced
-  /// pairs of each row: [a0, c0] and [a1, c1] combined.
-  Value pairRows(OpBuilder &b, Location l, Value a, Value c) const {
-    auto wordType = VectorType::get({1}, b.getI32Type());
-    auto pairType = VectorType::get({2}, elementType);
-    auto asPair = [&](Value word) -> Value {
-      return vector::BitCastOp::create(
-          b, l, pairType, vector::BroadcastOp::create(b, l, wordType, word));
-    };
-    Value pa = asPair(a), pc = asPair(c);
-    auto word = [&](ArrayRef<int64_t> mask) -> Value {
-      Value pair = vector::ShuffleOp::create(b, l, pa, pc, mask);
-      return vector::ExtractOp::create(
-          b, l, vector::BitCastOp::create(b, l, wordType, pair), 0);
-    };
-    return combine(b, l, word({0, 2}), word({1, 3}));
-  }
-};
-
-/// What one lane owns: its strip's place and its 16 rows of 4 values.
-struct Strip {
-  Value lane, slice, sliceValid, rowBlock, firstGroup, strip, col, colValid;
-  /// The column that global loads of the strip start at: `col` clamped in
-  /// bounds.
-  Value loadCol;
-  /// Per row: the row in the slice, in the folded data, whether it exists,
-  /// the values as loaded and as f32.
-  SmallVector<Value> rowInSlice, row, rowValid, loaded, values;
-  /// How the amaxes of the input's element type are reduced.
-  AmaxReduction reduction;
-};
-
-/// Reads row `i` of a lane's strip (placed by loadStrip): a vector of
-/// kStripCols input elements.
-using StripRowReader =
-    function_ref<Value(OpBuilder &, Location, const Strip &, int64_t i)>;
-
-/// Places the lane `lane` of the grid's warp `warp` (warp w covers
-/// `lanesAcross` strips of one row block; the high lane bits pick the group)
-/// and reads its strip with `readRow`: every lane reads (clamped in bounds)
-/// so that all lanes take part in the shuffles; stores are predicated.
-Strip loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
-                const StripGrid &grid, Type elementType,
-                StripRowReader readRow) {
+Strip gpu_kernels::loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
+                             const StripGrid &grid, Type elementType,
+                             StripRowReader readRow) {
   IndexArith index{b, l};
   Strip s;
   s.reduction.elementType = elementType;
@@ -302,9 +206,10 @@ Strip loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
 /// columns from `firstCol` where `writes` holds (the first lane group, or
 /// each group its own): linear, all at a time, or tiled with K as the
 /// unscaled dimension, where the padding of the tiles gets zero bits.
-void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
-                       const StripGrid &grid, const StripOutput &out,
-                       ArrayRef<Value> stored, Value firstCol, Value writes) {
+static void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
+                              const StripGrid &grid, const StripOutput &out,
+                              ArrayRef<Value> stored, Value firstCol,
+                              Value writes) {
   Type scaleType = stored.front().getType();
   Value rowBlockValid =
       andI(b, l, s.sliceValid,
@@ -312,9 +217,10 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
   if (!out.swizzle) {
     Value vector = vector::FromElementsOp::create(
         b, l, VectorType::get({int64_t(stored.size())}, scaleType), stored);
-    storeVectorIf(b, l, andI(b, l, writes, andI(b, l, rowBlockValid, s.colValid)),
-                  vector, out.scales,
-                  {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), firstCol});
+    storeVectorIf(
+        b, l, andI(b, l, writes, andI(b, l, rowBlockValid, s.colValid)), vector,
+        out.scales,
+        {inSlice(b, l, s.slice, grid.rowBlocks, s.rowBlock), firstCol});
     return;
   }
   int64_t paddedCols = llvm::alignTo(grid.cols, SwizzleTiles::kRows);
@@ -342,8 +248,8 @@ void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
 /// run of 4 lanes stores word j of their 3, (p_j >> 8j) | (p_{j+1} <<
 /// (24 - 8j)), with its right neighbour's bits from one shuffle (every lane
 /// takes part), and the run's last lane stores nothing.
-void storeStripRow(OpBuilder &b, Location l, const Strip &s,
-                   const StripOutput &out, int64_t i, Value codes) {
+static void storeStripRow(OpBuilder &b, Location l, const Strip &s,
+                          const StripOutput &out, int64_t i, Value codes) {
   const DataBuffer &data = out.data;
   if (!data.getFormat().isPacked())
     return data.store(b, l, andI(b, l, s.rowValid[i], s.colValid), codes,
@@ -373,68 +279,6 @@ void storeStripRow(OpBuilder &b, Location l, const Strip &s,
       index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
 }
 
-/// The packed rows of a lane's strip of one output as the staged kernel
-/// writes them (its conversions saturate codes): lane j of a
-/// run of 4 stores word j of the run's 3 per row, the funnel shift
-/// (p_{j+1} : p_j << 8) >> (8 + 8j) of its row's 24 bits p_j and its right
-/// neighbour's (one shuffle; bits 24-31 of each may be anything, the shift
-/// drops them), at an immediate offset from one address computed once: the
-/// stores of storeStripRow each recomputed a 64-bit address (four
-/// instructions a row in ptxas's SASS) and took three to join the word.
-struct PackedRowStores {
-  Value shift, stores, address;
-
-  PackedRowStores(OpBuilder &b, Location l, const Strip &s,
-                  const DataBuffer &data) {
-    IndexArith index{b, l};
-    Value lane = index.rem(s.strip, kPackedRunLanes);
-    shift = arith::IndexCastOp::create(b, l, b.getI32Type(),
-                                       index.fma(lane, 8, cIndex(b, l, 8)));
-    stores = andI(b, l, s.colValid,
-                  cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
-    address = data.getWordAddress(
-        b, l, s.row.front(),
-        index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
-  }
-
-  /// Stores row `i` (rows are consecutive from the strip's first) from the
-  /// packed `bits` of its 4 codes.
-  void store(OpBuilder &b, Location l, const Strip &s, const DataBuffer &data,
-             int64_t i, Value bits) const {
-    Value next =
-        gpu::ShuffleOp::create(b, l, bits, 1, kWarpSize, gpu::ShuffleMode::DOWN)
-            .getShuffleResult();
-    Value low = arith::ShLIOp::create(
-        b, l, bits, arith::ConstantIntOp::create(b, l, 8, 32));
-    data.storeWordAt(b, l, andI(b, l, s.rowValid[i], stores),
-                     LLVM::FshrOp::create(b, l, next, low, shift), address,
-                     i * data.getRowBytes());
-  }
-};
-
-/// The packed bits of a strip row's 4 codes from its scaled values (bits
-/// 0-23): converted and packed in one recipe where FP6 is embedded (sm_90a),
-/// else converted, then packed.
-Value packStripRow(OpBuilder &b, Location l, const StripOutput &out,
-                   Value scaled, Value nanMask) {
-  if (out.conversion.isEmbedded())
-    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask);
-  return out.data.packBits(
-      b, l, convertToElements(b, l, scaled, out.conversion, nanMask));
-}
-
-/// PackedRowStores for a strip's rows of `out` where the staged kernel
-/// writes them (packed formats, never transposed).
-std::optional<PackedRowStores> getPackedRowStores(OpBuilder &b, Location l,
-                                                  const Strip &s,
-                                                  const StripOutput &out) {
-  QuantizeOp op = out.op;
-  if (!out.conversion.saturatesCodes || !out.data.getFormat().isPacked() ||
-      op.getTransposed())
-    return std::nullopt;
-  return PackedRowStores(b, l, s, out.data);
-}
-
 /// The transposed columnwise output (`transposed`, GEMM-ready): the strip's
 /// 16 codes of each column are one 16-byte chunk of a row of the transposed
 /// data, and the lane groups of the warp write the 16-byte parts of its
@@ -443,10 +287,11 @@ std::optional<PackedRowStores> getPackedRowStores(OpBuilder &b, Location l,
 /// transposed input. (Tiled scales need no
 /// change: tiling [cols, row blocks] along its rows puts every scale where
 /// tiling [row blocks, cols] along its columns does.)
-void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
-                            const StripGrid &grid, const StripOutput &out,
-                            ArrayRef<Value> rowCodes,
-                            ArrayRef<BlockScale> scales) {
+static void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
+                                   const StripGrid &grid,
+                                   const StripOutput &out,
+                                   ArrayRef<Value> rowCodes,
+                                   ArrayRef<BlockScale> scales) {
   Value firstRow = s.rowInSlice.front();
   // Rows are a multiple of 16: a run's first row exists iff all of it does.
   Value runValid = andI(b, l, s.rowValid.front(), s.colValid);
@@ -476,7 +321,8 @@ void storeTransposedColumns(OpBuilder &b, Location l, const Strip &s,
 /// The factor `scale`'s elements are scaled by, or NaN for a NaN block (no
 /// other amax gives one): a factor that travels between lanes carries the
 /// block's NaN mask with it.
-Value getMarkedFactor(OpBuilder &b, Location l, const BlockScale &scale) {
+static Value getMarkedFactor(OpBuilder &b, Location l,
+                             const BlockScale &scale) {
   Value nan = arith::ConstantOp::create(
       b, l, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
   return arith::SelectOp::create(b, l, scale.isNaN, nan, scale.factor);
@@ -486,10 +332,10 @@ Value getMarkedFactor(OpBuilder &b, Location l, const BlockScale &scale) {
 /// `upper` holds sends the lower half of `amaxes` and keeps the upper, its
 /// partner the reverse, and each combines what it keeps with what it
 /// receives (combine is commutative, sign bits included).
-SmallVector<Value> scatterAmaxes(OpBuilder &b, Location l,
-                                 const AmaxReduction &reduction,
-                                 ArrayRef<Value> amaxes, Value upper,
-                                 int64_t mask) {
+static SmallVector<Value> scatterAmaxes(OpBuilder &b, Location l,
+                                        const AmaxReduction &reduction,
+                                        ArrayRef<Value> amaxes, Value upper,
+                                        int64_t mask) {
   int64_t half = amaxes.size() / 2;
   SmallVector<Value> kept;
   for (int64_t p = 0; p < half; ++p) {
@@ -512,20 +358,21 @@ SmallVector<Value> scatterAmaxes(OpBuilder &b, Location l,
 /// scales, and one shuffle per column brings it the other group's factors.
 /// Each amax is the max of the same magnitudes whichever lane combines them,
 /// so the scales are the bits of the unsplit ones.
-SmallVector<Value> scaleColumnsSplit(OpBuilder &b, Location l, const Strip &s,
-                                     const StripGrid &grid,
-                                     const StripOutput &out,
-                                     ArrayRef<Value> colAmax) {
+static SmallVector<Value> scaleColumnsSplit(OpBuilder &b, Location l,
+                                            const Strip &s,
+                                            const StripGrid &grid,
+                                            const StripOutput &out,
+                                            ArrayRef<Value> colAmax) {
   assert(grid.getGroups() == 2 && "a column block over two lane groups");
   QuantizeOp op = out.op;
   Type scaleType = op.getScales().getType().getElementType();
-  Value upper = arith::XOrIOp::create(
-      b, l, s.firstGroup, arith::ConstantIntOp::create(b, l, 1, 1));
+  Value upper = arith::XOrIOp::create(b, l, s.firstGroup,
+                                      arith::ConstantIntOp::create(b, l, 1, 1));
   int64_t half = kStripCols / 2;
   SmallVector<Value> stored, own;
-  for (Value amax : s.reduction.toF32(
-           b, l,
-           scatterAmaxes(b, l, s.reduction, colAmax, upper, grid.lanesAcross))) {
+  for (Value amax : s.reduction.toF32(b, l,
+                                      scatterAmaxes(b, l, s.reduction, colAmax,
+                                                    upper, grid.lanesAcross))) {
     BlockScale scale = buildBlockScale(b, l, amax, op.getRounding(),
                                        out.conversion, scaleType);
     stored.push_back(scale.stored);
@@ -533,24 +380,25 @@ SmallVector<Value> scaleColumnsSplit(OpBuilder &b, Location l, const Strip &s,
   }
   Value firstCol = arith::AddIOp::create(
       b, l, s.col,
-      arith::SelectOp::create(b, l, upper, cIndex(b, l, half), cIndex(b, l, 0)));
+      arith::SelectOp::create(b, l, upper, cIndex(b, l, half),
+                              cIndex(b, l, 0)));
   storeColumnScales(b, l, s, grid, out, stored, firstCol,
                     arith::ConstantIntOp::create(b, l, 1, 1));
   SmallVector<Value> factors(kStripCols);
   for (auto [q, factor] : llvm::enumerate(own)) {
-    Value other = gpu::ShuffleOp::create(b, l, factor, int32_t(grid.lanesAcross),
-                                         kWarpSize, gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
+    Value other =
+        gpu::ShuffleOp::create(b, l, factor, int32_t(grid.lanesAcross),
+                               kWarpSize, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
     factors[q] = arith::SelectOp::create(b, l, upper, other, factor);
     factors[q + half] = arith::SelectOp::create(b, l, upper, factor, other);
   }
   return factors;
 }
 
-/// Columnwise: one scale per column of the strip, its amax combined across
-/// the lane groups (16 rows each) of the column block by xor shuffles.
-void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
-                     const StripGrid &grid, const StripOutput &out) {
+void gpu_kernels::quantizeColumns(OpBuilder &b, Location l, const Strip &s,
+                                  const StripGrid &grid,
+                                  const StripOutput &out) {
   QuantizeOp op = out.op;
   Type scaleType = op.getScales().getType().getElementType();
   auto f32Lane = cast<VectorType>(s.values.front().getType());
@@ -610,8 +458,8 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   if (!out.splitsColumnScales && (!op.getTransposed() || out.swizzle))
     storeColumnScales(
         b, l, s, grid, out,
-        llvm::map_to_vector(scales,
-                            [](const BlockScale &scale) { return scale.stored; }),
+        llvm::map_to_vector(
+            scales, [](const BlockScale &scale) { return scale.stored; }),
         s.col, s.firstGroup);
 }
 
@@ -622,10 +470,10 @@ void quantizeColumns(OpBuilder &b, Location l, const Strip &s,
 /// lanes' columns. For MX's 8 lanes that is 14 shuffles (7 packed) instead
 /// of 48, and each row's scale is then computed once per block rather than
 /// once per lane.
-SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
-                                    const AmaxReduction &reduction,
-                                    SmallVector<Value> amaxes,
-                                    Value laneInBlock, int64_t lanes) {
+static SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
+                                           const AmaxReduction &reduction,
+                                           SmallVector<Value> amaxes,
+                                           Value laneInBlock, int64_t lanes) {
   for (int64_t mask = lanes / 2; mask >= 1; mask /= 2) {
     Value upper = arith::CmpIOp::create(
         b, l, arith::CmpIPredicate::ne,
@@ -639,9 +487,9 @@ SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
 /// Stores the rowwise scale of the strip row `local` (in the slice), linear
 /// or at its tiled address, where rows and blocks of the tiles' padding get
 /// zero bits.
-void storeRowScale(OpBuilder &b, Location l, const Strip &s,
-                   const StripGrid &grid, const StripOutput &out, Value local,
-                   Value block, Value stored) {
+static void storeRowScale(OpBuilder &b, Location l, const Strip &s,
+                          const StripGrid &grid, const StripOutput &out,
+                          Value local, Value block, Value stored) {
   Value rowValid =
       andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
   Value valid =
@@ -669,8 +517,9 @@ void storeRowScale(OpBuilder &b, Location l, const Strip &s,
 /// The scale of a rowwise block of amax `amax`, stored for row `local` of
 /// the slice; returns its marked factor (getMarkedFactor), the row's NaN
 /// mask as well.
-Value scaleRow(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
-               const StripOutput &out, Value amax, Value local, Value block) {
+static Value scaleRow(OpBuilder &b, Location l, const Strip &s,
+                      const StripGrid &grid, const StripOutput &out, Value amax,
+                      Value local, Value block) {
   QuantizeOp op = out.op;
   BlockScale scale =
       buildBlockScale(b, l, amax, op.getRounding(), out.conversion,
@@ -678,6 +527,8 @@ Value scaleRow(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
   storeRowScale(b, l, s, grid, out, local, block, scale.stored);
   return getMarkedFactor(b, l, scale);
 }
+
+namespace mx::gpu_kernels {
 
 /// The workgroup memory through which the warps of a CTA share their rowwise
 /// blocks (FP8 blockwise's 128 columns span the CTA's 8 warps): each warp's
@@ -697,14 +548,16 @@ struct RowExchange {
   }
 };
 
+} // namespace mx::gpu_kernels
+
 /// Factors of a block in one warp (MX): lane g of the block's 8 computes and
 /// stores the scales of the rows whose amaxes it holds, and one shuffle per
 /// row brings each row's factor to every lane of the block.
-SmallVector<Value> scaleRowsInWarp(OpBuilder &b, Location l, const Strip &s,
-                                   const StripGrid &grid,
-                                   const StripOutput &out,
-                                   ArrayRef<Value> amaxes, Value laneInBlock,
-                                   Value block) {
+static SmallVector<Value> scaleRowsInWarp(OpBuilder &b, Location l,
+                                          const Strip &s, const StripGrid &grid,
+                                          const StripOutput &out,
+                                          ArrayRef<Value> amaxes,
+                                          Value laneInBlock, Value block) {
   int64_t rowsPerLane = amaxes.size();
   Value firstOwnedRow =
       IndexArith{b, l}.fma(laneInBlock, rowsPerLane, s.rowInSlice.front());
@@ -734,10 +587,10 @@ SmallVector<Value> scaleRowsInWarp(OpBuilder &b, Location l, const Strip &s,
 /// barrier thread t < 128 reduces row t's over the 8 warps, stores its scale
 /// and writes its factor; after a second barrier each lane reads the factors
 /// of its 16 rows (four 16-byte loads, broadcast to the lanes of a group).
-SmallVector<Value> scaleRowsInCTA(OpBuilder &b, Location l, const Strip &s,
-                                  const StripGrid &grid, const StripOutput &out,
-                                  ArrayRef<Value> amaxes, Value laneInBlock,
-                                  Value block, const RowExchange &exchange) {
+static SmallVector<Value>
+scaleRowsInCTA(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
+               const StripOutput &out, ArrayRef<Value> amaxes,
+               Value laneInBlock, Value block, const RowExchange &exchange) {
   IndexArith index{b, l};
   auto f32 = b.getF32Type();
   Value firstTileRow = index.div(s.lane, grid.lanesAcross);
@@ -781,14 +634,9 @@ SmallVector<Value> scaleRowsInCTA(OpBuilder &b, Location l, const Strip &s,
   return factors;
 }
 
-/// Rowwise: the lanes of a lane group that share a rowwise block
-/// reduce-scatter the rows' amaxes over their columns; the scales are
-/// computed once per row (in the warp, or for a block of several warps in
-/// the CTA: scaleRowsInWarp, scaleRowsInCTA), and each row is scaled by its
-/// factor, a NaN factor marking a NaN block.
-void quantizeRows(OpBuilder &b, Location l, const Strip &s,
-                  const StripGrid &grid, const StripOutput &out,
-                  const RowExchange *exchange) {
+void gpu_kernels::quantizeRows(OpBuilder &b, Location l, const Strip &s,
+                               const StripGrid &grid, const StripOutput &out,
+                               const RowExchange *exchange) {
   QuantizeOp op = out.op;
   int64_t lanes = grid.getRowBlockLanes();
   Value block = arith::DivUIOp::create(b, l, s.strip,
@@ -830,8 +678,8 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
       Value scaled = applyScaleFactors(
           b, l, s.values[i], vector::BroadcastOp::create(b, l, type, factor),
           op.getRounding());
-      Value nanMask = vector::BroadcastOp::create(
-          b, l, type.clone(b.getI1Type()), isNaN);
+      Value nanMask =
+          vector::BroadcastOp::create(b, l, type.clone(b.getI1Type()), isNaN);
       rowStores->store(b, l, s, out.data, i,
                        packStripRow(b, l, out, scaled, nanMask));
       continue;
@@ -844,7 +692,7 @@ void quantizeRows(OpBuilder &b, Location l, const Strip &s,
 
 /// Whether `op` quantizes its input's columns: block [32, 1], or written
 /// transposed with block [1, 32] in the data's dimensions.
-bool readsColumns(QuantizeOp op) {
+static bool readsColumns(QuantizeOp op) {
   ArrayRef<int64_t> block = op.getBlock();
   return (op.getTransposed() ? block.end()[-2] : block.back()) == 1;
 }
@@ -852,10 +700,10 @@ bool readsColumns(QuantizeOp op) {
 /// The strip kernel that keeps the strip in registers: each lane loads its
 /// strip from global memory and quantizes its columns, then (fused) its rows;
 /// a CTA is one row block's 8 warps where a rowwise block spans them.
-void buildRegisterKernel(OpBuilder &builder, Location loc,
-                         RankedTensorType inputType, Value input,
-                         const StripOutput &columnwise,
-                         const StripOutput *rowwise) {
+static void buildRegisterKernel(OpBuilder &builder, Location loc,
+                                RankedTensorType inputType, Value input,
+                                const StripOutput &columnwise,
+                                const StripOutput *rowwise) {
   StripGrid grid =
       getStripGrid(inputType, columnwise, rowwise, /*warpsPerTile=*/1);
   bool exchangesRows = rowwise && grid.getRowBlockWarps() > 1;
@@ -891,144 +739,7 @@ void buildRegisterKernel(OpBuilder &builder, Location loc,
       });
 }
 
-/// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
-/// the columns of its tile, warps 4-7 the rows.
-constexpr int64_t kStagedWarpsPerPart = kWarpsPerBlock / 2;
-/// The CTAs an SM of the staged kernel: 64 registers a thread.
-constexpr int64_t kStagedCTAsPerSM = 4;
-/// The staged tile is loaded in 16-byte chunks.
-constexpr int64_t kStageChunkBytes = 16;
-
-/// Whether the fused kernel stages its tile in shared memory (see
-/// buildStagedKernel): for packed formats, whose register kernel needs 128
-/// registers and so ran at 73% of copy on the H100 (MXFP6), where FP8's and
-/// MXINT8's reach 94-95% and keep the register kernel. Rows must take whole
-/// 16-byte chunks.
-bool stagesTile(RankedTensorType inputType, const StripOutput &columnwise) {
-  int64_t chunk =
-      kStageChunkBytes * 8 / inputType.getElementType().getIntOrFloatBitWidth();
-  return columnwise.data.getFormat().isPacked() &&
-         inputType.getShape().back() % chunk == 0;
-}
-
-/// The staged tile: the CTA's row block x the columns of its
-/// kStagedWarpsPerPart warps' strips, in workgroup memory.
-MemRefType getStagedTileType(const StripGrid &grid, Type elementType) {
-  MLIRContext *context = elementType.getContext();
-  return MemRefType::get(
-      {grid.blockRows, kStagedWarpsPerPart * grid.lanesAcross * kStripCols},
-      elementType, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
-}
-
-/// Copies the CTA's tile (its first row `firstRow` of the folded input, its
-/// first column `firstCol`) into `tile`: each warp moves whole tile rows in
-/// 16-byte chunks, every load issued before the first store; rows and
-/// columns past the input are clamped, as the register kernel's loads are.
-void stageTile(OpBuilder &b, Location l, const StripGrid &grid, Value input,
-               Value tile, Value thread, Value firstRow, Value firstCol) {
-  IndexArith index{b, l};
-  auto tileType = cast<MemRefType>(tile.getType());
-  int64_t chunk =
-      kStageChunkBytes * 8 / tileType.getElementType().getIntOrFloatBitWidth();
-  int64_t chunksPerRow = tileType.getDimSize(1) / chunk;
-  int64_t rowsPerPass = kThreadsPerBlock / chunksPerRow;
-  auto chunkType = VectorType::get({chunk}, tileType.getElementType());
-  Value row0 = index.div(thread, chunksPerRow);
-  Value col = arith::MulIOp::create(b, l, index.rem(thread, chunksPerRow),
-                                    cIndex(b, l, chunk));
-  Value loadCol =
-      arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, firstCol, col),
-                             cIndex(b, l, grid.cols - chunk));
-  SmallVector<Value> rows, chunks;
-  for (int64_t r = 0; r < tileType.getDimSize(0); r += rowsPerPass) {
-    rows.push_back(arith::AddIOp::create(b, l, row0, cIndex(b, l, r)));
-    Value loadRow = arith::MinUIOp::create(
-        b, l, arith::AddIOp::create(b, l, firstRow, rows.back()),
-        cIndex(b, l, grid.slices * grid.rows - 1));
-    chunks.push_back(loadVector(b, l, chunkType, input, {loadRow, loadCol}));
-  }
-  for (auto [row, values] : llvm::zip_equal(rows, chunks))
-    storeVector(b, l, values, tile, {row, col});
-}
-
-/// The fused kernel of packed formats: a CTA copies a row block x 256
-/// columns of the input into shared memory once (16 KiB of bf16), and after
-/// a barrier warps 0-3 quantize its columns and warps 4-7 its rows, each
-/// lane reading its 16 x 4 strip there. A lane then holds one quantization's
-/// state, not both, which takes the registers from 128 to the columnwise
-/// kernel's count and so doubles the CTAs an SM.
-void buildStagedKernel(OpBuilder &builder, Location loc,
-                       RankedTensorType inputType, Value input,
-                       const StripOutput &columnwise,
-                       const StripOutput &rowwise) {
-  StripGrid grid =
-      getStripGrid(inputType, columnwise, &rowwise, kStagedWarpsPerPart);
-  Type elementType = inputType.getElementType();
-  MemRefType tileType = getStagedTileType(grid, elementType);
-  int64_t tileStrips = tileType.getDimSize(1) / kStripCols;
-  int64_t tilesPerRowBlock = grid.gridStrips / tileStrips;
-  auto laneType = VectorType::get({kStripCols}, elementType);
-  auto body = [&](OpBuilder &b, Location l, const KernelIds &ids) {
-    IndexArith index{b, l};
-    Value tile = ids.workgroup.front();
-    Value gridRowBlock = index.div(ids.block, tilesPerRowBlock);
-    Value firstRow = inSlice(
-        b, l, index.div(gridRowBlock, grid.gridRowBlocks), grid.rows,
-        arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
-                              cIndex(b, l, grid.blockRows)));
-    Value firstCol =
-        arith::MulIOp::create(b, l, index.rem(ids.block, tilesPerRowBlock),
-                              cIndex(b, l, tileType.getDimSize(1)));
-    stageTile(b, l, grid, input, tile, ids.thread, firstRow, firstCol);
-    auto barrier = gpu::BarrierOp::create(b, l);
-    // Four CTAs an SM (64 registers) are what the kernel was designed for
-    // with 16-bit inputs on sm_90a, where ptxas gave it 75 registers
-    // unasked (KernelOccupancy); f32 inputs (107-122) and sm_100a's FP6
-    // `cvt` (78-80) would spill there.
-    if (columnwise.conversion.isEmbedded() &&
-        elementType.getIntOrFloatBitWidth() == 16)
-      barrier->setAttr("mx.min_ctas_per_sm",
-                       b.getI64IntegerAttr(kStagedCTAsPerSM));
-
-    // Warp w of the CTA is warp w % 4 of its part among the grid's warps.
-    Value warp = index.div(ids.thread, kWarpSize);
-    Value lane = index.rem(ids.thread, kWarpSize);
-    Value partWarp = index.rem(warp, kStagedWarpsPerPart);
-    Value gridWarp = index.fma(ids.block, kStagedWarpsPerPart, partWarp);
-    Value tileRow0 = arith::MulIOp::create(
-        b, l, index.div(lane, grid.lanesAcross), cIndex(b, l, kRowsPerLane));
-    Value tileCol =
-        arith::MulIOp::create(b, l,
-                              index.fma(partWarp, grid.lanesAcross,
-                                        index.rem(lane, grid.lanesAcross)),
-                              cIndex(b, l, kStripCols));
-    auto readStaged = [&](OpBuilder &nb, Location nl, const Strip &,
-                          int64_t i) {
-      Value row = arith::AddIOp::create(nb, nl, tileRow0, cIndex(nb, nl, i));
-      return loadVector(nb, nl, laneType, tile, {row, tileCol});
-    };
-    auto part = [&](auto quantize) {
-      return [&, quantize](OpBuilder &nb, Location nl) {
-        Strip strip =
-            loadStrip(nb, nl, gridWarp, lane, grid, elementType, readStaged);
-        quantize(nb, nl, strip);
-        scf::YieldOp::create(nb, nl);
-      };
-    };
-    scf::IfOp::create(b, l,
-                      cmpLT(b, l, warp, cIndex(b, l, kStagedWarpsPerPart)),
-                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
-                        quantizeColumns(nb, nl, s, grid, columnwise);
-                      }),
-                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
-                        quantizeRows(nb, nl, s, grid, rowwise, nullptr);
-                      }));
-  };
-  buildBlockLaunch(builder, loc,
-                   grid.slices * grid.gridRowBlocks * tilesPerRowBlock,
-                   tileType, body);
-}
+namespace {
 
 /// The strip kernel, anchored at its columnwise quantize; when the plan fuses
 /// it with the rowwise quantize of the same input, the kernel computes both.

@@ -1,17 +1,22 @@
 //===- Numerics.cpp - Scalar builders for the mx numerics -----------------===//
 //
 // Each builder works on IEEE bit patterns with integer arith ops only (plus
-// the one correctly rounded f32 division the spec prescribes), which lowers to
-// any target and makes every special case explicit: NaN and Inf blocks, zero
-// blocks, subnormal quotients and subnormal FP8 encodings.
+// the correctly rounded f32 divisions of the exact and NVFP4 scales), which
+// lowers to any target and makes every special case explicit: NaN and Inf
+// blocks, zero blocks, subnormal quotients and subnormal FP8 encodings. The
+// power-of-two `ceil` exponent, which the spec defines through a division,
+// is computed from amax's bits (CeilScaleExponent.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mx/Dialect/MX/Utils/Numerics.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
+#include "mx/Dialect/MX/Utils/CeilScaleExponent.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/bit.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <cmath>
 #include <limits>
@@ -23,8 +28,12 @@ namespace {
 
 /// Small helper to keep the bit manipulation readable.
 /// Its values are scalars, or vectors of `shape` (the builders that say so
-/// take vectors, elementwise).
+/// take vectors, elementwise). It is also the word arithmetic `Ops` of
+/// CeilScaleExponent.h on scalars.
 struct BitBuilder {
+  using Word = Value;
+  using Bool = Value;
+
   OpBuilder &b;
   Location loc;
   VectorType shape = {};
@@ -55,6 +64,10 @@ struct BitBuilder {
   Value bor(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
   Value shl(Value x, Value y) { return arith::ShLIOp::create(b, loc, x, y); }
   Value shr(Value x, Value y) { return arith::ShRUIOp::create(b, loc, x, y); }
+  Value shr(Value x, unsigned amount) { return shr(x, i32(amount)); }
+  Value constant(uint32_t v) { return i32(static_cast<int32_t>(v)); }
+  Value ule(Value x, Value y) { return cmp(arith::CmpIPredicate::ule, x, y); }
+  Value smin(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, p, x, y);
   }
@@ -71,42 +84,53 @@ struct BitBuilder {
   }
 };
 
-constexpr int64_t kNaNExponent = 255;
-constexpr int64_t kMaxExponent = 254;
 constexpr int64_t kF32Pow2Minus127 = 0x00400000; // 2^-127, an f32 subnormal
 constexpr int64_t kF32QuietNaN = 0x7FC00000;
 
 } // namespace
 
+CeilScaleConstants mx::getCeilScaleConstants(float maxFinite) {
+  // A format outside this range would need another argument, not a wrong
+  // exponent (every mx format is inside: 127/64 to 57344).
+  if (!(maxFinite >= 1.0f && maxFinite < 0x1p126f))
+    llvm::report_fatal_error("the ceil scale exponent needs maxfinite in "
+                             "[1, 2^126) (CeilScaleExponent.h)");
+  uint32_t maxBits = llvm::bit_cast<uint32_t>(maxFinite);
+  // Bisection over amax's bits (non-negative floats order as their bits):
+  // `low` always rounds to at most 2^-127 (0 / M = 0), `high` never (M / M).
+  APFloat divisor(maxFinite), limit(std::ldexp(1.0f, -127));
+  auto roundsToZeroExponent = [&](uint32_t bits) {
+    APFloat quotient(APFloat::IEEEsingle(), APInt(32, bits));
+    quotient.divide(divisor, APFloat::rmNearestTiesToEven);
+    return quotient.compare(limit) != APFloat::cmpGreaterThan;
+  };
+  uint32_t low = 0, high = maxBits;
+  while (high - low > 1) {
+    uint32_t middle = low + (high - low) / 2;
+    (roundsToZeroExponent(middle) ? low : high) = middle;
+  }
+  return {(128u << 23) - maxBits - 1, low};
+}
+
 Value mx::buildScaleExponent(OpBuilder &b, Location loc, Value amax,
                              ScaleRounding rounding, Type elementType) {
   assert(rounding != ScaleRounding::exact && "exact scales are not E8M0");
   BitBuilder bb{b, loc};
-  using P = arith::CmpIPredicate;
   Value exponent;
   if (rounding == ScaleRounding::ceil) {
-    // b = biased exponent of q, plus one when q is not a power of two; a
-    // subnormal q rounds up to 2^-126 unless it is at most 2^-127.
-    Value quotient = arith::DivFOp::create(
-        b, loc, amax, bb.f32(static_cast<float>(getMaxFinite(elementType))));
-    Value bits = bb.f32ToBits(quotient);
-    Value biased = bb.band(bb.shr(bits, bb.i32(23)), bb.i32(0xFF));
-    Value mantissa = bb.band(bits, bb.i32(0x7FFFFF));
-    Value roundUp = arith::ExtUIOp::create(
-        b, loc, b.getI32Type(), bb.cmp(P::ne, mantissa, bb.i32(0)));
-    Value subnormal = arith::ExtUIOp::create(
-        b, loc, b.getI32Type(), bb.cmp(P::ugt, bits, bb.i32(kF32Pow2Minus127)));
-    exponent = bb.select(bb.cmp(P::eq, biased, bb.i32(0)), subnormal,
-                         bb.add(biased, roundUp));
+    // The contract's exponent of q = amax / maxfinite (a correctly rounded
+    // f32 division), from amax's bits: CeilScaleExponent.h says why the two
+    // are equal, and CeilScaleExponentTest.cpp checks it.
+    exponent = ceilScaleExponent(
+        bb, bb.f32ToBits(amax),
+        getCeilScaleConstants(static_cast<float>(getMaxFinite(elementType))));
   } else {
     // OCP MX: exponent(amax) - emax; amax is never negative here.
     Value biased = bb.shr(bb.f32ToBits(amax), bb.i32(23));
     exponent = bb.sub(biased, bb.i32(getEmax(elementType)));
     exponent = arith::MaxSIOp::create(b, loc, exponent, bb.i32(0));
   }
-  exponent = arith::MinSIOp::create(b, loc, exponent, bb.i32(kMaxExponent));
-  exponent = bb.select(bb.isInf(amax), bb.i32(kMaxExponent), exponent);
-  return bb.select(bb.isNaN(amax), bb.i32(kNaNExponent), exponent);
+  return clampScaleExponent(bb, exponent, bb.isInf(amax), bb.isNaN(amax));
 }
 
 Value mx::buildExactScale(OpBuilder &b, Location loc, Value amax,
@@ -134,7 +158,7 @@ Value mx::buildScaleValue(OpBuilder &b, Location loc, Value exponent) {
   Value bits = bb.shl(exponent, bb.i32(23));
   bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(0)),
                    bb.i32(kF32Pow2Minus127), bits);
-  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kNaNExponent)),
+  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kNaNScaleExponent)),
                    bb.i32(kF32QuietNaN), bits);
   return bb.bitsToF32(bits);
 }
@@ -144,9 +168,9 @@ Value mx::buildInverseScaleValue(OpBuilder &b, Location loc, Value exponent) {
   using P = arith::CmpIPredicate;
   // 2^(127 - e) has the biased f32 exponent 254 - e.
   Value bits = bb.shl(bb.sub(bb.i32(2 * 127), exponent), bb.i32(23));
-  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kMaxExponent)),
+  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kMaxScaleExponent)),
                    bb.i32(kF32Pow2Minus127), bits);
-  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kNaNExponent)),
+  bits = bb.select(bb.cmp(P::eq, exponent, bb.i32(kNaNScaleExponent)),
                    bb.i32(kF32QuietNaN), bits);
   return bb.bitsToF32(bits);
 }

@@ -41,7 +41,8 @@ enum class QuantizeKernel {
   stripColumnwise,
   /// The `[1, 32]` and the `[32, 1]` (or transposed) quantize of one input,
   /// or the `[1, 128]` and the transposed `[1, 128]` one, together by the
-  /// strip kernel (QuantizeStrips.cpp).
+  /// strip kernel (QuantizeStrips.cpp; staged in StagedQuantize.cpp for
+  /// packed formats).
   stripFused,
   /// A `[128, 128]` quantize: one CTA per block (BlockwiseQuantize.cpp).
   blockwise2D,

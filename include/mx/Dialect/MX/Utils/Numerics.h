@@ -19,8 +19,10 @@
 
 namespace mx {
 
-/// The E8M0 byte (as i32, 0..255) of a block whose f32 `amax` is given, for
-/// the power-of-two roundings `ceil` and `floor`; 255 marks a NaN block.
+/// The E8M0 byte (as i32, 0..255) of a block whose f32 `amax` (non-negative,
+/// or NaN) is given, for the power-of-two roundings `ceil` and `floor`; 255
+/// marks a NaN block. `ceil` is the spec's exponent of amax / maxfinite
+/// computed without the division (CeilScaleExponent.h).
 mlir::Value buildScaleExponent(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value amax, ScaleRounding rounding,
                                mlir::Type elementType);

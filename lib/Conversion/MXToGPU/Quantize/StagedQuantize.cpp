@@ -1,0 +1,201 @@
+//===- StagedQuantize.cpp - The staged fused quantize of packed formats ---===//
+//
+// The fused rowwise + columnwise quantize of a packed format (MXFP6), whose
+// register strip kernel (QuantizeStrips.cpp) needs 128 registers a lane: a
+// CTA copies its 32-row x 256-column tile into shared memory, then warps 0-3
+// quantize the tile's columns and warps 4-7 its rows, each lane from its
+// 16 x 4 strip read there with the strip kernel's own steps
+// (QuantizeStrips.h), so that a lane holds one quantization's state and the
+// kernel fits 64 registers, four CTAs an SM. Its conversions saturate codes
+// rather than clamp values, and it writes the packed 24-bit rows of a lane
+// from one address (PackedRowStores); docs/gpu.md has the measurements that
+// chose each step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "QuantizeStrips.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mx;
+using namespace mx::gpu_kernels;
+
+PackedRowStores::PackedRowStores(OpBuilder &b, Location l, const Strip &s,
+                                 const DataBuffer &data) {
+  IndexArith index{b, l};
+  Value lane = index.rem(s.strip, kPackedRunLanes);
+  shift = arith::IndexCastOp::create(b, l, b.getI32Type(),
+                                     index.fma(lane, 8, cIndex(b, l, 8)));
+  stores =
+      andI(b, l, s.colValid, cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
+  address = data.getWordAddress(
+      b, l, s.row.front(),
+      index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
+}
+
+void PackedRowStores::store(OpBuilder &b, Location l, const Strip &s,
+                            const DataBuffer &data, int64_t i,
+                            Value bits) const {
+  Value next =
+      gpu::ShuffleOp::create(b, l, bits, 1, kWarpSize, gpu::ShuffleMode::DOWN)
+          .getShuffleResult();
+  Value low = arith::ShLIOp::create(b, l, bits,
+                                    arith::ConstantIntOp::create(b, l, 8, 32));
+  data.storeWordAt(b, l, andI(b, l, s.rowValid[i], stores),
+                   LLVM::FshrOp::create(b, l, next, low, shift), address,
+                   i * data.getRowBytes());
+}
+
+Value gpu_kernels::packStripRow(OpBuilder &b, Location l,
+                                const StripOutput &out, Value scaled,
+                                Value nanMask) {
+  if (out.conversion.isEmbedded())
+    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask);
+  return out.data.packBits(
+      b, l, convertToElements(b, l, scaled, out.conversion, nanMask));
+}
+
+std::optional<PackedRowStores>
+gpu_kernels::getPackedRowStores(OpBuilder &b, Location l, const Strip &s,
+                                const StripOutput &out) {
+  QuantizeOp op = out.op;
+  if (!out.conversion.saturatesCodes || !out.data.getFormat().isPacked() ||
+      op.getTransposed())
+    return std::nullopt;
+  return PackedRowStores(b, l, s, out.data);
+}
+
+/// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
+/// the columns of its tile, warps 4-7 the rows.
+constexpr int64_t kStagedWarpsPerPart = kWarpsPerBlock / 2;
+/// The CTAs an SM of the staged kernel: 64 registers a thread.
+constexpr int64_t kStagedCTAsPerSM = 4;
+/// The staged tile is loaded in 16-byte chunks.
+constexpr int64_t kStageChunkBytes = 16;
+
+bool gpu_kernels::stagesTile(RankedTensorType inputType,
+                             const StripOutput &columnwise) {
+  int64_t chunk =
+      kStageChunkBytes * 8 / inputType.getElementType().getIntOrFloatBitWidth();
+  return columnwise.data.getFormat().isPacked() &&
+         inputType.getShape().back() % chunk == 0;
+}
+
+/// The staged tile: the CTA's row block x the columns of its
+/// kStagedWarpsPerPart warps' strips, in workgroup memory.
+static MemRefType getStagedTileType(const StripGrid &grid, Type elementType) {
+  MLIRContext *context = elementType.getContext();
+  return MemRefType::get(
+      {grid.blockRows, kStagedWarpsPerPart * grid.lanesAcross * kStripCols},
+      elementType, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+}
+
+/// Copies the CTA's tile (its first row `firstRow` of the folded input, its
+/// first column `firstCol`) into `tile`: each warp moves whole tile rows in
+/// 16-byte chunks, every load issued before the first store; rows and
+/// columns past the input are clamped, as the register kernel's loads are.
+static void stageTile(OpBuilder &b, Location l, const StripGrid &grid,
+                      Value input, Value tile, Value thread, Value firstRow,
+                      Value firstCol) {
+  IndexArith index{b, l};
+  auto tileType = cast<MemRefType>(tile.getType());
+  int64_t chunk =
+      kStageChunkBytes * 8 / tileType.getElementType().getIntOrFloatBitWidth();
+  int64_t chunksPerRow = tileType.getDimSize(1) / chunk;
+  int64_t rowsPerPass = kThreadsPerBlock / chunksPerRow;
+  auto chunkType = VectorType::get({chunk}, tileType.getElementType());
+  Value row0 = index.div(thread, chunksPerRow);
+  Value col = arith::MulIOp::create(b, l, index.rem(thread, chunksPerRow),
+                                    cIndex(b, l, chunk));
+  Value loadCol =
+      arith::MinUIOp::create(b, l, arith::AddIOp::create(b, l, firstCol, col),
+                             cIndex(b, l, grid.cols - chunk));
+  SmallVector<Value> rows, chunks;
+  for (int64_t r = 0; r < tileType.getDimSize(0); r += rowsPerPass) {
+    rows.push_back(arith::AddIOp::create(b, l, row0, cIndex(b, l, r)));
+    Value loadRow = arith::MinUIOp::create(
+        b, l, arith::AddIOp::create(b, l, firstRow, rows.back()),
+        cIndex(b, l, grid.slices * grid.rows - 1));
+    chunks.push_back(loadVector(b, l, chunkType, input, {loadRow, loadCol}));
+  }
+  for (auto [row, values] : llvm::zip_equal(rows, chunks))
+    storeVector(b, l, values, tile, {row, col});
+}
+
+void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
+                                    RankedTensorType inputType, Value input,
+                                    const StripOutput &columnwise,
+                                    const StripOutput &rowwise) {
+  StripGrid grid =
+      getStripGrid(inputType, columnwise, &rowwise, kStagedWarpsPerPart);
+  Type elementType = inputType.getElementType();
+  MemRefType tileType = getStagedTileType(grid, elementType);
+  int64_t tileStrips = tileType.getDimSize(1) / kStripCols;
+  int64_t tilesPerRowBlock = grid.gridStrips / tileStrips;
+  auto laneType = VectorType::get({kStripCols}, elementType);
+  auto body = [&](OpBuilder &b, Location l, const KernelIds &ids) {
+    IndexArith index{b, l};
+    Value tile = ids.workgroup.front();
+    Value gridRowBlock = index.div(ids.block, tilesPerRowBlock);
+    Value firstRow = inSlice(
+        b, l, index.div(gridRowBlock, grid.gridRowBlocks), grid.rows,
+        arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
+                              cIndex(b, l, grid.blockRows)));
+    Value firstCol =
+        arith::MulIOp::create(b, l, index.rem(ids.block, tilesPerRowBlock),
+                              cIndex(b, l, tileType.getDimSize(1)));
+    stageTile(b, l, grid, input, tile, ids.thread, firstRow, firstCol);
+    auto barrier = gpu::BarrierOp::create(b, l);
+    // Four CTAs an SM (64 registers) are what the kernel was designed for
+    // with 16-bit inputs on sm_90a, where ptxas gave it 75 registers
+    // unasked (KernelOccupancy); f32 inputs (107-122) and sm_100a's FP6
+    // `cvt` (78-80) would spill there.
+    if (columnwise.conversion.isEmbedded() &&
+        elementType.getIntOrFloatBitWidth() == 16)
+      barrier->setAttr("mx.min_ctas_per_sm",
+                       b.getI64IntegerAttr(kStagedCTAsPerSM));
+
+    // Warp w of the CTA is warp w % 4 of its part among the grid's warps.
+    Value warp = index.div(ids.thread, kWarpSize);
+    Value lane = index.rem(ids.thread, kWarpSize);
+    Value partWarp = index.rem(warp, kStagedWarpsPerPart);
+    Value gridWarp = index.fma(ids.block, kStagedWarpsPerPart, partWarp);
+    Value tileRow0 = arith::MulIOp::create(
+        b, l, index.div(lane, grid.lanesAcross), cIndex(b, l, kRowsPerLane));
+    Value tileCol =
+        arith::MulIOp::create(b, l,
+                              index.fma(partWarp, grid.lanesAcross,
+                                        index.rem(lane, grid.lanesAcross)),
+                              cIndex(b, l, kStripCols));
+    auto readStaged = [&](OpBuilder &nb, Location nl, const Strip &,
+                          int64_t i) {
+      Value row = arith::AddIOp::create(nb, nl, tileRow0, cIndex(nb, nl, i));
+      return loadVector(nb, nl, laneType, tile, {row, tileCol});
+    };
+    auto part = [&](auto quantize) {
+      return [&, quantize](OpBuilder &nb, Location nl) {
+        Strip strip =
+            loadStrip(nb, nl, gridWarp, lane, grid, elementType, readStaged);
+        quantize(nb, nl, strip);
+        scf::YieldOp::create(nb, nl);
+      };
+    };
+    scf::IfOp::create(b, l,
+                      cmpLT(b, l, warp, cIndex(b, l, kStagedWarpsPerPart)),
+                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
+                        quantizeColumns(nb, nl, s, grid, columnwise);
+                      }),
+                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
+                        quantizeRows(nb, nl, s, grid, rowwise, nullptr);
+                      }));
+  };
+  buildBlockLaunch(builder, loc,
+                   grid.slices * grid.gridRowBlocks * tilesPerRowBlock,
+                   tileType, body);
+}
