@@ -44,6 +44,7 @@ t() {
     grep -E "passed|failed|FAILED|error" | tail -4
   local status=${PIPESTATUS[0]}
   [ "$status" -eq 124 ] && echo "TIMED OUT after $limit s"
+  [ "$status" -eq 0 ] || failures=$((failures + 1))
 }
 
 run_one() {
@@ -63,8 +64,10 @@ run_two() {
   t cache 400 python/tests/test_gpu_torch_distributed.py
   echo "== examples/distributed.py"
   timeout 120 torchrun --standalone --nproc-per-node 2 examples/distributed.py run "$dir/example" 2>&1 | tail -2
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
   echo "== examples/train_fsdp.py"
   timeout 180 torchrun --standalone --nproc-per-node 2 examples/train_fsdp.py 2>&1 | grep "^step" | tail -2
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
 }
 
 case $mode/$set in
@@ -75,7 +78,10 @@ run/one|run/two)
   export MX_RUNTIME_LIB=$dir/rt/libmx_runtime.so MX_CACHE_DIR=$dir/cache PYTHONPATH=$PWD/python \
     PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
   nvidia-smi --query-gpu=name --format=csv,noheader
+  failures=0
   "run_$set"
+  # The exit status says whether every test file passed (a failure, an error or a time-out is 1).
+  [ "$failures" -eq 0 ] || { echo "$failures test file(s) did not pass"; exit 1; }
   ;;
 *) usage ;;
 esac
