@@ -22,11 +22,20 @@ Value mx::allocDevice(OpBuilder &b, Location loc, RankedTensorType type) {
       .getMemref();
 }
 
-Value mx::toBuffer(OpBuilder &b, Location loc, Value tensor) {
+static Value getBuffer(OpBuilder &b, Location loc, Value tensor,
+                       bool readOnly) {
   auto type = cast<RankedTensorType>(tensor.getType());
   return bufferization::ToBufferOp::create(
       b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-      /*read_only=*/true);
+      readOnly);
+}
+
+Value mx::toBuffer(OpBuilder &b, Location loc, Value tensor) {
+  return getBuffer(b, loc, tensor, /*readOnly=*/true);
+}
+
+Value mx::toUpdatedBuffer(OpBuilder &b, Location loc, Value tensor) {
+  return getBuffer(b, loc, tensor, /*readOnly=*/false);
 }
 
 Value mx::toTensor(OpBuilder &b, Location loc, Value buffer) {

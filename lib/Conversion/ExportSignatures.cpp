@@ -1,7 +1,8 @@
 //===- ExportSignatures.cpp - Self-describing compiled modules ------------===//
 //
-// Runs first in both pipelines, while function types are still the tensors
-// the user wrote: after bufferization and the LLVM lowering they are
+// Runs in both pipelines right after bufferization (and
+// mx-drop-in-place-results), while function types are still the shapes and
+// element types the user wrote, as memrefs: after the LLVM lowering they are
 // descriptors and pointers that no longer say the element type (an FP8
 // tensor and an i8 one look the same) or which results a function has. The
 // JSON is built with llvm::json::OStream, which escapes names and keeps the
@@ -70,6 +71,15 @@ void writeFunction(llvm::json::OStream &json, func::FuncOp func) {
       for (Type result : type.getResults())
         writeValueType(json, result);
     });
+    SmallVector<int64_t> updated;
+    for (unsigned index = 0; index < func.getNumArguments(); ++index)
+      if (func.getArgAttr(index, mx::kUpdatedAttrName))
+        updated.push_back(index);
+    if (!updated.empty())
+      json.attributeArray("updated", [&] {
+        for (int64_t index : updated)
+          json.value(index);
+      });
   });
 }
 

@@ -5,12 +5,15 @@
 // place (an elementwise op over an argument, the amax history of
 // mx.quantize_delayed). The CPU pipeline marks public arguments read-only
 // first, so that bufferization copies instead: a compiled function then has
-// the value semantics of its tensor signature. Unranked tensors are left
-// writable: they are no Kernel argument, and print helpers pass them to
+// the value semantics of its tensor signature, but for the arguments that
+// the source marks `mx.updated`, which stay writable: the function updates
+// them in place (mx-drop-in-place-results). Unranked tensors are left writable: they are
+// no Kernel argument, and print helpers pass them to
 // bufferization.to_buffer, which counts as a write.
 //
 //===----------------------------------------------------------------------===//
 
+#include "mx/Conversion/ExportSignatures.h"
 #include "mx/Conversion/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -29,6 +32,7 @@ struct ReadOnlyArgumentsPass
     : mx::impl::ReadOnlyArgumentsBase<ReadOnlyArgumentsPass> {
   void runOnOperation() override {
     auto readOnly = BoolAttr::get(&getContext(), false);
+    auto writable = BoolAttr::get(&getContext(), true);
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func.isPublic() || func.isDeclaration())
         continue;
@@ -36,7 +40,8 @@ struct ReadOnlyArgumentsPass
         if (isa<RankedTensorType>(type))
           func.setArgAttr(
               index, bufferization::BufferizationDialect::kWritableAttrName,
-              readOnly);
+              func.getArgAttr(index, mx::kUpdatedAttrName) ? writable
+                                                           : readOnly);
     }
   }
 };

@@ -17,9 +17,11 @@
 // upstream's GPU-to-NVVM pipeline then outlines the kernels, compiles them
 // for the chosen chip and lowers the host side to `mgpu*` calls. `mx.scaled_matmul` goes through a generated kernel
 // or cuBLASLt as the `gemm` option says (GemmLowering, Target.h).
-// Both pipelines first record the public functions' signatures in the
-// `_mx_signatures` global (mx-export-signatures), while their types are still
-// the source's tensors, so that every compiled library describes itself.
+// Both pipelines record the public functions' signatures in the
+// `_mx_signatures` global (mx-export-signatures) right after bufferization,
+// so that every compiled library describes itself; before that, a result
+// bufferized into an argument that the source marks writable is dropped
+// (mx-drop-in-place-results): the function updates that argument in place.
 // Every public function gets a C interface (`_mlir_ciface_*`) in both, so the
 // runtime binding can call it with memref descriptors.
 // A program partitioned over a device grid (mx-partition: upstream's
@@ -58,6 +60,14 @@ getFunctionBoundaryBufferizeOptions() {
   return options;
 }
 
+/// What follows bufferization in both pipelines: the results written into
+/// writable arguments dropped, then the signatures recorded (their final
+/// results, shapes and element types still there).
+static void addFunctionBoundaryPasses(OpPassManager &pm) {
+  pm.addPass(mx::createDropInPlaceResults());
+  pm.addPass(mx::createExportSignatures());
+}
+
 void mx::buildPartitionPipeline(OpPassManager &pm) {
   shard::ShardingPropagationOptions propagation;
   propagation.traversal = shard::TraversalOrder::Forward;
@@ -68,7 +78,6 @@ void mx::buildPartitionPipeline(OpPassManager &pm) {
 }
 
 void mx::buildMXToCPUPipeline(OpPassManager &pm) {
-  pm.addPass(createExportSignatures());
   pm.addPass(createShardSingleDevice());
   pm.addPass(createConvertMXToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
@@ -77,6 +86,7 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createReadOnlyArguments());
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
+  addFunctionBoundaryPasses(pm);
   bufferization::buildBufferDeallocationPipeline(pm, {});
   // Deallocation returns a clone of each result the caller would not own
   // otherwise (an argument, a constant, a view of either); no later pass
@@ -98,7 +108,6 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
-  pm.addPass(createExportSignatures());
   // cuBLASLt calls replace the matmuls they take before the kernel lowering;
   // convert-mx-to-gpu generates kernels for the rest.
   if (options.gemm != GemmLowering::kernel)
@@ -116,6 +125,7 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createRejectHostCompute());
   pm.addPass(bufferization::createOneShotBufferizePass(
       getFunctionBoundaryBufferizeOptions()));
+  addFunctionBoundaryPasses(pm);
   // Checks the arguments of each call and skips its device work after a
   // failure, so that no bad input launches a kernel.
   pm.addPass(createGuardDeviceCalls());

@@ -48,6 +48,7 @@ class Function:
     def __init__(self, name: str):
         self.name = name
         self._args: list[Value] = []
+        self._updated: set[str] = set()  # names of the arguments updated in place
         self._lines: list[str] = []
         self._results: list[Value] | None = None
         self._count = 0
@@ -59,10 +60,15 @@ class Function:
     def _op(self, results: Sequence[Value], text: str) -> None:
         self._lines.append(f"  {', '.join(r.name for r in results)} = {text}")
 
-    def arg(self, shape: Sequence[int], dtype: str) -> Value:
-        """A new tensor argument."""
+    def arg(self, shape: Sequence[int], dtype: str, updated: bool = False) -> Value:
+        """A new tensor argument. `updated`: the caller's buffer may take the argument's new value
+        (marked `mx.updated`): where the function returns that value and
+        bufferization writes it in place, the compiled function updates the argument and does not
+        return it (mx-drop-in-place-results; its signature lists the argument as "updated")."""
         value = self._value(shape, dtype, "arg")
         self._args.append(value)
+        if updated:
+            self._updated.add(value.name)
         return value
 
     def quantize(self, x: Value, block: Sequence[int], elem: str = "f8E4M3FN",
@@ -176,7 +182,8 @@ class Function:
     def to_mlir(self) -> str:
         if self._results is None:
             raise ValueError(f"function @{self.name} has no returns(...) yet")
-        args = ", ".join(f"{a.name}: {a.type}" for a in self._args)
+        args = ", ".join(f"{a.name}: {a.type}" + " {mx.updated}" * (a.name in self._updated)
+                         for a in self._args)
         results = _types(self._results)
         return "\n".join([f"func.func @{self.name}({args}) -> ({results}) {{", *self._lines,
                           f"  return {', '.join(r.name for r in self._results)} : {results}", "}", ""])

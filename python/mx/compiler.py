@@ -106,9 +106,13 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class Signature:
+    """A public function: its arguments, its results, and the indices of the arguments it updates
+    in place (the source marked them writable and returned their new values, which the compiled
+    function writes into the caller's buffers instead of returning them)."""
     name: str
     args: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
+    updated: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         return (f"@{self.name}({', '.join(map(str, self.args))}) -> "
@@ -119,7 +123,7 @@ def _parse_signatures(text: str) -> dict[str, Signature]:
     def specs(entries):
         return tuple(TensorSpec(e["kind"], tuple(e["shape"]), e["dtype"]) for e in entries)
     table = json.loads(text)
-    return {f["name"]: Signature(f["name"], specs(f["args"]), specs(f["results"]))
+    return {f["name"]: Signature(f["name"], specs(f["args"]), specs(f["results"]), tuple(f.get("updated", ())))
             for f in table["functions"]}
 
 
@@ -288,6 +292,8 @@ class Kernel:
             results = self._result_type() if self._result_type else None
             call = _CpuCall(self, args)
             function(*([ctypes.byref(results)] if results is not None else []), *call.arguments)
+            for argument, updated in call.write_back:
+                np.copyto(argument, updated)
             values = [call.result(getattr(results, f"r{i}"), spec) for i, spec in enumerate(signature.results)]
         else:
             if self._gpu is None:
@@ -335,6 +341,7 @@ class _CpuCall:
 
     def __init__(self, kernel: Kernel, args):
         self.arrays, self.arguments, self.owned = [], [], set()  # arrays: kept alive for the call
+        self.write_back = []  # (argument, its contiguous copy) of updated arguments
         for index, (arg, spec) in enumerate(zip(args, kernel._signature.args)):
             if spec.kind == "scalar":
                 self.arguments.append(_scalar(kernel, index, spec, arg))
@@ -344,9 +351,14 @@ class _CpuCall:
             array = arg if isinstance(arg, np.ndarray) else _host_array(kernel, index, spec, arg)
             if array.dtype != NUMPY_DTYPES.get(spec.dtype) or not spec.matches(array.shape):
                 raise kernel._mismatch(index, spec, f"an array of shape {array.shape} and dtype {array.dtype}")
-            array = np.ascontiguousarray(array)
-            self.arrays.append(array)
-            self.arguments.append(ctypes.byref(_fill(array.shape, array.ctypes.data)))
+            passed = np.ascontiguousarray(array)
+            if index in kernel._signature.updated:
+                if not array.flags.writeable:
+                    raise kernel._mismatch(index, spec, "a read-only array (the function updates it in place)")
+                if passed is not array:  # a contiguous copy: its update is copied back after the call
+                    self.write_back.append((array, passed))
+            self.arrays.append(passed)
+            self.arguments.append(ctypes.byref(_fill(passed.shape, passed.ctypes.data)))
 
     def result(self, descriptor, spec: TensorSpec) -> np.ndarray:
         shape, dtype = tuple(descriptor.sizes), NUMPY_DTYPES[spec.dtype]
@@ -426,6 +438,7 @@ class _GpuLayouts:
                                    {getattr(torch, name) for name in TORCH_DTYPES.get(spec.dtype, ())
                                     if hasattr(torch, name)}))
         self.result_type = result_type
+        self.updated = signature.updated
         results = signature.results
         self.result_layouts = (runtime.ResultLayout * len(results))()
         self.result_layouts_address = ctypes.addressof(self.result_layouts)
@@ -445,7 +458,8 @@ class _GpuLayouts:
 def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
     """One call of a GPU kernel on the caller's stream through mxrtInvoke (one foreign call); its
     results become torch tensors that own their memory (a copy where a result is an argument or
-    another result)."""
+    another result). An argument that the function updates in place and that was passed as a
+    copy (not contiguous, or misaligned) gets the copy's new value back, on the same stream."""
     tensor_type = layouts.torch.Tensor
     # torch's current stream where torch tensors are given, else the legacy default stream
     # (torch's default): DLPack producers are asked to order their writes before it.
@@ -453,6 +467,7 @@ def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
     frame = layouts.frames.pop() if layouts.frames else _CallFrame(layouts)
     try:
         keep, words = [], frame.words  # keep: what must outlive the call (copies, uploads)
+        passed = list(args) if layouts.updated else args  # what the call wrote, where updated
         for index, arg in enumerate(args):
             stored, dtypes = layouts.arguments[index]
             # The common case, a torch tensor of the stored shape and an accepted dtype on cuda:0,
@@ -470,6 +485,8 @@ def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
                     data = arg.data_ptr()
             else:
                 data = _device_argument(kernel, layouts, index, arg, stream, keep)
+            if layouts.updated:
+                passed[index] = arg
             word = layouts.pointer_words[index]
             words[word] = words[word + 1] = data
         status = layouts.library.mxrtInvoke(
@@ -478,6 +495,9 @@ def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
         if status:
             runtime = layouts.runtime
             raise runtime.MXRuntimeError(status, runtime.last_error() or f"mxrtInvoke failed ({status})")
+        for index in layouts.updated:
+            if passed[index] is not args[index]:
+                args[index].copy_(passed[index])
         tensors = []
         for managed, is_owned, wanted in zip(frame.exported, frame.owned, layouts.result_dtypes):
             tensor = layouts.from_dlpack(dlpack.capsule(managed))
@@ -497,6 +517,9 @@ def _device_argument(kernel: Kernel, layouts: _GpuLayouts, index: int, arg, stre
         where = f"on {arg.device} (mx runs on cuda:0)" if arg.is_cuda else f"on {arg.device}"
         raise kernel._mismatch(index, spec, f"a {dtype_name} tensor of shape {tuple(arg.shape)} {where}")
     if isinstance(arg, np.ndarray):
+        if index in layouts.updated:
+            raise kernel._mismatch(index, spec, "a numpy array (the function updates this argument in "
+                                                "place: pass a device tensor)")
         if arg.dtype != NUMPY_DTYPES.get(spec.dtype) or not spec.matches(arg.shape):
             raise kernel._mismatch(index, spec, f"an array of shape {arg.shape} and dtype {arg.dtype}")
         buffer = runtime.DeviceBuffer.from_numpy(arg)

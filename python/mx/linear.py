@@ -247,8 +247,10 @@ class TensorPlan:
         elem, scale_type = recipe.element(self.role), recipe.scale_type
         if isinstance(recipe, recipes.Delayed):
             state, index = DELAYED_SLOTS[self.role]
+            # The casts record their amax in the layer's history itself (in place).
             delayed = [ops.quantize_delayed_kernel(shape, wide, DELAYED_STATES[state], recipe.history_len,
-                                                   index, elem, transposed, transposed and fused, target=target)
+                                                   index, elem, transposed, transposed and fused, True,
+                                                   target=target)
                        for transposed in (False, True)[:1 + self.writes_transposed]]
             return dict(zip(("delayed", "delayed_both"), delayed))
         if self.shares_amax and recipe.tensor_scaled:

@@ -426,17 +426,20 @@ def column_sum(x, *, target: str | None = None):
 
 @functools.cache
 def quantize_delayed_kernel(shape: tuple[int, ...], dtype: str, slots: int, history_length: int, index: int,
-                            elem: str = "f8E4M3FN", transposed: bool = False, column_sum: bool = False, *,
-                            target: str = "cpu") -> compiler.Kernel:
+                            elem: str = "f8E4M3FN", transposed: bool = False, column_sum: bool = False,
+                            in_place: bool = False, *, target: str = "cpu") -> compiler.Kernel:
     """The compiled delayed-scaling cast of tensor `index` of `slots` (mx.quantize_delayed):
     (data, scale_inv, new_history), or with `transposed` (data, scale_inv, transposed data,
     new_history), the second cast reading the first's history (one kernel on the GPU); with
-    `column_sum` also mx.column_sum of the input, last (in the cast+transpose kernel on the GPU)."""
+    `column_sum` also mx.column_sum of the input, last (in the cast+transpose kernel on the GPU).
+    `in_place`: the history argument is updated (builder.Function.arg's `updated`): the kernel
+    records the amax in the caller's history and does not return it (no copy of it, on the GPU
+    one kernel), its signature's `updated` says so."""
     _check(dtype in WIDE_TYPES, "quantize_delayed", f"input dtype {dtype} is not one of {', '.join(WIDE_TYPES)}")
     _check(0 <= index < slots, "quantize_delayed", f"index {index} is outside the {slots} scales")
     f = builder.Function("quantize_delayed")
     x, scales = f.arg(shape, dtype), f.arg((slots,), "f32")
-    history = f.arg((history_length, slots), "f32")
+    history = f.arg((history_length, slots), "f32", updated=in_place)
     data, scale_inv, new_history = f.quantize_delayed(x, scales, history, index, elem)
     results = [data, scale_inv]
     if transposed:

@@ -35,12 +35,20 @@ def delayed_kernel(shape, dtype, target):
     return ops.quantize_delayed_kernel(shape, dtype, 1, 4, 0, ELEM, True, True, target=target)
 
 
+def delayed_in_place_kernel(shape, dtype, transposed, target):
+    """Delayed scaling's cast of tensor 1 of 3 (with `transposed`, the cast+transpose and the column
+    sum) recording its amax in the history argument itself: (data, scale_inv[, data^T, sum])."""
+    return ops.quantize_delayed_kernel(shape, dtype, 3, 4, 1, ELEM, transposed, transposed, True, target=target)
+
+
 def programs(target):
     for shape, dtype in STANDALONE + FUSED:
         ops.column_sum_kernel(shape, dtype, target=target)
     for shape, dtype in FUSED:
         current_kernel(shape, dtype, target)
         delayed_kernel(shape, dtype, target)
+        for transposed in (False, True):
+            delayed_in_place_kernel(shape, dtype, transposed, target)
 
 
 if __name__ == "__main__":
@@ -99,3 +107,30 @@ def test_fused_equals_standalone_and_float64(rng, shape, dtype, scaling):
     assert_column_sum(got, x)
     alone = to_numpy(ops.column_sum_kernel(shape, dtype, target=TARGET)(xt), np.float32)
     assert_bits_equal(got, alone, "fused against standalone")
+
+
+@pytest.mark.parametrize("shape, dtype", FUSED)
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("entry", [3e38, -0.0, np.nan])
+def test_delayed_in_place(rng, shape, dtype, transposed, entry):
+    """A delayed cast whose history argument is `mx.updated` records its amax in the caller's history
+    buffer (one kernel, no history returned): the entry [0, 1] becomes the amax whatever amax it held
+    (larger, -0 or NaN), the other entries stay, twice in a row (the second amax smaller than the
+    first: the entry is set, not raised); data, transposed data and column sum as the reference's."""
+    kernel = delayed_in_place_kernel(shape, dtype, transposed, TARGET)
+    assert kernel.signature.updated == (2,)
+    scales = (rng.random(3) + 0.5).astype(np.float32)
+    history = np.abs(rng.standard_normal((4, 3))).astype(np.float32)
+    history[0, 1] = entry
+    buffer = from_numpy(history)
+    x = random_input(rng, shape, DTYPES[dtype])
+    for _ in range(2):
+        results = kernel(from_numpy(x), from_numpy(scales), buffer)
+        ref_data, _, history = reference.quantize_delayed(x, scales, history, 1, ELEM)
+        assert_bits_equal(to_numpy(buffer, np.float32), history, "history")
+        assert_bits_equal(to_numpy(results[0], ml_dtypes.float8_e5m2), ref_data, "data")
+        if transposed:
+            assert_bits_equal(to_numpy(results[2], ml_dtypes.float8_e5m2), np.ascontiguousarray(ref_data.T),
+                              "transposed")
+            assert_column_sum(to_numpy(results[3], np.float32), x)
+        x = (x * 0.5).astype(x.dtype)

@@ -158,9 +158,10 @@ def test_delayed_state_is_in_buffers():
 @pytest.mark.parametrize("recipe", ["delayed", TRAIN_RECIPES[4]], ids=_ids)
 def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch, recipe):
     """A delayed-scaling step calls one update program for all of the layer's states (mx.linear's
-    `update`), and the buffers take the kernels' new histories and scales (Tensor.set_): each stays
-    the same tensor object (what state_dict() returns), and the step copies nothing (no
-    aten.copy_)."""
+    `update`); the casts record their amaxes in the history buffers themselves (their programs
+    update the history in place and do not return it), and the buffers take the update's new
+    histories and scales (Tensor.set_): each stays the same tensor object (what state_dict()
+    returns), and the step copies nothing (no aten.copy_)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Ops(TorchDispatchMode):
@@ -181,6 +182,8 @@ def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch
             layer(x).float().sum().backward()
     assert called.count(made.update) == 2, called
     assert len(called) == 2 * 7  # per step: 3 casts (dY's with the bias gradient), the update, 3 GEMMs
+    casts = [kernel for kernel in called if kernel.signature.name == "quantize_delayed"]
+    assert len(casts) == 2 * 3 and all(kernel.signature.updated == (2,) for kernel in casts)
     assert all(b is buffers[name] for name, b in layer.named_buffers())
     assert torch.ops.aten.copy_.default not in seen
     assert layer.amax_history_forward[-1, 0] == x.float().abs().max()

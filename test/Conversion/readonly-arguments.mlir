@@ -21,3 +21,17 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // CHECK: func.func private @external(tensor<4xf32>)
 func.func private @external(tensor<4xf32>)
+
+// An argument that the source marks mx.updated stays writable: the function
+// updates it in place, and its result is dropped (mx-drop-in-place-results):
+// one result left, %x's copy.
+// CHECK-LABEL: func.func @update
+// CHECK-SAME: (%{{.*}}: tensor<4xf32> {bufferization.writable = true, mx.updated}, %{{.*}}: tensor<4xf32> {bufferization.writable = false}, %{{.*}}: f32)
+// CPU-LABEL: llvm.func @update
+// CPU-SAME: -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> attributes
+func.func @update(%h: tensor<4xf32> {mx.updated}, %x: tensor<4xf32>, %v: f32) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %y = tensor.insert %v into %h[%c0] : tensor<4xf32>
+  %z = tensor.insert %v into %x[%c0] : tensor<4xf32>
+  return %y, %z : tensor<4xf32>, tensor<4xf32>
+}

@@ -33,6 +33,12 @@ mlir::Value allocDevice(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value toBuffer(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::Value tensor);
 
+/// The buffer behind a tensor operand whose new value an op writes in place
+/// (one-shot bufferization copies the tensor first where its old value is
+/// read later; the callers make sure it is not).
+mlir::Value toUpdatedBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value tensor);
+
 /// The tensor view of a result buffer.
 mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::Value buffer);

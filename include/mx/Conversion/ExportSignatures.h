@@ -20,6 +20,12 @@ namespace mx {
 /// The name of the global that exportSignatures adds.
 inline constexpr llvm::StringLiteral kSignaturesSymbol = "_mx_signatures";
 
+/// The argument attribute of a public function whose caller's buffer takes
+/// the argument's new value: set by the source, kept by
+/// mx-drop-in-place-results where the function updates the argument in
+/// place; the signature lists such arguments.
+inline constexpr llvm::StringLiteral kUpdatedAttrName = "mx.updated";
+
 /// The JSON description of the public, defined `func.func`s of `module`
 /// (declarations and private functions are skipped), or nothing when there
 /// is none. The format is documented at the mx-export-signatures pass

@@ -351,9 +351,11 @@ def ReadOnlyArguments : Pass<"mx-readonly-arguments", "mlir::ModuleOp"> {
     the compiled function (a numpy array passed by `mx.compile`'s Kernel)
     must find its data unchanged, for example the history that
     `mx.quantize_delayed` returns updated. `mx-lower-to-cpu` runs it before
-    bufferizing. An existing `bufferization.writable` attribute is
-    overwritten. Private functions keep the analysis' freedom: their callers
-    are in the module.
+    bufferizing. An argument that the source marks `mx.updated` becomes
+    `bufferization.writable = true` instead: the function may update it in
+    place (see `mx-drop-in-place-results`). An existing
+    `bufferization.writable` attribute is overwritten. Private functions keep
+    the analysis' freedom: their callers are in the module.
 
     Example:
 
@@ -366,6 +368,43 @@ def ReadOnlyArguments : Pass<"mx-readonly-arguments", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
+def DropInPlaceResults : Pass<"mx-drop-in-place-results", "mlir::ModuleOp"> {
+  let summary = "Public functions update their `mx.updated` arguments in place";
+  let description = [{
+    Runs after one-shot bufferization with function boundaries. The source
+    marks a tensor argument of a public function `mx.updated` when the
+    caller's buffer may take its new value, which the function returns (the
+    CPU pipeline keeps such an argument writable, `mx-readonly-arguments`).
+    A result of a public, defined `func.func` that every `func.return`
+    returns as the same `mx.updated` argument (bufferization wrote the new
+    value into the argument's buffer: nothing read the old value after) is
+    erased from the function and its returns: the compiled function updates
+    the caller's buffer and allocates, copies and returns nothing for it
+    (mx.torch's delayed-scaling history). `mx.updated` is then removed from
+    every argument whose new value was not written in place (such a result
+    stays a result, with value semantics), so that it marks exactly the
+    arguments that a caller finds updated; `mx-export-signatures` lists them
+    (`"updated"`). Private functions are left alone: their callers are in
+    the module.
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-drop-in-place-results
+    func.func @record(%h: memref<4x2xf32> {mx.updated}, %v: f32)
+        -> memref<4x2xf32> {
+      memref.store %v, %h[%c0, %c0] : memref<4x2xf32>
+      return %h : memref<4x2xf32>
+    }
+    // becomes
+    func.func @record(%h: memref<4x2xf32> {mx.updated}, %v: f32) {
+      memref.store %v, %h[%c0, %c0] : memref<4x2xf32>
+      return
+    }
+    ```
+  }];
 }
 
 def GuardDeviceCalls : Pass<"mx-guard-device-calls", "mlir::ModuleOp"> {
@@ -477,7 +516,9 @@ def ExportSignatures : Pass<"mx-export-signatures", "mlir::ModuleOp"> {
     library compiled from the module describes its own entry points (from
     Python: `ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib,
     "_mx_signatures")))`). Both `mx-lower-to-cpu` and `mx-lower-to-nvvm` run
-    it first, while the function types are still the tensors of the source.
+    it right after bufferization and `mx-drop-in-place-results`, while the
+    function types still have the shapes and element types of the source
+    (as memrefs).
 
     The JSON is one line, compact (no spaces), with the keys in exactly this
     order: `{"version":1,"functions":[F,...]}` with one F per function in
@@ -493,6 +534,11 @@ def ExportSignatures : Pass<"mx-export-signatures", "mlir::ModuleOp"> {
       the type.
     * `"other"` for anything else (unranked tensors and memrefs, vectors,
       ...): `shape` is `[]`, `dtype` the whole printed type.
+
+    A function with arguments marked `mx.updated` (the arguments it updates
+    in place: `mx-drop-in-place-results` leaves the mark on those only) has
+    one more key after
+    `"results"`: `"updated":[i,...]`, their indices in increasing order.
 
     A module without a public function gets no global. A module that already
     has a symbol `_mx_signatures` is an error, reported on that symbol.

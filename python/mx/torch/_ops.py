@@ -126,10 +126,19 @@ def _to_torch(array: np.ndarray) -> Tensor:
 
 
 def _call(kernel: compiler.Kernel, *args: Tensor) -> list[Tensor]:
+    """The kernel's results; the arguments it updates in place (its signature's `updated`) take
+    their new values."""
     if kernel.target != "cpu":
         results = kernel(*args)
-    else:  # numpy views of a clone: a tensor shared with numpy can no longer be resized (FSDP2 does)
-        results = kernel(*[ops._host(a.clone(), mlir_type(a)) for a in args])
+    else:
+        # numpy views of a clone (a tensor shared with numpy can no longer be resized: FSDP2 does),
+        # but of the arguments themselves where the kernel updates them
+        updated = kernel.signature.updated
+        hosts = [ops._host(a if i in updated else a.clone(), mlir_type(a)) for i, a in enumerate(args)]
+        results = kernel(*hosts)
+        for i in updated:
+            if not args[i].is_contiguous():  # the kernel updated a contiguous copy
+                args[i].copy_(_to_torch(hosts[i]))
     results = list(results) if isinstance(results, tuple) else [results]
     return results if kernel.target != "cpu" else [_to_torch(r) for r in results]
 
@@ -142,11 +151,12 @@ def _custom_op(name: str, mutates_args=()):
     step's host time on the H100 machine (cProfile, bench/RESULTS.md): enough to leave the GPU idle
     between kernels at M x K x N = 8192 x 4096 x 4096.
 
-    The kernels are functional: a new value of a mutated argument comes back in a new buffer. An op
-    with `mutates_args` is written `fn(store, *args)`, calling `store(argument, new value)`: the
-    registered op copies the value into the argument (functionalization expects the argument's
-    memory mutated), eager mode makes the argument take the kernel's buffer (`Tensor.set_`: the same
-    tensor object, a module's buffer say, and no copy kernel)."""
+    A kernel either updates an argument in place itself (its signature's `updated`: delayed
+    scaling's casts record their amax in the history) or returns its new value in a new buffer. An
+    op with `mutates_args` is written `fn(store, *args)`, calling `store(argument, new value)` for
+    the latter: the registered op copies the value into the argument (functionalization expects
+    the argument's memory mutated), eager mode makes the argument take the kernel's buffer
+    (`Tensor.set_`: the same tensor object, a module's buffer say, and no copy kernel)."""
     def register(fn):
         implementation = fn
         if mutates_args:
@@ -279,19 +289,29 @@ _ZERO_HISTORIES: dict[torch.device, Tensor] = {}
 
 def _zero_history(device: torch.device) -> Tensor:
     """A [1, 1] f32 zero on `device`, made once: the history operand of a cast, which the kernels
-    read and never write (they return a new history)."""
+    read and never write (their history argument is not `mx.updated`: they return a new one)."""
     history = _ZERO_HISTORIES.get(device)
     if history is None:
         history = _ZERO_HISTORIES[device] = torch.zeros((1, 1), dtype=torch.float32, device=device)
     return history
 
 
+def _call_delayed(store, kernel: compiler.Kernel, x: Tensor, scales: Tensor, history: Tensor,
+                  position: int) -> list[Tensor]:
+    """A delayed cast's results but its new history, which the kernel records in `history` itself
+    where it updates it in place (TensorPlan's delayed kernels), else returns at `position` (then
+    stored)."""
+    results = _call(kernel, x, scales, history)
+    if 2 not in kernel.signature.updated:
+        store(history, results.pop(position))
+    return results
+
+
 @_custom_op("quantize_delayed", mutates_args=("history",))
 def quantize_delayed(store, x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor]:
     """(data, scales) of `x` cast with its delayed scale; records its amax in `history`. (A tuple:
     functionalization takes no list result from an op that mutates.)"""
-    data, scale_inv, new_history = _call(_PLANS[plan].kernels["delayed"], x, scales, history)
-    store(history, new_history)
+    data, scale_inv = _call_delayed(store, _PLANS[plan].kernels["delayed"], x, scales, history, 2)
     return data, scale_inv
 
 
@@ -301,11 +321,10 @@ def _(x, scales, history, plan):
 
 
 def _cast_transpose_delayed(store, x: Tensor, scales: Tensor, history: Tensor, plan: str, dbias: bool):
-    """(data, scale_inv, transposed data[, column sum]) of the "delayed_both" kernel; its new history
-    stored into `history`."""
+    """(data, scale_inv, transposed data[, column sum]) of the "delayed_both" kernel, which records
+    the amax in `history`."""
     made = _PLANS[plan]
-    data, scale_inv, data_t, new_history, *sums = _call(made.kernels["delayed_both"], x, scales, history)
-    store(history, new_history)
+    data, scale_inv, data_t, *sums = _call_delayed(store, made.kernels["delayed_both"], x, scales, history, 3)
     return tuple(_with_column_sum(made, x, [data, scale_inv, data_t], sums, dbias))
 
 

@@ -117,12 +117,12 @@ def _operands(made, parts, sides, parallel: Parallel):
 def update_scales(made, states: dict, reduce_group) -> None:
     """Delayed scaling's update of every state, in one call: the amax rows all-reduced (max) over
     `reduce_group` first when there is one, then next scales and rotated histories."""
-    histories = [history for _, history in states.values()]
+    scales, histories = zip(*states.values())
     if reduce_group is not None:
         rows = distributed.all_reduce_max(torch.cat([h[0] for h in histories]), reduce_group)
         for history, row in zip(histories, rows.split([h.shape[1] for h in histories])):
             history[0].copy_(row)
-    _ops.update_amax_history(histories, [scales for scales, _ in states.values()], made.key)
+    _ops.update_amax_history(list(histories), list(scales), made.key)
 
 
 class _LinearFunction(torch.autograd.Function):
@@ -218,6 +218,7 @@ class Linear(torch.nn.Linear):
                  amax_group=None, fuse_wgrad_accumulation: bool = False):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
+        self._delayed = isinstance(self.recipe, recipes.Delayed)  # asked at every step
         self.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
         self.parallel = Parallel(parallel, group)
@@ -230,7 +231,7 @@ class Linear(torch.nn.Linear):
 
     def reset_scaling_state(self, device=None) -> None:
         """Delayed scaling: fresh scales (1) and amax histories (zero) on `device`, as buffers."""
-        if isinstance(self.recipe, recipes.Delayed):
+        if self._delayed:
             for state, (scales, history) in _ops.new_delayed_states(self.recipe.history_len, device).items():
                 self.register_buffer(_STATE_BUFFERS[state][0], scales)
                 self.register_buffer(_STATE_BUFFERS[state][1], history)
@@ -243,7 +244,7 @@ class Linear(torch.nn.Linear):
     def scaling_states(self) -> dict:
         """Delayed scaling's {state: (scales, history)} buffers; empty for the other recipes. (Read
         from `_buffers` itself: nn.Module's attribute fallback costs microseconds a buffer.)"""
-        if not isinstance(self.recipe, recipes.Delayed):
+        if not self._delayed:
             return {}
         buffers = self._buffers
         return {state: (buffers[scales], buffers[history]) for state, (scales, history) in _STATE_BUFFERS.items()}
@@ -315,7 +316,7 @@ class Linear(torch.nn.Linear):
         if gathered is not None:
             col = operand(plan, gathered, "col") if not plan.derives_col and gathered[2] is not None else None
             return operand(plan, gathered, "row"), col
-        cached = not torch.compiler.is_compiling() and not isinstance(self.recipe, recipes.Delayed)
+        cached = not self._delayed and not torch.compiler.is_compiling()
         key = (weight._version, weight.data_ptr(), made.key) if cached else None
         operands = self._weight_cache.get(key) if cached else None
         if operands is None:

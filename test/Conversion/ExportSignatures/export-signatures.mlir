@@ -44,3 +44,13 @@ llvm.mlir.global external constant @_mx_signatures("mine\00")
 func.func @f() {
   return
 }
+
+// -----
+
+// The arguments that a function updates in place (mx.updated, after
+// mx-drop-in-place-results) are listed after its results.
+// CHECK: @_mx_signatures("{\22version\22:1,\22functions\22:[{\22name\22:\22record\22,\22args\22:[{\22kind\22:\22tensor\22,\22shape\22:[64],\22dtype\22:\22bf16\22},{\22kind\22:\22tensor\22,\22shape\22:[16,3],\22dtype\22:\22f32\22}],\22results\22:[{\22kind\22:\22tensor\22,\22shape\22:[64],\22dtype\22:\22f8E4M3FN\22}],\22updated\22:[1]}]}\00")
+func.func @record(%x: memref<64xbf16>, %h: memref<16x3xf32> {mx.updated}) -> memref<64xf8E4M3FN> {
+  %y = memref.alloc() : memref<64xf8E4M3FN>
+  return %y : memref<64xf8E4M3FN>
+}

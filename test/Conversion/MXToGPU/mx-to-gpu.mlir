@@ -271,21 +271,52 @@ func.func @amax_odd(%x: tensor<7x9xbf16>) -> tensor<f32> {
 
 // -----
 
-// Delayed scaling: a copy of the history with [0, index] zeroed, then one
-// read of the input that casts and records its amax there.
+// Delayed scaling: one read of the input that casts and records its amax in
+// the history. Here the history argument is not mx.updated (the caller keeps
+// it): a copy with [0, index] zeroed first. Each CTA writes its amax to a
+// partial and counts itself in the history entry (atomic max with 2^31, then
+// add 1); the CTA that completes the count stores the max of the partials
+// there.
 // CHECK-LABEL: func @quantize_delayed
 // CHECK: %[[INV:.*]] = gpu.alloc () : memref<1xf32>
 // CHECK: %[[HISTORY:.*]] = gpu.alloc () : memref<16x3xf32>
 // CHECK: gpu.launch
 // CHECK:   memref.store %{{.*}}, %[[HISTORY]][%{{.*}}, %{{.*}}] : memref<16x3xf32>
+// CHECK: %[[PARTIALS:.*]] = gpu.alloc () : memref<1xf32>
 // CHECK: gpu.launch
 // CHECK:   memref.load %{{.*}}[%c1] : memref<3xf32>
 // CHECK-COUNT-4: vector.store %{{.*}} {alignment = 16 : i64} : memref<8192xf8E4M3FN>, vector<16xf8E4M3FN>
-// CHECK:   %[[BITS:.*]] = arith.bitcast %[[HISTORY]] : memref<16x3xf32> to memref<16x3xi32>
-// CHECK:   memref.atomic_rmw maxu %{{.*}}, %[[BITS]][%c0, %c1] : (i32, memref<16x3xi32>) -> i32
 // CHECK:   memref.store %{{.*}}, %[[INV]][%c0] : memref<1xf32>
+// CHECK:   %[[BITS:.*]] = arith.bitcast %[[HISTORY]] : memref<16x3xf32> to memref<16x3xi32>
+// CHECK:   memref.store %{{.*}}, %[[PARTIALS]][%{{.*}}] : memref<1xf32>
+// CHECK:   nvvm.memory.barrier <gpu>
+// CHECK:   memref.atomic_rmw maxu %{{.*}}, %[[BITS]][%c0, %c1] : (i32, memref<16x3xi32>) -> i32
+// CHECK:   %[[BEFORE:.*]] = memref.atomic_rmw addi %{{.*}}, %[[BITS]][%c0, %c1] : (i32, memref<16x3xi32>) -> i32
+// CHECK:   arith.cmpi eq, %[[BEFORE]], %c-2147483648_i32 : i32
+// CHECK:   memref.load %[[PARTIALS]][%{{.*}}] : memref<1xf32>
+// CHECK:   arith.select
+// CHECK:   arith.maximumf
+// CHECK:   memref.store %{{.*}}, %[[BITS]][%c0, %c1] : memref<16x3xi32>
 // CHECK-NOT: gpu.launch
 func.func @quantize_delayed(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %sinv, %h1 : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+}
+
+// -----
+
+// A history argument that the source marks mx.updated is updated in place: the
+// cast records its amax in the argument's buffer, one kernel and no copy.
+// CHECK-LABEL: func @quantize_delayed_in_place
+// CHECK-SAME: %[[H:[^:]*]]: tensor<16x3xf32> {mx.updated}
+// CHECK: %[[BUFFER:.*]] = bufferization.to_buffer %[[H]] : tensor<16x3xf32> to memref<16x3xf32>
+// CHECK-NOT: gpu.alloc () : memref<16x3xf32>
+// CHECK: gpu.launch
+// CHECK:   arith.bitcast %[[BUFFER]] : memref<16x3xf32> to memref<16x3xi32>
+// CHECK-NOT: gpu.launch
+// CHECK: %[[NEW:.*]] = bufferization.to_tensor %[[BUFFER]]
+// CHECK: return %{{.*}}, %{{.*}}, %[[NEW]]
+func.func @quantize_delayed_in_place(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32> {mx.updated}) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
   %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
   return %y, %sinv, %h1 : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
 }

@@ -18,10 +18,14 @@
 //   says so (QuantizePlan::reversedTiles): its first reads hit what the amax
 //   pass left in L2.
 // * `mx.quantize_delayed`: the cast with the given scales[index], reading
-//   the input once; the same kernel reduces the amax into history[0, index]
-//   of the new history, which a first, tiny kernel copies from the old one
-//   with that entry zeroed (the atomic max needs a zero start, and no kernel
-//   can order its own CTAs).
+//   the input once; the same kernel records the amax in history[0, index]:
+//   each CTA writes its amax to a partial and counts itself in that entry
+//   (the entry's sign bit, clear in any amax, marks the count), and the CTA
+//   that completes the count stores the max of the partials there. So the
+//   entry needs no zeroing first, and the cast updates the caller's history
+//   in place where it may (an `mx.updated` argument, or a buffer of the
+//   program's own: one kernel); otherwise a first, tiny kernel copies the
+//   history with that entry zeroed.
 // * `mx.update_amax_history`: one kernel for all N columns, a CTA per column:
 //   its threads stride over the rows, write them rotated and reduce their
 //   max (ignoring NaN, from 0, as Transformer Engine); thread 0 derives the
@@ -60,14 +64,18 @@
 #include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
+#include "mx/Conversion/ExportSignatures.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <cmath>
 
@@ -692,8 +700,10 @@ private:
   }
 };
 
-/// Kernel: `history` into `newHistory` with [0, index] zeroed, the start of
-/// the atomic max that records the cast's amax there.
+/// Kernel: `history` into `newHistory` with [0, index] zeroed, for a cast
+/// that cannot record its amax in the history's own buffer
+/// (canUpdateInPlace): the count of buildRecordAmax then starts from an amax
+/// whatever the caller's entry held.
 void buildHistoryCopy(OpBuilder &b, Location loc, Value history,
                       Value newHistory, int64_t index) {
   auto type = cast<MemRefType>(history.getType());
@@ -714,6 +724,99 @@ void buildHistoryCopy(OpBuilder &b, Location loc, Value history,
           memref::StoreOp::create(ib, il, value, newHistory,
                                   ValueRange{row, col});
         });
+  });
+}
+
+/// Whether a cast may record its amax in the buffer of `history` itself: its
+/// only user, and either a buffer of the function's own (an op's result) or
+/// an argument that the source marks `mx.updated`, whose caller then finds
+/// it updated (mx-drop-in-place-results). Otherwise the cast writes a copy.
+bool canUpdateInPlace(Value history) {
+  if (!history.hasOneUse() || matchPattern(history, m_Constant()))
+    return false;
+  auto argument = dyn_cast<BlockArgument>(history);
+  if (!argument)
+    return true;
+  auto func = dyn_cast<FunctionOpInterface>(argument.getOwner()->getParentOp());
+  return func && func.getArgAttr(argument.getArgNumber(), kUpdatedAttrName);
+}
+
+/// CTA code that records the cast's amax in `entry` (history[0, index]),
+/// whatever amax the entry held (>= 0, -0 or NaN, as every history the ops
+/// write), without a kernel to zero it first: thread 0
+/// writes the CTA's `amax` (every thread holds it) to `partials[block]` and
+/// counts the CTA in the entry itself, an atomic unsigned max with 2^31 (an
+/// amax, >= 0 or NaN, has the sign bit clear: the first CTA makes the entry
+/// a count of 0) and an atomic add of 1. The CTA that completes the count
+/// reduces the partials (NaN-propagating, as the other amax kernels) and
+/// stores the max over the count. `buffer` is the CTA's max buffer
+/// (getCTAMaxBufferType), free for reuse.
+void buildRecordAmax(OpBuilder &b, Location l, const KernelIds &ids,
+                     Value amax, Value partials, Value history, int64_t index,
+                     int64_t numBlocks, Value buffer) {
+  auto i32 = [&](OpBuilder &nb, Location nl, uint32_t v) {
+    return arith::ConstantIntOp::create(nb, nl, v, 32).getResult();
+  };
+  SmallVector<Value> entry = {cIndex(b, l, 0), cIndex(b, l, index)};
+  auto historyType = cast<MemRefType>(history.getType());
+  Value words = arith::BitcastOp::create(
+      b, l, historyType.clone(b.getI32Type()), history);
+  auto fence = [](OpBuilder &nb, Location nl) {
+    NVVM::MembarOp::create(nb, nl, NVVM::MemScopeKind::GPU);
+  };
+  gpu::BarrierOp::create(b, l); // every thread has read `buffer`
+  buildIf(b, l, isZeroIndex(b, l, ids.thread), [&](OpBuilder &nb,
+                                                    Location nl) {
+    memref::StoreOp::create(nb, nl, amax, partials, ids.block);
+    fence(nb, nl);
+    memref::AtomicRMWOp::create(nb, nl, arith::AtomicRMWKind::maxu,
+                                i32(nb, nl, 0x80000000u), words, entry);
+    Value before = memref::AtomicRMWOp::create(
+        nb, nl, arith::AtomicRMWKind::addi, i32(nb, nl, 1), words, entry);
+    Value last = arith::CmpIOp::create(
+        nb, nl, arith::CmpIPredicate::eq, before,
+        i32(nb, nl, 0x80000000u + static_cast<uint32_t>(numBlocks - 1)));
+    Value flag = arith::UIToFPOp::create(
+        nb, nl, nb.getF32Type(),
+        arith::ExtUIOp::create(nb, nl, nb.getI32Type(), last));
+    memref::StoreOp::create(nb, nl, flag, buffer, cIndex(nb, nl, 0));
+  });
+  gpu::BarrierOp::create(b, l);
+  Value isLast = arith::CmpFOp::create(
+      b, l, arith::CmpFPredicate::ONE,
+      memref::LoadOp::create(b, l, buffer, cIndex(b, l, 0)), zeroF32(b, l));
+  // A branch uniform over the CTA: its barriers stay in step.
+  buildIf(b, l, isLast, [&](OpBuilder &nb, Location nl) {
+    fence(nb, nl);
+    // Thread t reads partials t, t + 256, ...: unrolled (the count is
+    // static), so that its loads are in flight together, the last round's
+    // index clamped and its value dropped past the end (0 is below any amax).
+    Value max = zeroF32(nb, nl);
+    for (int64_t first = 0; first < numBlocks; first += kThreadsPerBlock) {
+      Value block = arith::AddIOp::create(nb, nl, ids.thread,
+                                          cIndex(nb, nl, first));
+      Value inside = cmpLT(nb, nl, block, cIndex(nb, nl, numBlocks));
+      Value partial = memref::LoadOp::create(
+          nb, nl, partials,
+          arith::MinUIOp::create(nb, nl, block, cIndex(nb, nl, numBlocks - 1))
+              .getResult());
+      if (first + kThreadsPerBlock > numBlocks)
+        partial =
+            arith::SelectOp::create(nb, nl, inside, partial, zeroF32(nb, nl));
+      max = arith::MaximumFOp::create(nb, nl, max, partial);
+    }
+    gpu::BarrierOp::create(nb, nl); // every thread has read the flag
+    Value total = buildCTAMax(nb, nl, max, ids.thread, buffer);
+    buildIf(nb, nl, isZeroIndex(nb, nl, ids.thread),
+            [&](OpBuilder &tb, Location tl) {
+              Value isNaN = arith::CmpFOp::create(
+                  tb, tl, arith::CmpFPredicate::UNO, total, total);
+              Value bits =
+                  arith::BitcastOp::create(tb, tl, tb.getI32Type(), total);
+              bits = arith::SelectOp::create(tb, tl, isNaN,
+                                             i32(tb, tl, 0x7FC00000u), bits);
+              memref::StoreOp::create(tb, tl, bits, words, entry);
+            });
   });
 }
 
@@ -744,26 +847,36 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
     Location loc = op.getLoc();
     int64_t index = op.getIndex();
     Value scales = toBuffer(rewriter, loc, op.getScales());
-    Value history = toBuffer(rewriter, loc, op.getHistory());
     auto scaleInvType = cast<RankedTensorType>(op.getScaleInv().getType());
     Value scaleInv = allocFolded(rewriter, loc, scaleInvType, 1);
-    Value newHistory = allocDevice(rewriter, loc, op.getNewHistory().getType());
-    buildHistoryCopy(rewriter, loc, history, newHistory, index);
+    // The amax goes into the history's own buffer where it may (the cast's
+    // in-place update), else into a copy.
+    Value newHistory;
+    if (canUpdateInPlace(op.getHistory())) {
+      newHistory = toUpdatedBuffer(rewriter, loc, op.getHistory());
+    } else {
+      newHistory = allocDevice(rewriter, loc, op.getNewHistory().getType());
+      buildHistoryCopy(rewriter, loc, toBuffer(rewriter, loc, op.getHistory()),
+                       newHistory, index);
+    }
+    int64_t numBlocks =
+        op.getTransposed() || partner
+            ? TileGrid(inputType).getNumBlocks()
+            : FlatGrid(1, inputType.getNumElements()).getNumBlocks();
+    Value partials = allocDevice(
+        rewriter, loc, RankedTensorType::get({numBlocks}, rewriter.getF32Type()));
 
-    // What every CTA ends with: its amax into the new history, and the
-    // scale's inverse from the first thread.
+    // What every CTA ends with: the scale's inverse from the first thread,
+    // and its amax recorded in the new history (`buffer`: the CTA's max
+    // buffer).
     auto finish = [&](OpBuilder &b, Location l, const KernelIds &ids,
-                      Value amax, Value leader, Value scale) {
-      buildIf(b, l, isZeroIndex(b, l, ids.thread),
-              [&](OpBuilder &nb, Location nl) {
-                buildAtomicMaxMagnitude(
-                    nb, nl, amax, newHistory,
-                    {cIndex(nb, nl, 0), cIndex(nb, nl, index)});
-              });
+                      Value amax, Value leader, Value scale, Value buffer) {
       buildIf(b, l, leader, [&](OpBuilder &nb, Location nl) {
         memref::StoreOp::create(nb, nl, buildDelayedScaleInverse(nb, nl, scale),
                                 scaleInv, cIndex(nb, nl, 0));
       });
+      buildRecordAmax(b, l, ids, amax, partials, newHistory, index, numBlocks,
+                      buffer);
     };
     auto loadScale = [&](OpBuilder &b, Location l) {
       return memref::LoadOp::create(b, l, scales, cIndex(b, l, index))
@@ -786,7 +899,7 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
                 });
             storeChunks(b, l, chunks, bytes, outputs.front().second);
             finish(b, l, ids, reduceChunks(b, l, chunks, ids),
-                   chunks.sliceLeader, scale);
+                   chunks.sliceLeader, scale, ids.workgroup.front());
           });
     } else {
       // The transposed output first, then the plain partner's.
@@ -813,7 +926,7 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
                 },
                 sum.partials, sum.getStaging(ids));
             finish(b, l, ids, reduceTile(b, l, chunk, ids), chunk.sliceLeader,
-                   scale);
+                   scale, ids.workgroup[1]);
           });
       sum.finish(rewriter, loc);
     }

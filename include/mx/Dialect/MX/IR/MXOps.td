@@ -442,6 +442,13 @@ def MX_QuantizeDelayedOp : MX_Op<"quantize_delayed", [Pure]> {
     one GPU kernel that reads the input once (Transformer Engine's
     cast+transpose).
 
+    `new_history` bufferizes in place where it can: a public function that
+    returns it for a history argument marked `mx.updated` updates the
+    caller's history and does not return it (`mx-drop-in-place-results`);
+    the GPU cast then records the amax in that buffer itself, counting its
+    CTAs in `history[0, index]` (which must hold an amax there: >= 0, -0 or
+    NaN), and is one kernel with no copy of the history.
+
     Example:
 
     ```mlir
