@@ -11,6 +11,9 @@ shard of the same inputs (one seed for both) and compares with the whole program
 * a quantized all-gather followed by the swizzle gives the bytes of quantize + swizzle of the whole
   (its data and scales gathered as one NCCL group), also in call-stream mode; the group API's misuses
   are reported;
+* the placed all-gather (mxrtAllGatherPlaced on the side stream, mxrtCollectivesJoin) of a rank's part
+  in chunks gives mxrtAllGather's bytes, by broadcast and by send/recv, in place or not, grouped, in
+  the default and call-stream modes;
 * K-split scaled_matmuls (all-reduce, reduce-scatter) are within the spec's tolerance of the exact
   product;
 * what must fail does, with a message and without hanging: a rank that never joins a collective
@@ -344,10 +347,6 @@ def check_group_api(libraries, rank, rng, name=None):
     assert runtime.process_group() == (DEVICES, rank)
     # A member given a NULL buffer fails the group: no member runs (the valid one included), the
     # communicator stays usable.
-    import ctypes
-    lib.mxrtAllGather.restype = ctypes.c_int32
-    lib.mxrtAllGather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32,
-                                  ctypes.c_void_p]
     with runtime.DeviceBuffer.from_numpy(np.full(8, rank + 1, np.uint8)) as send, \
             runtime.DeviceBuffer.zeros((8 * DEVICES,), np.uint8) as recv:
         invalid = runtime.Status.INVALID_ARGUMENT
@@ -364,13 +363,77 @@ def check_group_api(libraries, rank, rng, name=None):
         np.testing.assert_array_equal(recv.to_numpy(), np.repeat(np.arange(1, DEVICES + 1), 8))
 
 
+PLACED_CHUNKS = ((4008,), (1002,) * 4, (1000, 8, 3000))  # a rank's 4008 bytes in 1, 4 and 3 chunks
+
+
+def _placed(parts, rank, chunks, in_place, buffer):
+    """Gathers the rank parts held in `buffer` (device) chunk by chunk with the placed gather: into a
+    new buffer; from this rank's rows of it where `in_place`. Returns the gathered bytes."""
+    part = parts[rank].size
+    start = np.full(part * DEVICES, 0xA5, np.uint8)
+    if in_place:
+        start[rank * part:(rank + 1) * part] = parts[rank]
+    with runtime.DeviceBuffer.from_numpy(start) as recv:
+        offset = 0
+        for chunk in chunks:
+            send = recv.ptr + rank * part + offset if in_place else buffer.ptr + offset
+            runtime.all_gather_placed(send, recv.ptr, chunk, part, offset)
+            offset += chunk
+        runtime.join_collectives()
+        return recv.to_numpy()
+
+
+def check_placed_gather(libraries, rank, rng, name=None):
+    """mxrtAllGatherPlaced, chunk by chunk on the side stream, then mxrtCollectivesJoin, gives the bytes
+    of mxrtAllGather of the whole parts: by broadcast and by send/recv, from a send buffer and in place,
+    with chunks of one size and of several, in the default mode (the join waits) and in call-stream mode
+    (the join orders the stream); two placed gathers as one NCCL group."""
+    lib = runtime.load_library()
+    runtime.join_collectives()  # nothing on the side stream yet: a no-op
+    parts = [rng.integers(0, 256, 4008, dtype=np.uint8) for _ in range(DEVICES)]  # the same on both ranks
+    want = np.concatenate(parts)
+    with runtime.DeviceBuffer.from_numpy(parts[rank]) as send, \
+            runtime.DeviceBuffer.zeros((want.size,), np.uint8) as whole:
+        runtime.all_gather(send.ptr, whole.ptr, parts[rank].size)
+        np.testing.assert_array_equal(whole.to_numpy(), want, "mxrtAllGather")
+        try:
+            for method in ("broadcast", "sendrecv"):
+                os.environ["MX_NCCL_PLACED_GATHER"] = method
+                for call_stream in (0, 1):
+                    assert lib.mxrtSetCallStream(None, call_stream) == 0
+                    for chunks in PLACED_CHUNKS:
+                        for in_place in (False, True):
+                            got = _placed(parts, rank, chunks, in_place, send)
+                            np.testing.assert_array_equal(
+                                got, want, f"{method}, call stream {call_stream}, chunks {chunks}, "
+                                f"in place {in_place}")
+                    lib.mxrtSetCallStream(None, 0)
+                    runtime.synchronize()
+                # Two parts (data and scales) of each chunk as one group.
+                with runtime.DeviceBuffer.zeros((want.size,), np.uint8) as data, \
+                        runtime.DeviceBuffer.zeros((want.size,), np.uint8) as scales:
+                    part = parts[rank].size
+                    for c in range(2):
+                        with runtime.collective_group():
+                            for recv in (data, scales):
+                                runtime.all_gather_placed(send.ptr + c * part // 2, recv.ptr, part // 2, part,
+                                                          c * part // 2)
+                    runtime.join_collectives()
+                    for recv in (data, scales):
+                        np.testing.assert_array_equal(recv.to_numpy(), want, f"{method}, grouped")
+        finally:
+            os.environ.pop("MX_NCCL_PLACED_GATHER", None)
+            lib.mxrtSetCallStream(None, 0)
+
+
 CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
           "delayed": (check_delayed, "delayed"),
           **{n: (check_gather, n) for n in GATHER},
           **{n: (check_matmul, n) for n in MATMUL},
           "call_stream": (check_call_stream, "per_tensor"),
           "call_stream_gather": (check_call_stream, "gather_swizzle"),
-          "group_api": (check_group_api, None)}
+          "group_api": (check_group_api, None),
+          "placed_gather": (check_placed_gather, None)}
 
 
 def _setup(rank, directory):
