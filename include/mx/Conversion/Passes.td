@@ -217,8 +217,11 @@ def PipelineGathers : Pass<"mx-pipeline-gathers"> {
     scale) are the same in every chunk and are taken from the first.
     Quantizes whose rows do not split into `chunks` chunks of whole blocks,
     or that span the whole input without an `amax` operand, are errors that
-    name the op; quantizes with other results or users are left alone, and
-    `chunks=1` leaves the program as it is.
+    name the op; quantizes with other results or users are left alone.
+    `chunks=1` keeps the quantize whole and exchanges its results with the
+    placed gather (one `mx.gather_chunk` each), which needs no split and
+    measured faster than `ncclAllGather` of the same bytes at 256 and 512
+    MiB on 2 H200s.
 
     Example:
 

@@ -25,9 +25,17 @@ shard.grid @grid(shape = 2)
 // CHECK-NEXT: %[[T:.*]] = mx.swizzle %[[J]]#1
 // CHECK-NEXT: return %[[J]]#0, %[[T]]
 // CHECK-NOT: shard.all_gather
+// One chunk: the quantize stays whole (no slice), its results are exchanged
+// by the placed gather.
 // ONE-LABEL: func.func @mxfp8(
-// ONE-NOT: mx.gather_chunk
-// ONE: shard.all_gather
+// ONE-SAME: %[[X:.*]]: tensor<128x256xbf16>)
+// ONE-NOT: tensor.extract_slice
+// ONE: %[[D:.*]], %[[S:.*]] = mx.quantize %[[X]] block [1, 32] : tensor<128x256xbf16>
+// ONE-NEXT: %[[GD:.*]] = mx.gather_chunk %[[D]] into %{{.*}} at row 0 of 2 devices : tensor<128x256xf8E4M3FN> into tensor<256x256xf8E4M3FN>
+// ONE-NEXT: %[[GS:.*]] = mx.gather_chunk %[[S]] into %{{.*}} at row 0 of 2 devices : tensor<128x8xf8E8M0FNU> into tensor<256x8xf8E8M0FNU>
+// ONE-NEXT: %[[J:.*]]:2 = mx.gather_join %[[GD]], %[[GS]]
+// ONE-NOT: shard.all_gather
+// ONE: mx.swizzle %[[J]]#1
 func.func @mxfp8(%arg0: tensor<128x256xbf16>) -> (tensor<256x256xf8E4M3FN>, tensor<2x2x32x4x4xf8E8M0FNU>) {
   %data, %scales = mx.quantize %arg0 block [1, 32] : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>
   %gs = shard.all_gather %scales on @grid grid_axes = [0] gather_axis = 0 : tensor<128x8xf8E8M0FNU> -> tensor<256x8xf8E8M0FNU>

@@ -1,14 +1,29 @@
 // The programs of bench/collectives.py (smaller), partitioned and pipelined
-// in 4 chunks (mx-pipeline-gathers), through the whole GPU pipeline: every
-// kernel assembles with ptxas, and the host code runs, per chunk, the chunk
-// quantize's kernels and then one NCCL group of its placed gathers (on the
-// side stream), the join, and only then the swizzle; the chunks' buffers
-// are freed after the join (nothing at all is freed between the first
-// placed gather and the join where the chunk quantizes have no temporaries
-// of their own).
+// in 4 chunks and in 1 (mx-pipeline-gathers), through the whole GPU
+// pipeline: every kernel assembles with ptxas, and the host code runs, per
+// chunk, the chunk quantize's kernels and then one NCCL group of its placed
+// gathers (on the side stream), the join, and only then the swizzle; the
+// chunks' buffers are freed after the join (nothing at all is freed between
+// the first placed gather and the join where the chunk quantizes have no
+// temporaries of their own).
 // REQUIRES: ptxas
 // RUN: mx-opt %s --mx-partition --mx-pipeline-gathers=chunks=4 | mx-opt --mx-lower-to-nvvm="chip=sm_100a format=bin" -o /dev/null
 // RUN: mx-opt %s --mx-partition --mx-pipeline-gathers=chunks=4 | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=bin" | FileCheck %s
+// One chunk: the whole quantize, then its placed gathers, the join, the swizzle.
+// RUN: mx-opt %s --mx-partition --mx-pipeline-gathers=chunks=1 | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=bin" | FileCheck %s --check-prefix=ONE
+// ONE-LABEL: llvm.func @mxfp8(
+// ONE: gpu.launch_func
+// ONE-NOT: gpu.launch_func
+// ONE: llvm.call @mxrtGroupStart()
+// ONE: llvm.call @mxrtAllGatherPlaced(
+// ONE: llvm.call @mxrtAllGatherPlaced(
+// ONE: llvm.call @mxrtGroupEnd()
+// ONE-NEXT: llvm.call @mxrtCollectivesJoin(
+// ONE: gpu.launch_func
+// ONE-LABEL: llvm.func @per_tensor(
+// ONE: llvm.call @mxrtAllReduce(
+// ONE: llvm.call @mxrtAllGatherPlaced(
+// ONE-NEXT: llvm.call @mxrtCollectivesJoin(
 
 shard.grid @grid(shape = 2)
 
