@@ -34,6 +34,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from collectives import loop_times  # noqa: E402  (the timing loop of bench/collectives.py)
 K = 8192
 DEVICES = 2
 ROUNDS = 5
@@ -89,18 +91,7 @@ def timed_us(fn, iterations):
     ROUNDS loops, the slower rank's (an mx all-gather of the medians)."""
     import torch
     from mx import runtime
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(ROUNDS):
-        barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iterations):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / iterations)
+    times = loop_times(fn, iterations, ROUNDS, barrier)
     mine = torch.tensor([statistics.median(times)], dtype=torch.float64, device="cuda")
     both = torch.empty(DEVICES, dtype=torch.float64, device="cuda")
     runtime.all_gather(mine.data_ptr(), both.data_ptr(), 8)
