@@ -14,6 +14,9 @@ shard of the same inputs (one seed for both) and compares with the whole program
 * the placed all-gather (mxrtAllGatherPlaced on the side stream, mxrtCollectivesJoin) of a rank's part
   in chunks gives mxrtAllGather's bytes, by broadcast and by send/recv, in place or not, grouped, in
   the default and call-stream modes;
+* the gathers pipelined by mx-pipeline-gathers (chunk quantizes overlapped with placed gathers on the
+  side stream, the join before the swizzle) give the bytes of quantize + swizzle of the whole tensor:
+  MXFP8, FP8 blockwise, per-tensor current scaling, MXFP4, NVFP4 (also in call-stream mode);
 * K-split scaled_matmuls (all-reduce, reduce-scatter) are within the spec's tolerance of the exact
   product;
 * what must fail does, with a message and without hanging: a rank that never joins a collective
@@ -70,6 +73,16 @@ MATMUL = {
 DELAYED_SHAPES = ((512, 1024), (1024, 512))  # x split along rows, y along columns
 GATHER = {"gather_swizzle": ((512, 1024), (1, 32), "f8E8M0FNU"),  # shape, block, scale type
           "gather_swizzle_blockwise": ((256, 1024), (1, 128), "f32")}
+# Gathers pipelined by mx-pipeline-gathers (quantize + all-gather + swizzle, as bench/collectives.py):
+# shape, block (None: per-tensor), element type, scale type, swizzle layout of the gathered scales (None:
+# the scale is not gathered), chunks.
+PIPELINED = {
+    "pipelined_mxfp8": ((512, 1024), (1, 32), "f8E4M3FN", "f8E8M0FNU", "tiles", 4),
+    "pipelined_blockwise": ((512, 1024), (1, 128), "f8E4M3FN", "f32", "blockwise", 8),
+    "pipelined_per_tensor": ((512, 1024), None, "f8E4M3FN", "f32", None, 4),
+    "pipelined_mxfp4": ((512, 1024), (1, 32), "f4E2M1FN", "f8E8M0FNU", "tiles", 1),
+    "pipelined_nvfp4": ((512, 1024), (1, 16), "f4E2M1FN", "f8E4M3FN", "tiles", 2),
+}
 MATMUL_TOLERANCE = 4e-3  # bf16 output (spec section 5)
 # The grouped gather of the out-of-memory check: the shard shapes of its FP8 data and E8M0 scales
 # (128 MiB and 4 MiB a rank, so 256 MiB and 8 MiB of results), and the free memory that the check
@@ -161,6 +174,31 @@ def gather_program(name):
                    [("%dw", data), ("%tw", tiles)])
 
 
+def pipelined_program(name):
+    """Quantize + all-gather of the compact data and scales + swizzle of the scales, which mx-partition
+    and mx-pipeline-gathers turn into chunk quantizes overlapped with their placed gathers."""
+    shape, block, elem, scale_type, layout, _ = PIPELINED[name]
+    block = _block(shape, block)
+    x, data = _type(shape, BF16), _type(shape, tools.NUMPY_DTYPES[elem])
+    scales_shape = reference.scales_shape(shape, block)
+    scales = _type(scales_shape, tools.NUMPY_DTYPES[scale_type])
+    nvfp4 = scale_type == "f8E4M3FN"
+    outs = [data, scales] + (["tensor<f32>"] if nvfp4 else [])
+    body = [f"  %q:{len(outs)} = mx.quantize %xs block [{', '.join(map(str, block))}] : {x} -> {', '.join(outs)}"]
+    consumers = ["  %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding",
+                 f"  %dw = shard.shard %q#0 to %whole annotate_for_users : {data}"]
+    if layout is None:  # one scale, the same on every device
+        return Program([("x", x)], body, [("%q#0", data), ("%q#1", scales)], {"x": "[[0]]"}, consumers,
+                       [("%dw", data), ("%q#1", scales)])
+    swizzled_shape = ((scales_shape[1], -(-shape[0] // 4), 4) if layout == "blockwise" else
+                      (-(-shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4))
+    tiles = _type(swizzled_shape, tools.NUMPY_DTYPES[scale_type])
+    body.append(f"  %t = mx.swizzle %q#1{' layout blockwise' if layout == 'blockwise' else ''} : {scales} -> {tiles}")
+    consumers.append(f"  %tw = shard.shard %t to %whole : {tiles}")
+    return Program([("x", x)], body, [("%q#0", data), ("%t", tiles)], {"x": "[[0]]"}, consumers,
+                   [("%dw", data), ("%tw", tiles)])
+
+
 def matmul_program(name):
     m, n, k, a_block, b_block, scale_type, scatter = MATMUL[name]
     a, b = _type((m, k), ml_dtypes.float8_e4m3fn), _type((n, k), ml_dtypes.float8_e4m3fn)
@@ -182,7 +220,8 @@ def matmul_program(name):
 
 
 PROGRAMS = {**{n: quantize_program(n) for n in QUANTIZE}, "delayed": delayed_program("delayed"),
-            **{n: gather_program(n) for n in GATHER}, **{n: matmul_program(n) for n in MATMUL}}
+            **{n: gather_program(n) for n in GATHER}, **{n: matmul_program(n) for n in MATMUL},
+            **{n: pipelined_program(n) for n in PIPELINED}}
 
 
 def oom_gather_source():
@@ -208,10 +247,19 @@ def sources():
     return result
 
 
+def _partition(name, source):
+    """The program of `name` partitioned for 2 devices (and pipelined where PIPELINED says)."""
+    if name not in PROGRAMS:
+        return source
+    if name in PIPELINED:
+        return tools.run_mx_opt(source, "--mx-partition", f"--mx-pipeline-gathers=chunks={PIPELINED[name][-1]}")
+    return tools.run_mx_opt(source, "--mx-partition")
+
+
 def build(directory, chip=None):
-    """Partitions the annotated programs for 2 devices and compiles every program for `chip`."""
-    programs = {name: tools.run_mx_opt(source, "--mx-partition") if name in PROGRAMS else source
-                for name, source in sources().items()}
+    """Partitions the annotated programs for 2 devices (the pipelined ones in their chunks) and
+    compiles every program for `chip`."""
+    programs = {name: _partition(name, source) for name, source in sources().items()}
     build_gpu_programs(directory, programs, chip)
 
 
@@ -299,6 +347,21 @@ def check_gather(libraries, rank, rng, name):
     assert_bits_equal(got[1], whole[1], f"{name} swizzled scales")
 
 
+def check_pipelined(libraries, rank, rng, name):
+    """The pipelined quantize + all-gather + swizzle on each rank's shard gives the bytes of quantize +
+    swizzle of the whole tensor on one GPU."""
+    shape, block, elem, scale_type, layout, _ = PIPELINED[name]
+    x = random_input(rng, shape, F32)
+    if block is None:  # finite: a NaN would make every byte NaN
+        x = np.where(np.isfinite(x), x, np.float32(-3.0))
+    x = x.astype(BF16)
+    dtypes = [tools.NUMPY_DTYPES[elem], tools.NUMPY_DTYPES[scale_type]]
+    whole = _call(libraries, name + "_whole", [x], dtypes)
+    got = _call(libraries, name, [_rows(x, rank)], dtypes)
+    assert_bits_equal(got[0], whole[0], f"{name} gathered data")
+    assert_bits_equal(got[1], whole[1], f"{name} {'swizzled scales' if layout else 'scale'}")
+
+
 def check_matmul(libraries, rank, rng, name):
     m, n, k, a_block, b_block, scale_type, scatter = MATMUL[name]
 
@@ -323,7 +386,8 @@ def check_call_stream(libraries, rank, rng, name="per_tensor"):
     lib = runtime.load_library()
     assert lib.mxrtSetCallStream(None, 1) == 0
     try:
-        (check_gather if name in GATHER else check_quantize)(libraries, rank, rng, name)
+        check = check_pipelined if name in PIPELINED else check_gather if name in GATHER else check_quantize
+        check(libraries, rank, rng, name)
     finally:
         lib.mxrtSetCallStream(None, 0)
         runtime.synchronize()
@@ -432,6 +496,8 @@ CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
           **{n: (check_matmul, n) for n in MATMUL},
           "call_stream": (check_call_stream, "per_tensor"),
           "call_stream_gather": (check_call_stream, "gather_swizzle"),
+          **{n: (check_pipelined, n) for n in PIPELINED},
+          "call_stream_pipelined": (check_call_stream, "pipelined_mxfp8"),
           "group_api": (check_group_api, None),
           "placed_gather": (check_placed_gather, None)}
 
