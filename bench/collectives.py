@@ -1,9 +1,11 @@
 """bench/collectives: quantize + all-gather + swizzle on 2 GPUs, against torch.distributed's bf16 all-gather.
 
 Two steps, because the GPU machine has no MLIR:
-  python bench/collectives.py build DIR      # here: partition (mx-partition) and compile every program
+  python bench/collectives.py build DIR [--chunks N,...]
+                                             # here: partition (mx-partition) and compile every program,
+                                             # and each pipelined in N chunks (mx-pipeline-gathers)
   torchrun --standalone --nproc-per-node 2 bench/collectives.py run DIR [--iters N] [--only RECIPE,...]
-      [--payloads MIB,...]
+      [--payloads MIB,...] [--chunks N,...]
                                              # on the GPU machine: check, time, print one markdown table
   python bench/collectives.py list           # the rows and their bytes; needs neither torch nor MLIR
 
@@ -15,6 +17,11 @@ f32 scale), MXFP4 (E2M1, E8M0 per [1, 32]) and NVFP4 (E2M1, E4M3 per [1, 16], th
 from the all-reduced amax). Each GPU quantizes its shard, the compact data and scales are all-gathered,
 and every GPU swizzles the gathered scales (the spec's section 12): one program per row, partitioned
 by mx-partition from the annotated whole program and lowered by mx-lower-to-nvvm to NCCL calls.
+With --chunks, each row also has the same program pipelined by mx-pipeline-gathers in N chunks of
+rows: the quantize of chunk c + 1 runs while chunk c is exchanged (mxrtAllGatherPlaced on the side
+stream, one NCCL group per chunk), the swizzle after the join; its time and ratio are the columns
+"pipelined xN" (default: 1, 2 and 4 chunks; 1 keeps the quantize whole and only exchanges by the
+placed gather; --chunks "" builds and times none).
 
 Columns and goals (the issue's, per row):
 * wire bytes / bf16: the bytes of the gathered data and scales over those of the bf16 tensor (<= 0.52);
@@ -34,7 +41,8 @@ launch moves them all.
 
 Correctness before timing: on every row each rank gathers the bf16 input with torch, runs the
 unpartitioned program (quantize + swizzle of the whole tensor) on its GPU, and compares its bytes with
-the partitioned program's, bit for bit; a mismatch marks the row FAILED and `run` exits 1.
+the partitioned program's and each pipelined program's, bit for bit; a mismatch marks the row FAILED
+and `run` exits 1.
 NCCL_NVLS_ENABLE=0 is set before either communicator exists.
 """
 
@@ -143,26 +151,45 @@ def _program(recipe, m, kind):
     return "\n".join((grid if kind != "whole" else []) + function) + "\n"
 
 
-def program_name(recipe, m, kind):
-    return f"{recipe.name}_{kind}_{m}"
+def program_name(recipe, m, kind, chunks=None):
+    """The function (and library) of a program; a pipelined one is the sharded one in `chunks` chunks."""
+    return f"{recipe.name}_{kind}_{m}" if chunks is None else f"{recipe.name}_{kind}_x{chunks}_{m}"
 
 
-def programs():
+def pipelined(recipe, m, chunks):
+    """The sharded program renamed for its pipelined build."""
+    return _program(recipe, m, "sharded").replace(f"@{program_name(recipe, m, 'sharded')}(",
+                                                  f"@{program_name(recipe, m, 'sharded', chunks)}(")
+
+
+def programs(chunk_counts):
+    """(library name, source, mx-opt arguments before mx-lower-to-nvvm) of every program."""
     for recipe in RECIPES.values():
         for payload in PAYLOADS_MIB:
             m = rows_of(payload)
             for kind in ("sharded", "whole", "gather"):
-                yield program_name(recipe, m, kind), _program(recipe, m, kind), kind
+                yield program_name(recipe, m, kind), _program(recipe, m, kind), \
+                    () if kind == "whole" else ("--mx-partition",)
+            for chunks in chunk_counts:
+                yield program_name(recipe, m, "sharded", chunks), pipelined(recipe, m, chunks), \
+                    ("--mx-partition", f"--mx-pipeline-gathers=chunks={chunks}")
 
 
-def build(directory):
+def parse_chunks(text):
+    return [int(c) for c in text.split(",") if c]
+
+
+def build(directory, argv):
+    parser = argparse.ArgumentParser(prog="bench/collectives.py build")
+    parser.add_argument("--chunks", default="1,2,4", help="comma-separated chunk counts of the pipelined programs")
+    args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "python"))
     from mx import tools
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for name, source, kind in programs():
-        if kind != "whole":
-            source = tools.run_mx_opt(source, "--mx-partition")
+    for name, source, passes in programs(parse_chunks(args.chunks)):
+        if passes:
+            source = tools.run_mx_opt(source, *passes)
         tools.compile_gpu_library(source, directory / f"{name}.so", chip=CHIP)
         print(f"built {name}", flush=True)
 
@@ -182,12 +209,12 @@ def list_rows():
 # run (under torchrun, one process per GPU)
 #===--------------------------------------------------------------------------------------------===#
 
-def load(directory, recipe, m, kind):
+def load(directory, recipe, m, kind, chunks=None):
     """The compiled program as mx.compile's Kernel: called with torch tensors through mxrtInvoke (one
     foreign call) in call-stream mode on torch's current stream, its results torch tensors freed in
     stream order."""
     from mx import compiler
-    name = program_name(recipe, m, kind)
+    name = program_name(recipe, m, kind, chunks)
     return compiler.Kernel(Path(directory) / f"{name}.so", CHIP, name)
 
 
@@ -198,12 +225,24 @@ def timed_us(fn, iterations, rounds=ROUNDS):
     cannot keep the GPU busy."""
     import torch
     import torch.distributed as dist
+
+    def barrier():
+        dist.barrier()
+        torch.cuda.synchronize()
+    median = torch.tensor([statistics.median(loop_times(fn, iterations, rounds, barrier))], device="cuda")
+    dist.all_reduce(median, op=dist.ReduceOp.MAX)
+    return median.item()
+
+
+def loop_times(fn, iterations, rounds, barrier):
+    """After 3 warm-up calls, `rounds` times: `barrier()`, then `iterations` calls of `fn` enqueued back
+    to back between two CUDA events on the current stream; the time per call of each loop (us)."""
+    import torch
     for _ in range(3):
         fn()
     times = []
     for _ in range(rounds):
-        dist.barrier()
-        torch.cuda.synchronize()
+        barrier()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(iterations):
@@ -211,9 +250,7 @@ def timed_us(fn, iterations, rounds=ROUNDS):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000 / iterations)
-    median = torch.tensor([statistics.median(times)], device="cuda")
-    dist.all_reduce(median, op=dist.ReduceOp.MAX)
-    return median.item()
+    return times
 
 
 def busbw(nbytes, us):
@@ -227,7 +264,7 @@ def same_bytes(got, want):
         for a, b in zip(got, want))
 
 
-def run_row(directory, recipe, payload, iterations, rank):
+def run_row(directory, recipe, payload, iterations, rank, chunk_counts):
     import torch
     import torch.distributed as dist
     m = rows_of(payload)
@@ -236,6 +273,7 @@ def run_row(directory, recipe, payload, iterations, rank):
     x = (torch.randn(shard_rows, K, device="cuda", generator=generator) *
          torch.exp2(torch.randint(-8, 8, (shard_rows, 1), device="cuda", generator=generator))).bfloat16()
     sharded, whole, gather = (load(directory, recipe, m, kind) for kind in ("sharded", "whole", "gather"))
+    pipelines = {chunks: load(directory, recipe, m, "sharded", chunks) for chunks in chunk_counts}
 
     # Check: the partitioned program's bytes are the whole program's on the gathered input.
     full = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
@@ -243,13 +281,16 @@ def run_row(directory, recipe, payload, iterations, rank):
     # torch's communicator and mx's are separate: never leave a kernel of one in flight while the other
     # launches (NCCL's rule for concurrent communicators).
     torch.cuda.synchronize()
-    check = same_bytes(sharded(x), whole(full))
+    want = whole(full)
+    check = same_bytes(sharded(x), want)
+    checks = {chunks: same_bytes(program(x), want) for chunks, program in pipelines.items()}
     torch.cuda.synchronize()
-    del full
+    del full, want
 
     gathered_bf16 = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
     t_bf16 = timed_us(lambda: dist.all_gather_into_tensor(gathered_bf16, x), iterations)
     t_mx = timed_us(lambda: sharded(x), iterations)
+    t_pipelined = {chunks: timed_us(lambda: program(x), iterations) for chunks, program in pipelines.items()}
     # The compact shards of this rank (their values do not matter to the gather).
     data = torch.zeros(recipe.data_bytes(shard_rows), dtype=torch.uint8, device="cuda").view(shard_rows, -1)
     scale_rows = recipe.scales_shape(m)[0] // (1 if recipe.block is None else DEVICES)
@@ -265,20 +306,23 @@ def run_row(directory, recipe, payload, iterations, rank):
     torch.cuda.synchronize()
     return {"recipe": recipe.name, "payload": payload, "wire": wire / (m * K * 2), "t_bf16": t_bf16,
             "t_mx": t_mx, "bw_mx": busbw(wire, t_gather), "bw_nccl": busbw(wire, t_nccl),
-            "check": check}
+            "check": check and all(checks.values()), "pipelined": t_pipelined}
 
 
-def print_table(rows, device):
+def print_table(rows, device, chunk_counts):
     print(f"\n{DEVICES} x {device}, K = {K}, bf16 [M, K] split along M\n")
+    pipelined = "".join(f" pipelined x{c} | x{c} / bf16 |" for c in chunk_counts)
     print("| recipe | payload (bf16) | wire bytes / bf16 (goal <= 0.52) | bf16 all-gather | mx quantize + "
-          "all-gather + swizzle | mx / bf16 (goal <= 0.6) | mx gather busbw | NCCL busbw, same bytes | "
-          "ratio (goal >= 0.9) | check |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "all-gather + swizzle | mx / bf16 (goal <= 0.6) |" + pipelined + " mx gather busbw | NCCL busbw, "
+          "same bytes | ratio (goal >= 0.9) | check |")
+    print("|---|---|---|---|---|---|" + "---|---|" * len(chunk_counts) + "---|---|---|---|")
+    mark = lambda ok: "" if ok else " (missed)"  # noqa: E731
     for r in rows:
         ratio, bw = r["t_mx"] / r["t_bf16"], r["bw_mx"] / r["bw_nccl"]
-        mark = lambda ok: "" if ok else " (missed)"  # noqa: E731
+        cells = "".join(f" {r['pipelined'][c]:.0f} us | {r['pipelined'][c] / r['t_bf16']:.2f}"
+                        f"{mark(r['pipelined'][c] / r['t_bf16'] <= 0.6)} |" for c in chunk_counts)
         print(f"| {r['recipe']} | {r['payload']} MiB | {r['wire']:.3f}{mark(r['wire'] <= 0.52)} | "
-              f"{r['t_bf16']:.0f} us | {r['t_mx']:.0f} us | {ratio:.2f}{mark(ratio <= 0.6)} | "
+              f"{r['t_bf16']:.0f} us | {r['t_mx']:.0f} us | {ratio:.2f}{mark(ratio <= 0.6)} |{cells} "
               f"{r['bw_mx']:.0f} GB/s | {r['bw_nccl']:.0f} GB/s | {bw:.2f}{mark(bw >= 0.9)} | "
               f"{'ok' if r['check'] else 'FAILED'} |")
 
@@ -289,7 +333,10 @@ def run(directory, argv):
     parser.add_argument("--only", default="", help="comma-separated recipes")
     parser.add_argument("--payloads", default=",".join(map(str, PAYLOADS_MIB)),
                         help="comma-separated bf16 payloads in MiB, of " + ",".join(map(str, PAYLOADS_MIB)))
+    parser.add_argument("--chunks", default="1,2,4", help="comma-separated chunk counts of the pipelined "
+                        "programs (built with the same --chunks)")
     args = parser.parse_args(argv)
+    chunk_counts = parse_chunks(args.chunks)
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     sys.path.insert(0, str(ROOT / "python"))
     import torch
@@ -308,11 +355,11 @@ def run(directory, argv):
     for recipe in recipes:
         for payload in payloads:
             start = time.monotonic()
-            rows.append(run_row(directory, recipe, payload, args.iters, rank))
+            rows.append(run_row(directory, recipe, payload, args.iters, rank, chunk_counts))
             if rank == 0:
                 print(f"measured {recipe.name} {payload} MiB in {time.monotonic() - start:.1f} s", flush=True)
     if rank == 0:
-        print_table(rows, torch.cuda.get_device_name())
+        print_table(rows, torch.cuda.get_device_name(), chunk_counts)
     runtime.destroy_process_group()
     dist.destroy_process_group()
     return 0 if all(r["check"] for r in rows) else 1
@@ -320,7 +367,7 @@ def run(directory, argv):
 
 def main(argv):
     if len(argv) >= 2 and argv[0] == "build":
-        build(argv[1])
+        build(argv[1], argv[2:])
         return 0
     if len(argv) >= 2 and argv[0] == "run":
         return run(argv[1], argv[2:])

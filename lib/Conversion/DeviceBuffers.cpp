@@ -85,6 +85,44 @@ Value mx::getDevicePointer(OpBuilder &b, Location loc, Value tensorOrBuffer) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), integer);
 }
 
+Value mx::viewRows(OpBuilder &b, Location loc, Value buffer, int64_t firstRow,
+                   int64_t rows) {
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = rows;
+  auto viewType = MemRefType::get(shape, type.getElementType());
+  int64_t rowBits = type.getElementTypeBitWidth();
+  for (int64_t size : llvm::drop_begin(shape))
+    rowBits *= size;
+  MLIRContext *context = b.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto i64 = b.getI64Type();
+  auto sizes = LLVM::LLVMArrayType::get(i64, shape.size());
+  auto descriptorType =
+      LLVM::LLVMStructType::getLiteral(context, {ptr, ptr, i64, sizes, sizes});
+  auto constant = [&](int64_t value) -> Value {
+    return LLVM::ConstantOp::create(b, loc, i64, value);
+  };
+  Value first = LLVM::GEPOp::create(
+      b, loc, ptr, b.getI8Type(), getDevicePointer(b, loc, buffer),
+      ArrayRef<LLVM::GEPArg>{constant(firstRow * rowBits / 8)});
+  auto insert = [&](Value descriptor, Value value, ArrayRef<int64_t> at) {
+    return LLVM::InsertValueOp::create(b, loc, descriptor, value, at);
+  };
+  Value descriptor = LLVM::PoisonOp::create(b, loc, descriptorType);
+  descriptor = insert(descriptor, first, {0});
+  descriptor = insert(descriptor, first, {1});
+  descriptor = insert(descriptor, constant(0), {2});
+  int64_t stride = 1;
+  for (int64_t dim = shape.size() - 1; dim >= 0; --dim) {
+    descriptor = insert(descriptor, constant(shape[dim]), {3, dim});
+    descriptor = insert(descriptor, constant(stride), {4, dim});
+    stride *= shape[dim];
+  }
+  return UnrealizedConversionCastOp::create(b, loc, viewType, descriptor)
+      .getResult(0);
+}
+
 bool mx::usesBuffersInStreamOrder(StringRef name) {
   // The calls the lowerings emit; mxrtFree(Async) and mxrtExportDLPack, which
   // free or hand on ownership, are not among them.

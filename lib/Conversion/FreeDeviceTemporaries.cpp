@@ -13,7 +13,10 @@
 // A buffer is freed only when every use of it and of every value derived
 // from it is understood: views and casts of it, its device address and what
 // is computed from it, kernel launches, copies, and the runtime calls that
-// use buffers in stream order (DeviceBuffers.h). Anything else -- a return, a
+// use buffers in stream order (DeviceBuffers.h); a buffer that the placed
+// all-gather uses on the side stream is in use until the next
+// mxrtCollectivesJoin, which orders the call stream -- and the free -- after
+// that stream. Anything else -- a return, a
 // call, a store of its address, a region yield, an op this pass does not
 // know -- may keep the buffer alive past the call, and freeing it then would
 // be a use after free; leaving it is at worst the leak this pass removes
@@ -50,6 +53,10 @@ enum class Use {
   /// The user's results refer to the buffer too (a view, its address, a
   /// tensor map of it): their uses are the buffer's uses.
   derive,
+  /// Reads or writes it on the communicator's side stream
+  /// (mxrtAllGatherPlaced): in use until the next mxrtCollectivesJoin of the
+  /// block, after which a free on the call stream waits for that stream.
+  untilJoin,
   /// Frees it.
   free,
   /// May keep it alive past the call.
@@ -83,10 +90,34 @@ Use classify(OpOperand &operand) {
       .Case<LLVM::LoadOp>([](auto) { return Use::derive; })
       .Case<LLVM::CallOp>([](LLVM::CallOp call) {
         std::optional<StringRef> callee = call.getCallee();
+        if (callee == mx::kAllGatherPlacedFn)
+          return Use::untilJoin;
         return callee && mx::usesBuffersInStreamOrder(*callee) ? Use::derive
                                                                : Use::escape;
       })
+      // A memref descriptor built around its address (mx::viewRows).
+      .Case<LLVM::InsertValueOp>([&](LLVM::InsertValueOp insert) {
+        return operand.get() == insert.getValue() ||
+                       operand.get() == insert.getContainer()
+                   ? Use::derive
+                   : Use::escape;
+      })
       .Default([](Operation *) { return Use::escape; });
+}
+
+/// The first op of the block after `op` that is or holds an
+/// mxrtCollectivesJoin call, or null.
+Operation *findNextJoin(Operation *op) {
+  for (Operation &later :
+       llvm::make_range(std::next(op->getIterator()), op->getBlock()->end())) {
+    WalkResult found = later.walk([](LLVM::CallOp call) {
+      return call.getCallee() == mx::kCollectivesJoinFn ? WalkResult::interrupt()
+                                                        : WalkResult::advance();
+    });
+    if (found.wasInterrupted())
+      return &later;
+  }
+  return nullptr;
 }
 
 /// The op of `alloc`'s block after which its buffer is no longer used, or
@@ -106,6 +137,8 @@ Operation *findLastUse(gpu::AllocOp alloc) {
       // A use nested in a region (a guarded or looped launch) ends with the
       // op that holds the region, on every path through it.
       Operation *user = block->findAncestorOpInBlock(*operand.getOwner());
+      if (user && use == Use::untilJoin)
+        user = findNextJoin(user);
       if (!user)
         return nullptr;
       if (last->isBeforeInBlock(user))

@@ -74,6 +74,10 @@ struct Library {
                       CUstream) = nullptr;
   Result (*reduceScatter)(const void *, void *, size_t, int, int, Comm,
                           CUstream) = nullptr;
+  Result (*broadcast)(const void *, void *, size_t, int, int, Comm,
+                      CUstream) = nullptr;
+  Result (*send)(const void *, size_t, int, int, Comm, CUstream) = nullptr;
+  Result (*recv)(void *, size_t, int, int, Comm, CUstream) = nullptr;
   Result (*groupStart)() = nullptr;
   Result (*groupEnd)() = nullptr;
 };
@@ -125,11 +129,15 @@ Library loadLibrary() {
   need("ncclAllGather", lib.allGather);
   need("ncclAllReduce", lib.allReduce);
   need("ncclReduceScatter", lib.reduceScatter);
+  need("ncclBroadcast", lib.broadcast);
+  need("ncclSend", lib.send);
+  need("ncclRecv", lib.recv);
   need("ncclGroupStart", lib.groupStart);
   need("ncclGroupEnd", lib.groupEnd);
   bind(handle, "ncclGetLastError", lib.getLastError);
   if (missing)
-    lib.error = format("%s has no %s: mx needs NCCL 2.x", path, missing);
+    lib.error =
+        format("%s has no %s: mx needs NCCL 2.7 or later", path, missing);
   return lib;
 }
 
@@ -175,6 +183,9 @@ struct Communicator {
   std::condition_variable wake;
   bool stopping = false;
   std::thread watchdog;
+  // The stream of the collectives that may overlap the caller's work
+  // (mxrtAllGatherPlaced), made on first use; see mxrtCollectivesJoin.
+  CUstream side = nullptr;
 };
 
 std::mutex commMutex; // Guards `current` (creation and destruction).
@@ -322,8 +333,32 @@ int32_t track(Communicator &c, CUstream stream, bool watched, std::string what,
   return MXRT_SUCCESS;
 }
 
-// Enqueues one collective on NCCL's communicator and a stream.
-using Enqueue = std::function<Result(Comm, CUstream)>;
+// Enqueues one collective on NCCL's communicator, as rank `rank`, on a
+// stream.
+using Enqueue = std::function<Result(Comm, int rank, CUstream)>;
+
+// Makes the communicator's side stream, once (with c.mutex held and the
+// context current). Non-blocking: it orders after nothing but the events
+// that forkSideStream records.
+int32_t makeSideStream(Communicator &c) {
+  if (c.side)
+    return MXRT_SUCCESS;
+  return checkCu(cuStreamCreate(&c.side, CU_STREAM_NON_BLOCKING),
+                 "cuStreamCreate");
+}
+
+// Orders the side stream after the work enqueued on `origin` so far.
+int32_t forkSideStream(Communicator &c, CUstream origin) {
+  CUevent event;
+  if (int32_t status = checkCu(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+                               "cuEventCreate"))
+    return status;
+  int32_t status = checkCu(cuEventRecord(event, origin), "cuEventRecord");
+  if (!status)
+    status = checkCu(cuStreamWaitEvent(c.side, event, 0), "cuStreamWaitEvent");
+  cuEventDestroy(event); // Released once the wait is satisfied.
+  return status;
+}
 
 // The collectives of the calling thread's open group (mxrtGroupStart ..
 // mxrtGroupEnd; NCCL's groups are per thread too). The outermost start
@@ -337,6 +372,9 @@ struct Group {
     CUstream stream;
     bool watched;
     std::string what;
+    // On the side stream, forked from `origin` when the group runs.
+    bool side;
+    CUstream origin;
   };
   int depth = 0;
   int32_t status = MXRT_SUCCESS;
@@ -393,13 +431,17 @@ int32_t runGroup(Group &g) {
   DeviceScope scope;
   if (!scope)
     return scope.status();
+  for (const Group::Member &member : g.members)
+    if (member.side)
+      if (int32_t status = forkSideStream(c, member.origin))
+        return status;
   const Library &lib = getLibrary();
   if (Result result = lib.groupStart())
     return fail(MXRT_ERROR_NCCL,
                 describeFailure("ncclGroupStart", result, c.comm));
   int32_t status = MXRT_SUCCESS;
   for (Group::Member &member : g.members)
-    if (Result result = member.enqueue(c.comm, member.stream)) {
+    if (Result result = member.enqueue(c.comm, c.rank, member.stream)) {
       status = fail(MXRT_ERROR_NCCL,
                     describeFailure(member.what.c_str(), result, c.comm));
       break;
@@ -430,14 +472,17 @@ int32_t runGroup(Group &g) {
   return MXRT_SUCCESS;
 }
 
-// Runs the collective `enqueue(comm, stream)` from `send` to `recv`,
+// Runs the collective `enqueue(comm, rank, stream)` from `send` to `recv`,
 // described by `what`, for a program partitioned over `groupSize` devices,
 // and waits for it or hands it to the watchdog (see the file comment); in
-// an open group, checks it and adds it to the group instead. Skipped after
-// a failure of the compiled call or of the open group.
+// an open group, checks it and adds it to the group instead. With `side`,
+// it runs on the communicator's side stream, after the work enqueued on
+// `stream` before it, and is always handed to the watchdog
+// (mxrtCollectivesJoin waits for it). Skipped after a failure of the
+// compiled call or of the open group.
 int32_t runCollective(const char *call, const std::string &what,
                       const void *send, const void *recv, int32_t groupSize,
-                      void *stream, Enqueue enqueue) {
+                      void *stream, bool side, Enqueue enqueue) {
   if (group.depth)
     ++group.collectives;
   if (int32_t status = group.depth ? getGroupFailure() : getCallFailure())
@@ -465,13 +510,24 @@ int32_t runCollective(const char *call, const std::string &what,
                 format("%s: called on device %d, the communicator is on "
                        "device %d (mgpuSetDefaultDevice)",
                        call, scope.ordinal(), c->device));
-  auto cuStream = static_cast<CUstream>(stream);
-  bool watched = stream != nullptr || getCallStream(&cuStream);
+  auto origin = static_cast<CUstream>(stream);
+  bool watched = stream != nullptr || getCallStream(&origin);
+  CUstream cuStream = origin;
+  if (side) {
+    if (int32_t status = makeSideStream(*c))
+      return status;
+    cuStream = c->side;
+    watched = true;
+  }
   if (group.depth) {
-    group.members.push_back({std::move(enqueue), cuStream, watched, what});
+    group.members.push_back(
+        {std::move(enqueue), cuStream, watched, what, side, origin});
     return MXRT_SUCCESS;
   }
-  if (Result result = enqueue(c->comm, cuStream))
+  if (side)
+    if (int32_t status = forkSideStream(*c, origin))
+      return status;
+  if (Result result = enqueue(c->comm, c->rank, cuStream))
     return fail(MXRT_ERROR_NCCL, describeFailure(call, result, c->comm));
   return track(*c, cuStream, watched, what, ownLock);
 }
@@ -515,6 +571,55 @@ int32_t getReduction(const char *call, int32_t elemType, int32_t op, int *type,
                        call, op));
   *redOp = op == MXRT_REDUCE_SUM ? nccl::Sum : nccl::Max;
   return MXRT_SUCCESS;
+}
+
+// How mxrtAllGatherPlaced moves a chunk: one ncclBroadcast per root (the
+// default), or ncclSend/ncclRecv with every peer ($MX_NCCL_PLACED_GATHER=
+// sendrecv), both as one NCCL group. Broadcast is NCCL's ring collective on
+// all its channels, and in place at the root; send/recv is the point-to-
+// point path, whose bandwidth between two GPUs can differ, so it is kept
+// selectable for measurement (bench/placed_gather.py).
+enum class PlacedMethod { broadcast, sendRecv };
+
+int32_t getPlacedMethod(PlacedMethod *method) {
+  const char *value = std::getenv("MX_NCCL_PLACED_GATHER");
+  std::string name = value ? value : "";
+  if (name.empty() || name == "broadcast")
+    *method = PlacedMethod::broadcast;
+  else if (name == "sendrecv")
+    *method = PlacedMethod::sendRecv;
+  else
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("mxrtAllGatherPlaced: MX_NCCL_PLACED_GATHER is \"%s\", "
+                       "expected \"broadcast\" or \"sendrecv\"",
+                       name.c_str()));
+  return MXRT_SUCCESS;
+}
+
+// Enqueues the placed gather of one chunk (see mxrtAllGatherPlaced) as one
+// NCCL group: every rank's `bytes` land at `at(rank)`.
+Result enqueuePlaced(PlacedMethod method, const void *send, char *base,
+                     uint64_t bytes, uint64_t stride, int size, Comm comm,
+                     int rank, CUstream stream) {
+  const Library &lib = getLibrary();
+  auto at = [&](int r) { return base + static_cast<uint64_t>(r) * stride; };
+  if (Result result = lib.groupStart())
+    return result;
+  Result result = nccl::Success;
+  for (int peer = 0; peer < size && result == nccl::Success; ++peer) {
+    if (method == PlacedMethod::broadcast) {
+      result = lib.broadcast(peer == rank ? send : at(peer), at(peer), bytes,
+                             nccl::Uint8, peer, comm, stream);
+      continue;
+    }
+    if (peer == rank && send == at(rank))
+      continue; // In place: nothing to move.
+    result = lib.send(send, bytes, nccl::Uint8, peer, comm, stream);
+    if (result == nccl::Success)
+      result = lib.recv(at(peer), bytes, nccl::Uint8, peer, comm, stream);
+  }
+  Result ended = lib.groupEnd();
+  return result != nccl::Success ? result : ended;
 }
 
 // The result of ncclCommInitRank on its helper thread, which outlives the
@@ -653,6 +758,8 @@ MXRT_API int32_t mxrtCommDestroy(void) {
         status = fail(MXRT_ERROR_NCCL,
                       describeFailure("ncclCommDestroy", result, c.comm));
     }
+    if (scope && c.side)
+      cuStreamDestroy(c.side);
   }
   current.reset();
   return status;
@@ -713,8 +820,8 @@ MXRT_API int32_t mxrtAllGather(const void *send, void *recv, uint64_t sendBytes,
   if (sendBytes == 0)
     return MXRT_SUCCESS;
   return runCollective("mxrtAllGather", describeBytes("all-gather", sendBytes),
-                       send, recv, groupSize, stream,
-                       [=](Comm comm, CUstream s) {
+                       send, recv, groupSize, stream, /*side=*/false,
+                       [=](Comm comm, int, CUstream s) {
                          return getLibrary().allGather(send, recv, sendBytes,
                                                        nccl::Uint8, comm, s);
                        });
@@ -732,7 +839,7 @@ MXRT_API int32_t mxrtAllReduce(const void *send, void *recv, uint64_t count,
     return MXRT_SUCCESS;
   return runCollective(
       "mxrtAllReduce", describeBytes("all-reduce", count * bytes), send, recv,
-      groupSize, stream, [=](Comm comm, CUstream s) {
+      groupSize, stream, /*side=*/false, [=](Comm comm, int, CUstream s) {
         return getLibrary().allReduce(send, recv, count, type, redOp, comm, s);
       });
 }
@@ -751,10 +858,98 @@ MXRT_API int32_t mxrtReduceScatter(const void *send, void *recv,
   return runCollective(
       "mxrtReduceScatter",
       describeBytes("reduce-scatter", recvCount * bytes * groupSize), send,
-      recv, groupSize, stream, [=](Comm comm, CUstream s) {
+      recv, groupSize, stream, /*side=*/false, [=](Comm comm, int, CUstream s) {
         return getLibrary().reduceScatter(send, recv, recvCount, type, redOp,
                                           comm, s);
       });
+}
+
+MXRT_API int32_t mxrtAllGatherPlaced(const void *send, void *recv,
+                                     uint64_t chunkBytes,
+                                     uint64_t rankStrideBytes,
+                                     uint64_t offsetBytes, int32_t groupSize,
+                                     void *stream) {
+  if (offsetBytes > rankStrideBytes ||
+      chunkBytes > rankStrideBytes - offsetBytes)
+    return fail(MXRT_ERROR_INVALID_ARGUMENT,
+                format("mxrtAllGatherPlaced: a chunk of %llu bytes at offset "
+                       "%llu does not fit in a rank's %llu bytes",
+                       static_cast<unsigned long long>(chunkBytes),
+                       static_cast<unsigned long long>(offsetBytes),
+                       static_cast<unsigned long long>(rankStrideBytes)));
+  PlacedMethod method = PlacedMethod::broadcast;
+  if (int32_t status = getPlacedMethod(&method))
+    return status;
+  if (chunkBytes == 0)
+    return MXRT_SUCCESS;
+  std::string what = format(
+      "placed all-gather of %llu bytes (at %llu + rank x %llu, by %s)",
+      static_cast<unsigned long long>(chunkBytes),
+      static_cast<unsigned long long>(offsetBytes),
+      static_cast<unsigned long long>(rankStrideBytes),
+      method == PlacedMethod::broadcast ? "ncclBroadcast"
+                                        : "ncclSend/ncclRecv");
+  char *base = static_cast<char *>(recv) + offsetBytes;
+  return runCollective(
+      "mxrtAllGatherPlaced", what, send, recv, groupSize, stream,
+      /*side=*/true, [=](Comm comm, int rank, CUstream s) {
+        return enqueuePlaced(method, send, base, chunkBytes, rankStrideBytes,
+                             groupSize, comm, rank, s);
+      });
+}
+
+MXRT_API int32_t mxrtCollectivesJoin(void *stream) {
+  if (int32_t status = checkNoOpenGroup("mxrtCollectivesJoin"))
+    return status;
+  const Library &lib = getLibrary();
+  std::unique_lock<std::mutex> commLock(commMutex);
+  if (!lib.error.empty() || !current) {
+    commLock.unlock();
+    // Nothing ran on a side stream: the failure of the compiled call, which
+    // skipped the collectives, is the only message.
+    if (int32_t status = getCallFailure())
+      return status;
+    return fail(MXRT_ERROR_NCCL,
+                format("mxrtCollectivesJoin: %s",
+                       lib.error.empty() ? "no communicator: call "
+                                           "mxrtCommInit first"
+                                         : lib.error.c_str()));
+  }
+  Communicator &c = *current;
+  std::unique_lock<std::mutex> lock(c.mutex);
+  int32_t status = MXRT_SUCCESS;
+  // The streams are ordered even after a failure (of the call, or an abort):
+  // the caller frees the buffers of the side stream's collectives after this.
+  if (c.side) {
+    DeviceScope scope;
+    if (!scope)
+      return scope.status();
+    auto target = static_cast<CUstream>(stream);
+    bool onStream = stream != nullptr || getCallStream(&target);
+    Pending p{nullptr, Clock::now(), "the collectives of the side stream"};
+    if ((status = checkCu(cuEventCreate(&p.event, CU_EVENT_DISABLE_TIMING),
+                          "cuEventCreate")))
+      return status;
+    if ((status = checkCu(cuEventRecord(p.event, c.side), "cuEventRecord"))) {
+      cuEventDestroy(p.event);
+      return status;
+    }
+    if (!onStream && c.failure.empty())
+      return waitFor(c, std::move(p), lock);
+    if (onStream)
+      status = checkCu(cuStreamWaitEvent(target, p.event, 0),
+                       "cuStreamWaitEvent");
+    else
+      status = checkCu(cuEventSynchronize(p.event), "cuEventSynchronize");
+    cuEventDestroy(p.event);
+  }
+  if (status)
+    return status;
+  if (!c.failure.empty())
+    return fail(MXRT_ERROR_NCCL,
+                "mxrtCollectivesJoin: the communicator was aborted: " +
+                    c.failure);
+  return getCallFailure();
 }
 
 } // extern "C"

@@ -16,11 +16,14 @@ init_process_group() makes its communicator, once per process, from a
 unique id that one process creates and the others read from a file (under
 torchrun, one named after its rendezvous); the runtime loads NCCL itself,
 from $MX_NCCL_LIBRARY, else the nvidia-nccl wheel that torch uses when it is
-installed, else libnccl.so.2 on the loader's path.
+installed, else libnccl.so.2 on the loader's path. all_gather, all_gather_placed (a chunk of every
+rank's part at its place, on the communicator's side stream), join_collectives and collective_group
+call the runtime's collectives on raw device pointers (torch's data_ptr()), as compiled code does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 import importlib.util
@@ -40,6 +43,7 @@ __all__ = [
     "load_library", "load_compiled", "last_error", "device_available", "compute_capability",
     "synchronize", "scale_nbytes", "scaled_matmul", "tensor_map", "call_mlir_function",
     "set_device", "unique_id", "init_process_group", "destroy_process_group", "process_group",
+    "all_gather", "all_gather_placed", "join_collectives", "collective_group",
 ]
 
 
@@ -137,9 +141,13 @@ _SIGNATURES = {
     "mxrtCommRank": (_i32, [ctypes.POINTER(_i32)] * 2),
     "mxrtGroupStart": (_i32, []),
     "mxrtGroupEnd": (_i32, []),
+    "mxrtAllGather": (_i32, [_ptr, _ptr, _u64, _i32, _ptr]),
+    "mxrtAllGatherPlaced": (_i32, [_ptr, _ptr, _u64, _u64, _u64, _i32, _ptr]),
+    "mxrtCollectivesJoin": (_i32, [_ptr]),
 }
 
 UNIQUE_ID_BYTES = 128  # MXRT_UNIQUE_ID_BYTES, NCCL's ncclUniqueId.
+_communicator_size = 0  # the size of the communicator init_process_group made (0: none)
 
 
 def load_library() -> ctypes.CDLL:
@@ -607,10 +615,14 @@ def init_process_group(rank: int | None = None, size: int | None = None, *, devi
         raise ValueError(f"a unique id has {UNIQUE_ID_BYTES} bytes, got {len(uid)}")
     _check(load_library().mxrtCommInit(ctypes.create_string_buffer(uid, UNIQUE_ID_BYTES), size, rank,
                                        max(1, math.ceil(timeout))), "mxrtCommInit")
+    global _communicator_size
+    _communicator_size = size
 
 
 def destroy_process_group() -> None:
     """Destroys this process's communicator (after its pending collectives)."""
+    global _communicator_size
+    _communicator_size = 0
     _check(load_library().mxrtCommDestroy(), "mxrtCommDestroy")
 
 
@@ -619,3 +631,44 @@ def process_group() -> tuple[int, int]:
     size, rank = ctypes.c_int32(), ctypes.c_int32()
     _check(load_library().mxrtCommRank(ctypes.byref(size), ctypes.byref(rank)), "mxrtCommRank")
     return size.value, rank.value
+
+
+def _group_size() -> int:
+    """The size of the communicator that init_process_group made, or 0 without one: the collective then
+    fails with the runtime's reason (NCCL missing, no communicator). Kept here because mxrtCommRank
+    fails inside an open collective group."""
+    return _communicator_size
+
+
+def all_gather(send: int, recv: int, nbytes: int, stream: int | None = None) -> None:
+    """mxrtAllGather: `recv` (device pointer) = the `nbytes` at `send` of every rank, in rank order, on
+    `stream` (a CUstream as an int; None: the call stream in call-stream mode, else the legacy default
+    stream, waited for)."""
+    _check(load_library().mxrtAllGather(send, recv, nbytes, _group_size(), stream), "mxrtAllGather")
+
+
+def all_gather_placed(send: int, recv: int, chunk_bytes: int, rank_stride: int, offset: int,
+                      stream: int | None = None) -> None:
+    """mxrtAllGatherPlaced: bytes [r * rank_stride + offset, + chunk_bytes) of `recv` = rank r's
+    `chunk_bytes` at `send` (in place where `send` is this rank's own place in `recv`), on the
+    communicator's side stream after the work on `stream` so far. Nothing may read `recv`, or free
+    `send` or `recv`, before join_collectives()."""
+    _check(load_library().mxrtAllGatherPlaced(send, recv, chunk_bytes, rank_stride, offset,
+                                              _group_size(), stream), "mxrtAllGatherPlaced")
+
+
+def join_collectives(stream: int | None = None) -> None:
+    """mxrtCollectivesJoin: orders `stream` after the side stream's collectives so far (None outside
+    call-stream mode: waits for them)."""
+    _check(load_library().mxrtCollectivesJoin(stream), "mxrtCollectivesJoin")
+
+
+@contextlib.contextmanager
+def collective_group():
+    """The collectives called inside as one NCCL group (mxrtGroupStart/End), run at the end."""
+    library = load_library()
+    _check(library.mxrtGroupStart(), "mxrtGroupStart")
+    try:
+        yield
+    finally:
+        _check(library.mxrtGroupEnd(), "mxrtGroupEnd")

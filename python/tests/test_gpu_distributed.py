@@ -11,6 +11,12 @@ shard of the same inputs (one seed for both) and compares with the whole program
 * a quantized all-gather followed by the swizzle gives the bytes of quantize + swizzle of the whole
   (its data and scales gathered as one NCCL group), also in call-stream mode; the group API's misuses
   are reported;
+* the placed all-gather (mxrtAllGatherPlaced on the side stream, mxrtCollectivesJoin) of a rank's part
+  in chunks gives mxrtAllGather's bytes, by broadcast and by send/recv, in place or not, grouped, in
+  the default and call-stream modes;
+* the gathers pipelined by mx-pipeline-gathers (chunk quantizes overlapped with placed gathers on the
+  side stream, the join before the swizzle) give the bytes of quantize + swizzle of the whole tensor:
+  MXFP8, FP8 blockwise, per-tensor current scaling, MXFP4, NVFP4 (also in call-stream mode);
 * K-split scaled_matmuls (all-reduce, reduce-scatter) are within the spec's tolerance of the exact
   product;
 * what must fail does, with a message and without hanging: a rank that never joins a collective
@@ -67,6 +73,16 @@ MATMUL = {
 DELAYED_SHAPES = ((512, 1024), (1024, 512))  # x split along rows, y along columns
 GATHER = {"gather_swizzle": ((512, 1024), (1, 32), "f8E8M0FNU"),  # shape, block, scale type
           "gather_swizzle_blockwise": ((256, 1024), (1, 128), "f32")}
+# Gathers pipelined by mx-pipeline-gathers (quantize + all-gather + swizzle, as bench/collectives.py):
+# shape, block (None: per-tensor), element type, scale type, swizzle layout of the gathered scales (None:
+# the scale is not gathered), chunks.
+PIPELINED = {
+    "pipelined_mxfp8": ((512, 1024), (1, 32), "f8E4M3FN", "f8E8M0FNU", "tiles", 4),
+    "pipelined_blockwise": ((512, 1024), (1, 128), "f8E4M3FN", "f32", "blockwise", 8),
+    "pipelined_per_tensor": ((512, 1024), None, "f8E4M3FN", "f32", None, 4),
+    "pipelined_mxfp4": ((512, 1024), (1, 32), "f4E2M1FN", "f8E8M0FNU", "tiles", 1),
+    "pipelined_nvfp4": ((512, 1024), (1, 16), "f4E2M1FN", "f8E4M3FN", "tiles", 2),
+}
 MATMUL_TOLERANCE = 4e-3  # bf16 output (spec section 5)
 # The grouped gather of the out-of-memory check: the shard shapes of its FP8 data and E8M0 scales
 # (128 MiB and 4 MiB a rank, so 256 MiB and 8 MiB of results), and the free memory that the check
@@ -158,6 +174,31 @@ def gather_program(name):
                    [("%dw", data), ("%tw", tiles)])
 
 
+def pipelined_program(name):
+    """Quantize + all-gather of the compact data and scales + swizzle of the scales, which mx-partition
+    and mx-pipeline-gathers turn into chunk quantizes overlapped with their placed gathers."""
+    shape, block, elem, scale_type, layout, _ = PIPELINED[name]
+    block = _block(shape, block)
+    x, data = _type(shape, BF16), _type(shape, tools.NUMPY_DTYPES[elem])
+    scales_shape = reference.scales_shape(shape, block)
+    scales = _type(scales_shape, tools.NUMPY_DTYPES[scale_type])
+    nvfp4 = scale_type == "f8E4M3FN"
+    outs = [data, scales] + (["tensor<f32>"] if nvfp4 else [])
+    body = [f"  %q:{len(outs)} = mx.quantize %xs block [{', '.join(map(str, block))}] : {x} -> {', '.join(outs)}"]
+    consumers = ["  %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding",
+                 f"  %dw = shard.shard %q#0 to %whole annotate_for_users : {data}"]
+    if layout is None:  # one scale, the same on every device
+        return Program([("x", x)], body, [("%q#0", data), ("%q#1", scales)], {"x": "[[0]]"}, consumers,
+                       [("%dw", data), ("%q#1", scales)])
+    swizzled_shape = ((scales_shape[1], -(-shape[0] // 4), 4) if layout == "blockwise" else
+                      (-(-shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4))
+    tiles = _type(swizzled_shape, tools.NUMPY_DTYPES[scale_type])
+    body.append(f"  %t = mx.swizzle %q#1{' layout blockwise' if layout == 'blockwise' else ''} : {scales} -> {tiles}")
+    consumers.append(f"  %tw = shard.shard %t to %whole : {tiles}")
+    return Program([("x", x)], body, [("%q#0", data), ("%t", tiles)], {"x": "[[0]]"}, consumers,
+                   [("%dw", data), ("%tw", tiles)])
+
+
 def matmul_program(name):
     m, n, k, a_block, b_block, scale_type, scatter = MATMUL[name]
     a, b = _type((m, k), ml_dtypes.float8_e4m3fn), _type((n, k), ml_dtypes.float8_e4m3fn)
@@ -179,7 +220,8 @@ def matmul_program(name):
 
 
 PROGRAMS = {**{n: quantize_program(n) for n in QUANTIZE}, "delayed": delayed_program("delayed"),
-            **{n: gather_program(n) for n in GATHER}, **{n: matmul_program(n) for n in MATMUL}}
+            **{n: gather_program(n) for n in GATHER}, **{n: matmul_program(n) for n in MATMUL},
+            **{n: pipelined_program(n) for n in PIPELINED}}
 
 
 def oom_gather_source():
@@ -205,10 +247,19 @@ def sources():
     return result
 
 
+def _partition(name, source):
+    """The program of `name` partitioned for 2 devices (and pipelined where PIPELINED says)."""
+    if name not in PROGRAMS:
+        return source
+    if name in PIPELINED:
+        return tools.run_mx_opt(source, "--mx-partition", f"--mx-pipeline-gathers=chunks={PIPELINED[name][-1]}")
+    return tools.run_mx_opt(source, "--mx-partition")
+
+
 def build(directory, chip=None):
-    """Partitions the annotated programs for 2 devices and compiles every program for `chip`."""
-    programs = {name: tools.run_mx_opt(source, "--mx-partition") if name in PROGRAMS else source
-                for name, source in sources().items()}
+    """Partitions the annotated programs for 2 devices (the pipelined ones in their chunks) and
+    compiles every program for `chip`."""
+    programs = {name: _partition(name, source) for name, source in sources().items()}
     build_gpu_programs(directory, programs, chip)
 
 
@@ -296,6 +347,21 @@ def check_gather(libraries, rank, rng, name):
     assert_bits_equal(got[1], whole[1], f"{name} swizzled scales")
 
 
+def check_pipelined(libraries, rank, rng, name):
+    """The pipelined quantize + all-gather + swizzle on each rank's shard gives the bytes of quantize +
+    swizzle of the whole tensor on one GPU."""
+    shape, block, elem, scale_type, layout, _ = PIPELINED[name]
+    x = random_input(rng, shape, F32)
+    if block is None:  # finite: a NaN would make every byte NaN
+        x = np.where(np.isfinite(x), x, np.float32(-3.0))
+    x = x.astype(BF16)
+    dtypes = [tools.NUMPY_DTYPES[elem], tools.NUMPY_DTYPES[scale_type]]
+    whole = _call(libraries, name + "_whole", [x], dtypes)
+    got = _call(libraries, name, [_rows(x, rank)], dtypes)
+    assert_bits_equal(got[0], whole[0], f"{name} gathered data")
+    assert_bits_equal(got[1], whole[1], f"{name} {'swizzled scales' if layout else 'scale'}")
+
+
 def check_matmul(libraries, rank, rng, name):
     m, n, k, a_block, b_block, scale_type, scatter = MATMUL[name]
 
@@ -320,7 +386,8 @@ def check_call_stream(libraries, rank, rng, name="per_tensor"):
     lib = runtime.load_library()
     assert lib.mxrtSetCallStream(None, 1) == 0
     try:
-        (check_gather if name in GATHER else check_quantize)(libraries, rank, rng, name)
+        check = check_pipelined if name in PIPELINED else check_gather if name in GATHER else check_quantize
+        check(libraries, rank, rng, name)
     finally:
         lib.mxrtSetCallStream(None, 0)
         runtime.synchronize()
@@ -344,10 +411,6 @@ def check_group_api(libraries, rank, rng, name=None):
     assert runtime.process_group() == (DEVICES, rank)
     # A member given a NULL buffer fails the group: no member runs (the valid one included), the
     # communicator stays usable.
-    import ctypes
-    lib.mxrtAllGather.restype = ctypes.c_int32
-    lib.mxrtAllGather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32,
-                                  ctypes.c_void_p]
     with runtime.DeviceBuffer.from_numpy(np.full(8, rank + 1, np.uint8)) as send, \
             runtime.DeviceBuffer.zeros((8 * DEVICES,), np.uint8) as recv:
         invalid = runtime.Status.INVALID_ARGUMENT
@@ -364,13 +427,79 @@ def check_group_api(libraries, rank, rng, name=None):
         np.testing.assert_array_equal(recv.to_numpy(), np.repeat(np.arange(1, DEVICES + 1), 8))
 
 
+PLACED_CHUNKS = ((4008,), (1002,) * 4, (1000, 8, 3000))  # a rank's 4008 bytes in 1, 4 and 3 chunks
+
+
+def _placed(parts, rank, chunks, in_place, buffer):
+    """Gathers the rank parts held in `buffer` (device) chunk by chunk with the placed gather: into a
+    new buffer; from this rank's rows of it where `in_place`. Returns the gathered bytes."""
+    part = parts[rank].size
+    start = np.full(part * DEVICES, 0xA5, np.uint8)
+    if in_place:
+        start[rank * part:(rank + 1) * part] = parts[rank]
+    with runtime.DeviceBuffer.from_numpy(start) as recv:
+        offset = 0
+        for chunk in chunks:
+            send = recv.ptr + rank * part + offset if in_place else buffer.ptr + offset
+            runtime.all_gather_placed(send, recv.ptr, chunk, part, offset)
+            offset += chunk
+        runtime.join_collectives()
+        return recv.to_numpy()
+
+
+def check_placed_gather(libraries, rank, rng, name=None):
+    """mxrtAllGatherPlaced, chunk by chunk on the side stream, then mxrtCollectivesJoin, gives the bytes
+    of mxrtAllGather of the whole parts: by broadcast and by send/recv, from a send buffer and in place,
+    with chunks of one size and of several, in the default mode (the join waits) and in call-stream mode
+    (the join orders the stream); two placed gathers as one NCCL group."""
+    lib = runtime.load_library()
+    runtime.join_collectives()  # nothing on the side stream yet: a no-op
+    parts = [rng.integers(0, 256, 4008, dtype=np.uint8) for _ in range(DEVICES)]  # the same on both ranks
+    want = np.concatenate(parts)
+    with runtime.DeviceBuffer.from_numpy(parts[rank]) as send, \
+            runtime.DeviceBuffer.zeros((want.size,), np.uint8) as whole:
+        runtime.all_gather(send.ptr, whole.ptr, parts[rank].size)
+        np.testing.assert_array_equal(whole.to_numpy(), want, "mxrtAllGather")
+        try:
+            for method in ("broadcast", "sendrecv"):
+                os.environ["MX_NCCL_PLACED_GATHER"] = method
+                for call_stream in (0, 1):
+                    assert lib.mxrtSetCallStream(None, call_stream) == 0
+                    for chunks in PLACED_CHUNKS:
+                        for in_place in (False, True):
+                            got = _placed(parts, rank, chunks, in_place, send)
+                            np.testing.assert_array_equal(
+                                got, want, f"{method}, call stream {call_stream}, chunks {chunks}, "
+                                f"in place {in_place}")
+                    lib.mxrtSetCallStream(None, 0)
+                    runtime.synchronize()
+                # Two parts (data and scales) of each chunk as one group.
+                with runtime.DeviceBuffer.zeros((want.size,), np.uint8) as data, \
+                        runtime.DeviceBuffer.zeros((want.size,), np.uint8) as scales:
+                    part = parts[rank].size
+                    for c in range(2):
+                        with runtime.collective_group():
+                            for recv in (data, scales):
+                                runtime.all_gather_placed(send.ptr + c * part // 2, recv.ptr, part // 2, part,
+                                                          c * part // 2)
+                    runtime.join_collectives()
+                    for recv in (data, scales):
+                        np.testing.assert_array_equal(recv.to_numpy(), want, f"{method}, grouped")
+        finally:
+            os.environ.pop("MX_NCCL_PLACED_GATHER", None)
+            lib.mxrtSetCallStream(None, 0)
+
+
 CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
           "delayed": (check_delayed, "delayed"),
           **{n: (check_gather, n) for n in GATHER},
           **{n: (check_matmul, n) for n in MATMUL},
           "call_stream": (check_call_stream, "per_tensor"),
           "call_stream_gather": (check_call_stream, "gather_swizzle"),
-          "group_api": (check_group_api, None)}
+          **{n: (check_pipelined, n) for n in PIPELINED},
+          "call_stream_pipelined": (check_call_stream, "pipelined_mxfp8"),
+          "group_api": (check_group_api, None),
+          "placed_gather": (check_placed_gather, None)}
 
 
 def _setup(rank, directory):

@@ -43,6 +43,16 @@ mlir::Value toUpdatedBuffer(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::Value buffer);
 
+/// Rows [firstRow, firstRow + rows) of `buffer` (identity layout, static
+/// shape) as a buffer of their own, without a copy: identity layout, offset
+/// 0, its aligned pointer advanced to the first row, which is what the
+/// kernels and getDevicePointer take. (memref.view shifts a pointer only on
+/// i8 buffers; a subview keeps the offset in its layout, which the kernels'
+/// identity-layout operands do not take.) Built as the memref's LLVM
+/// descriptor, which the LLVM lowering folds.
+mlir::Value viewRows(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Value buffer, int64_t firstRow, int64_t rows);
+
 /// The runtime's code (mxrtElemType, MXRuntime.h) of an element type, if it
 /// has one.
 std::optional<int32_t> getRuntimeElementType(mlir::Type type);
@@ -71,6 +81,11 @@ mlir::LLVM::LLVMFunctionType getScaledMatmulFnType(mlir::MLIRContext *context);
 /// `kTensorMapAlignment` bytes wherever it is stored, as TMA requires.
 mlir::LLVM::LLVMArrayType getTensorMapType(mlir::MLIRContext *context);
 constexpr int64_t kTensorMapAlignment = 64;
+
+/// The runtime's placed all-gather, which runs on the communicator's side
+/// stream, and the join that orders the call stream after that stream.
+constexpr llvm::StringLiteral kAllGatherPlacedFn = "mxrtAllGatherPlaced";
+constexpr llvm::StringLiteral kCollectivesJoinFn = "mxrtCollectivesJoin";
 
 /// Whether the runtime's C function `name` (MXRuntime.h), as lowered host
 /// code calls it, uses the device buffers it is given only in the work of

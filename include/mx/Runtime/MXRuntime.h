@@ -417,6 +417,44 @@ MXRT_API int32_t mxrtReduceScatter(const void *send, void *recv,
                                    uint64_t recvCount, int32_t elemType,
                                    int32_t op, int32_t groupSize, void *stream);
 
+/* The all-gather of one chunk of every rank's part, each landing at its
+ * place in the gathered buffer, on the communicator's side stream so that
+ * it can overlap the caller's next work (a pipelined quantized gather:
+ * quantize chunk c + 1 while chunk c crosses the wire). For every rank r,
+ * bytes [r * rankStrideBytes + offsetBytes, + chunkBytes) of `recv` become
+ * rank r's `chunkBytes` at `send`; in place where `send` is this rank's own
+ * place in `recv` (NCCL's convention), which is how compiled code calls it:
+ * its quantize writes each chunk there. The chunk must lie within a rank's
+ * stride. Called with C chunks at offsets c * chunkBytes it gives the bytes
+ * of mxrtAllGather of the whole parts.
+ * It runs as one NCCL group of ncclBroadcast, one per root ($MX_NCCL_PLACED
+ * _GATHER=sendrecv: ncclSend/ncclRecv with every peer instead), on the side
+ * stream, which first waits for the work enqueued on `stream` (NULL: the
+ * call stream in call-stream mode, else the legacy default stream) before
+ * the call (an event); it returns once enqueued, in either mode, and the
+ * watchdog follows it. Inside mxrtGroupStart/End it joins the group (the
+ * side stream then waits for `stream` at mxrtGroupEnd). Nothing may read
+ * `recv`, or free or reuse `send` or `recv`, before mxrtCollectivesJoin:
+ * the stream-ordered pool frees buffers on the call stream, which only the
+ * join orders after the side stream. Errors are those of the collectives
+ * above. */
+MXRT_API int32_t mxrtAllGatherPlaced(const void *send, void *recv,
+                                     uint64_t chunkBytes,
+                                     uint64_t rankStrideBytes,
+                                     uint64_t offsetBytes, int32_t groupSize,
+                                     void *stream);
+
+/* Orders `stream` (NULL: the call stream in call-stream mode) after every
+ * collective enqueued on the side stream so far (cuStreamWaitEvent); in the
+ * default mode (NULL outside call-stream mode) waits for them on the host,
+ * within the communicator's timeout. Not skipped inside a failed compiled
+ * call, and the streams are ordered even on an aborted communicator, so
+ * that buffers freed after it are never in use by the side stream; it then
+ * returns the call's failure or the abort. No-op where nothing ran on the
+ * side stream; MXRT_ERROR_NCCL without NCCL or a communicator;
+ * MXRT_ERROR_INVALID_ARGUMENT inside an open group. */
+MXRT_API int32_t mxrtCollectivesJoin(void *stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -58,9 +58,11 @@ struct ConvertMXToGPUPass : mx::impl::ConvertMXToGPUBase<ConvertMXToGPUPass> {
     populateMXToGPUConversionPatterns(patterns, chip, gemm, gemmConfig_, plan);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
-    // Whatever is left has no kernel: say which op and why.
+    // Whatever is left has no kernel: say which op and why. The pipelined
+    // gathers are collectives, which convert-shard-to-mxrt lowers.
     WalkResult result = getOperation()->walk([&](Operation *op) {
-      if (!isa<MXDialect>(op->getDialect()))
+      if (!isa<MXDialect>(op->getDialect()) ||
+          isa<GatherChunkOp, GatherJoinOp>(op))
         return WalkResult::advance();
       if (auto matmul = dyn_cast<ScaledMatmulOp>(op))
         reportScaledMatmul(matmul);

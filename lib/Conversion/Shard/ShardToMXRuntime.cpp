@@ -27,6 +27,7 @@
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/Passes.h"
 #include "mx/Conversion/Shard/Collectives.h"
+#include "mx/Dialect/MX/IR/MXOps.h"
 #include "mx/Runtime/MXRuntime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -37,6 +38,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -70,6 +72,10 @@ LLVM::LLVMFunctionType getRuntimeFnType(MLIRContext *context, StringRef name) {
     return LLVM::LLVMFunctionType::get(i32, {});
   if (name == kAllGather)
     return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, ptr});
+  if (name == kAllGatherPlacedFn)
+    return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i64, i64, i32, ptr});
+  if (name == kCollectivesJoinFn)
+    return LLVM::LLVMFunctionType::get(i32, {ptr});
   return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, i32, i32, ptr});
 }
 
@@ -201,6 +207,39 @@ bool isSingleCall(Operation *op, SymbolTableCollection &symbols) {
       .Default(true);
 }
 
+/// Whether `op` takes whole rows of a static tensor, which are contiguous.
+bool isRowSlice(Operation *op) {
+  auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
+  if (!slice || !slice.hasUnitStride() || !slice.getSourceType().hasStaticShape() ||
+      slice.getType().getRank() != slice.getSourceType().getRank() ||
+      ShapedType::isDynamicShape(slice.getStaticOffsets()) ||
+      ShapedType::isDynamicShape(slice.getStaticSizes()))
+    return false;
+  return llvm::all_of(llvm::drop_begin(slice.getStaticOffsets()),
+                      [](int64_t offset) { return offset == 0; }) &&
+         slice.getStaticSizes().drop_front() ==
+             slice.getSourceType().getShape().drop_front();
+}
+
+/// Runs of two or more mx.gather_chunk ops, next to each other in their
+/// block: the chunks of one pipelined quantize's results, one NCCL group.
+SmallVector<SmallVector<Operation *>> groupChunks(ModuleOp module) {
+  SmallVector<SmallVector<Operation *>> runs;
+  module.walk([&](Block *block) {
+    SmallVector<Operation *> run;
+    for (Operation &op : *block) {
+      if (isa<GatherChunkOp>(op)) {
+        run.push_back(&op);
+        continue;
+      }
+      if (run.size() > 1)
+        runs.push_back(run);
+      run.clear();
+    }
+  });
+  return runs;
+}
+
 /// The groups of two or more single-call collectives of each block, each
 /// moved together: a head and the later collectives of its block whose
 /// operands are all defined before it (none reads another's result), moved
@@ -245,6 +284,12 @@ public:
     rewriter.setInsertionPoint(op);
     if (isa<arith::TruncFOp>(op))
       return lowerTruncF(cast<arith::TruncFOp>(op));
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
+      return lowerRowSlice(slice);
+    if (auto chunk = dyn_cast<GatherChunkOp>(op))
+      return lowerGatherChunk(chunk);
+    if (auto join = dyn_cast<GatherJoinOp>(op))
+      return lowerGatherJoin(join);
     if (isa<shard::GridOp>(op))
       return success();
     if (!isLoweredCollective(op) || isa<shard::AllSliceOp>(op))
@@ -450,6 +495,87 @@ private:
     return success();
   }
 
+  /// Rows of a device tensor (a chunk of mx-pipeline-gathers) as a view of
+  /// its buffer.
+  LogicalResult lowerRowSlice(tensor::ExtractSliceOp op) {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value view =
+        viewRows(b, b.getLoc(), toBuffer(b, b.getLoc(), op.getSource()),
+                 op.getStaticOffsets().front(), op.getStaticSizes().front());
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        op, op.getType(), view, /*restrict=*/true, /*writable=*/false);
+    return success();
+  }
+
+  /// Bytes of `rows` rows of `type`, or failure where they are not whole.
+  static FailureOr<int64_t> getRowBytes(RankedTensorType type, int64_t rows) {
+    int64_t bits = rows * type.getNumElements() / type.getDimSize(0) *
+                   type.getElementTypeBitWidth();
+    if (bits % 8)
+      return failure();
+    return bits / 8;
+  }
+
+  /// mxrtAllGatherPlaced of the chunk into the buffer of its chain, which
+  /// the chain's tensor.empty allocates (before the chunk's group).
+  LogicalResult lowerGatherChunk(GatherChunkOp op) {
+    auto chunk = cast<RankedTensorType>(op.getChunk().getType());
+    auto dest = cast<RankedTensorType>(op.getDest().getType());
+    int64_t devices = op.getDevices();
+    int64_t part = dest.getDimSize(0) / devices;
+    FailureOr<int64_t> chunkBytes = getRowBytes(dest, chunk.getDimSize(0));
+    FailureOr<int64_t> strideBytes = getRowBytes(dest, part);
+    FailureOr<int64_t> offsetBytes = getRowBytes(dest, op.getRow());
+    if (failed(chunkBytes) || failed(strideBytes) || failed(offsetBytes))
+      return op.emitOpError("places rows of ")
+             << dest << " that do not start on a byte";
+    if (!op.getDest().hasOneUse())
+      return op.emitOpError("has a destination that is also read elsewhere: "
+                            "a gathered value is read after mx.gather_join");
+    bool first = op.getDest().getDefiningOp<tensor::EmptyOp>() != nullptr;
+    if (!first && !buffers.count(op.getDest()))
+      return op.emitOpError("expected a destination that is a tensor.empty "
+                            "or an mx.gather_chunk");
+    FailureOr<LLVM::LLVMFuncOp> callee = getCallee(op, kAllGatherPlacedFn);
+    if (failed(callee))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value recv = first ? allocRecv(b, op, dest) : buffers.lookup(op.getDest());
+    emitCall(b, *callee,
+             {getDevicePointer(b, b.getLoc(), op.getChunk()),
+              getDevicePointer(b, b.getLoc(), recv), i64(b, *chunkBytes),
+              i64(b, *strideBytes), i64(b, *offsetBytes), i32(b, devices)});
+    buffers[op.getResult()] = recv;
+    return success();
+  }
+
+  /// mxrtCollectivesJoin, after which the chains' buffers are their values;
+  /// the chains' ops go.
+  LogicalResult lowerGatherJoin(GatherJoinOp op) {
+    for (Value gathered : op.getGathered())
+      if (!gathered.hasOneUse() || !buffers.count(gathered))
+        return op.emitOpError("expected each operand to end a chain of "
+                              "mx.gather_chunk read by nothing else");
+    FailureOr<LLVM::LLVMFuncOp> callee = getCallee(op, kCollectivesJoinFn);
+    if (failed(callee))
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    emitCall(b, *callee, {});
+    SmallVector<Value> results, chains = llvm::to_vector(op.getGathered());
+    for (Value gathered : chains)
+      results.push_back(toTensor(b, b.getLoc(), buffers.lookup(gathered)));
+    rewriter.replaceOp(op, results);
+    for (Value chain : chains) {
+      Operation *link = chain.getDefiningOp();
+      while (auto chunk = dyn_cast<GatherChunkOp>(link)) {
+        link = chunk.getDest().getDefiningOp();
+        rewriter.eraseOp(chunk);
+      }
+      rewriter.eraseOp(link); // The chain's tensor.empty.
+    }
+    return success();
+  }
+
   LogicalResult lowerTruncF(arith::TruncFOp op) {
     auto resultType = cast<RankedTensorType>(op.getType());
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -472,6 +598,8 @@ private:
   IRRewriter rewriter;
   /// The mxrtGroupStart call of each grouped collective.
   DenseMap<Operation *, Operation *> groupStarts;
+  /// The buffer of each value of a chain of mx.gather_chunk.
+  DenseMap<Value, Value> buffers;
 };
 
 struct ConvertShardToMXRuntimePass
@@ -481,6 +609,7 @@ struct ConvertShardToMXRuntimePass
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<shard::ShardDialect>(op->getDialect()) ||
+          isa<GatherChunkOp, GatherJoinOp>(op) || isRowSlice(op) ||
           (isa<arith::TruncFOp>(op) &&
            isa<RankedTensorType>(op->getResult(0).getType())))
         ops.push_back(op);
@@ -490,12 +619,17 @@ struct ConvertShardToMXRuntimePass
     for (ArrayRef<Operation *> members : groupCollectives(module, symbols))
       if (failed(lowering.bracketGroup(members)))
         return signalPassFailure();
+    for (ArrayRef<Operation *> members : groupChunks(module))
+      if (failed(lowering.bracketGroup(members)))
+        return signalPassFailure();
+    // Lowering a join erases its chains: the grids are found first.
+    SmallVector<Operation *> grids = llvm::filter_to_vector(
+        ops, [](Operation *op) { return isa<shard::GridOp>(op); });
     for (Operation *op : ops)
       if (failed(lowering.lower(op)))
         return signalPassFailure();
-    for (Operation *op : ops)
-      if (isa<shard::GridOp>(op))
-        op->erase();
+    for (Operation *grid : grids)
+      grid->erase();
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "mx/Conversion/Passes.h"
 #include "mx/Conversion/Shard/Collectives.h"
+#include "mx/Dialect/MX/IR/MXOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -70,6 +71,11 @@ LogicalResult runOnOneDevice(Operation *op, SymbolTableCollection &symbols,
   }
   if (isa<shard::GridOp>(op))
     return success();
+  if (auto chunk = dyn_cast<mx::GatherChunkOp>(op))
+    return op->emitOpError("gathers over ")
+           << chunk.getDevices()
+           << " devices: mx-lower-to-cpu runs one process on one device "
+              "(mx-pipeline-gathers is for mx-lower-to-nvvm)";
   return op->emitOpError("is left in the program: mx-lower-to-cpu takes "
                          "partitioned programs (mx-partition), whose only "
                          "shard ops are collectives");
@@ -83,7 +89,8 @@ struct ShardSingleDevicePass
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> shardOps;
     module.walk([&](Operation *op) {
-      if (isa<shard::ShardDialect>(op->getDialect()))
+      if (isa<shard::ShardDialect>(op->getDialect()) ||
+          isa<mx::GatherChunkOp>(op))
         shardOps.push_back(op);
     });
     for (Operation *op : shardOps)

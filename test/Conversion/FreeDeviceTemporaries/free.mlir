@@ -217,3 +217,72 @@ func.func @already_freed(%x: memref<8x8xf32>) {
   gpu.wait [%t2]
   return
 }
+
+// -----
+
+// A placed all-gather uses its buffers on the communicator's side stream
+// until the next mxrtCollectivesJoin: they are freed after the join, not
+// after the call; without a join after it a buffer is never freed here. A
+// memref descriptor built around a buffer's address (mx::viewRows) refers
+// to it.
+// CHECK-LABEL: func.func @placed(
+// CHECK: %[[SEND:.*]] = gpu.alloc () : memref<64xi8>
+// CHECK: %[[RECV:.*]] = gpu.alloc () : memref<128xi8>
+// CHECK: %[[VIEWED:.*]] = gpu.alloc () : memref<128xi8>
+// CHECK: gpu.launch_func @k::@k
+// CHECK-NEXT: gpu.dealloc %[[VIEWED]]
+// CHECK-NOT: gpu.dealloc
+// CHECK: llvm.call @mxrtAllGatherPlaced
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: llvm.call @mxrtCollectivesJoin
+// CHECK-NEXT: gpu.dealloc %[[SEND]]
+// CHECK-NEXT: gpu.dealloc %[[RECV]]
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @placed_without_join(
+// CHECK-NOT: gpu.dealloc
+module attributes {gpu.container_module} {
+llvm.func @mxrtAllGatherPlaced(!llvm.ptr, !llvm.ptr, i64, i64, i64, i32, !llvm.ptr) -> i32
+llvm.func @mxrtCollectivesJoin(!llvm.ptr) -> i32
+func.func @placed() {
+  %send = gpu.alloc () : memref<64xi8>
+  %recv = gpu.alloc () : memref<128xi8>
+  %viewed = gpu.alloc () : memref<128xi8>
+  %a = memref.extract_aligned_pointer_as_index %send : memref<64xi8> -> index
+  %ai = arith.index_cast %a : index to i64
+  %ap = llvm.inttoptr %ai : i64 to !llvm.ptr
+  %b = memref.extract_aligned_pointer_as_index %recv : memref<128xi8> -> index
+  %bi = arith.index_cast %b : index to i64
+  %bp = llvm.inttoptr %bi : i64 to !llvm.ptr
+  %v = memref.extract_aligned_pointer_as_index %viewed : memref<128xi8> -> index
+  %vi = arith.index_cast %v : index to i64
+  %vp = llvm.inttoptr %vi : i64 to !llvm.ptr
+  %undef = llvm.mlir.poison : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %d = llvm.insertvalue %vp, %undef[1] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %view = builtin.unrealized_conversion_cast %d : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> to memref<64xi8>
+  %c1 = arith.constant 1 : index
+  gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%view : memref<64xi8>)
+  %n = arith.constant 64 : i64
+  %two = arith.constant 2 : i32
+  %null = llvm.mlir.zero : !llvm.ptr
+  %s = llvm.call @mxrtAllGatherPlaced(%ap, %bp, %n, %n, %n, %two, %null) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i32, !llvm.ptr) -> i32
+  %unrelated = arith.constant 0 : i32
+  %j = llvm.call @mxrtCollectivesJoin(%null) : (!llvm.ptr) -> i32
+  return
+}
+func.func @placed_without_join() {
+  %send = gpu.alloc () : memref<64xi8>
+  %a = memref.extract_aligned_pointer_as_index %send : memref<64xi8> -> index
+  %ai = arith.index_cast %a : index to i64
+  %ap = llvm.inttoptr %ai : i64 to !llvm.ptr
+  %n = arith.constant 64 : i64
+  %two = arith.constant 2 : i32
+  %null = llvm.mlir.zero : !llvm.ptr
+  %s = llvm.call @mxrtAllGatherPlaced(%ap, %ap, %n, %n, %n, %two, %null) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i32, !llvm.ptr) -> i32
+  return
+}
+gpu.module @k {
+  gpu.func @k(%m: memref<64xi8>) kernel {
+    gpu.return
+  }
+}
+}

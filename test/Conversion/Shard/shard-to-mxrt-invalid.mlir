@@ -83,3 +83,43 @@ func.func @group_clash(%d: tensor<128x512xf8E4M3FN>, %s: tensor<128x16xf8E8M0FNU
   %h = shard.all_gather %s on @grid grid_axes = [0] gather_axis = 0 : tensor<128x16xf8E8M0FNU> -> tensor<256x16xf8E8M0FNU>
   return %g, %h : tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>
 }
+
+// -----
+
+func.func @chunk_into_argument(%c: tensor<32x64xf8E4M3FN>, %d: tensor<128x64xf8E4M3FN>) -> tensor<128x64xf8E4M3FN> {
+  // expected-error @+1 {{'mx.gather_chunk' op expected a destination that is a tensor.empty or an mx.gather_chunk}}
+  %g = mx.gather_chunk %c into %d at row 0 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  %j = mx.gather_join %g : tensor<128x64xf8E4M3FN>
+  return %j : tensor<128x64xf8E4M3FN>
+}
+
+// -----
+
+func.func @chain_read_before_join(%c: tensor<32x64xf8E4M3FN>) -> (tensor<128x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>) {
+  %e = tensor.empty() : tensor<128x64xf8E4M3FN>
+  %g0 = mx.gather_chunk %c into %e at row 0 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  // expected-error @+1 {{'mx.gather_chunk' op has a destination that is also read elsewhere: a gathered value is read after mx.gather_join}}
+  %g1 = mx.gather_chunk %c into %g0 at row 32 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  %j = mx.gather_join %g1 : tensor<128x64xf8E4M3FN>
+  return %j, %g0 : tensor<128x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>
+}
+
+// -----
+
+func.func @join_read_elsewhere(%c: tensor<64x64xf8E4M3FN>) -> (tensor<128x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>) {
+  %e = tensor.empty() : tensor<128x64xf8E4M3FN>
+  %g = mx.gather_chunk %c into %e at row 0 of 2 devices : tensor<64x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  // expected-error @+1 {{'mx.gather_join' op expected each operand to end a chain of mx.gather_chunk read by nothing else}}
+  %j = mx.gather_join %g : tensor<128x64xf8E4M3FN>
+  return %j, %g : tensor<128x64xf8E4M3FN>, tensor<128x64xf8E4M3FN>
+}
+
+// -----
+
+func.func @fp4_half_bytes(%c: tensor<1x3xf4E2M1FN>) -> tensor<4x3xf4E2M1FN> {
+  %e = tensor.empty() : tensor<4x3xf4E2M1FN>
+  // expected-error @+1 {{'mx.gather_chunk' op places rows of 'tensor<4x3xf4E2M1FN>' that do not start on a byte}}
+  %g = mx.gather_chunk %c into %e at row 1 of 2 devices : tensor<1x3xf4E2M1FN> into tensor<4x3xf4E2M1FN>
+  %j = mx.gather_join %g : tensor<4x3xf4E2M1FN>
+  return %j : tensor<4x3xf4E2M1FN>
+}

@@ -55,3 +55,14 @@ func.func @integer_conversion(%x: tensor<4xi32>) -> tensor<4xi64> {
   %r = shard.all_reduce %x on @one grid_axes = [0] : tensor<4xi32> -> tensor<4xi64>
   return %r : tensor<4xi64>
 }
+
+// -----
+
+// A pipelined gather (mx-pipeline-gathers) is for the GPU pipeline.
+func.func @pipelined(%c: tensor<32x64xf8E4M3FN>) -> tensor<128x64xf8E4M3FN> {
+  %e = tensor.empty() : tensor<128x64xf8E4M3FN>
+  // expected-error @+1 {{'mx.gather_chunk' op gathers over 2 devices: mx-lower-to-cpu runs one process on one device (mx-pipeline-gathers is for mx-lower-to-nvvm)}}
+  %g = mx.gather_chunk %c into %e at row 0 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  %j = mx.gather_join %g : tensor<128x64xf8E4M3FN>
+  return %j : tensor<128x64xf8E4M3FN>
+}

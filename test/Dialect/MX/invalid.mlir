@@ -764,3 +764,43 @@ func.func @column_sum_input_type(%x: tensor<64x32xf64>) {
   %s = mx.column_sum %x : tensor<64x32xf64> -> tensor<32xf32>
   return
 }
+
+// -----
+
+func.func @gather_chunk_columns(%c: tensor<32x32xf8E4M3FN>, %e: tensor<128x64xf8E4M3FN>) {
+  // expected-error @+1 {{'mx.gather_chunk' op expected a chunk of rows of the gathered tensor (the same element type and dimensions but the first), got 'tensor<32x32xf8E4M3FN>' into 'tensor<128x64xf8E4M3FN>'}}
+  %g = mx.gather_chunk %c into %e at row 0 of 2 devices : tensor<32x32xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @gather_chunk_devices(%c: tensor<32x64xf8E4M3FN>, %e: tensor<128x64xf8E4M3FN>) {
+  // expected-error @+1 {{'mx.gather_chunk' op expected 3 devices to hold equal parts of the 128 rows of 'tensor<128x64xf8E4M3FN>'}}
+  %g = mx.gather_chunk %c into %e at row 0 of 3 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @gather_chunk_past_part(%c: tensor<32x64xf8E4M3FN>, %e: tensor<128x64xf8E4M3FN>) {
+  // expected-error @+1 {{'mx.gather_chunk' op places rows [48, 80) of each device's part, which has 64 rows}}
+  %g = mx.gather_chunk %c into %e at row 48 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @gather_chunk_dynamic(%c: tensor<?x64xf8E4M3FN>, %e: tensor<128x64xf8E4M3FN>) {
+  // expected-error @+1 {{'mx.gather_chunk' op expected static shapes, got 'tensor<?x64xf8E4M3FN>' into 'tensor<128x64xf8E4M3FN>'}}
+  %g = mx.gather_chunk %c into %e at row 0 of 2 devices : tensor<?x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @gather_join_not_a_chain(%t: tensor<128x64xf8E4M3FN>) {
+  // expected-error @+1 {{'mx.gather_join' op expected every operand to end a chain of mx.gather_chunk, got one of 'tensor<128x64xf8E4M3FN>'}}
+  %g = mx.gather_join %t : tensor<128x64xf8E4M3FN>
+  return
+}

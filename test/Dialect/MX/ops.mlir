@@ -192,3 +192,15 @@ func.func @column_sum(%a: tensor<256x96xbf16>, %b: tensor<48x16xf32>, %c: tensor
   %sc = mx.column_sum %c : tensor<80x144xf16> -> tensor<144xf32>
   return %sa, %sb, %sc : tensor<96xf32>, tensor<16xf32>, tensor<144xf32>
 }
+
+// CHECK-LABEL: func @gather_chunks
+// CHECK: %[[G0:.*]] = mx.gather_chunk %{{.*}} into %{{.*}} at row 0 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+// CHECK: %[[G1:.*]] = mx.gather_chunk %{{.*}} into %[[G0]] at row 32 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+// CHECK: mx.gather_join %[[G1]] : tensor<128x64xf8E4M3FN>
+func.func @gather_chunks(%c0: tensor<32x64xf8E4M3FN>, %c1: tensor<32x64xf8E4M3FN>) -> tensor<128x64xf8E4M3FN> {
+  %e = tensor.empty() : tensor<128x64xf8E4M3FN>
+  %g0 = mx.gather_chunk %c0 into %e at row 0 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  %g1 = mx.gather_chunk %c1 into %g0 at row 32 of 2 devices : tensor<32x64xf8E4M3FN> into tensor<128x64xf8E4M3FN>
+  %g = mx.gather_join %g1 : tensor<128x64xf8E4M3FN>
+  return %g : tensor<128x64xf8E4M3FN>
+}

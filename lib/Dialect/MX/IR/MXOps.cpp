@@ -569,5 +569,47 @@ LogicalResult ColumnSumOp::verify() {
   return success();
 }
 
+LogicalResult GatherChunkOp::verify() {
+  auto chunk = cast<RankedTensorType>(getChunk().getType());
+  auto dest = cast<RankedTensorType>(getDest().getType());
+  if (!chunk.hasStaticShape() || !dest.hasStaticShape())
+    return emitOpError("expected static shapes, got ")
+           << chunk << " into " << dest;
+  if (chunk.getElementType() != dest.getElementType() ||
+      chunk.getRank() != dest.getRank() || chunk.getRank() == 0 ||
+      chunk.getShape().drop_front() != dest.getShape().drop_front())
+    return emitOpError("expected a chunk of rows of the gathered tensor (the "
+                       "same element type and dimensions but the first), "
+                       "got ")
+           << chunk << " into " << dest;
+  int64_t devices = getDevices();
+  if (devices < 1 || dest.getDimSize(0) % devices)
+    return emitOpError("expected ")
+           << devices << " devices to hold equal parts of the "
+           << dest.getDimSize(0) << " rows of " << dest;
+  int64_t part = dest.getDimSize(0) / devices, row = getRow();
+  if (row < 0 || row + chunk.getDimSize(0) > part)
+    return emitOpError("places rows [")
+           << row << ", " << row + chunk.getDimSize(0)
+           << ") of each device's part, which has " << part << " rows";
+  return success();
+}
+
+LogicalResult GatherJoinOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, GatherJoinOp::Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  llvm::append_range(types, adaptor.getGathered().getTypes());
+  return success();
+}
+
+LogicalResult GatherJoinOp::verify() {
+  for (Value gathered : getGathered())
+    if (!gathered.getDefiningOp<GatherChunkOp>())
+      return emitOpError("expected every operand to end a chain of "
+                         "mx.gather_chunk, got one of ")
+             << gathered.getType();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "mx/Dialect/MX/IR/MXOps.cpp.inc"

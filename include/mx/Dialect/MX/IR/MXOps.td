@@ -13,6 +13,7 @@
 
 include "mx/Dialect/MX/IR/MXDialect.td"
 include "mx/Dialect/MX/IR/MXAttrs.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // The element types of quantized data are those of the element-format model
@@ -552,6 +553,82 @@ def MX_ColumnSumOp : MX_Op<"column_sum", [Pure]> {
   let results = (outs RankedTensorOf<[AnyType]>:$result);
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelined gathers (mx-pipeline-gathers)
+//===----------------------------------------------------------------------===//
+
+def MX_GatherChunkOp : MX_Op<"gather_chunk",
+    [AllTypesMatch<["dest", "result"]>]> {
+  let summary = "all-gather one chunk of rows of every device's part, each "
+                "into its place";
+  let description = [{
+    The all-gather of a partitioned program (every one of `devices`
+    processes holds a part of `P = dest.dim(0) / devices` rows and each gets
+    the whole, parts in process order), one chunk of rows at a time:
+    `result` is `dest` with rows `[d * P + row, d * P + row + chunk.dim(0))`
+    set to process d's `chunk`, for every process d. Calls at rows `c * h`
+    for every chunk c of h rows give the `shard.all_gather` (gather_axis 0)
+    of the parts. The other dimensions of `chunk` and `dest` are equal.
+
+    `mx-pipeline-gathers` emits these, one per chunk of a quantize's
+    gathered results, so that the exchange of a chunk overlaps the
+    quantize of the next; the GPU pipeline runs each as
+    `mxrtAllGatherPlaced` on the communicator's side stream, the chunks of
+    one quantize's results as one NCCL group. The chain of a gathered value
+    starts at a `tensor.empty` and ends at `mx.gather_join`, the only place
+    where it may be read. The group is the whole grid of the partitioned
+    program (the runtime has one communicator per process). Not pure: it
+    communicates, and the chain's order is the order of the exchanges.
+
+    Example:
+
+    ```mlir
+    %e = tensor.empty() : tensor<256x512xf8E4M3FN>
+    %g0 = mx.gather_chunk %c0 into %e at row 0 of 2 devices
+        : tensor<64x512xf8E4M3FN> into tensor<256x512xf8E4M3FN>
+    %g1 = mx.gather_chunk %c1 into %g0 at row 64 of 2 devices
+        : tensor<64x512xf8E4M3FN> into tensor<256x512xf8E4M3FN>
+    %g = mx.gather_join %g1 : tensor<256x512xf8E4M3FN>
+    ```
+  }];
+
+  let arguments = (ins AnyRankedTensor:$chunk, AnyRankedTensor:$dest,
+                       I64Attr:$row, I64Attr:$devices);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $chunk `into` $dest `at` `row` $row `of` $devices `devices` attr-dict `:`
+    type($chunk) `into` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def MX_GatherJoinOp : MX_Op<"gather_join", [InferTypeOpAdaptor]> {
+  let summary = "the values of chunked gathers, once their exchanges are "
+                "complete";
+  let description = [{
+    Each result is its operand, the end of a chain of `mx.gather_chunk`:
+    the whole gathered value, which the ops after it read. On the GPU it is
+    `mxrtCollectivesJoin`: the call stream waits for every exchange that
+    the side stream ran before it, so that nothing reads a gathered buffer,
+    and nothing frees a chunk or a gathered buffer, while an exchange still
+    uses it. One join serves all chains of a quantize.
+
+    Example:
+
+    ```mlir
+    %d, %s = mx.gather_join %gd, %gs
+        : tensor<256x8192xf8E4M3FN>, tensor<256x256xf8E8M0FNU>
+    ```
+  }];
+
+  let arguments = (ins Variadic<AnyRankedTensor>:$gathered);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $gathered attr-dict `:` type($gathered)
   }];
   let hasVerifier = 1;
 }
