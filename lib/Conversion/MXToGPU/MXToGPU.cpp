@@ -114,6 +114,7 @@ void mx::populateMXToGPUConversionPatterns(RewritePatternSet &patterns,
   populateColumnwiseQuantizePatterns(patterns, chip, plan);
   populateBlockwiseQuantizePatterns(patterns, chip, plan);
   populatePerTensorScalingPatterns(patterns, chip, plan);
+  populateAmaxHistoryUpdatePatterns(patterns);
   populateElementwisePatterns(patterns, chip, plan);
   populateFP4Patterns(patterns, chip, plan);
   populateMXToGPUGemmPatterns(patterns, chip, gemm, config);

@@ -117,6 +117,8 @@ void populateBlockwiseQuantizePatterns(mlir::RewritePatternSet &patterns,
 void populatePerTensorScalingPatterns(mlir::RewritePatternSet &patterns,
                                       Chip chip,
                                       const QuantizeFusionPlan &plan);
+/// Delayed scaling's `mx.update_amax_history`, a step's updates in one launch.
+void populateAmaxHistoryUpdatePatterns(mlir::RewritePatternSet &patterns);
 void populateElementwisePatterns(mlir::RewritePatternSet &patterns, Chip chip,
                                  const QuantizeFusionPlan &plan);
 void populateFP4Patterns(mlir::RewritePatternSet &patterns, Chip chip,

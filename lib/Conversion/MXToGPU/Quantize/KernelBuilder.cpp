@@ -322,3 +322,7 @@ void gpu_kernels::buildAtomicMaxMagnitude(OpBuilder &b, Location loc,
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxu, bits, words,
                               indices);
 }
+
+Value gpu_kernels::zeroF32(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+}

@@ -144,6 +144,9 @@ void storeVectorIf(mlir::OpBuilder &b, mlir::Location loc,
                    mlir::Value condition, mlir::Value value, mlir::Value buffer,
                    mlir::ValueRange indices);
 
+/// The f32 constant +0.0 (the start of a max of magnitudes).
+mlir::Value zeroF32(mlir::OpBuilder &b, mlir::Location loc);
+
 /// The f32 values of a loaded vector, and the magnitudes of a float vector
 /// (sign bit cleared, which is exact, keeps NaN, and needs no libdevice call).
 /// `feedsMagnitudes` says whether magnitude() is taken of the f32 values:
