@@ -64,6 +64,20 @@ func.func @mxfp6_columnwise(%x: tensor<64x32xf32>) -> (tensor<64x32xf6E2M3FN>, t
 // CHECK:   vector.load %[[INPUT]][%[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<80x272xbf16>, vector<8xbf16>
 // CHECK-COUNT-3: vector.load %[[INPUT]][%{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<80x272xbf16>, vector<8xbf16>
 // CHECK-COUNT-4: vector.store %{{.*}}, %[[TILE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<32x256xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// Then its first 32 threads ask L2 for the rows of the tile that the CTA
+// 2 x %nsmid later stages (while CTAs remain), each row clamped in bounds
+// and only as wide as the input: 512 bytes, or 32 for the partial tile.
+// CHECK-NEXT: %[[SMS:.*]] = nvvm.read.ptx.sreg.nsmid : i32
+// CHECK: %[[LATER:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK-DAG: %[[ROWS:.*]] = arith.cmpi ult, %{{.*}}, %c32 : index
+// CHECK-DAG: %[[REMAIN:.*]] = arith.cmpi ult, %[[LATER]], %c16 : index
+// CHECK: %[[PREFETCH:.*]] = arith.andi %[[REMAIN]], %[[ROWS]] : i1
+// CHECK-NEXT: scf.if %[[PREFETCH]] {
+// CHECK:   arith.minui %{{.*}}, %c79 : index
+// CHECK:   arith.minui %{{.*}}, %c256 : index
+// CHECK:   memref.extract_aligned_pointer_as_index %[[INPUT]]
+// CHECK:   nvvm.cp.async.bulk.prefetch %{{.*}}, %{{.*}} : <1>
+// CHECK: }
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: %[[WARP:.*]] = arith.divui %{{.*}}, %c32 : index
 // CHECK: %[[COLUMNS:.*]] = arith.cmpi ult, %[[WARP]], %c4 : index

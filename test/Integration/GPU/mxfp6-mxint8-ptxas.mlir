@@ -46,6 +46,7 @@ func.func @mxfp6_rowwise(%x: tensor<256x512xbf16>) -> (tensor<256x512xf6E3M2FN>,
 // STRIP: .shared .align 16 .b8 {{.*}}[16384];
 // STRIP-COUNT-4: ld.global.v4.b32
 // STRIP-COUNT-4: st.shared.v4.b32
+// STRIP: cp.async.bulk.prefetch.L2.global
 // STRIP: bar.sync 0;
 // STRIP: ld.shared.v2.b32
 // STRIP90: cvt.rn.satfinite.e4m3x2.f32

@@ -7,9 +7,10 @@
 // 16 x 4 strip read there with the strip kernel's own steps
 // (QuantizeStrips.h), so that a lane holds one quantization's state and the
 // kernel fits 64 registers, four CTAs an SM. Its conversions saturate codes
-// rather than clamp values, and it writes the packed 24-bit rows of a lane
-// from one address (PackedRowStores); docs/gpu.md has the measurements that
-// chose each step.
+// rather than clamp values, it writes the packed 24-bit rows of a lane from
+// one address (PackedRowStores), and once its own tile is staged it asks L2
+// to prefetch the tile of a CTA that starts later (prefetchLaterTile);
+// docs/gpu.md has the measurements that chose each step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -77,6 +80,10 @@ constexpr int64_t kStagedWarpsPerPart = kWarpsPerBlock / 2;
 constexpr int64_t kStagedCTAsPerSM = 4;
 /// The staged tile is loaded in 16-byte chunks.
 constexpr int64_t kStageChunkBytes = 16;
+/// How far ahead a CTA prefetches, in CTAs per SM: the tile of the CTA that
+/// starts 2 x (the SMs) CTAs after it, about half the resident CTAs later
+/// (1, 1.5, 2 and 3 were measured; 2 was fastest).
+constexpr int64_t kStagedPrefetchCTAsPerSM = 2;
 
 bool gpu_kernels::stagesTile(RankedTensorType inputType,
                              const StripOutput &columnwise) {
@@ -128,6 +135,83 @@ static void stageTile(OpBuilder &b, Location l, const StripGrid &grid,
     storeVector(b, l, values, tile, {row, col});
 }
 
+namespace {
+/// Where the staged tiles lie: CTA `block` stages the tile whose first row
+/// of the folded input is `firstRow` and first column `firstCol`; tiles run
+/// along a row block first, then down.
+struct StagedTiles {
+  const StripGrid &grid;
+  MemRefType tileType;
+  int64_t tilesPerRowBlock, numBlocks;
+
+  StagedTiles(const StripGrid &grid, MemRefType tileType)
+      : grid(grid), tileType(tileType),
+        tilesPerRowBlock(grid.gridStrips / (tileType.getDimSize(1) /
+                                             kStripCols)),
+        numBlocks(grid.slices * grid.gridRowBlocks * tilesPerRowBlock) {}
+
+  std::pair<Value, Value> getOrigin(OpBuilder &b, Location l,
+                                    Value block) const {
+    IndexArith index{b, l};
+    Value gridRowBlock = index.div(block, tilesPerRowBlock);
+    Value firstRow = inSlice(
+        b, l, index.div(gridRowBlock, grid.gridRowBlocks), grid.rows,
+        arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
+                              cIndex(b, l, grid.blockRows)));
+    Value firstCol =
+        arith::MulIOp::create(b, l, index.rem(block, tilesPerRowBlock),
+                              cIndex(b, l, tileType.getDimSize(1)));
+    return {firstRow, firstCol};
+  }
+};
+} // namespace
+
+/// Asks L2 to prefetch the tile of CTA `block` + kStagedPrefetchCTAsPerSM x
+/// %nsmid, one `cp.async.bulk.prefetch` of a tile row by each of the first
+/// blockRows threads (sm_90 and later: every chip mx targets). A CTA holds
+/// 16 KiB in flight only until its tile arrives, and then quantizes; with
+/// four CTAs an SM, too few bytes were in flight to hide DRAM's latency.
+/// The prefetch keeps requests in flight without registers or shared
+/// memory, and the later CTA's loads hit L2 (docs/gpu.md: 89 -> 85 us on an
+/// H100). Rows and columns stay inside the input, as the staged loads do.
+static void prefetchLaterTile(OpBuilder &b, Location l,
+                              const StagedTiles &tiles, Value input,
+                              Value thread, Value block) {
+  IndexArith index{b, l};
+  const StripGrid &grid = tiles.grid;
+  Value smCount = arith::IndexCastOp::create(
+      b, l, b.getIndexType(), NVVM::SmDimOp::create(b, l, b.getI32Type()));
+  Value later = index.fma(smCount, kStagedPrefetchCTAsPerSM, block);
+  Value prefetches =
+      andI(b, l, cmpLT(b, l, later, cIndex(b, l, tiles.numBlocks)),
+           cmpLT(b, l, thread, cIndex(b, l, tiles.tileType.getDimSize(0))));
+  buildIf(b, l, prefetches, [&](OpBuilder &nb, Location nl) {
+    IndexArith nindex{nb, nl};
+    auto [firstRow, firstCol] = tiles.getOrigin(nb, nl, later);
+    Value row = arith::MinUIOp::create(
+        nb, nl, arith::AddIOp::create(nb, nl, firstRow, thread),
+        cIndex(nb, nl, grid.slices * grid.rows - 1));
+    Value columns = arith::MinUIOp::create(
+        nb, nl, cIndex(nb, nl, tiles.tileType.getDimSize(1)),
+        arith::SubIOp::create(nb, nl, cIndex(nb, nl, grid.cols), firstCol));
+    int64_t elementBytes =
+        tiles.tileType.getElementType().getIntOrFloatBitWidth() / 8;
+    Value offset = nindex.fma(row, grid.cols, firstCol);
+    Value address = nindex.fma(
+        offset, elementBytes,
+        memref::ExtractAlignedPointerAsIndexOp::create(nb, nl, input));
+    Value pointer = LLVM::IntToPtrOp::create(
+        nb, nl, LLVM::LLVMPointerType::get(nb.getContext(), kGlobalAddressSpace),
+        arith::IndexCastOp::create(nb, nl, nb.getI64Type(), address)
+            .getResult());
+    Value bytes = arith::IndexCastOp::create(
+        nb, nl, nb.getI32Type(),
+        arith::MulIOp::create(nb, nl, columns, cIndex(nb, nl, elementBytes)));
+    NVVM::CpAsyncBulkPrefetchOp::create(nb, nl, pointer, bytes,
+                                        /*l2CacheHint=*/Value());
+  });
+}
+
 void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
                                     RankedTensorType inputType, Value input,
                                     const StripOutput &columnwise,
@@ -136,21 +220,17 @@ void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
       getStripGrid(inputType, columnwise, &rowwise, kStagedWarpsPerPart);
   Type elementType = inputType.getElementType();
   MemRefType tileType = getStagedTileType(grid, elementType);
-  int64_t tileStrips = tileType.getDimSize(1) / kStripCols;
-  int64_t tilesPerRowBlock = grid.gridStrips / tileStrips;
+  StagedTiles tiles(grid, tileType);
   auto laneType = VectorType::get({kStripCols}, elementType);
   auto body = [&](OpBuilder &b, Location l, const KernelIds &ids) {
     IndexArith index{b, l};
     Value tile = ids.workgroup.front();
-    Value gridRowBlock = index.div(ids.block, tilesPerRowBlock);
-    Value firstRow = inSlice(
-        b, l, index.div(gridRowBlock, grid.gridRowBlocks), grid.rows,
-        arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
-                              cIndex(b, l, grid.blockRows)));
-    Value firstCol =
-        arith::MulIOp::create(b, l, index.rem(ids.block, tilesPerRowBlock),
-                              cIndex(b, l, tileType.getDimSize(1)));
+    auto [firstRow, firstCol] = tiles.getOrigin(b, l, ids.block);
     stageTile(b, l, grid, input, tile, ids.thread, firstRow, firstCol);
+    // After the staging, whose stores to shared memory wait for the tile:
+    // issued before it, the prefetches competed with the CTA's own loads
+    // (docs/gpu.md).
+    prefetchLaterTile(b, l, tiles, input, ids.thread, ids.block);
     auto barrier = gpu::BarrierOp::create(b, l);
     // Four CTAs an SM (64 registers) are what the kernel was designed for
     // with 16-bit inputs on sm_90a, where ptxas gave it 75 registers
@@ -195,7 +275,5 @@ void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
                         quantizeRows(nb, nl, s, grid, rowwise, nullptr);
                       }));
   };
-  buildBlockLaunch(builder, loc,
-                   grid.slices * grid.gridRowBlocks * tilesPerRowBlock,
-                   tileType, body);
+  buildBlockLaunch(builder, loc, tiles.numBlocks, tileType, body);
 }
