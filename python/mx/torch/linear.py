@@ -82,14 +82,7 @@ def quantize_and_sum(made, t: torch.Tensor, col: bool, states, amax_group, amax=
     delayed scaling's cast+transpose), else from the plan's column-sum kernel."""
     if isinstance(made.recipe, recipes.Delayed):
         scales, history = _ops.delayed_state(states, made.role)
-        if col and made.writes_transposed:
-            if dbias:
-                data, scale_inv, data_t, db = _ops.cast_transpose_delayed_dbias(t, scales, history, made.key)
-                return [data, scale_inv, data_t, scale_inv], db
-            data, scale_inv, data_t = _ops.cast_transpose_delayed(t, scales, history, made.key)
-            return [data, scale_inv, data_t, scale_inv], None
-        parts = list(_ops.quantize_delayed(t, scales, history, made.key))
-        return parts, _ops.column_sum(t, made.key) if dbias else None
+        return _ops.delayed_cast(made, t, scales, history, col and made.writes_transposed, dbias)
     if made.shares_amax:
         if amax is None:
             amax = distributed.all_reduce_max(_ops.amax(t, made.key), amax_group)
@@ -122,7 +115,7 @@ def update_scales(made, states: dict, reduce_group) -> None:
         rows = distributed.all_reduce_max(torch.cat([h[0] for h in histories]), reduce_group)
         for history, row in zip(histories, rows.split([h.shape[1] for h in histories])):
             history[0].copy_(row)
-    _ops.update_amax_history(list(histories), list(scales), made.key)
+    _ops.update_states(made, histories, scales)
 
 
 class _LinearFunction(torch.autograd.Function):
