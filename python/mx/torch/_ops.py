@@ -132,18 +132,16 @@ def _call(kernel: compiler.Kernel, *args: Tensor) -> list[Tensor]:
     """The kernel's results; the arguments it updates in place (its signature's `updated`) take
     their new values."""
     if kernel.target != "cpu":
-        results = kernel(*args)
-    else:
-        # numpy views of a clone (a tensor shared with numpy can no longer be resized: FSDP2 does),
-        # but of the arguments themselves where the kernel updates them
-        updated = kernel.signature.updated
-        hosts = [ops._host(a if i in updated else a.clone(), mlir_type(a)) for i, a in enumerate(args)]
-        results = kernel(*hosts)
-        for i in updated:
-            if not args[i].is_contiguous():  # the kernel updated a contiguous copy
-                args[i].copy_(_to_torch(hosts[i]))
-    results = list(results) if isinstance(results, tuple) else [results]
-    return results if kernel.target != "cpu" else [_to_torch(r) for r in results]
+        return kernel.run(*args)
+    # numpy views of a clone (a tensor shared with numpy can no longer be resized: FSDP2 does), but
+    # of the arguments themselves where the kernel updates them
+    updated = kernel.signature.updated
+    hosts = [ops._host(a if i in updated else a.clone(), mlir_type(a)) for i, a in enumerate(args)]
+    results = kernel.run(*hosts)
+    for i in updated:
+        if not args[i].is_contiguous():  # the kernel updated a contiguous copy
+            args[i].copy_(_to_torch(hosts[i]))
+    return [_to_torch(r) for r in results]
 
 
 def _custom_op(name: str, mutates_args=()):

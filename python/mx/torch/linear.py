@@ -212,6 +212,7 @@ class Linear(torch.nn.Linear):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
         self._delayed = isinstance(self.recipe, recipes.Delayed)  # asked at every step
+        self._reduce_amax = getattr(self.recipe, "reduce_amax", False)
         self.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
         self.parallel = Parallel(parallel, group)
@@ -314,7 +315,7 @@ class Linear(torch.nn.Linear):
         operands = self._weight_cache.get(key) if cached else None
         if operands is None:
             parts = quantize(plan, weight.detach(), True, states, self.amax_group)
-            operands = tuple(operand(plan, parts, side) for side in ("row", "col"))
+            operands = operand(plan, parts, "row"), operand(plan, parts, "col")
             if cached:
                 self._weight_cache.clear()
                 self._weight_cache[key] = operands
@@ -327,11 +328,16 @@ class Linear(torch.nn.Linear):
         # autograd engine would then run at every step (and so for the output).
         flat = x.dim() == 2
         x2d = (x if flat else x.reshape(math.prod(x.shape[:-1]), self.in_features)).contiguous()
-        weight, states = self.weight, self.scaling_states()
+        # The parameters from _parameters, where nn.Module.__getattr__ finds them too, less its
+        # Python (~0.6 us an attribute on this machine's CPU); a parametrization moves them out.
+        parameters = self._parameters
+        weight = parameters["weight"] if "weight" in parameters else self.weight
+        bias = parameters["bias"] if "bias" in parameters else self.bias
+        states = self.scaling_states()
         made = self._plan(x2d, weight)
         w_row, w_col = self._weight_operands(made, weight, states)
-        reduce_group = self.amax_group if getattr(self.recipe, "reduce_amax", False) else None
-        y = _apply(x2d, weight, self.bias, self._main_grad(weight), w_row, w_col, states,
+        reduce_group = self.amax_group if self._reduce_amax else None
+        y = _apply(x2d, weight, bias, self._main_grad(weight), w_row, w_col, states,
                    made.key, self.parallel, self.amax_group, reduce_group)
         # Tokens are split along the first dimension (sequence first, as Megatron-LM lays them out).
         return y if flat else y.reshape(-1, *x.shape[1:-1], self.out_features)
