@@ -49,6 +49,23 @@ def test_builder_program_batched_swizzle(rng, cache):
     assert_bits_equal(got_tiles, np.stack([reference.swizzle(s) for s in ref_scales]), "tiles")
 
 
+def test_run_returns_the_results_as_a_list(rng, cache):
+    """Kernel.run gives the results as a list whatever their number (what mx.torch takes); calling
+    the Kernel gives the only result itself, or a tuple of them: the same values."""
+    kernel = mx.compile(QUANTIZE, "cpu", cache=cache)
+    f = builder.Function("amax")
+    f.returns(f.amax(f.arg((70, 96), "f32")))
+    amax = mx.compile(f, "cpu", cache=cache)
+    x = random_input(rng, (70, 96), np.float32)
+    listed, called = kernel.run(x), kernel(x)
+    assert isinstance(listed, list) and isinstance(called, tuple) and len(listed) == len(called) == 2
+    for got, want, name in zip(listed, called, ("data", "scales")):
+        assert_bits_equal(got, want, name)
+    (single,) = amax.run(x)
+    assert isinstance(amax(x), np.ndarray)
+    assert_bits_equal(single, amax(x), "amax")
+
+
 def test_results_own_their_memory(rng, cache):
     """Each result is a fresh array that outlives the call and the other results, freed by numpy."""
     kernel = mx.compile(QUANTIZE, "cpu", cache=cache)
