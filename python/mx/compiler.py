@@ -454,11 +454,27 @@ class _GpuLayouts:
             shape = (ctypes.c_int64 * len(stored))(*stored)
             self.result_shapes.append(shape)  # kept alive: the layouts point at them
             layout.rank, layout.storedRank, layout.storedShape = len(spec.shape), len(stored), shape
-            layout.code, layout.bits = dlpack.DL_TYPES[spec.dtype]
+            layout.code, layout.bits = _result_dlpack_type(torch, spec.dtype)
             fmt = formats.get(spec.dtype)
             layout.itemBytes = 1 if fmt.packed else fmt.dtype.itemsize
             self.result_dtypes.append(getattr(torch, TORCH_DTYPES[spec.dtype][0], None))
         self.frames: list[_CallFrame] = []
+
+
+def _result_dlpack_type(torch, elem: str) -> tuple[int, int]:
+    """The DLPack (code, bits) that a GPU result of element type `elem` is exported with: the code
+    under which torch exports its torch dtype (DLPack 1.1's FP8 and E8M0 codes), so that torch
+    imports the result as that dtype and no call views it, where torch gives it the carrier's bits
+    and one lane; else the carrier's (mx.formats: uint8 for packed FP4 and FP6)."""
+    carrier = dlpack.DL_TYPES[elem]
+    wanted = getattr(torch, TORCH_DTYPES[elem][0], None)
+    if wanted is None:
+        return carrier
+    try:
+        code, bits, lanes = dlpack.Imported(torch.empty(1, dtype=wanted)).dtype
+    except (BufferError, RuntimeError, TypeError):
+        return carrier
+    return (code, bits) if (bits, lanes) == (carrier[1], 1) else carrier
 
 
 def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
