@@ -284,6 +284,12 @@ class Kernel:
         return TypeError(f"@{self._entry} argument {index} must be {spec}, got {got}")
 
     def __call__(self, *args):
+        values = self.run(*args)
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def run(self, *args) -> list:
+        """The call's results as a list, whatever their number (what calling the Kernel returns:
+        the result, or a tuple of them)."""
         function = self._bind()
         signature = self._signature
         if len(args) != len(signature.args):
@@ -299,7 +305,7 @@ class Kernel:
             if self._gpu is None:
                 self._gpu = _GpuLayouts(self._signature, self._result_type)
             values = _gpu_call(self, self._gpu, args)
-        return values[0] if len(values) == 1 else tuple(values)
+        return values
 
 
 _INTEGER_BITS = {"i32": 32, "i64": 64, "index": 64}
@@ -411,8 +417,8 @@ class _CallFrame:
 
 
 class _GpuLayouts:
-    """What a GPU Kernel's calls reuse, so that a call costs little host time: per argument the
-    word of its descriptor that a call sets, its stored shape and accepted torch dtypes; per result
+    """What a GPU Kernel's calls reuse, so that a call costs little host time: per argument its
+    stored shape, accepted torch dtypes and the word of its descriptor that a call sets; per result
     the layout mxrtInvoke exports it by and its torch dtype; the runtime and torch's current-stream
     query; and a pool of call frames (a call takes one and gives it back after, so that calls from
     several threads never share one)."""
@@ -433,10 +439,10 @@ class _GpuLayouts:
         self.template, self.pointer_words, self.arguments = [], [], []
         for spec in signature.args:
             self.pointer_words.append(len(self.template))
-            self.template += [0, 0, 0, *spec.shape, *_row_major(spec.shape)]
             self.arguments.append((_stored_shape(spec),
                                    {getattr(torch, name) for name in TORCH_DTYPES.get(spec.dtype, ())
-                                    if hasattr(torch, name)}))
+                                    if hasattr(torch, name)}, len(self.template)))
+            self.template += [0, 0, 0, *spec.shape, *_row_major(spec.shape)]
         self.result_type = result_type
         self.updated = signature.updated
         results = signature.results
@@ -448,11 +454,27 @@ class _GpuLayouts:
             shape = (ctypes.c_int64 * len(stored))(*stored)
             self.result_shapes.append(shape)  # kept alive: the layouts point at them
             layout.rank, layout.storedRank, layout.storedShape = len(spec.shape), len(stored), shape
-            layout.code, layout.bits = dlpack.DL_TYPES[spec.dtype]
+            layout.code, layout.bits = _result_dlpack_type(torch, spec.dtype)
             fmt = formats.get(spec.dtype)
             layout.itemBytes = 1 if fmt.packed else fmt.dtype.itemsize
             self.result_dtypes.append(getattr(torch, TORCH_DTYPES[spec.dtype][0], None))
         self.frames: list[_CallFrame] = []
+
+
+def _result_dlpack_type(torch, elem: str) -> tuple[int, int]:
+    """The DLPack (code, bits) that a GPU result of element type `elem` is exported with: the code
+    under which torch exports its torch dtype (DLPack 1.1's FP8 and E8M0 codes), so that torch
+    imports the result as that dtype and no call views it, where torch gives it the carrier's bits
+    and one lane; else the carrier's (mx.formats: uint8 for packed FP4 and FP6)."""
+    carrier = dlpack.DL_TYPES[elem]
+    wanted = getattr(torch, TORCH_DTYPES[elem][0], None)
+    if wanted is None:
+        return carrier
+    try:
+        code, bits, lanes = dlpack.Imported(torch.empty(1, dtype=wanted)).dtype
+    except (BufferError, RuntimeError, TypeError):
+        return carrier
+    return (code, bits) if (bits, lanes) == (carrier[1], 1) else carrier
 
 
 def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
@@ -461,15 +483,19 @@ def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
     another result). An argument that the function updates in place and that was passed as a
     copy (not contiguous, or misaligned) gets the copy's new value back, on the same stream."""
     tensor_type = layouts.torch.Tensor
-    # torch's current stream where torch tensors are given, else the legacy default stream
-    # (torch's default): DLPack producers are asked to order their writes before it.
-    stream = layouts.current_stream(0) if any(isinstance(a, tensor_type) for a in args) else 0
+    # torch's current stream where torch tensors are given (the first argument, in every call from
+    # mx.torch), else the legacy default stream (torch's default): DLPack producers are asked to
+    # order their writes before it.
+    torch_given = bool(args) and isinstance(args[0], tensor_type) or \
+        any(isinstance(a, tensor_type) for a in args)
+    stream = layouts.current_stream(0) if torch_given else 0
     frame = layouts.frames.pop() if layouts.frames else _CallFrame(layouts)
     try:
         keep, words = [], frame.words  # keep: what must outlive the call (copies, uploads)
-        passed = list(args) if layouts.updated else args  # what the call wrote, where updated
-        for index, arg in enumerate(args):
-            stored, dtypes = layouts.arguments[index]
+        updated = layouts.updated
+        passed = list(args) if updated else args  # what the call wrote, where updated
+        alignment = layouts.runtime.ARGUMENT_ALIGNMENT
+        for index, (arg, (stored, dtypes, word)) in enumerate(zip(args, layouts.arguments)):
             # The common case, a torch tensor of the stored shape and an accepted dtype on cuda:0,
             # checked in one expression.
             if isinstance(arg, tensor_type) and arg.shape == stored and arg.dtype in dtypes and \
@@ -478,16 +504,15 @@ def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
                     arg = arg.contiguous()
                     keep.append(arg)
                 data = arg.data_ptr()
-                if data % layouts.runtime.ARGUMENT_ALIGNMENT:
+                if data % alignment:
                     # A view at an element offset: the kernels take 16-byte aligned bases only.
                     arg = arg.clone(memory_format=layouts.torch.contiguous_format)
                     keep.append(arg)
                     data = arg.data_ptr()
             else:
                 data = _device_argument(kernel, layouts, index, arg, stream, keep)
-            if layouts.updated:
+            if updated:
                 passed[index] = arg
-            word = layouts.pointer_words[index]
             words[word] = words[word + 1] = data
         status = layouts.library.mxrtInvoke(
             kernel._function_address, stream, len(args), frame.pointers, frame.results_address,
@@ -495,7 +520,7 @@ def _gpu_call(kernel: Kernel, layouts: _GpuLayouts, args) -> list:
         if status:
             runtime = layouts.runtime
             raise runtime.MXRuntimeError(status, runtime.last_error() or f"mxrtInvoke failed ({status})")
-        for index in layouts.updated:
+        for index in updated:
             if passed[index] is not args[index]:
                 args[index].copy_(passed[index])
         tensors = []

@@ -49,6 +49,48 @@ def test_builder_program_batched_swizzle(rng, cache):
     assert_bits_equal(got_tiles, np.stack([reference.swizzle(s) for s in ref_scales]), "tiles")
 
 
+def test_run_returns_the_results_as_a_list(rng, cache):
+    """Kernel.run gives the results as a list whatever their number (what mx.torch takes); calling
+    the Kernel gives the only result itself, or a tuple of them: the same values."""
+    kernel = mx.compile(QUANTIZE, "cpu", cache=cache)
+    f = builder.Function("amax")
+    f.returns(f.amax(f.arg((70, 96), "f32")))
+    amax = mx.compile(f, "cpu", cache=cache)
+    x = random_input(rng, (70, 96), np.float32)
+    listed, called = kernel.run(x), kernel(x)
+    assert isinstance(listed, list) and isinstance(called, tuple) and len(listed) == len(called) == 2
+    for got, want, name in zip(listed, called, ("data", "scales")):
+        assert_bits_equal(got, want, name)
+    (single,) = amax.run(x)
+    assert isinstance(amax(x), np.ndarray)
+    assert_bits_equal(single, amax(x), "amax")
+
+
+@pytest.mark.parametrize("elem", sorted(compiler.TORCH_DTYPES))
+def test_gpu_results_are_exported_as_torch_imports_them(elem):
+    """The DLPack type of a GPU Kernel's result (mxrtInvoke's export): FP8 and E8M0 results carry
+    DLPack's float8 codes, which torch imports as their torch dtypes (no view at every call); packed
+    FP4 and FP6 keep their uint8 carrier, which the call views. Checked by importing, in torch, a
+    DLPack tensor of that type made here over host memory."""
+    import ctypes
+    torch = pytest.importorskip("torch")
+    from mx import dlpack
+    code, bits = compiler._result_dlpack_type(torch, elem)
+    wanted = getattr(torch, compiler.TORCH_DTYPES[elem][0], None)
+    memory, shape = (ctypes.c_uint8 * 16)(*range(16)), (ctypes.c_int64 * 1)(16 * 8 // bits)
+    managed = dlpack.DLManagedTensor()
+    tensor = managed.dl_tensor
+    tensor.data, tensor.ndim, tensor.shape = ctypes.addressof(memory), 1, shape
+    tensor.device.device_type = dlpack.KDL_CPU
+    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = code, bits, 1
+    imported = torch.utils.dlpack.from_dlpack(dlpack.capsule(ctypes.addressof(managed)))
+    assert imported.untyped_storage().nbytes() == 16
+    if elem in ("f8E4M3FN", "f8E5M2", "f8E8M0FNU"):
+        assert (code, imported.dtype) != (dlpack.DL_TYPES[elem][0], torch.uint8) and imported.dtype == wanted
+    else:
+        assert imported.dtype == wanted or (code, bits) == dlpack.DL_TYPES[elem]
+
+
 def test_results_own_their_memory(rng, cache):
     """Each result is a fresh array that outlives the call and the other results, freed by numpy."""
     kernel = mx.compile(QUANTIZE, "cpu", cache=cache)

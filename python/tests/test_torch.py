@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 import linear_cases  # noqa: E402
 import mx.torch  # noqa: E402
 from mx import recipes, reference  # noqa: E402
+from mx.linear import DELAYED_STATES  # noqa: E402
 from mx.torch import _ops  # noqa: E402
 
 TRAIN_RECIPES = ["mxfp8", "blockwise", "per_tensor", "delayed",
@@ -187,6 +188,39 @@ def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch
     assert all(b is buffers[name] for name, b in layer.named_buffers())
     assert torch.ops.aten.copy_.default not in seen
     assert layer.amax_history_forward[-1, 0] == x.float().abs().max()
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_delayed_state_buffers_after_steps(compiled):
+    """Delayed scaling's state over more training steps than its history holds, eager and under
+    torch.compile: the layer's four buffers stay the same tensor objects, and after every step they
+    hold, bit for bit, what the recipe gives: each cast's amax (input, weight, output gradient) in
+    its history's row 0, then the update (mx.reference.update_amax_history) of every state."""
+    torch._dynamo.reset()
+    torch.manual_seed(7)
+    recipe = recipes.Delayed(history_len=4)
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+    step = torch.compile(layer, fullgraph=True, backend="aot_eager") if compiled else layer
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.5)
+    buffers = dict(layer.named_buffers())
+    expected = {state: (np.zeros((4, slots), np.float32), np.ones(slots, np.float32))
+                for state, slots in DELAYED_STATES.items()}
+    elements = {"forward": recipe.element("input"), "backward": recipe.element("grad")}
+    for index in range(6):  # magnitudes that change every step, so that every row differs
+        x = torch.randn(TOKENS, WIDTH) * 2.0 ** (index - 3)
+        dy = torch.randn(TOKENS, HIDDEN) * 2.0 ** (2 - index)
+        amaxes = {"forward": [x.abs().max(), layer.weight.detach().abs().max()], "backward": [dy.abs().max()]}
+        step(x).backward(dy)
+        optimizer.step()
+        optimizer.zero_grad()
+        for state, (history, scales) in expected.items():
+            history[0] = amaxes[state]
+            expected[state] = reference.update_amax_history(history, scales, elem=elements[state])
+        assert all(b is buffers[name] for name, b in layer.named_buffers())
+        for state, (history, scales) in expected.items():
+            assert torch.equal(buffers[f"amax_history_{state}"], torch.from_numpy(history)), (index, state)
+            assert torch.equal(buffers[f"fp8_scale_{state}"], torch.from_numpy(scales)), (index, state)
+    assert (expected["forward"][0][1:] > 0).all() and (expected["backward"][0][1:] > 0).all()
 
 
 @pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4"])

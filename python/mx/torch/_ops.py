@@ -32,6 +32,9 @@ quantize that writes GEMM-ready operands itself changes only it.
 
 mx.torch calls the module's functions (`_ops.quantize(...)`), not `torch.ops.mx.*`: while torch.compile
 traces they are the registered ops, in eager mode the implementations themselves (`_custom_op`).
+Delayed scaling's casts and update go through `delayed_cast` and `update_states`, which pick the op
+(of the three delayed casts, the one the cast needs) while tracing and call the shared implementation
+directly in eager mode.
 """
 
 from __future__ import annotations
@@ -129,18 +132,16 @@ def _call(kernel: compiler.Kernel, *args: Tensor) -> list[Tensor]:
     """The kernel's results; the arguments it updates in place (its signature's `updated`) take
     their new values."""
     if kernel.target != "cpu":
-        results = kernel(*args)
-    else:
-        # numpy views of a clone (a tensor shared with numpy can no longer be resized: FSDP2 does),
-        # but of the arguments themselves where the kernel updates them
-        updated = kernel.signature.updated
-        hosts = [ops._host(a if i in updated else a.clone(), mlir_type(a)) for i, a in enumerate(args)]
-        results = kernel(*hosts)
-        for i in updated:
-            if not args[i].is_contiguous():  # the kernel updated a contiguous copy
-                args[i].copy_(_to_torch(hosts[i]))
-    results = list(results) if isinstance(results, tuple) else [results]
-    return results if kernel.target != "cpu" else [_to_torch(r) for r in results]
+        return kernel.run(*args)
+    # numpy views of a clone (a tensor shared with numpy can no longer be resized: FSDP2 does), but
+    # of the arguments themselves where the kernel updates them
+    updated = kernel.signature.updated
+    hosts = [ops._host(a if i in updated else a.clone(), mlir_type(a)) for i, a in enumerate(args)]
+    results = kernel.run(*hosts)
+    for i in updated:
+        if not args[i].is_contiguous():  # the kernel updated a contiguous copy
+            args[i].copy_(_to_torch(hosts[i]))
+    return [_to_torch(r) for r in results]
 
 
 def _custom_op(name: str, mutates_args=()):
@@ -296,22 +297,50 @@ def _zero_history(device: torch.device) -> Tensor:
     return history
 
 
-def _call_delayed(store, kernel: compiler.Kernel, x: Tensor, scales: Tensor, history: Tensor,
-                  position: int) -> list[Tensor]:
-    """A delayed cast's results but its new history, which the kernel records in `history` itself
-    where it updates it in place (TensorPlan's delayed kernels), else returns at `position` (then
-    stored)."""
+def _delayed(store, made: TensorPlan, x: Tensor, scales: Tensor, history: Tensor, col: bool,
+             dbias: bool) -> tuple[list[Tensor], Tensor | None]:
+    """(compact parts, column sum of x if `dbias`) of `x` cast with its delayed scale, with the col
+    parts (the transposed data from the same kernel, "delayed_both"; the col scales are the same
+    scales) if `col`: the ops' implementation. The kernel records the amax in `history` itself where
+    it updates it in place (its signature's `updated`: TensorPlan's delayed kernels), else returns
+    the new history after the parts, which is then stored. The column sum comes from the
+    cast+transpose kernel where it computes it (TensorPlan.fuses_column_sum), else from "dbias"."""
+    kernel = made.kernels["delayed_both" if col else "delayed"]
     results = _call(kernel, x, scales, history)
+    count = 2 + col
     if 2 not in kernel.signature.updated:
-        store(history, results.pop(position))
-    return results
+        store(history, results.pop(count))
+    parts = results[:count]
+    if col:
+        parts.append(parts[1])
+    if not dbias:
+        return parts, None
+    return parts, results[count] if len(results) > count else _column_sum(made, x)
+
+
+def delayed_cast(made: TensorPlan, x: Tensor, scales: Tensor, history: Tensor, col: bool,
+                 dbias: bool = False) -> tuple[list[Tensor], Tensor | None]:
+    """What mx.torch calls for a delayed cast: `_delayed`'s (parts, column sum or None). While
+    torch.compile traces, through the ops (quantize_delayed and column_sum; cast_transpose_delayed or
+    its _dbias form); in eager mode `_delayed` itself, with `Tensor.set_` as the ops' eager store: the
+    same kernels, without the layers of the ops' calls (a step of delayed scaling is host-bound)."""
+    if not torch.compiler.is_compiling():
+        return _delayed(Tensor.set_, made, x, scales, history, col, dbias)
+    if col and dbias:
+        data, scale_inv, data_t, sums = cast_transpose_delayed_dbias(x, scales, history, made.key)
+        return [data, scale_inv, data_t, scale_inv], sums
+    if col:
+        data, scale_inv, data_t = cast_transpose_delayed(x, scales, history, made.key)
+        return [data, scale_inv, data_t, scale_inv], None
+    parts = list(quantize_delayed(x, scales, history, made.key))
+    return parts, column_sum(x, made.key) if dbias else None
 
 
 @_custom_op("quantize_delayed", mutates_args=("history",))
 def quantize_delayed(store, x: Tensor, scales: Tensor, history: Tensor, plan: str) -> tuple[Tensor, Tensor]:
     """(data, scales) of `x` cast with its delayed scale; records its amax in `history`. (A tuple:
     functionalization takes no list result from an op that mutates.)"""
-    data, scale_inv = _call_delayed(store, _PLANS[plan].kernels["delayed"], x, scales, history, 2)
+    data, scale_inv = _delayed(store, _PLANS[plan], x, scales, history, False, False)[0]
     return data, scale_inv
 
 
@@ -320,20 +349,12 @@ def _(x, scales, history, plan):
     return tuple(_fake_parts(x, plan, False))
 
 
-def _cast_transpose_delayed(store, x: Tensor, scales: Tensor, history: Tensor, plan: str, dbias: bool):
-    """(data, scale_inv, transposed data[, column sum]) of the "delayed_both" kernel, which records
-    the amax in `history`."""
-    made = _PLANS[plan]
-    data, scale_inv, data_t, *sums = _call_delayed(store, made.kernels["delayed_both"], x, scales, history, 3)
-    return tuple(_with_column_sum(made, x, [data, scale_inv, data_t], sums, dbias))
-
-
 @_custom_op("cast_transpose_delayed", mutates_args=("history",))
 def cast_transpose_delayed(store, x: Tensor, scales: Tensor, history: Tensor,
                            plan: str) -> tuple[Tensor, Tensor, Tensor]:
     """quantize_delayed, plus the transposed data (the GEMM-ready col_data) from the same kernel;
     the col_scales are the same scales."""
-    return _cast_transpose_delayed(store, x, scales, history, plan, False)
+    return tuple(_delayed(store, _PLANS[plan], x, scales, history, True, False)[0][:3])
 
 
 @cast_transpose_delayed.register_fake
@@ -347,7 +368,8 @@ def cast_transpose_delayed_dbias(store, x: Tensor, scales: Tensor, history: Tens
     """cast_transpose_delayed and the column sum of x (f32 [cols]): a gradient's bias gradient, from
     the same kernel (TensorPlan.fuses_column_sum). An op of its own: an op that mutates returns a
     tuple of fixed length."""
-    return _cast_transpose_delayed(store, x, scales, history, plan, True)
+    parts, sums = _delayed(store, _PLANS[plan], x, scales, history, True, True)
+    return (*parts[:3], sums)
 
 
 @cast_transpose_delayed_dbias.register_fake
@@ -376,13 +398,29 @@ def _fake_parts(x: Tensor, plan: str, col: bool, dbias: bool = False) -> list[Te
     return parts + [_fake_column_sum(x)] * dbias
 
 
+def _update(store, made: LinearPlan, histories, scales) -> None:
+    """Delayed scaling's once-per-step update of every state (the histories and scales of
+    DELAYED_STATES, in order), in one call of the plan's update: next scales, rotated histories,
+    each stored in its argument."""
+    state = [t for pair in zip(histories, scales) for t in pair]
+    for tensor, new in zip(state, _call(made.update, *state)):
+        store(tensor, new)
+
+
+def update_states(made: LinearPlan, histories, scales) -> None:
+    """What mx.torch calls for the update: the op update_amax_history while torch.compile traces, in
+    eager mode its implementation `_update` with `Tensor.set_` (the layer's buffers take the new
+    values: the same buffer objects, no copy kernel)."""
+    if torch.compiler.is_compiling():
+        update_amax_history(list(histories), list(scales), made.key)
+    else:
+        _update(Tensor.set_, made, histories, scales)
+
+
 @_custom_op("update_amax_history", mutates_args=("histories", "scales"))
 def update_amax_history(store, histories: list[Tensor], scales: list[Tensor], plan: str) -> None:
-    """Delayed scaling's once-per-step update of every state (the histories and scales of
-    DELAYED_STATES, in order), in one call: next scales, rotated histories."""
-    state = [t for pair in zip(histories, scales) for t in pair]
-    for tensor, new in zip(state, _call(_PLANS[plan].update, *state)):
-        store(tensor, new)
+    """Delayed scaling's once-per-step update of every state (`_update`)."""
+    _update(store, _PLANS[plan], histories, scales)
 
 
 @update_amax_history.register_fake

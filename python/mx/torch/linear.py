@@ -82,14 +82,7 @@ def quantize_and_sum(made, t: torch.Tensor, col: bool, states, amax_group, amax=
     delayed scaling's cast+transpose), else from the plan's column-sum kernel."""
     if isinstance(made.recipe, recipes.Delayed):
         scales, history = _ops.delayed_state(states, made.role)
-        if col and made.writes_transposed:
-            if dbias:
-                data, scale_inv, data_t, db = _ops.cast_transpose_delayed_dbias(t, scales, history, made.key)
-                return [data, scale_inv, data_t, scale_inv], db
-            data, scale_inv, data_t = _ops.cast_transpose_delayed(t, scales, history, made.key)
-            return [data, scale_inv, data_t, scale_inv], None
-        parts = list(_ops.quantize_delayed(t, scales, history, made.key))
-        return parts, _ops.column_sum(t, made.key) if dbias else None
+        return _ops.delayed_cast(made, t, scales, history, col and made.writes_transposed, dbias)
     if made.shares_amax:
         if amax is None:
             amax = distributed.all_reduce_max(_ops.amax(t, made.key), amax_group)
@@ -122,7 +115,7 @@ def update_scales(made, states: dict, reduce_group) -> None:
         rows = distributed.all_reduce_max(torch.cat([h[0] for h in histories]), reduce_group)
         for history, row in zip(histories, rows.split([h.shape[1] for h in histories])):
             history[0].copy_(row)
-    _ops.update_amax_history(list(histories), list(scales), made.key)
+    _ops.update_states(made, histories, scales)
 
 
 class _LinearFunction(torch.autograd.Function):
@@ -219,6 +212,7 @@ class Linear(torch.nn.Linear):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = recipes.get(recipe)
         self._delayed = isinstance(self.recipe, recipes.Delayed)  # asked at every step
+        self._reduce_amax = getattr(self.recipe, "reduce_amax", False)
         self.fuse_wgrad_accumulation = bool(fuse_wgrad_accumulation)
         self._recipe_key = _ops.recipe_key(self.recipe)  # what traced code names it by
         self.parallel = Parallel(parallel, group)
@@ -321,7 +315,7 @@ class Linear(torch.nn.Linear):
         operands = self._weight_cache.get(key) if cached else None
         if operands is None:
             parts = quantize(plan, weight.detach(), True, states, self.amax_group)
-            operands = tuple(operand(plan, parts, side) for side in ("row", "col"))
+            operands = operand(plan, parts, "row"), operand(plan, parts, "col")
             if cached:
                 self._weight_cache.clear()
                 self._weight_cache[key] = operands
@@ -334,11 +328,16 @@ class Linear(torch.nn.Linear):
         # autograd engine would then run at every step (and so for the output).
         flat = x.dim() == 2
         x2d = (x if flat else x.reshape(math.prod(x.shape[:-1]), self.in_features)).contiguous()
-        weight, states = self.weight, self.scaling_states()
+        # The parameters from _parameters, where nn.Module.__getattr__ finds them too, less its
+        # Python (~0.6 us an attribute on this machine's CPU); a parametrization moves them out.
+        parameters = self._parameters
+        weight = parameters["weight"] if "weight" in parameters else self.weight
+        bias = parameters["bias"] if "bias" in parameters else self.bias
+        states = self.scaling_states()
         made = self._plan(x2d, weight)
         w_row, w_col = self._weight_operands(made, weight, states)
-        reduce_group = self.amax_group if getattr(self.recipe, "reduce_amax", False) else None
-        y = _apply(x2d, weight, self.bias, self._main_grad(weight), w_row, w_col, states,
+        reduce_group = self.amax_group if self._reduce_amax else None
+        y = _apply(x2d, weight, bias, self._main_grad(weight), w_row, w_col, states,
                    made.key, self.parallel, self.amax_group, reduce_group)
         # Tokens are split along the first dimension (sequence first, as Megatron-LM lays them out).
         return y if flat else y.reshape(-1, *x.shape[1:-1], self.out_features)
