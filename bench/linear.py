@@ -13,8 +13,8 @@ table gives the host's time to issue a step against it (host-bound where they me
 TFLOP/s counts the three GEMMs (6 M N K); each mx cell also gives the step-time ratio bf16 / mx.
 Every step accumulates its weight gradient into the f32 `weight.grad` (torch's AccumulateGrad add, the
 same for bf16 and mx), and X's into `x.grad`: the weight never changes, as between the micro-batches of
-gradient accumulation, so the recipes whose weight scale does not depend on the step (all but
-delayed) quantize the weight once. A third table times a training step instead: the same forward and
+gradient accumulation, so every recipe reuses its quantized weight (delayed scaling from its second
+step on, docs/torch.md). A third table times a training step instead: the same forward and
 backward, then an SGD update of the layer's parameters and every gradient set to None (torch's
 `zero_grad(set_to_none=True)`, and X's too, as an activation's would be), so that every recipe
 quantizes its changed weight each step. A second table times FUSED_RECIPES with `fuse_wgrad_accumulation=True`: dW

@@ -317,8 +317,9 @@ def test_delayed_step_launches_no_more_than_per_tensor():
     module's). Counted
     after a weight change (an optimizer step), so that both cast the weight; the GEMMs' tensor-map
     uploads (Memcpy HtoD, the same GEMMs in both, as many as new addresses) are left out. With the
-    weight unchanged, current scaling reuses its quantized weight and delayed scaling, which
-    records the weight's amax every step, casts it again: the counts of that step are printed."""
+    weight unchanged, current scaling reuses its quantized weight, and delayed scaling casts it
+    once more after the first update, then reuses that cast: the counts of that step (the second
+    after the layer's first) are printed."""
     from mx.torch import Linear
     x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
     dy = torch.randn(LINEAR["m"], LINEAR["n"], device="cuda", dtype=torch.bfloat16)

@@ -172,7 +172,8 @@ def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch
 
     layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe, dtype=torch.bfloat16)
     x = torch.randn(TOKENS, WIDTH, dtype=torch.bfloat16, requires_grad=True)
-    layer(x).float().sum().backward()  # compiles the kernels
+    for _ in range(2):  # compiles the kernels; the second step's weight cast is then reused
+        layer(x).float().sum().backward()
     made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "bf16", "bf16", "cpu", bias=True)
     called, call = [], _ops._call
     monkeypatch.setattr(_ops, "_call", lambda kernel, *args: called.append(kernel) or call(kernel, *args))
@@ -182,9 +183,11 @@ def test_delayed_step_updates_every_state_in_one_call_without_copies(monkeypatch
         with Ops():
             layer(x).float().sum().backward()
     assert called.count(made.update) == 2, called
-    assert len(called) == 2 * 7  # per step: 3 casts (dY's with the bias gradient), the update, 3 GEMMs
+    # Per step: 2 casts (X's, and dY's with the bias gradient; the weight's is reused), the update,
+    # 3 GEMMs.
+    assert len(called) == 2 * 6
     casts = [kernel for kernel in called if kernel.signature.name == "quantize_delayed"]
-    assert len(casts) == 2 * 3 and all(kernel.signature.updated == (2,) for kernel in casts)
+    assert len(casts) == 2 * 2 and all(kernel.signature.updated == (2,) for kernel in casts)
     assert all(b is buffers[name] for name, b in layer.named_buffers())
     assert torch.ops.aten.copy_.default not in seen
     assert layer.amax_history_forward[-1, 0] == x.float().abs().max()
@@ -361,7 +364,8 @@ def test_eager_step_adds_no_view_nodes(recipe):
 def test_weight_is_quantized_once_per_value(monkeypatch, recipe):
     """Eager mode's weight cache: forwards of an unchanged weight quantize it once; an in-place update
     (a new version) or new storage quantizes it again, and the output is a fresh layer's, bit for bit.
-    Delayed scaling records the weight's amax at every step: it quantizes at every forward."""
+    Delayed scaling casts a new value again after the next update (the first cast's scale has not
+    seen the value), and from then on reuses that cast."""
     from mx.torch import linear
     torch.manual_seed(6)
     layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
@@ -374,18 +378,54 @@ def test_weight_is_quantized_once_per_value(monkeypatch, recipe):
         roles.clear()
         y = step()
         return roles.count("weight"), y
-    every = recipe == "delayed"
+
+    def train_step():  # forward and backward: delayed scaling's update runs in backward
+        y = layer(x)
+        y.float().sum().backward()
+        return y
+    delayed = recipe == "delayed"
     assert weight_quantizes(lambda: layer(x))[0] == 1
-    assert weight_quantizes(lambda: layer(x))[0] == every
+    assert weight_quantizes(lambda: layer(x))[0] == delayed  # no update since: delayed casts again
+    assert weight_quantizes(train_step)[0] == delayed
+    assert weight_quantizes(train_step)[0] == delayed  # the cast after the first update
+    assert weight_quantizes(train_step)[0] == 0  # reused from now on
+    assert weight_quantizes(lambda: layer(x))[0] == 0
     with torch.no_grad():
         layer.weight.mul_(0.5)
     count, y = weight_quantizes(lambda: layer(x))
     fresh = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
     fresh.load_state_dict(layer.state_dict())
-    assert count == 1 and (every or torch.equal(y, fresh(x)))
+    assert count == 1 and torch.equal(y, fresh(x))
     layer.weight.data = layer.weight.data.clone() * 2
     assert weight_quantizes(lambda: layer(x))[0] == 1
-    assert weight_quantizes(lambda: layer(x))[0] == every
+    assert weight_quantizes(lambda: layer(x))[0] == delayed
+
+
+def test_delayed_reused_weight_keeps_its_scale_and_records_nothing():
+    """A delayed layer whose weight does not change reuses the cast made after the first update:
+    its output then equals the output of a layer that casts the weight with that scale (the
+    scale at the reusing cast), the weight's history entry records nothing (0 before each
+    update), and the weight's scale stays what that amax gave (max rule, window of 4)."""
+    torch.manual_seed(7)
+    layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=mx.recipes.Delayed(history_len=4))
+    x = torch.randn(TOKENS, WIDTH)
+    forward, _ = layer.scaling_states()["forward"]
+    slot = 1  # the weight's column of the forward state
+    amax = layer.weight.detach().abs().max().item()
+    for step in range(8):
+        y = layer(x)
+        history = layer.scaling_states()["forward"][1]
+        recorded = history[0, slot].item()
+        assert recorded == (amax if step < 2 else 0.0), (step, recorded)
+        if step == 2:
+            fresh = mx.torch.Linear(WIDTH, HIDDEN, recipe=mx.recipes.Delayed(history_len=4))
+            fresh.load_state_dict(layer.state_dict())
+            # The fresh layer casts its weight with the same scale as the reused cast (made at
+            # step 1 with the scale that step 0's update gave, unchanged since).
+            assert torch.equal(fresh(x), y)
+        y.float().sum().backward()
+        scale = layer.scaling_states()["forward"][0][slot].item()
+        assert scale == np.float32(448.0) / np.float32(amax), (step, scale)
 
 
 @pytest.mark.parametrize("recipe", ["mxfp8", "per_tensor", "delayed", "nvfp4"])

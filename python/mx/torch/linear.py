@@ -39,6 +39,7 @@ own its storage; under torch.compile the custom op copies the sum into it.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -198,6 +199,22 @@ def _apply(*args):
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 
+class _WeightCache(NamedTuple):
+    """A weight value's quantized operands in eager mode, and whether later forwards reuse them.
+    Current scaling's (and the block recipes') are reusable at once: their scales come from the
+    value itself. Delayed scaling casts with a scale made from earlier amaxes, so the first cast
+    of a value uses a scale that has not seen it (the layer's initial 1, or the previous value's);
+    the cast after the next update (`scales_version`, the version of the scales buffer at the
+    first cast, which every update's `Tensor.set_` bumps) uses a scale made from this value's
+    amax, and that one is reused, as Transformer Engine reuses a weight's cast between the
+    micro-batches of a step. A reused cast records no amax (the weight's history entry stays 0,
+    which the update's max and most-recent rules skip), and keeps its scale: never one that
+    saturates the weight, since the window's max it came from is at least the weight's amax."""
+    operands: tuple
+    scales_version: int | None
+    reusable: bool
+
+
 class Linear(torch.nn.Linear):
     """`torch.nn.Linear` (same constructor, parameters and state dict, plus delayed scaling's
     buffers) computing in FP8, MXFP4 or NVFP4 with an mx recipe (an mx.recipes object or its
@@ -301,24 +318,31 @@ class Linear(torch.nn.Linear):
         """(row operand, col operand) of the weight. FSDP2's gathered weight brings its parts; its
         col operand, unless its col parts came with them, is made in backward (None): from the col
         parts that backward's re-gather brings, or from the rowwise parts still there when FSDP2
-        kept the weight unsharded (TensorPlan.col_parts). Otherwise quantized once per
-        weight value in eager mode: the cache holds while the parameter's version (bumped by every
-        in-place update, e.g. the optimizer's step) and storage stay the same; delayed scaling
-        records the weight's amax at every step, so it quantizes every time."""
+        kept the weight unsharded (TensorPlan.col_parts). Otherwise quantized once per weight value
+        in eager mode (_WeightCache): the cache holds while the parameter's version (bumped by every
+        in-place update, e.g. the optimizer's step) and storage stay the same."""
         plan = made.tensors["weight"]
         gathered = getattr(weight, "mx_parts", None)
         if gathered is not None:
             col = operand(plan, gathered, "col") if not plan.derives_col and gathered[2] is not None else None
             return operand(plan, gathered, "row"), col
-        cached = not self._delayed and not torch.compiler.is_compiling()
-        key = (weight._version, weight.data_ptr(), made.key) if cached else None
-        operands = self._weight_cache.get(key) if cached else None
-        if operands is None:
+        if torch.compiler.is_compiling():
             parts = quantize(plan, weight.detach(), True, states, self.amax_group)
-            operands = operand(plan, parts, "row"), operand(plan, parts, "col")
-            if cached:
-                self._weight_cache.clear()
-                self._weight_cache[key] = operands
+            return operand(plan, parts, "row"), operand(plan, parts, "col")
+        key = (weight._version, weight.data_ptr(), made.key)
+        scales = _ops.delayed_state(states, "weight")[0] if self._delayed else None
+        entry = self._weight_cache.get(key)
+        if entry is not None and entry.reusable:
+            return entry.operands
+        parts = quantize(plan, weight.detach(), True, states, self.amax_group)
+        operands = operand(plan, parts, "row"), operand(plan, parts, "col")
+        if entry is None:
+            entry = _WeightCache(operands, scales._version if scales is not None else None,
+                                 reusable=scales is None)
+        else:  # delayed: reusable once an update has made its scale from this value's amax
+            entry = entry._replace(operands=operands, reusable=scales._version != entry.scales_version)
+        self._weight_cache.clear()
+        self._weight_cache[key] = entry
         return operands
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
