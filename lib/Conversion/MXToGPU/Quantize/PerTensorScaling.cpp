@@ -19,13 +19,15 @@
 //   pass left in L2.
 // * `mx.quantize_delayed`: the cast with the given scales[index], reading
 //   the input once; the same kernel records the amax in history[0, index]:
-//   each CTA writes its amax to a partial and counts itself in that entry
-//   (the entry's sign bit, clear in any amax, marks the count), and the CTA
-//   that completes the count stores the max of the partials there. So the
-//   entry needs no zeroing first, and the cast updates the caller's history
-//   in place where it may (an `mx.updated` argument, or a buffer of the
-//   program's own: one kernel); otherwise a first, tiny kernel copies the
-//   history with that entry zeroed.
+//   each CTA but the last few writes its amax to a partial and counts itself
+//   in that entry (the entry's sign bit, clear in any amax, marks the count)
+//   without waiting for anything; the last CTAs wait for the count and
+//   reduce the partials in two levels, the last of them storing the max
+//   there (buildRecordAmax). So the entry needs no zeroing first, and the
+//   cast updates the caller's history in place where it may (an
+//   `mx.updated` argument, or a buffer of the program's own: one kernel);
+//   otherwise a first, tiny kernel copies the history with that entry
+//   zeroed.
 // * `mx.update_amax_history`, which consumes the amaxes these casts record,
 //   is in AmaxHistoryUpdate.cpp.
 //
@@ -73,6 +75,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -396,6 +399,16 @@ QuantizeDelayedOp getTransposedPartner(QuantizeDelayedOp op) {
       partner->getBlock() != op->getBlock())
     return {};
   return partner;
+}
+
+/// The CTAs of the kernel that computes `op`: the cast+transpose kernel's
+/// for a transposed cast or one with a transposed partner, else the flat
+/// kernel's.
+int64_t getDelayedNumBlocks(QuantizeDelayedOp op) {
+  RankedTensorType type = op.getInput().getType();
+  return op.getTransposed() || getTransposedPartner(op)
+             ? TileGrid(type).getNumBlocks()
+             : FlatGrid(1, type.getNumElements()).getNumBlocks();
 }
 
 /// Where the cast+transpose kernel of `op`, a transposed cast, is built:
@@ -734,83 +747,237 @@ bool canUpdateInPlace(Value history) {
   return func && func.getArgAttr(argument.getArgNumber(), kUpdatedAttrName);
 }
 
-/// CTA code that records the cast's amax in `entry` (history[0, index]),
-/// whatever amax the entry held (>= 0, -0 or NaN, as every history the ops
-/// write), without a kernel to zero it first: thread 0
-/// writes the CTA's `amax` (every thread holds it) to `partials[block]` and
-/// counts the CTA in the entry itself, an atomic unsigned max with 2^31 (an
-/// amax, >= 0 or NaN, has the sign bit clear: the first CTA makes the entry
-/// a count of 0) and an atomic add of 1. The CTA that completes the count
-/// reduces the partials (NaN-propagating, as the other amax kernels) and
-/// stores the max over the count. `buffer` is the CTA's max buffer
-/// (getCTAMaxBufferType), free for reuse.
+// How a delayed cast records its amax in history[0, index] in place, with
+// nothing zeroed before its kernel. The entry itself counts: an amax (>= 0,
+// -0 or NaN, as every history the ops write) is at most 2^31 as an unsigned
+// word, so an atomic unsigned max with 2^31 makes it a count of 0 whatever it
+// held, and atomic adds of 1 count. The last few CTAs reduce. Every other
+// CTA's thread 0 stores the CTA's amax to a partial, fences (release) and
+// counts the CTA: no returning atomic and no barrier, so the CTA ends as soon
+// as its stores are out. The reducers wait (thread 0 polls the count) until
+// all of those have counted, each takes the max of its slice of the partials
+// (one round of loads up to 63488 CTAs), and all but the last store theirs
+// as level-2 partials and count again; the last waits for those and stores
+// the max of them over the count. Waiting CTAs cannot starve the ones they
+// wait for: the hardware starts a grid's CTAs in index order, so the
+// reducers start last, and there are at most kMaxReducers of them, fewer
+// than the CTAs of this kernel that any GPU holds at once.
+
+/// Partials a thread loads at once (16-byte loads, all in flight), and so
+/// the partials a CTA covers in one round.
+constexpr int64_t kPartialsPerLoad = 4;
+constexpr int64_t kRecordLoads = 8;
+constexpr int64_t kPartialsPerRound =
+    kRecordLoads * kPartialsPerLoad * kThreadsPerBlock;
+constexpr int64_t kMaxReducers = 32;
+/// The sign bit, which marks the entry as a count, and a poll's back-off.
+constexpr uint32_t kCountBase = 0x80000000u;
+constexpr int32_t kPollSleepNs = 100;
+
+/// How the `numBlocks` CTAs of a delayed cast's kernel share the recording:
+/// the last `reducers` CTAs reduce slices of `rounds` rounds each, one
+/// reducer per kPartialsPerRound CTAs while that keeps them at most
+/// kMaxReducers. Where there are several, their level-2 partials follow the
+/// others' partials (aligned to a 16-byte load).
+struct AmaxRecordPlan {
+  int64_t numBlocks, reducers, rounds;
+
+  explicit AmaxRecordPlan(int64_t numBlocks)
+      : numBlocks(numBlocks),
+        reducers(std::min<int64_t>(llvm::divideCeil(numBlocks, kPartialsPerRound),
+                          kMaxReducers)),
+        rounds(llvm::divideCeil(numBlocks, reducers * kPartialsPerRound)) {}
+  /// Whether the count fits the entry's 31 bits.
+  static bool fits(int64_t numBlocks) { return numBlocks <= kCountBase; }
+  int64_t getFirstReducer() const { return numBlocks - reducers; }
+  int64_t getLevel2Start() const {
+    return llvm::alignTo(numBlocks, kPartialsPerLoad);
+  }
+  RankedTensorType getPartialsType(Builder &b) const {
+    int64_t level2 =
+        reducers > 1 ? llvm::alignTo(reducers, kPartialsPerLoad) : 0;
+    return RankedTensorType::get({getLevel2Start() + level2}, b.getF32Type());
+  }
+};
+
+/// The history entry as an unsigned word, and the partials.
+struct AmaxEntry {
+  Value words, partials;
+  SmallVector<Value, 2> indices;
+
+  Value i32(OpBuilder &b, Location l, uint32_t v) const {
+    return arith::ConstantIntOp::create(b, l, v, 32);
+  }
+  void atomic(OpBuilder &b, Location l, arith::AtomicRMWKind kind,
+              uint32_t v) const {
+    memref::AtomicRMWOp::create(b, l, kind, i32(b, l, v), words, indices);
+  }
+
+  /// Thread code: `value` into partials[slot], then the count. The release
+  /// fence waits for this warp's stores only (`membar.gl`, a fence.sc, would
+  /// order more and invalidate L1); the atomics return nothing to wait for.
+  void publish(OpBuilder &b, Location l, Value value, Value slot) const {
+    memref::StoreOp::create(b, l, value, partials, slot);
+    LLVM::FenceOp::create(b, l, LLVM::AtomicOrdering::release, "device");
+    atomic(b, l, arith::AtomicRMWKind::maxu, kCountBase);
+    atomic(b, l, arith::AtomicRMWKind::addi, 1);
+  }
+
+  /// Thread code: waits until `count` CTAs have published (an atomic read,
+  /// then a sleep, until the count is reached), then an acquire fence, so
+  /// that the CTA reads their partials after a barrier.
+  void await(OpBuilder &b, Location l, int64_t count) const {
+    atomic(b, l, arith::AtomicRMWKind::maxu, kCountBase);
+    scf::WhileOp::create(
+        b, l, TypeRange(), ValueRange(),
+        [&](OpBuilder &wb, Location wl, ValueRange) {
+          Value seen = memref::AtomicRMWOp::create(
+              wb, wl, arith::AtomicRMWKind::ori, i32(wb, wl, 0), words,
+              indices);
+          scf::ConditionOp::create(
+              wb, wl,
+              arith::CmpIOp::create(wb, wl, arith::CmpIPredicate::ult, seen,
+                                    i32(wb, wl, kCountBase + count)),
+              ValueRange());
+        },
+        [&](OpBuilder &wb, Location wl, ValueRange) {
+          NVVM::NanosleepOp::create(wb, wl, i32(wb, wl, kPollSleepNs));
+          scf::YieldOp::create(wb, wl);
+        });
+    LLVM::FenceOp::create(b, l, LLVM::AtomicOrdering::acquire, "device");
+  }
+
+  /// Thread code: the max over the count, NaN as the reference's bits.
+  void store(OpBuilder &b, Location l, Value total) const {
+    Value isNaN =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, total, total);
+    Value bits = arith::BitcastOp::create(b, l, b.getI32Type(), total);
+    bits = arith::SelectOp::create(b, l, isNaN, i32(b, l, 0x7FC00000u), bits);
+    memref::StoreOp::create(b, l, bits, words, indices);
+  }
+};
+
+/// The max of partials[first, end) (+0 if empty; `first` a multiple of 4)
+/// in `rounds` rounds, which every thread of the CTA takes a share of: in
+/// round i thread t loads the 16-byte groups first / 4 + 2048 i + t + 256 u,
+/// u < kRecordLoads, all in flight, clamped into the buffer; values from
+/// `end` on are dropped (+0 is below any amax).
+Value reduceSlice(OpBuilder &b, Location l, Value thread, Value partials,
+                  Value first, int64_t end, int64_t rounds) {
+  IndexArith ia{b, l};
+  auto type = VectorType::get({kPartialsPerLoad}, b.getF32Type());
+  auto indexType = VectorType::get({kPartialsPerLoad}, b.getIndexType());
+  int64_t lastGroup =
+      cast<MemRefType>(partials.getType()).getNumElements() / kPartialsPerLoad -
+      1;
+  Value lanes =
+      arith::ConstantOp::create(b, l, b.getIndexVectorAttr({0, 1, 2, 3}));
+  Value bound = vector::BroadcastOp::create(b, l, indexType, cIndex(b, l, end));
+  Value zero = splat(b, l, lanes, b.getF32FloatAttr(0.0f));
+  Value firstGroup =
+      arith::AddIOp::create(b, l, ia.div(first, kPartialsPerLoad), thread);
+  int64_t groupsPerRound = kPartialsPerRound / kPartialsPerLoad;
+  auto round = scf::ForOp::create(
+      b, l, cIndex(b, l, 0), cIndex(b, l, rounds), cIndex(b, l, 1), zero,
+      [&](OpBuilder &fb, Location fl, Value i, ValueRange maxima) {
+        IndexArith fa{fb, fl};
+        Value max = maxima.front();
+        Value roundGroup = fa.fma(i, groupsPerRound, firstGroup);
+        for (int64_t u = 0; u < kRecordLoads; ++u) {
+          Value group = arith::AddIOp::create(
+              fb, fl, roundGroup, cIndex(fb, fl, u * kThreadsPerBlock));
+          Value clamped =
+              arith::MinUIOp::create(fb, fl, group, cIndex(fb, fl, lastGroup));
+          Value values =
+              loadVector(fb, fl, type, partials,
+                         {fa.fma(clamped, kPartialsPerLoad, cIndex(fb, fl, 0))});
+          Value elements = arith::AddIOp::create(
+              fb, fl,
+              vector::BroadcastOp::create(
+                  fb, fl, indexType,
+                  fa.fma(group, kPartialsPerLoad, cIndex(fb, fl, 0))),
+              lanes);
+          Value inside = arith::CmpIOp::create(
+              fb, fl, arith::CmpIPredicate::ult, elements, bound);
+          max = arith::MaximumFOp::create(
+              fb, fl, max,
+              arith::SelectOp::create(fb, fl, inside, values, zero));
+        }
+        scf::YieldOp::create(fb, fl, max);
+      });
+  return vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF,
+                                     round.getResult(0));
+}
+
+/// CTA code that records the cast's amax (every thread holds the CTA's
+/// `amax`) in history[0, index], as the comment above says, with `partials`
+/// of plan.getPartialsType(). `buffer` is the CTA's max buffer
+/// (getCTAMaxBufferType), free for reuse after a barrier.
 void buildRecordAmax(OpBuilder &b, Location l, const KernelIds &ids,
                      Value amax, Value partials, Value history, int64_t index,
-                     int64_t numBlocks, Value buffer) {
-  auto i32 = [&](OpBuilder &nb, Location nl, uint32_t v) {
-    return arith::ConstantIntOp::create(nb, nl, v, 32).getResult();
-  };
-  SmallVector<Value> entry = {cIndex(b, l, 0), cIndex(b, l, index)};
+                     const AmaxRecordPlan &plan, Value buffer) {
   auto historyType = cast<MemRefType>(history.getType());
-  Value words = arith::BitcastOp::create(
-      b, l, historyType.clone(b.getI32Type()), history);
-  auto fence = [](OpBuilder &nb, Location nl) {
-    NVVM::MembarOp::create(nb, nl, NVVM::MemScopeKind::GPU);
+  AmaxEntry entry{arith::BitcastOp::create(
+                      b, l, historyType.clone(b.getI32Type()), history),
+                  partials, {cIndex(b, l, 0), cIndex(b, l, index)}};
+  int64_t firstReducer = plan.getFirstReducer();
+  int64_t level2 = plan.getLevel2Start();
+  auto onThread0 = [&](OpBuilder &nb, Location nl,
+                       function_ref<void(OpBuilder &, Location)> then) {
+    buildIf(nb, nl, isZeroIndex(nb, nl, ids.thread), then);
   };
-  gpu::BarrierOp::create(b, l); // every thread has read `buffer`
-  buildIf(b, l, isZeroIndex(b, l, ids.thread), [&](OpBuilder &nb,
-                                                    Location nl) {
-    memref::StoreOp::create(nb, nl, amax, partials, ids.block);
-    fence(nb, nl);
-    memref::AtomicRMWOp::create(nb, nl, arith::AtomicRMWKind::maxu,
-                                i32(nb, nl, 0x80000000u), words, entry);
-    Value before = memref::AtomicRMWOp::create(
-        nb, nl, arith::AtomicRMWKind::addi, i32(nb, nl, 1), words, entry);
-    Value last = arith::CmpIOp::create(
-        nb, nl, arith::CmpIPredicate::eq, before,
-        i32(nb, nl, 0x80000000u + static_cast<uint32_t>(numBlocks - 1)));
-    Value flag = arith::UIToFPOp::create(
-        nb, nl, nb.getF32Type(),
-        arith::ExtUIOp::create(nb, nl, nb.getI32Type(), last));
-    memref::StoreOp::create(nb, nl, flag, buffer, cIndex(nb, nl, 0));
-  });
-  gpu::BarrierOp::create(b, l);
-  Value isLast = arith::CmpFOp::create(
-      b, l, arith::CmpFPredicate::ONE,
-      memref::LoadOp::create(b, l, buffer, cIndex(b, l, 0)), zeroF32(b, l));
-  // A branch uniform over the CTA: its barriers stay in step.
-  buildIf(b, l, isLast, [&](OpBuilder &nb, Location nl) {
-    fence(nb, nl);
-    // Thread t reads partials t, t + 256, ...: unrolled (the count is
-    // static), so that its loads are in flight together, the last round's
-    // index clamped and its value dropped past the end (0 is below any amax).
-    Value max = zeroF32(nb, nl);
-    for (int64_t first = 0; first < numBlocks; first += kThreadsPerBlock) {
-      Value block = arith::AddIOp::create(nb, nl, ids.thread,
-                                          cIndex(nb, nl, first));
-      Value inside = cmpLT(nb, nl, block, cIndex(nb, nl, numBlocks));
-      Value partial = memref::LoadOp::create(
-          nb, nl, partials,
-          arith::MinUIOp::create(nb, nl, block, cIndex(nb, nl, numBlocks - 1))
-              .getResult());
-      if (first + kThreadsPerBlock > numBlocks)
-        partial =
-            arith::SelectOp::create(nb, nl, inside, partial, zeroF32(nb, nl));
-      max = arith::MaximumFOp::create(nb, nl, max, partial);
-    }
-    gpu::BarrierOp::create(nb, nl); // every thread has read the flag
-    Value total = buildCTAMax(nb, nl, max, ids.thread, buffer);
-    buildIf(nb, nl, isZeroIndex(nb, nl, ids.thread),
-            [&](OpBuilder &tb, Location tl) {
-              Value isNaN = arith::CmpFOp::create(
-                  tb, tl, arith::CmpFPredicate::UNO, total, total);
-              Value bits =
-                  arith::BitcastOp::create(tb, tl, tb.getI32Type(), total);
-              bits = arith::SelectOp::create(tb, tl, isNaN,
-                                             i32(tb, tl, 0x7FC00000u), bits);
-              memref::StoreOp::create(tb, tl, bits, words, entry);
+  // Every thread's max of `value` and partials[first, end), over the CTA.
+  auto reduce = [&](OpBuilder &nb, Location nl, Value value, Value first,
+                    int64_t end, int64_t rounds) {
+    gpu::BarrierOp::create(nb, nl); // thread 0 has waited; `buffer` is free
+    Value slice = reduceSlice(nb, nl, ids.thread, partials, first, end, rounds);
+    return buildCTAMax(nb, nl, arith::MaximumFOp::create(nb, nl, value, slice),
+                       ids.thread, buffer);
+  };
+  // Block-uniform branches: their barriers stay in step.
+  buildIf(
+      b, l, cmpLT(b, l, ids.block, cIndex(b, l, firstReducer)),
+      [&](OpBuilder &nb, Location nl) {
+        onThread0(nb, nl, [&](OpBuilder &tb, Location tl) {
+          entry.publish(tb, tl, amax, ids.block);
+        });
+      },
+      [&](OpBuilder &rb, Location rl) {
+        Value reducer = arith::SubIOp::create(rb, rl, ids.block,
+                                              cIndex(rb, rl, firstReducer));
+        onThread0(rb, rl, [&](OpBuilder &tb, Location tl) {
+          entry.await(tb, tl, firstReducer);
+        });
+        Value first = IndexArith{rb, rl}.fma(
+            reducer, plan.rounds * kPartialsPerRound, cIndex(rb, rl, 0));
+        Value slice = reduce(rb, rl, amax, first, firstReducer, plan.rounds);
+        auto last = [&](OpBuilder &nb, Location nl) {
+          Value total = slice;
+          if (plan.reducers > 1) {
+            onThread0(nb, nl, [&](OpBuilder &tb, Location tl) {
+              entry.await(tb, tl, plan.numBlocks - 1);
             });
-  });
+            total = reduce(nb, nl, slice, cIndex(nb, nl, level2),
+                           level2 + plan.reducers - 1, 1);
+          }
+          onThread0(nb, nl, [&](OpBuilder &tb, Location tl) {
+            entry.store(tb, tl, total);
+          });
+        };
+        if (plan.reducers == 1)
+          return last(rb, rl);
+        buildIf(
+            rb, rl,
+            arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::eq, reducer,
+                                  cIndex(rb, rl, plan.reducers - 1)),
+            last, [&](OpBuilder &nb, Location nl) {
+              onThread0(nb, nl, [&](OpBuilder &tb, Location tl) {
+                entry.publish(tb, tl, slice,
+                              arith::AddIOp::create(tb, tl, reducer,
+                                                    cIndex(tb, tl, level2)));
+              });
+            });
+      });
 }
 
 /// A plain delayed cast by the flat kernel, a transposed one (with its plain
@@ -836,6 +1003,10 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
         ElementConversion::get(op.getData().getType().getElementType(), chip);
     if (!conversion)
       return rewriter.notifyMatchFailure(op, "no conversion on the chip");
+    int64_t numBlocks = getDelayedNumBlocks(op);
+    if (!AmaxRecordPlan::fits(numBlocks))
+      return rewriter.notifyMatchFailure(op, "too many CTAs to count");
+    AmaxRecordPlan recordPlan(numBlocks);
     QuantizeDelayedOp partner = getTransposedPartner(op);
     Location loc = op.getLoc();
     int64_t index = op.getIndex();
@@ -852,12 +1023,8 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
       buildHistoryCopy(rewriter, loc, toBuffer(rewriter, loc, op.getHistory()),
                        newHistory, index);
     }
-    int64_t numBlocks =
-        op.getTransposed() || partner
-            ? TileGrid(inputType).getNumBlocks()
-            : FlatGrid(1, inputType.getNumElements()).getNumBlocks();
-    Value partials = allocDevice(
-        rewriter, loc, RankedTensorType::get({numBlocks}, rewriter.getF32Type()));
+    Value partials =
+        allocDevice(rewriter, loc, recordPlan.getPartialsType(rewriter));
 
     // What every CTA ends with: the scale's inverse from the first thread,
     // and its amax recorded in the new history (`buffer`: the CTA's max
@@ -868,7 +1035,7 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
         memref::StoreOp::create(nb, nl, buildDelayedScaleInverse(nb, nl, scale),
                                 scaleInv, cIndex(nb, nl, 0));
       });
-      buildRecordAmax(b, l, ids, amax, partials, newHistory, index, numBlocks,
+      buildRecordAmax(b, l, ids, amax, partials, newHistory, index, recordPlan,
                       buffer);
     };
     auto loadScale = [&](OpBuilder &b, Location l) {
@@ -944,11 +1111,10 @@ private:
 
 std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
   auto delayed = dyn_cast<QuantizeDelayedOp>(op);
-  if (delayed && delayed.getTransposed())
-    return isTileable(delayed.getInput().getType())
-               ? ""
-               : "the cast+transpose GPU kernel needs both matrix dimensions "
-                 "to be multiples of 16";
+  if (delayed && delayed.getTransposed() &&
+      !isTileable(delayed.getInput().getType()))
+    return "the cast+transpose GPU kernel needs both matrix dimensions to be "
+           "multiples of 16";
   if (auto sum = dyn_cast<ColumnSumOp>(op))
     return sum.getInput().getType().getDimSize(1) % kElementsPerLane
                ? "the column-sum GPU kernel needs the column count to be a "
@@ -961,6 +1127,11 @@ std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
       !isChunked(cast<RankedTensorType>(input.getType()).getNumElements()))
     return "the per-tensor GPU kernels need the element count of the tensor "
            "to be a multiple of 16";
+  if (delayed && !AmaxRecordPlan::fits(getDelayedNumBlocks(delayed)))
+    return llvm::formatv("the delayed cast's kernel would have {0} CTAs; the "
+                         "history entry counts at most 2^31",
+                         getDelayedNumBlocks(delayed))
+        .str();
   return "";
 }
 
