@@ -1,7 +1,9 @@
 """mx.column_sum on a GPU (a linear layer's bias gradient): the standalone kernel and the one fused
 into the cast+transpose kernel of current and delayed per-tensor scaling, against the float64
 column sum within the contract's bound (docs/numerics.md); the fused and the standalone sums equal
-bit for bit (the same order of additions), and the fused kernel's casts equal mx.reference's.
+bit for bit (the same order of additions), and the fused kernel's casts equal mx.reference's. Also
+the delayed casts that record their amax in the caller's history, up to 262656 CTAs (the recording
+of docs/gpu.md's `mx.quantize_delayed` row).
 
 Needs torch with a CUDA device; skipped otherwise. A GPU machine has no mx-opt, so its kernels come
 from mx.compile's cache: `python python/tests/test_gpu_column_sum.py build DIR [CHIP]` compiles every
