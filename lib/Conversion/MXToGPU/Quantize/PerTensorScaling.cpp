@@ -756,7 +756,7 @@ bool canUpdateInPlace(Value history) {
 // counts the CTA: no returning atomic and no barrier, so the CTA ends as soon
 // as its stores are out. The reducers wait (thread 0 polls the count) until
 // all of those have counted, each takes the max of its slice of the partials
-// (one round of loads up to 63488 CTAs), and all but the last store theirs
+// (one round of loads up to 262144 CTAs), and all but the last store theirs
 // as level-2 partials and count again; the last waits for those and stores
 // the max of them over the count. Waiting CTAs cannot starve the ones they
 // wait for: the hardware starts a grid's CTAs in index order, so the
@@ -784,8 +784,8 @@ struct AmaxRecordPlan {
 
   explicit AmaxRecordPlan(int64_t numBlocks)
       : numBlocks(numBlocks),
-        reducers(std::min<int64_t>(llvm::divideCeil(numBlocks, kPartialsPerRound),
-                          kMaxReducers)),
+        reducers(std::min<int64_t>(
+            llvm::divideCeil(numBlocks, kPartialsPerRound), kMaxReducers)),
         rounds(llvm::divideCeil(numBlocks, reducers * kPartialsPerRound)) {}
   /// Whether the count fits the entry's 31 bits.
   static bool fits(int64_t numBlocks) { return numBlocks <= kCountBase; }
@@ -831,9 +831,9 @@ struct AmaxEntry {
     scf::WhileOp::create(
         b, l, TypeRange(), ValueRange(),
         [&](OpBuilder &wb, Location wl, ValueRange) {
-          Value seen = memref::AtomicRMWOp::create(
-              wb, wl, arith::AtomicRMWKind::ori, i32(wb, wl, 0), words,
-              indices);
+          Value seen =
+              memref::AtomicRMWOp::create(wb, wl, arith::AtomicRMWKind::ori,
+                                          i32(wb, wl, 0), words, indices);
           scf::ConditionOp::create(
               wb, wl,
               arith::CmpIOp::create(wb, wl, arith::CmpIPredicate::ult, seen,
@@ -888,9 +888,9 @@ Value reduceSlice(OpBuilder &b, Location l, Value thread, Value partials,
               fb, fl, roundGroup, cIndex(fb, fl, u * kThreadsPerBlock));
           Value clamped =
               arith::MinUIOp::create(fb, fl, group, cIndex(fb, fl, lastGroup));
-          Value values =
-              loadVector(fb, fl, type, partials,
-                         {fa.fma(clamped, kPartialsPerLoad, cIndex(fb, fl, 0))});
+          Value values = loadVector(
+              fb, fl, type, partials,
+              {fa.fma(clamped, kPartialsPerLoad, cIndex(fb, fl, 0))});
           Value elements = arith::AddIOp::create(
               fb, fl,
               vector::BroadcastOp::create(
@@ -913,13 +913,14 @@ Value reduceSlice(OpBuilder &b, Location l, Value thread, Value partials,
 /// `amax`) in history[0, index], as the comment above says, with `partials`
 /// of plan.getPartialsType(). `buffer` is the CTA's max buffer
 /// (getCTAMaxBufferType), free for reuse after a barrier.
-void buildRecordAmax(OpBuilder &b, Location l, const KernelIds &ids,
-                     Value amax, Value partials, Value history, int64_t index,
+void buildRecordAmax(OpBuilder &b, Location l, const KernelIds &ids, Value amax,
+                     Value partials, Value history, int64_t index,
                      const AmaxRecordPlan &plan, Value buffer) {
   auto historyType = cast<MemRefType>(history.getType());
   AmaxEntry entry{arith::BitcastOp::create(
                       b, l, historyType.clone(b.getI32Type()), history),
-                  partials, {cIndex(b, l, 0), cIndex(b, l, index)}};
+                  partials,
+                  {cIndex(b, l, 0), cIndex(b, l, index)}};
   int64_t firstReducer = plan.getFirstReducer();
   int64_t level2 = plan.getLevel2Start();
   auto onThread0 = [&](OpBuilder &nb, Location nl,
@@ -966,17 +967,16 @@ void buildRecordAmax(OpBuilder &b, Location l, const KernelIds &ids,
         };
         if (plan.reducers == 1)
           return last(rb, rl);
-        buildIf(
-            rb, rl,
-            arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::eq, reducer,
-                                  cIndex(rb, rl, plan.reducers - 1)),
-            last, [&](OpBuilder &nb, Location nl) {
-              onThread0(nb, nl, [&](OpBuilder &tb, Location tl) {
-                entry.publish(tb, tl, slice,
-                              arith::AddIOp::create(tb, tl, reducer,
-                                                    cIndex(tb, tl, level2)));
-              });
-            });
+        buildIf(rb, rl,
+                arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::eq, reducer,
+                                      cIndex(rb, rl, plan.reducers - 1)),
+                last, [&](OpBuilder &nb, Location nl) {
+                  onThread0(nb, nl, [&](OpBuilder &tb, Location tl) {
+                    entry.publish(tb, tl, slice,
+                                  arith::AddIOp::create(
+                                      tb, tl, reducer, cIndex(tb, tl, level2)));
+                  });
+                });
       });
 }
 
