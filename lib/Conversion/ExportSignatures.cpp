@@ -114,6 +114,11 @@ LogicalResult mx::exportSignatures(ModuleOp module) {
            << "' is reserved for the function signatures that "
               "mx-export-signatures records; rename it";
   std::optional<std::string> json = getSignaturesJson(module);
+  // The marks are read: the LLVM functions that follow have no tensor or
+  // memref arguments for them (the C interface's descriptor pointers).
+  for (auto func : module.getOps<func::FuncOp>())
+    for (unsigned index = 0; index < func.getNumArguments(); ++index)
+      func.removeArgAttr(index, kUpdatedAttrName);
   if (!json)
     return success();
 

@@ -1,7 +1,9 @@
 """mx.column_sum on a GPU (a linear layer's bias gradient): the standalone kernel and the one fused
 into the cast+transpose kernel of current and delayed per-tensor scaling, against the float64
 column sum within the contract's bound (docs/numerics.md); the fused and the standalone sums equal
-bit for bit (the same order of additions), and the fused kernel's casts equal mx.reference's.
+bit for bit (the same order of additions), and the fused kernel's casts equal mx.reference's. Also
+the delayed casts that record their amax in the caller's history, up to 262656 CTAs (the recording
+of docs/gpu.md's `mx.quantize_delayed` row).
 
 Needs torch with a CUDA device; skipped otherwise. A GPU machine has no mx-opt, so its kernels come
 from mx.compile's cache: `python python/tests/test_gpu_column_sum.py build DIR [CHIP]` compiles every
@@ -21,6 +23,10 @@ STANDALONE = [((1, 16), "f32"), ((33, 144), "bf16"), ((48, 16), "f16"), ((70, 16
               ((80, 144), "bf16"), ((4160, 16), "f32"), ((4160, 144), "bf16")]
 FUSED = [((48, 144), "bf16"), ((80, 16), "f32"), ((4160, 144), "bf16"), ((1024, 1024), "f16")]
 ELEM = "f8E5M2"  # a gradient's element under "hybrid"
+# Delayed casts of many CTAs (the flat kernel's 16 Ki elements a CTA, the cast+transpose kernel's
+# 64 x 64 tiles): 3968 / 15872 (bench/linear.py's M = 15872), 2061 / 8385 (odd counts), 15872 /
+# 63488 (8 reducers) and 65664 / 262656 CTAs (32 reducers, slices of two rounds).
+RECORD_SHAPES = [(15872, 4096), (8208, 4112), (15872, 16384), (32768, 32832)]
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
 
@@ -49,6 +55,9 @@ def programs(target):
         delayed_kernel(shape, dtype, target)
         for transposed in (False, True):
             delayed_in_place_kernel(shape, dtype, transposed, target)
+    for shape in RECORD_SHAPES:
+        for transposed in (False, True):
+            delayed_in_place_kernel(shape, "bf16", transposed, target)
 
 
 if __name__ == "__main__":
@@ -134,3 +143,65 @@ def test_delayed_in_place(rng, shape, dtype, transposed, entry):
                               "transposed")
             assert_column_sum(to_numpy(results[3], np.float32), x)
         x = (x * 0.5).astype(x.dtype)
+
+
+def record_positions(shape, transposed):
+    """An element in each CTA of the delayed cast's kernel that the recording treats apart: the
+    first ones, those around a reducer's slice of 8192 partials, the last CTA that only publishes,
+    the reducers (the last min(ceil(n / 8192), 32) CTAs, the very last storing the entry), one in
+    the middle. The CTAs as PerTensorScaling.cpp cuts them: 64 x 64 tiles row by row for the
+    cast+transpose kernel, 16 Ki consecutive elements for the flat one."""
+    rows, cols = shape
+    if transposed:
+        tile_cols = -(-cols // 64)
+        n = -(-rows // 64) * tile_cols
+        def element(cta):
+            return (cta // tile_cols) * 64, (cta % tile_cols) * 64
+    else:
+        n = -(-rows * cols // 16384)
+        def element(cta):
+            return divmod(cta * 16384, cols)
+    reducers = min(-(-n // 8192), 32)
+    ctas = {0, 1, 8191, 8192, 16384, n // 2, n - reducers - 1, n - reducers, n - 2, n - 1}
+    return [element(cta) for cta in sorted(c for c in ctas if 0 <= c < n)]
+
+
+@pytest.mark.parametrize("shape", RECORD_SHAPES)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_delayed_records_many_ctas(rng, shape, transposed):
+    """The amax that a delayed cast of up to 262656 CTAs records in place equals numpy's max |x|,
+    bit for bit, whatever the entry held: x is -0 everywhere (amax +0, not -0) but for values in
+    the CTAs of record_positions; each of those CTAs holds the largest value in turn (a partial
+    that a publisher, a reducer's slice, a level-2 partial or the last reducer's own lost would
+    show); a NaN (negative) in one CTA gives 0x7FC00000. The other history entries stay."""
+    kernel = delayed_in_place_kernel(shape, "bf16", transposed, TARGET)
+    positions = record_positions(shape, transposed)
+    at = tuple(torch.tensor(axis, device="cuda") for axis in zip(*positions))
+    x = torch.full(shape, -0.0, dtype=torch.bfloat16, device="cuda")
+    scales = from_numpy(np.ones(3, np.float32))
+    history = np.abs(rng.standard_normal((4, 3))).astype(np.float32)
+    buffer = from_numpy(history)
+    entries = iter([3e38, -0.0, np.nan, 0.0] * (len(positions) + 2))
+
+    def check(values, what):
+        history[0, 1] = next(entries)
+        buffer.copy_(from_numpy(history))
+        x[at] = from_numpy(values.astype(ml_dtypes.bfloat16))
+        kernel(x, scales, buffer)
+        magnitudes = np.abs(values.astype(ml_dtypes.bfloat16).astype(np.float32))
+        history[0, 1] = np.nan if np.isnan(magnitudes).any() else magnitudes.max()
+        expected = history.copy()
+        if np.isnan(expected[0, 1]):
+            expected.view(np.uint32)[0, 1] = 0x7FC00000
+        assert_bits_equal(to_numpy(buffer, np.float32), expected, f"history, {what}")
+
+    check(np.full(len(positions), -0.0), "all -0")
+    signs = rng.choice([-1.0, 1.0], len(positions))
+    for i, position in enumerate(positions):
+        values = signs * rng.uniform(0.5, 1.0, len(positions))
+        values[i] = signs[i] * 1.5
+        check(values, f"the largest in the CTA of element {position}")
+    values = signs * rng.uniform(0.5, 1.0, len(positions))
+    values[len(positions) // 2] = -np.nan
+    check(values, "a NaN")
+

@@ -604,7 +604,10 @@ def ExportSignatures : Pass<"mx-export-signatures", "mlir::ModuleOp"> {
     A function with arguments marked `mx.updated` (the arguments it updates
     in place: `mx-drop-in-place-results` leaves the mark on those only) has
     one more key after
-    `"results"`: `"updated":[i,...]`, their indices in increasing order.
+    `"results"`: `"updated":[i,...]`, their indices in increasing order. The
+    pass is the mark's last reader and removes it from every function: the
+    LLVM functions that follow have no tensor or memref arguments for it (the
+    mx dialect verifies that it marks one).
 
     A module without a public function gets no global. A module that already
     has a symbol `_mx_signatures` is an error, reported on that symbol.

@@ -273,30 +273,39 @@ func.func @amax_odd(%x: tensor<7x9xbf16>) -> tensor<f32> {
 
 // Delayed scaling: one read of the input that casts and records its amax in
 // the history. Here the history argument is not mx.updated (the caller keeps
-// it): a copy with [0, index] zeroed first. Each CTA writes its amax to a
-// partial and counts itself in the history entry (atomic max with 2^31, then
-// add 1); the CTA that completes the count stores the max of the partials
-// there.
+// it): a copy with [0, index] zeroed first. The kernel has one CTA, which is
+// its only reducer: it counts in the history entry (atomic max with 2^31),
+// waits for a count of 0 other CTAs (an atomic read, a sleep), reduces the
+// partials (none: all dropped), and stores the max there.
 // CHECK-LABEL: func @quantize_delayed
 // CHECK: %[[INV:.*]] = gpu.alloc () : memref<1xf32>
 // CHECK: %[[HISTORY:.*]] = gpu.alloc () : memref<16x3xf32>
 // CHECK: gpu.launch
 // CHECK:   memref.store %{{.*}}, %[[HISTORY]][%{{.*}}, %{{.*}}] : memref<16x3xf32>
-// CHECK: %[[PARTIALS:.*]] = gpu.alloc () : memref<1xf32>
+// CHECK: %[[PARTIALS:.*]] = gpu.alloc () : memref<4xf32>
 // CHECK: gpu.launch
 // CHECK:   memref.load %{{.*}}[%c1] : memref<3xf32>
 // CHECK-COUNT-4: vector.store %{{.*}} {alignment = 16 : i64} : memref<8192xf8E4M3FN>, vector<16xf8E4M3FN>
 // CHECK:   memref.store %{{.*}}, %[[INV]][%c0] : memref<1xf32>
 // CHECK:   %[[BITS:.*]] = arith.bitcast %[[HISTORY]] : memref<16x3xf32> to memref<16x3xi32>
-// CHECK:   memref.store %{{.*}}, %[[PARTIALS]][%{{.*}}] : memref<1xf32>
-// CHECK:   nvvm.memory.barrier <gpu>
-// CHECK:   memref.atomic_rmw maxu %{{.*}}, %[[BITS]][%c0, %c1] : (i32, memref<16x3xi32>) -> i32
-// CHECK:   %[[BEFORE:.*]] = memref.atomic_rmw addi %{{.*}}, %[[BITS]][%c0, %c1] : (i32, memref<16x3xi32>) -> i32
-// CHECK:   arith.cmpi eq, %[[BEFORE]], %c-2147483648_i32 : i32
-// CHECK:   memref.load %[[PARTIALS]][%{{.*}}] : memref<1xf32>
-// CHECK:   arith.select
-// CHECK:   arith.maximumf
-// CHECK:   memref.store %{{.*}}, %[[BITS]][%c0, %c1] : memref<16x3xi32>
+// CHECK:   scf.if
+// CHECK:     memref.store %{{.*}}, %[[PARTIALS]][%{{.*}}] : memref<4xf32>
+// CHECK:     llvm.fence syncscope("device") release
+// CHECK:     memref.atomic_rmw maxu %c-2147483648_i32, %[[BITS]][%c0, %c1]
+// CHECK:     memref.atomic_rmw addi %c1_i32, %[[BITS]][%c0, %c1]
+// CHECK:   } else {
+// CHECK:     memref.atomic_rmw maxu %c-2147483648_i32, %[[BITS]][%c0, %c1]
+// CHECK:     scf.while
+// CHECK:       %[[SEEN:.*]] = memref.atomic_rmw ori %c0_i32, %[[BITS]][%c0, %c1]
+// CHECK:       %[[PENDING:.*]] = arith.cmpi ult, %[[SEEN]], %c-2147483648_i32 : i32
+// CHECK:       scf.condition(%[[PENDING]])
+// CHECK:       nvvm.nanosleep
+// CHECK:     llvm.fence syncscope("device") acquire
+// CHECK:     gpu.barrier
+// CHECK-COUNT-8: vector.load %[[PARTIALS]][%{{.*}}] {alignment = 16 : i64} : memref<4xf32>, vector<4xf32>
+// CHECK:     gpu.barrier
+// CHECK:     arith.select %{{.*}}, %c2143289344_i32, %{{.*}} : i32
+// CHECK:     memref.store %{{.*}}, %[[BITS]][%c0, %c1] : memref<16x3xi32>
 // CHECK-NOT: gpu.launch
 func.func @quantize_delayed(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
   %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
@@ -319,6 +328,75 @@ func.func @quantize_delayed(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tens
 func.func @quantize_delayed_in_place(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32> {mx.updated}) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
   %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
   return %y, %sinv, %h1 : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+}
+
+// -----
+
+// 8217 CTAs (16 Ki elements each): two reducers, the last two CTAs. The other
+// 8215 store a partial and count; both reducers wait for that count and reduce
+// a slice of the partials in one round (8 loads of 16 bytes a thread, in an
+// scf.for of one iteration that canonicalization folds); the
+// first stores its max as a level-2 partial (at 8220, after the others,
+// aligned) and counts; the last waits for 8216, reduces the level-2 partials
+// [8220, 8221) with its own and stores the max.
+// CHECK-LABEL: func @quantize_delayed_two_reducers
+// CHECK: %[[PARTIALS:.*]] = gpu.alloc () : memref<8224xf32>
+// CHECK: gpu.launch
+// CHECK:   %[[BITS:.*]] = arith.bitcast %{{.*}} : memref<16x3xf32> to memref<16x3xi32>
+// CHECK:   %[[PUBLISHES:.*]] = arith.cmpi ult, %[[BLOCK:[^,]*]], %c8215 : index
+// CHECK:   scf.if %[[PUBLISHES]] {
+// CHECK:     memref.store %{{.*}}, %[[PARTIALS]][%[[BLOCK]]] : memref<8224xf32>
+// CHECK:     llvm.fence syncscope("device") release
+// CHECK:     memref.atomic_rmw addi %c1_i32, %[[BITS]][%c0, %c2]
+// CHECK:   } else {
+// CHECK:     %[[REDUCER:.*]] = arith.subi %[[BLOCK]], %c8215 : index
+// CHECK:       arith.cmpi ult, %{{.*}}, %c-2147475433_i32 : i32
+// CHECK:     arith.muli %[[REDUCER]], %c8192 : index
+// CHECK:     scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args
+// CHECK-COUNT-8: vector.load %[[PARTIALS]]
+// CHECK:     %[[LAST:.*]] = arith.cmpi eq, %[[REDUCER]], %c1 : index
+// CHECK:     scf.if %[[LAST]] {
+// CHECK:         arith.cmpi ult, %{{.*}}, %c-2147475432_i32 : i32
+// CHECK:       gpu.barrier
+// CHECK:       arith.addi %{{.*}}, %c2055 : index
+// CHECK:       vector.load %[[PARTIALS]]
+// CHECK:       memref.store %{{.*}}, %[[BITS]][%c0, %c2] : memref<16x3xi32>
+// CHECK:     } else {
+// CHECK:       %[[SLOT:.*]] = arith.addi %[[REDUCER]], %c8220 : index
+// CHECK:       memref.store %{{.*}}, %[[PARTIALS]][%[[SLOT]]] : memref<8224xf32>
+// CHECK:       llvm.fence syncscope("device") release
+// CHECK:       memref.atomic_rmw addi %c1_i32, %[[BITS]][%c0, %c2]
+func.func @quantize_delayed_two_reducers(%x: tensor<8208x16400xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32> {mx.updated}) -> (tensor<8208x16400xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 2 : tensor<8208x16400xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<8208x16400xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %sinv, %h1 : tensor<8208x16400xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+}
+
+// -----
+
+// 512 x 513 tiles of the cast+transpose kernel (262656 CTAs): kMaxReducers (32)
+// reducers, the last 32 CTAs, each reducing a slice of 2 rounds (16384
+// partials); the level-2 partials at [262656, 262688).
+// CHECK-LABEL: func @quantize_delayed_rounds
+// CHECK: gpu.alloc () : memref<262688xf32>
+// CHECK:   arith.cmpi ult, %{{.*}}, %c262624 : index
+// CHECK:     %[[REDUCER:.*]] = arith.subi %{{.*}}, %c262624 : index
+// CHECK:     arith.muli %[[REDUCER]], %c16384 : index
+// CHECK:     scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args
+// CHECK:     arith.cmpi eq, %[[REDUCER]], %c31 : index
+// CHECK:       arith.addi %[[REDUCER]], %c262656 : index
+func.func @quantize_delayed_rounds(%x: tensor<32768x32832xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32> {mx.updated}) -> (tensor<32832x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<32768x32832xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<32832x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %sinv, %h1 : tensor<32832x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+}
+
+// -----
+
+// 65536 x 32769 tiles of the cast+transpose kernel: more CTAs than the
+// history entry's 31 bits count.
+func.func @quantize_delayed_too_many_ctas(%x: tensor<4194304x2097216xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<2097216x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  // expected-error @+1 {{'mx.quantize_delayed' op has no GPU lowering: the delayed cast's kernel would have 2147549184 CTAs; the history entry counts at most 2^31}}
+  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<4194304x2097216xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<2097216x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %sinv, %h1 : tensor<2097216x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
 }
 
 // -----

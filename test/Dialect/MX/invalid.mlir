@@ -804,3 +804,34 @@ func.func @gather_join_not_a_chain(%t: tensor<128x64xf8E4M3FN>) {
   %g = mx.gather_join %t : tensor<128x64xf8E4M3FN>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 1 has 'mx.updated': expected a unit attribute, got 'true'}}
+func.func @updated_not_unit(%x: tensor<4xf32>, %h: tensor<16x3xf32> {mx.updated = true}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0 has 'mx.updated': expected a ranked tensor or memref argument, got 'f32'}}
+func.func @updated_scalar(%s: f32 {mx.updated}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0 has 'mx.updated': expected a ranked tensor or memref argument, got 'tensor<*xf32>'}}
+func.func private @updated_unranked(tensor<*xf32> {mx.updated})
+
+// -----
+
+// expected-error @+1 {{'llvm.func' op argument 0 has 'mx.updated': expected a ranked tensor or memref argument, got '!llvm.ptr'}}
+llvm.func @updated_pointer(!llvm.ptr {mx.updated})
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 2 has the unknown attribute 'mx.update': the mx dialect's argument attribute is 'mx.updated'}}
+func.func @unknown_argument_attribute(%x: tensor<4xf32>, %y: tensor<4xf32>, %h: tensor<16x3xf32> {mx.update}) {
+  return
+}

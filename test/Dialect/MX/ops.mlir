@@ -204,3 +204,13 @@ func.func @gather_chunks(%c0: tensor<32x64xf8E4M3FN>, %c1: tensor<32x64xf8E4M3FN
   %g = mx.gather_join %g1 : tensor<128x64xf8E4M3FN>
   return %g : tensor<128x64xf8E4M3FN>
 }
+
+// The dialect's argument attribute: mx.updated on a ranked tensor or memref
+// argument of a function, a definition or a declaration.
+// CHECK-LABEL: func @updated_arguments
+// CHECK-SAME: %{{.*}}: tensor<16x3xf32> {mx.updated}, %{{.*}}: memref<4xf32> {mx.updated}, %{{.*}}: f32)
+// CHECK-LABEL: func private @updated_declaration(tensor<2xbf16> {mx.updated})
+func.func @updated_arguments(%h: tensor<16x3xf32> {mx.updated}, %m: memref<4xf32> {mx.updated}, %s: f32) -> tensor<16x3xf32> {
+  return %h : tensor<16x3xf32>
+}
+func.func private @updated_declaration(tensor<2xbf16> {mx.updated})

@@ -107,11 +107,19 @@ SmallVector<Value> gpu_kernels::delinearize(OpBuilder &b, Location loc,
 }
 
 void gpu_kernels::buildIf(OpBuilder &b, Location loc, Value condition,
-                          function_ref<void(OpBuilder &, Location)> then) {
-  scf::IfOp::create(b, loc, condition, [&](OpBuilder &nb, Location nloc) {
-    then(nb, nloc);
-    scf::YieldOp::create(nb, nloc);
-  });
+                          function_ref<void(OpBuilder &, Location)> then,
+                          function_ref<void(OpBuilder &, Location)> otherwise) {
+  auto withYield = [](function_ref<void(OpBuilder &, Location)> body) {
+    return [body](OpBuilder &nb, Location nloc) {
+      body(nb, nloc);
+      scf::YieldOp::create(nb, nloc);
+    };
+  };
+  if (!otherwise) {
+    scf::IfOp::create(b, loc, condition, withYield(then));
+    return;
+  }
+  scf::IfOp::create(b, loc, condition, withYield(then), withYield(otherwise));
 }
 
 int64_t gpu_kernels::getNumSlices(RankedTensorType type, int64_t inner) {

@@ -81,9 +81,12 @@ llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b,
                                            mlir::Value index,
                                            llvm::ArrayRef<int64_t> shape);
 
-/// Runs `then` under `condition` inside a kernel.
-void buildIf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
-             llvm::function_ref<void(mlir::OpBuilder &, mlir::Location)> then);
+/// Runs `then` under `condition` inside a kernel, and `otherwise` (if any)
+/// where it does not hold.
+void buildIf(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location)> then,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location)> otherwise = {});
 
 /// The product of the dimensions of `type` before its last `inner` ones
 /// (the batch slices of a matrix, for inner = 2).

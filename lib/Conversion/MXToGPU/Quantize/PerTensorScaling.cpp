@@ -19,13 +19,15 @@
 //   pass left in L2.
 // * `mx.quantize_delayed`: the cast with the given scales[index], reading
 //   the input once; the same kernel records the amax in history[0, index]:
-//   each CTA writes its amax to a partial and counts itself in that entry
-//   (the entry's sign bit, clear in any amax, marks the count), and the CTA
-//   that completes the count stores the max of the partials there. So the
-//   entry needs no zeroing first, and the cast updates the caller's history
-//   in place where it may (an `mx.updated` argument, or a buffer of the
-//   program's own: one kernel); otherwise a first, tiny kernel copies the
-//   history with that entry zeroed.
+//   each CTA but the last few writes its amax to a partial and counts itself
+//   in that entry (the entry's sign bit, clear in any amax, marks the count)
+//   without waiting for anything; the last CTAs wait for the count and
+//   reduce the partials in two levels, the last of them storing the max
+//   there (AmaxRecording.h). So the entry needs no zeroing first, and the
+//   cast updates the caller's history in place where it may (an
+//   `mx.updated` argument, or a buffer of the program's own: one kernel);
+//   otherwise a first, tiny kernel copies the history with that entry
+//   zeroed.
 // * `mx.update_amax_history`, which consumes the amaxes these casts record,
 //   is in AmaxHistoryUpdate.cpp.
 //
@@ -56,6 +58,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AmaxRecording.h"
 #include "ColumnSums.h"
 #include "ElementConversion.h"
 #include "FusionPolicy.h"
@@ -67,12 +70,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -396,6 +399,16 @@ QuantizeDelayedOp getTransposedPartner(QuantizeDelayedOp op) {
       partner->getBlock() != op->getBlock())
     return {};
   return partner;
+}
+
+/// The CTAs of the kernel that computes `op`: the cast+transpose kernel's
+/// for a transposed cast or one with a transposed partner, else the flat
+/// kernel's.
+int64_t getDelayedNumBlocks(QuantizeDelayedOp op) {
+  RankedTensorType type = op.getInput().getType();
+  return op.getTransposed() || getTransposedPartner(op)
+             ? TileGrid(type).getNumBlocks()
+             : FlatGrid(1, type.getNumElements()).getNumBlocks();
 }
 
 /// Where the cast+transpose kernel of `op`, a transposed cast, is built:
@@ -734,85 +747,6 @@ bool canUpdateInPlace(Value history) {
   return func && func.getArgAttr(argument.getArgNumber(), kUpdatedAttrName);
 }
 
-/// CTA code that records the cast's amax in `entry` (history[0, index]),
-/// whatever amax the entry held (>= 0, -0 or NaN, as every history the ops
-/// write), without a kernel to zero it first: thread 0
-/// writes the CTA's `amax` (every thread holds it) to `partials[block]` and
-/// counts the CTA in the entry itself, an atomic unsigned max with 2^31 (an
-/// amax, >= 0 or NaN, has the sign bit clear: the first CTA makes the entry
-/// a count of 0) and an atomic add of 1. The CTA that completes the count
-/// reduces the partials (NaN-propagating, as the other amax kernels) and
-/// stores the max over the count. `buffer` is the CTA's max buffer
-/// (getCTAMaxBufferType), free for reuse.
-void buildRecordAmax(OpBuilder &b, Location l, const KernelIds &ids,
-                     Value amax, Value partials, Value history, int64_t index,
-                     int64_t numBlocks, Value buffer) {
-  auto i32 = [&](OpBuilder &nb, Location nl, uint32_t v) {
-    return arith::ConstantIntOp::create(nb, nl, v, 32).getResult();
-  };
-  SmallVector<Value> entry = {cIndex(b, l, 0), cIndex(b, l, index)};
-  auto historyType = cast<MemRefType>(history.getType());
-  Value words = arith::BitcastOp::create(
-      b, l, historyType.clone(b.getI32Type()), history);
-  auto fence = [](OpBuilder &nb, Location nl) {
-    NVVM::MembarOp::create(nb, nl, NVVM::MemScopeKind::GPU);
-  };
-  gpu::BarrierOp::create(b, l); // every thread has read `buffer`
-  buildIf(b, l, isZeroIndex(b, l, ids.thread), [&](OpBuilder &nb,
-                                                    Location nl) {
-    memref::StoreOp::create(nb, nl, amax, partials, ids.block);
-    fence(nb, nl);
-    memref::AtomicRMWOp::create(nb, nl, arith::AtomicRMWKind::maxu,
-                                i32(nb, nl, 0x80000000u), words, entry);
-    Value before = memref::AtomicRMWOp::create(
-        nb, nl, arith::AtomicRMWKind::addi, i32(nb, nl, 1), words, entry);
-    Value last = arith::CmpIOp::create(
-        nb, nl, arith::CmpIPredicate::eq, before,
-        i32(nb, nl, 0x80000000u + static_cast<uint32_t>(numBlocks - 1)));
-    Value flag = arith::UIToFPOp::create(
-        nb, nl, nb.getF32Type(),
-        arith::ExtUIOp::create(nb, nl, nb.getI32Type(), last));
-    memref::StoreOp::create(nb, nl, flag, buffer, cIndex(nb, nl, 0));
-  });
-  gpu::BarrierOp::create(b, l);
-  Value isLast = arith::CmpFOp::create(
-      b, l, arith::CmpFPredicate::ONE,
-      memref::LoadOp::create(b, l, buffer, cIndex(b, l, 0)), zeroF32(b, l));
-  // A branch uniform over the CTA: its barriers stay in step.
-  buildIf(b, l, isLast, [&](OpBuilder &nb, Location nl) {
-    fence(nb, nl);
-    // Thread t reads partials t, t + 256, ...: unrolled (the count is
-    // static), so that its loads are in flight together, the last round's
-    // index clamped and its value dropped past the end (0 is below any amax).
-    Value max = zeroF32(nb, nl);
-    for (int64_t first = 0; first < numBlocks; first += kThreadsPerBlock) {
-      Value block = arith::AddIOp::create(nb, nl, ids.thread,
-                                          cIndex(nb, nl, first));
-      Value inside = cmpLT(nb, nl, block, cIndex(nb, nl, numBlocks));
-      Value partial = memref::LoadOp::create(
-          nb, nl, partials,
-          arith::MinUIOp::create(nb, nl, block, cIndex(nb, nl, numBlocks - 1))
-              .getResult());
-      if (first + kThreadsPerBlock > numBlocks)
-        partial =
-            arith::SelectOp::create(nb, nl, inside, partial, zeroF32(nb, nl));
-      max = arith::MaximumFOp::create(nb, nl, max, partial);
-    }
-    gpu::BarrierOp::create(nb, nl); // every thread has read the flag
-    Value total = buildCTAMax(nb, nl, max, ids.thread, buffer);
-    buildIf(nb, nl, isZeroIndex(nb, nl, ids.thread),
-            [&](OpBuilder &tb, Location tl) {
-              Value isNaN = arith::CmpFOp::create(
-                  tb, tl, arith::CmpFPredicate::UNO, total, total);
-              Value bits =
-                  arith::BitcastOp::create(tb, tl, tb.getI32Type(), total);
-              bits = arith::SelectOp::create(tb, tl, isNaN,
-                                             i32(tb, tl, 0x7FC00000u), bits);
-              memref::StoreOp::create(tb, tl, bits, words, entry);
-            });
-  });
-}
-
 /// A plain delayed cast by the flat kernel, a transposed one (with its plain
 /// partner, see getTransposedPartner) by the cast+transpose kernel.
 struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
@@ -836,6 +770,10 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
         ElementConversion::get(op.getData().getType().getElementType(), chip);
     if (!conversion)
       return rewriter.notifyMatchFailure(op, "no conversion on the chip");
+    int64_t numBlocks = getDelayedNumBlocks(op);
+    if (!AmaxRecordPlan::fits(numBlocks))
+      return rewriter.notifyMatchFailure(op, "too many CTAs to count");
+    AmaxRecordPlan recordPlan(numBlocks);
     QuantizeDelayedOp partner = getTransposedPartner(op);
     Location loc = op.getLoc();
     int64_t index = op.getIndex();
@@ -852,12 +790,8 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
       buildHistoryCopy(rewriter, loc, toBuffer(rewriter, loc, op.getHistory()),
                        newHistory, index);
     }
-    int64_t numBlocks =
-        op.getTransposed() || partner
-            ? TileGrid(inputType).getNumBlocks()
-            : FlatGrid(1, inputType.getNumElements()).getNumBlocks();
-    Value partials = allocDevice(
-        rewriter, loc, RankedTensorType::get({numBlocks}, rewriter.getF32Type()));
+    Value partials =
+        allocDevice(rewriter, loc, recordPlan.getPartialsType(rewriter));
 
     // What every CTA ends with: the scale's inverse from the first thread,
     // and its amax recorded in the new history (`buffer`: the CTA's max
@@ -868,7 +802,7 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
         memref::StoreOp::create(nb, nl, buildDelayedScaleInverse(nb, nl, scale),
                                 scaleInv, cIndex(nb, nl, 0));
       });
-      buildRecordAmax(b, l, ids, amax, partials, newHistory, index, numBlocks,
+      buildRecordAmax(b, l, ids, amax, partials, newHistory, index, recordPlan,
                       buffer);
     };
     auto loadScale = [&](OpBuilder &b, Location l) {
@@ -944,11 +878,10 @@ private:
 
 std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
   auto delayed = dyn_cast<QuantizeDelayedOp>(op);
-  if (delayed && delayed.getTransposed())
-    return isTileable(delayed.getInput().getType())
-               ? ""
-               : "the cast+transpose GPU kernel needs both matrix dimensions "
-                 "to be multiples of 16";
+  if (delayed && delayed.getTransposed() &&
+      !isTileable(delayed.getInput().getType()))
+    return "the cast+transpose GPU kernel needs both matrix dimensions to be "
+           "multiples of 16";
   if (auto sum = dyn_cast<ColumnSumOp>(op))
     return sum.getInput().getType().getDimSize(1) % kElementsPerLane
                ? "the column-sum GPU kernel needs the column count to be a "
@@ -961,6 +894,11 @@ std::string gpu_kernels::getPerTensorUnsupportedReason(Operation *op) {
       !isChunked(cast<RankedTensorType>(input.getType()).getNumElements()))
     return "the per-tensor GPU kernels need the element count of the tensor "
            "to be a multiple of 16";
+  if (delayed && !AmaxRecordPlan::fits(getDelayedNumBlocks(delayed)))
+    return llvm::formatv("the delayed cast's kernel would have {0} CTAs; the "
+                         "history entry counts at most 2^31",
+                         getDelayedNumBlocks(delayed))
+        .str();
   return "";
 }
 

@@ -1,6 +1,7 @@
 //===- MXDialect.cpp - The mx dialect -------------------------------------===//
 //
-// Registers the mx operations and attributes with the dialect.
+// Registers the mx operations and attributes with the dialect, and verifies
+// the dialect's argument attribute (`mx.updated`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -30,4 +32,29 @@ void MXDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "mx/Dialect/MX/IR/MXAttrs.cpp.inc"
       >();
+}
+
+LogicalResult MXDialect::verifyRegionArgAttribute(Operation *op,
+                                                  unsigned regionIndex,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  if (name != getUpdatedAttrName())
+    return op->emitOpError()
+           << "argument " << argIndex << " has the unknown attribute '" << name
+           << "': the mx dialect's argument attribute is '"
+           << getUpdatedAttrName() << "'";
+  auto error = [&]() {
+    return op->emitOpError()
+           << "argument " << argIndex << " has '" << name << "': expected ";
+  };
+  if (!isa<UnitAttr>(attribute.getValue()))
+    return error() << "a unit attribute, got '" << attribute.getValue() << "'";
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return error() << "an argument of a function (FunctionOpInterface)";
+  Type type = function.getArgumentTypes()[argIndex];
+  if (!isa<RankedTensorType, MemRefType>(type))
+    return error() << "a ranked tensor or memref argument, got " << type;
+  return success();
 }

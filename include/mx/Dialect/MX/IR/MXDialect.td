@@ -31,8 +31,26 @@ def MX_Dialect : Dialect {
     `ceil(shape / block)`, trailing partial blocks included. The numerics are
     fixed by the project's contract (docs/spec.md) and every lowering matches
     them bit for bit.
+
+    The dialect has one argument attribute, which it verifies:
+    `mx.updated`, a unit attribute on a ranked tensor or memref argument of a
+    function (FunctionOpInterface), marks an argument whose new value the
+    function returns and whose caller may find its buffer updated in place
+    (`mx-drop-in-place-results`; `mx-export-signatures` lists such arguments
+    and removes the mark). Any other `mx.` argument attribute is an error.
+
+    ```mlir
+    func.func @cast(%x: tensor<64xbf16>, %h: tensor<16x3xf32> {mx.updated})
+    ```
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The argument attribute that marks an argument updated in place.
+    static constexpr ::llvm::StringLiteral getUpdatedAttrName() {
+      return "mx.updated";
+    }
+  }];
 }
 
 class MX_Op<string mnemonic, list<Trait> traits = []>
