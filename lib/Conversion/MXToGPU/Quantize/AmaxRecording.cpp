@@ -73,11 +73,7 @@ struct AmaxEntry {
 
   /// Thread code: the max over the count, NaN as the reference's bits.
   void store(OpBuilder &b, Location l, Value total) const {
-    Value isNaN =
-        arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, total, total);
-    Value bits = arith::BitcastOp::create(b, l, b.getI32Type(), total);
-    bits = arith::SelectOp::create(b, l, isNaN, i32(b, l, 0x7FC00000u), bits);
-    memref::StoreOp::create(b, l, bits, words, indices);
+    memref::StoreOp::create(b, l, buildAmaxBits(b, l, total), words, indices);
   }
 };
 

@@ -481,12 +481,8 @@ int64_t DataBuffer::getRowBytes() const {
 void DataBuffer::storeWordAt(OpBuilder &b, Location loc, Value condition,
                              Value word, Value address, int64_t offset) const {
   buildIf(b, loc, condition, [&](OpBuilder &nb, Location nl) {
-    Value at = arith::IndexCastOp::create(
-        nb, nl, nb.getI64Type(),
-        arith::AddIOp::create(nb, nl, address, cIndex(nb, nl, offset)));
-    Value pointer = LLVM::IntToPtrOp::create(
-        nb, nl,
-        LLVM::LLVMPointerType::get(nb.getContext(), kGlobalAddressSpace), at);
+    Value pointer = getGlobalPointer(
+        nb, nl, arith::AddIOp::create(nb, nl, address, cIndex(nb, nl, offset)));
     LLVM::StoreOp::create(nb, nl, word, pointer, /*alignment=*/4);
   });
 }

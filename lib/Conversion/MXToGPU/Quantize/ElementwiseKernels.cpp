@@ -132,11 +132,8 @@ bool isVectorDequantize(DequantizeOp op, const ElementFormat &format) {
 /// no memref op addresses part of a byte), aligned to `alignment` bytes.
 Value loadAtByte(OpBuilder &b, Location loc, Type type, Value base,
                  Value offset, int64_t alignment) {
-  Value address = arith::IndexCastOp::create(
-      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, offset));
-  Value pointer = LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace),
-      address);
+  Value pointer =
+      getGlobalPointer(b, loc, arith::AddIOp::create(b, loc, base, offset));
   return LLVM::LoadOp::create(b, loc, type, pointer, alignment);
 }
 

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -23,6 +24,14 @@ using namespace mx::gpu_kernels;
 
 Value gpu_kernels::cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value gpu_kernels::getGlobalPointer(OpBuilder &b, Location loc,
+                                    Value address) {
+  constexpr unsigned kGlobalAddressSpace = 1;
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace),
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), address).getResult());
 }
 
 Value IndexArith::div(Value x, int64_t d) const {
@@ -314,16 +323,18 @@ Value gpu_kernels::buildCTAMax(OpBuilder &b, Location loc, Value value,
   return result;
 }
 
-void gpu_kernels::buildAtomicMaxMagnitude(OpBuilder &b, Location loc,
-                                          Value amax, Value buffer,
-                                          ValueRange indices) {
-  auto i32 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, v, 32).getResult();
-  };
+Value gpu_kernels::buildAmaxBits(OpBuilder &b, Location loc, Value amax) {
   Value isNaN =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, amax, amax);
   Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), amax);
-  bits = arith::SelectOp::create(b, loc, isNaN, i32(0x7FC00000), bits);
+  return arith::SelectOp::create(
+      b, loc, isNaN, arith::ConstantIntOp::create(b, loc, 0x7FC00000, 32), bits);
+}
+
+void gpu_kernels::buildAtomicMaxMagnitude(OpBuilder &b, Location loc,
+                                          Value amax, Value buffer,
+                                          ValueRange indices) {
+  Value bits = buildAmaxBits(b, loc, amax);
   auto type = cast<MemRefType>(buffer.getType());
   Value words =
       arith::BitcastOp::create(b, loc, type.clone(b.getI32Type()), buffer);

@@ -24,11 +24,13 @@ namespace mx::gpu_kernels {
 constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kWarpsPerBlock = kThreadsPerBlock / kWarpSize;
-/// The LLVM address space of device memory (`ld.global`, `st.global`), for
-/// the accesses at byte addresses that no memref op expresses.
-constexpr unsigned kGlobalAddressSpace = 1;
-
 mlir::Value cIndex(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+/// The device-memory pointer (`!llvm.ptr<1>`: `ld.global`, `st.global`) at
+/// byte address `address` (an index, e.g. from
+/// memref.extract_aligned_pointer_as_index), for the accesses at byte
+/// addresses that no memref op expresses.
+mlir::Value getGlobalPointer(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value address);
 mlir::Value cmpLT(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                   mlir::Value y);
 mlir::Value andI(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
@@ -183,6 +185,11 @@ mlir::Value buildCTAMax(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
     mlir::Value thread, mlir::Value buffer,
     mlir::vector::CombiningKind kind = mlir::vector::CombiningKind::MAXIMUMF);
+
+/// The bits (i32) of the f32 `amax`, a NaN of any sign or payload made the
+/// contract's quiet NaN 0x7FC00000, as the reference writes it.
+mlir::Value buildAmaxBits(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value amax);
 
 /// Raises the f32 at `indices` of `buffer`, which must start at +0.0, to
 /// `amax` (a magnitude: >= 0 or NaN) by an atomic unsigned max on its bits.

@@ -200,10 +200,7 @@ static void prefetchLaterTile(OpBuilder &b, Location l,
     Value address = nindex.fma(
         offset, elementBytes,
         memref::ExtractAlignedPointerAsIndexOp::create(nb, nl, input));
-    Value pointer = LLVM::IntToPtrOp::create(
-        nb, nl, LLVM::LLVMPointerType::get(nb.getContext(), kGlobalAddressSpace),
-        arith::IndexCastOp::create(nb, nl, nb.getI64Type(), address)
-            .getResult());
+    Value pointer = getGlobalPointer(nb, nl, address);
     Value bytes = arith::IndexCastOp::create(
         nb, nl, nb.getI32Type(),
         arith::MulIOp::create(nb, nl, columns, cIndex(nb, nl, elementBytes)));
