@@ -327,15 +327,13 @@ class Linear(torch.nn.Linear):
             col = operand(plan, gathered, "col") if not plan.derives_col and gathered[2] is not None else None
             return operand(plan, gathered, "row"), col
         if torch.compiler.is_compiling():
-            parts = quantize(plan, weight.detach(), True, states, self.amax_group)
-            return operand(plan, parts, "row"), operand(plan, parts, "col")
+            return self._cast_weight(plan, weight, states)
         key = (weight._version, weight.data_ptr(), made.key)
         scales = _ops.delayed_state(states, "weight")[0] if self._delayed else None
         entry = self._weight_cache.get(key)
         if entry is not None and entry.reusable:
             return entry.operands
-        parts = quantize(plan, weight.detach(), True, states, self.amax_group)
-        operands = operand(plan, parts, "row"), operand(plan, parts, "col")
+        operands = self._cast_weight(plan, weight, states)
         if entry is None:
             entry = _WeightCache(operands, scales._version if scales is not None else None,
                                  reusable=scales is None)
@@ -344,6 +342,11 @@ class Linear(torch.nn.Linear):
         self._weight_cache.clear()
         self._weight_cache[key] = entry
         return operands
+
+    def _cast_weight(self, plan, weight, states):
+        """(row operand, col operand) of the weight, quantized now."""
+        parts = quantize(plan, weight.detach(), True, states, self.amax_group)
+        return operand(plan, parts, "row"), operand(plan, parts, "col")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() < 2 or x.shape[-1] != self.in_features:
