@@ -4,16 +4,22 @@
 // MXFP6 rowwise with its swizzle, in the rowwise kernel: the data are bytes
 // written three 32-bit words (16 elements) a lane and viewed as f6E3M2FN.
 // sm_90a rounds with E5M2's cvt, which embeds E3M2 once the block's factor
-// takes 2^-12 and the values are clamped to 28 * 2^-12; sm_100a has E3M2's.
+// takes 2^-12, and each 4 codes are narrowed, saturated and packed into 24
+// bits in one recipe (EmbeddedFP6Packing.h: its selects are inline lop3),
+// the four groups joined into the 3 words by funnel shifts; sm_100a has
+// E3M2's cvt and packs its codes.
 // CHECK-LABEL: func @mxfp6_rowwise
 // CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<4608xi8>
 // CHECK-DAG: %[[WORDS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<4608xi8> to memref<64x18xi32>
 // CHECK-DAG: %[[TILES:.*]] = gpu.alloc () : memref<1x1x32x4x4xf8E8M0FNU>
 // CHECK: gpu.launch
 // SM90:    arith.mulf %{{.*}}, %{{.*}} : f32
-// SM90:    arith.maxnumf %{{.*}}, %{{.*}} : vector<16xf32>
-// SM90:    arith.minnumf %{{.*}}, %{{.*}} : vector<16xf32>
-// SM90-COUNT-8: nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E5M2)
+// SM90-NOT: arith.minnumf
+// SM90-COUNT-2: nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E5M2)
+// SM90-COUNT-3: nvvm.inline_ptx "lop3.b32 $0, $1, $2, $3, 0xE4;"
+// SM90:    llvm.intr.fshl(%{{.*}}, %{{.*}}, %c24_i32)
+// SM90:    llvm.intr.fshl(%{{.*}}, %{{.*}}, %c16_i32)
+// SM90:    llvm.intr.fshl(%{{.*}}, %{{.*}}, %c8_i32)
 // SM100-NOT: arith.minnumf
 // SM100-COUNT-8: nvvm.convert.f32x2.to.f6x2 {{.*}} : i16(f6E3M2FN)
 // CHECK:   vector.store %{{.*}}, %[[WORDS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x18xi32>, vector<3xi32>
@@ -29,18 +35,23 @@ func.func @mxfp6_rowwise(%x: tensor<64x96xbf16>) -> (tensor<64x96xf6E3M2FN>, ten
 
 // -----
 
-// MXFP6 columnwise, in the strip kernel: a lane's row of 4 codes is 24 bits;
-// with its right neighbour's (one shuffle down) a lane stores one word, 3
-// lanes of every 4.
+// MXFP6 columnwise, in the strip kernel: a lane's row of 4 codes is 24 bits
+// (on sm_90a from the one recipe that narrows, saturates and packs E4M3's
+// codes); with its right neighbour's (one shuffle down, joined by a funnel
+// shift) a lane stores one word, 3 lanes of every 4, each row at an
+// immediate offset from one address.
 // CHECK-LABEL: func @mxfp6_columnwise
 // CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<1536xi8>
 // CHECK-DAG: %[[WORDS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x6xi32>
 // CHECK: gpu.launch
 // SM90:    nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E4M3FN)
+// SM90-NOT: arith.minnumf
+// SM90:    nvvm.inline_ptx "lop3.b32 $0, $1, $2, $3, 0xE4;"
 // SM100:   nvvm.convert.f32x2.to.f6x2 {{.*}} : i16(f6E2M3FN)
 // CHECK:   gpu.shuffle down %{{.*}}, %{{.*}}, %{{.*}} : i32
+// CHECK:   llvm.intr.fshr
 // CHECK:   scf.if
-// CHECK:     vector.store %{{.*}}, %[[WORDS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x6xi32>, vector<1xi32>
+// CHECK:     llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // CHECK: memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x32xf6E2M3FN>
 func.func @mxfp6_columnwise(%x: tensor<64x32xf32>) -> (tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [32, 1] rounding floor : tensor<64x32xf32> -> tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>
@@ -118,14 +129,20 @@ func.func @mxint8_fused(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<64x
 
 // -----
 
-// MXINT8: the FP8 kernels with the CPU lowering's conversion on vectors,
-// clamp(rne(y * 64), -127, 127) by adding 1.5 * 2^23; no cvt.
+// MXINT8: the FP8 kernels with the CPU lowering's rounding in fewer steps:
+// y clamped to +-127/64, then one FMA y * 64 + 1.5 * 2^23 whose low byte is
+// the code; no cvt.
 // CHECK-LABEL: func @mxint8_rowwise
 // CHECK-DAG: %[[DATA:.*]] = gpu.alloc () : memref<64x64xi8>
+// CHECK-DAG: %[[LIMIT:.*]] = arith.constant dense<1.984375> : vector<16xf32>
+// CHECK-DAG: %[[UNIT:.*]] = arith.constant dense<6.400000e+01> : vector<16xf32>
 // CHECK-DAG: %[[MAGIC:.*]] = arith.constant dense<0x4B400000> : vector<16xf32>
 // CHECK: gpu.launch
 // CHECK-NOT: nvvm.convert
-// CHECK:   arith.addf %{{.*}}, %[[MAGIC]] : vector<16xf32>
+// CHECK:   %[[CLAMPED:.*]] = arith.minnumf %{{.*}}, %[[LIMIT]] : vector<16xf32>
+// CHECK:   %[[SUM:.*]] = llvm.intr.fma(%[[CLAMPED]], %[[UNIT]], %[[MAGIC]]) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+// CHECK:   %[[BITS:.*]] = arith.bitcast %[[SUM]] : vector<16xf32> to vector<16xi32>
+// CHECK:   arith.trunci %[[BITS]] : vector<16xi32> to vector<16xi8>
 // CHECK-NOT: nvvm.convert
 // CHECK:   vector.store %{{.*}}, %[[DATA]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x64xi8>, vector<16xi8>
 func.func @mxint8_rowwise(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>) {

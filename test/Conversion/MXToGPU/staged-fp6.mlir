@@ -45,8 +45,7 @@ func.func @mxfp6_fused(%x: tensor<2x40x272xbf16>) -> (tensor<2x40x272xf6E3M2FN>,
 
 // f32 inputs are staged too (a 32 KiB tile), with saturated codes, and ask
 // for no occupancy: f32 strips take 107-122 registers. The rowwise kernel of
-// FP6, not measured with the saturation, clamps the values
-// (ElementConversion::saturatesCodes).
+// FP6 saturates codes too (convertToPackedFP6): no kernel clamps values.
 // CHECK-LABEL: func @mxfp6_fused_f32
 // CHECK: workgroup(%{{.*}} : memref<32x256xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: mx.min_ctas_per_sm
@@ -55,7 +54,9 @@ func.func @mxfp6_fused(%x: tensor<2x40x272xbf16>) -> (tensor<2x40x272xf6E3M2FN>,
 // CHECK-NOT: arith.minnumf
 // CHECK: gpu.terminator
 // CHECK: gpu.launch
-// CHECK: arith.minnumf
+// CHECK-NOT: arith.minnumf
+// CHECK: nvvm.inline_ptx "lop3.b32 $0, $1, $2, $3, 0xE4;"
+// CHECK-NOT: arith.minnumf
 // CHECK: gpu.terminator
 func.func @mxfp6_fused_f32(%x: tensor<64x256xf32>, %y: tensor<32x64xf32>) -> (tensor<64x256xf6E2M3FN>, tensor<64x8xf8E8M0FNU>, tensor<64x256xf6E2M3FN>, tensor<2x256xf8E8M0FNU>, tensor<32x64xf6E2M3FN>, tensor<32x2xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32] : tensor<64x256xf32> -> tensor<64x256xf6E2M3FN>, tensor<64x8xf8E8M0FNU>

@@ -59,7 +59,7 @@ func.func @mxfp6_fused(%x: tensor<256x512xbf16>) -> (tensor<256x512xf6E2M3FN>, t
 }
 
 // INT8-NOT: cvt.rn.satfinite
-// INT8: add.rn.f32 {{.*}}, 0f4B400000;
+// INT8: fma.rn.f32 {{.*}}, 0f42800000, 0f4B400000;
 // INT8-NOT: cvt.rn.satfinite
 func.func @mxint8_fused(%x: tensor<256x512xf32>) -> (tensor<256x512xi8>, tensor<256x16xf8E8M0FNU>, tensor<256x512xi8>, tensor<8x512xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32] rounding floor : tensor<256x512xf32> -> tensor<256x512xi8>, tensor<256x16xf8E8M0FNU>

@@ -184,6 +184,36 @@ static Value narrowCodes(OpBuilder &b, Location loc, Value words,
   return arith::OrIOp::create(b, loc, kept, sign);
 }
 
+/// The integer format's codes (an i8 vector) of an f32 vector already
+/// multiplied by its factor, as the CPU lowering's buildTruncToElementBits
+/// rounds them (clamp to +-maxFiniteCode after scaling by 2^mantissaBits,
+/// then round to nearest even by adding 1.5 * 2^23) in fewer steps: the
+/// clamp comes first, at +-maxFiniteCode / 2^mantissaBits (the scaling is
+/// exact, so both clamps agree), the scaling and the rounding are one FMA
+/// (its product is exact, so it rounds once, as the sum does), and the code
+/// is the low byte of the sum's bits, since the constant's low bits are
+/// zero. NaN elements are left to the NaN-block mask: an element is NaN only
+/// in a block whose amax is NaN (two FMNMX, one FFMA and a byte permute per
+/// element where the CPU builder's form takes eight instructions).
+static Value convertToIntegerCodes(OpBuilder &b, Location loc, Value scaled,
+                                   const ElementFormat &format) {
+  auto type = cast<VectorType>(scaled.getType());
+  auto splat = [&](float v) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  };
+  float unit = std::ldexp(1.0f, format.mantissaBits);
+  float limit = static_cast<float>(format.maxFiniteCode) / unit;
+  Value clamped = arith::MinNumFOp::create(
+      b, loc, arith::MaxNumFOp::create(b, loc, scaled, splat(-limit)),
+      splat(limit));
+  Value sum = LLVM::FMAOp::create(b, loc, clamped, splat(unit),
+                                  splat(0x1.8p23f));
+  return arith::TruncIOp::create(
+      b, loc, type.clone(b.getI8Type()),
+      arith::BitcastOp::create(b, loc, type.clone(b.getI32Type()), sum));
+}
+
 Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
                                      const ElementConversion &conversion,
                                      Value nanMask) {
@@ -195,13 +225,9 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
       VectorType::get({length * 8 / wordType.getWidth()}, wordType);
   Value words;
   if (!conversion.hardware) {
-    // MXINT8: the CPU lowering's builder, on vectors.
     words = vector::BitCastOp::create(
-        b, loc, wordsType,
-        buildTruncToElementBits(b, loc, scaled, format.type));
+        b, loc, wordsType, convertToIntegerCodes(b, loc, scaled, format));
   } else {
-    assert(!(conversion.isEmbedded() && conversion.saturatesCodes) &&
-           "saturated embedded codes come from convertToPackedFP6");
     if (conversion.isEmbedded())
       scaled = clampToFormat(b, loc, scaled, conversion);
     words = vector::BitCastOp::create(
@@ -262,8 +288,7 @@ struct IRWordOps {
 Value gpu_kernels::convertToPackedFP6(OpBuilder &b, Location loc, Value scaled,
                                       const ElementConversion &conversion,
                                       Value nanMask) {
-  assert(conversion.isEmbedded() && conversion.saturatesCodes &&
-         conversion.format.bitWidth == 6 &&
+  assert(conversion.isEmbedded() && conversion.format.bitWidth == 6 &&
          conversion.format.getNaNBlockCode() == 0 &&
          cast<VectorType>(scaled.getType()).getNumElements() == 4 &&
          "four FP6 codes of a saturating embedded conversion");
@@ -292,6 +317,68 @@ Value gpu_kernels::quantizeVector(OpBuilder &b, Location loc, Value values,
   return convertToElements(b, loc,
                            applyScaleFactors(b, loc, values, factors, rounding),
                            conversion, nanMask);
+}
+
+/// The words of `groups`, each the packed codes of 4 elements in its low
+/// 4 x bits (the bits above may be anything), joined from element 0 up: word
+/// w is a funnel shift of the two groups it spans, the lower one shifted
+/// up first so that its unspecified high bits drop out.
+static SmallVector<Value> joinPackedGroups(OpBuilder &b, Location loc,
+                                           ArrayRef<Value> groups,
+                                           int64_t bits) {
+  int64_t groupBits = 4 * bits;
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32);
+  };
+  SmallVector<Value> words;
+  for (int64_t w = 0; w < int64_t(groups.size()) * groupBits / 32; ++w) {
+    // Bits [32w, 32w + 32) start `offset` bits into group g, whose
+    // groupBits - offset bits above it fill the word's low end, and end in
+    // g + 1: fshl(next, low, s) = next << s | low >> (32 - s).
+    int64_t g = 32 * w / groupBits, offset = 32 * w % groupBits;
+    Value low = arith::ShLIOp::create(b, loc, groups[g],
+                                      constant(32 - groupBits));
+    words.push_back(LLVM::FshlOp::create(b, loc, groups[g + 1], low,
+                                         constant(groupBits - offset)));
+  }
+  return words;
+}
+
+void gpu_kernels::storeQuantized(OpBuilder &b, Location loc,
+                                 const DataBuffer &data, Value condition,
+                                 Value values, const BlockScale &scale,
+                                 ScaleRounding rounding,
+                                 const ElementConversion &conversion,
+                                 ValueRange indices) {
+  auto type = cast<VectorType>(values.getType());
+  int64_t length = type.getNumElements();
+  if (!conversion.isEmbedded() || length % 16 != 0)
+    return data.store(b, loc, condition,
+                      quantizeVector(b, loc, values, scale, rounding,
+                                     conversion),
+                      indices);
+  Value scaled = applyScaleFactors(
+      b, loc, values, vector::BroadcastOp::create(b, loc, type, scale.factor),
+      rounding);
+  auto groupType = VectorType::get({4}, b.getF32Type());
+  Value nanMask = vector::BroadcastOp::create(
+      b, loc, groupType.clone(b.getI1Type()), scale.isNaN);
+  SmallVector<Value> groups;
+  for (int64_t first = 0; first < length; first += 4)
+    groups.push_back(convertToPackedFP6(
+        b, loc,
+        vector::ShuffleOp::create(
+            b, loc, scaled, scaled,
+            llvm::to_vector(llvm::seq<int64_t>(first, first + 4))),
+        conversion, nanMask));
+  SmallVector<Value> words =
+      joinPackedGroups(b, loc, groups, conversion.format.bitWidth);
+  data.storePacked(
+      b, loc, condition,
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({int64_t(words.size())}, b.getI32Type()),
+          words),
+      indices);
 }
 
 /// The wider format's codes of an embedded format's (the inverse of
@@ -446,17 +533,20 @@ void DataBuffer::storeWords(OpBuilder &b, Location loc, Value condition,
   buildIf(b, loc, condition, store);
 }
 
+void DataBuffer::storePacked(OpBuilder &b, Location loc, Value condition,
+                             Value wordValues, ValueRange indices) const {
+  Value word = arith::DivUIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, indices.back(),
+                            cIndex(b, loc, format.bitWidth)),
+      cIndex(b, loc, 32));
+  storeWords(b, loc, condition, wordValues, indices.front(), word);
+}
+
 void DataBuffer::store(OpBuilder &b, Location loc, Value condition, Value codes,
                        ValueRange indices) const {
-  if (format.isPacked()) {
-    Value word = arith::DivUIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, indices.back(),
-                              cIndex(b, loc, format.bitWidth)),
-        cIndex(b, loc, 32));
-    return storeWords(b, loc, condition, packWords(b, loc, codes),
-                      indices.front(), word);
-  }
+  if (format.isPacked())
+    return storePacked(b, loc, condition, packWords(b, loc, codes), indices);
   Value values = codes;
   if (!format.type.isInteger(8))
     values = arith::BitcastOp::create(

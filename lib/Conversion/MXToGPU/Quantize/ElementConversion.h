@@ -6,9 +6,9 @@
 // chip, and how it stores them. The conversion is the format's own `cvt`
 // where the chip has it (Target.h), the `cvt` of a wider FP8 format that
 // embeds it (FP6 on sm_90a: E3M2 values are E5M2 values times 2^-12, E2M3
-// values E4M3 values times 2^-6, subnormals included), or the CPU lowering's
-// builder on vectors (MXINT8), so that every path rounds as the CPU lowering
-// does. Codes travel as one byte per element; packed formats are packed when
+// values E4M3 values times 2^-6, subnormals included), or for MXINT8 the
+// CPU lowering's rounding in fewer steps, so that every path rounds as the
+// CPU lowering does. Codes travel as one byte per element; packed formats are packed when
 // they are stored (DataBuffer).
 //
 //===----------------------------------------------------------------------===//
@@ -43,17 +43,12 @@ struct ElementConversion {
                                               Chip chip);
 
   /// Whether the `cvt` is another format's, whose saturation is not this
-  /// format's: values are clamped to +-maxFinite first, or the codes are
-  /// saturated (saturatesCodes).
+  /// format's. Kernels that store whole groups of four codes of an embedded format
+  /// pack them with convertToPackedFP6, which saturates the wider codes
+  /// after `cvt` (a few integer steps per 4 codes); one code a byte
+  /// (convertToElements) clamps the values before `cvt` instead (two f32
+  /// steps an element). The codes are the same: see EmbeddedFP6Packing.h.
   bool isEmbedded() const { return hardware && hardware->type != format.type; }
-
-  /// Whether an embedded conversion saturates the wider codes instead of
-  /// clamping the values before `cvt` (a few integer steps per 4 codes, not
-  /// two f32 ones per element): what the staged fused kernel does
-  /// (StagedQuantize.cpp), through convertToPackedFP6; the other kernels,
-  /// not measured with it, clamp (convertToElements). The result is the
-  /// same: see EmbeddedFP6Packing.h.
-  bool saturatesCodes = false;
 };
 
 /// A block's scale as the quantize kernels apply it, from the Numerics.h
@@ -92,10 +87,9 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
 
 /// The four FP6 codes of a 4-element f32 vector already multiplied by its
 /// factor, packed into bits 0-23 of an i32 (element 0 lowest; bits 24-31
-/// unspecified), for an embedded conversion that saturates codes: the FP8
-/// `cvt`, then EmbeddedFP6Packing.h's recipe, which narrows, saturates,
-/// masks NaN-block elements (`nanMask`, as for convertToElements) and packs
-/// in one.
+/// unspecified), for an embedded conversion: the FP8 `cvt`, then
+/// EmbeddedFP6Packing.h's recipe, which narrows, saturates, masks NaN-block
+/// elements (`nanMask`, as for convertToElements) and packs in one.
 mlir::Value convertToPackedFP6(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value scaled,
                                const ElementConversion &conversion,
@@ -106,6 +100,18 @@ mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value values, const BlockScale &scale,
                            ScaleRounding rounding,
                            const ElementConversion &conversion);
+
+/// Quantizes `values` (an f32 vector of one block, `scale`'s) into `data`
+/// at `indices` where `condition` holds (always for a null condition). An
+/// embedded packed format in whole 32-bit words (16 FP6 codes) converts and
+/// packs each 4 codes in one step (convertToPackedFP6) and joins their 24
+/// bits into the words; other formats take quantizeVector's codes.
+void storeQuantized(mlir::OpBuilder &b, mlir::Location loc,
+                    const class DataBuffer &data, mlir::Value condition,
+                    mlir::Value values, const BlockScale &scale,
+                    ScaleRounding rounding,
+                    const ElementConversion &conversion,
+                    mlir::ValueRange indices);
 
 /// The exact f32 values of an even-length vector of codes (i8, one per
 /// element) of `conversion`'s format.
@@ -134,6 +140,13 @@ public:
   /// The packed 32-bit words of `codes` (a packed format's whole groups).
   mlir::Value packWords(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Value codes) const;
+
+  /// Stores the packed 32-bit `words` (a vector) of the codes from element
+  /// `indices` (a packed format; the first index the folded row) where
+  /// `condition` holds.
+  void storePacked(mlir::OpBuilder &b, mlir::Location loc,
+                   mlir::Value condition, mlir::Value words,
+                   mlir::ValueRange indices) const;
 
   /// The bits of `codes` (at most 32), packed into one i32 from bit 0.
   mlir::Value packBits(mlir::OpBuilder &b, mlir::Location loc,

@@ -243,40 +243,82 @@ static void storeColumnScales(OpBuilder &b, Location l, const Strip &s,
   }
 }
 
-/// Stores the codes of the strip's row `i` (4 columns) of one output. A
-/// packed format's row of 4 codes is 24 bits, not a whole word: lane j of a
-/// run of 4 lanes stores word j of their 3, (p_j >> 8j) | (p_{j+1} <<
-/// (24 - 8j)), with its right neighbour's bits from one shuffle (every lane
-/// takes part), and the run's last lane stores nothing.
-static void storeStripRow(OpBuilder &b, Location l, const Strip &s,
-                          const StripOutput &out, int64_t i, Value codes) {
-  const DataBuffer &data = out.data;
-  if (!data.getFormat().isPacked())
-    return data.store(b, l, andI(b, l, s.rowValid[i], s.colValid), codes,
-                      {s.row[i], s.col});
-  Value bits = data.packBits(b, l, codes);
+namespace {
+/// The packed rows of a lane's strip of one output: lane j of a run of 4
+/// stores word j of the run's 3 per row, the funnel shift
+/// (p_{j+1} : p_j << 8) >> (8 + 8j) of its row's 24 bits p_j and its right
+/// neighbour's (one shuffle; bits 24-31 of each may be anything, the shift
+/// drops them), at an immediate offset from one address computed once
+/// (storing each row by its indices recomputed a 64-bit address, four
+/// instructions a row in ptxas's SASS, and took three to join the word).
+struct PackedRowStores {
+  Value shift, stores, address;
+
+  PackedRowStores(OpBuilder &b, Location l, const Strip &s,
+                  const DataBuffer &data);
+
+  /// Stores row `i` (rows are consecutive from the strip's first) from the
+  /// packed `bits` of its 4 codes.
+  void store(OpBuilder &b, Location l, const Strip &s, const DataBuffer &data,
+             int64_t i, Value bits) const;
+};
+} // namespace
+
+PackedRowStores::PackedRowStores(OpBuilder &b, Location l, const Strip &s,
+                                 const DataBuffer &data) {
+  IndexArith index{b, l};
+  Value lane = index.rem(s.strip, kPackedRunLanes);
+  shift = arith::IndexCastOp::create(b, l, b.getI32Type(),
+                                     index.fma(lane, 8, cIndex(b, l, 8)));
+  stores =
+      andI(b, l, s.colValid, cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
+  address = data.getWordAddress(
+      b, l, s.row.front(),
+      index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
+}
+
+void PackedRowStores::store(OpBuilder &b, Location l, const Strip &s,
+                            const DataBuffer &data, int64_t i,
+                            Value bits) const {
   Value next =
       gpu::ShuffleOp::create(b, l, bits, 1, kWarpSize, gpu::ShuffleMode::DOWN)
           .getShuffleResult();
-  IndexArith index{b, l};
-  Value lane = index.rem(s.strip, kPackedRunLanes);
-  Value shift = arith::IndexCastOp::create(
-      b, l, b.getI32Type(), arith::MulIOp::create(b, l, lane, cIndex(b, l, 8)));
-  Value word = arith::OrIOp::create(
-      b, l, arith::ShRUIOp::create(b, l, bits, shift),
-      arith::ShLIOp::create(
-          b, l, next,
-          arith::SubIOp::create(
-              b, l, arith::ConstantIntOp::create(b, l, kPackedLaneBits, 32),
-              shift)));
-  Value stores = andI(b, l, andI(b, l, s.rowValid[i], s.colValid),
-                      cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
-  data.storeWords(
-      b, l, stores,
-      vector::BroadcastOp::create(b, l, VectorType::get({1}, b.getI32Type()),
-                                  word),
-      s.row[i],
-      index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
+  Value low = arith::ShLIOp::create(b, l, bits,
+                                    arith::ConstantIntOp::create(b, l, 8, 32));
+  data.storeWordAt(b, l, andI(b, l, s.rowValid[i], stores),
+                   LLVM::FshrOp::create(b, l, next, low, shift), address,
+                   i * data.getRowBytes());
+}
+
+/// The packed bits of a strip row's 4 codes from its scaled values (bits
+/// 0-23): converted and packed in one recipe where FP6 is embedded (sm_90a),
+/// else converted, then packed.
+static Value packStripRow(OpBuilder &b, Location l, const StripOutput &out,
+                          Value scaled, Value nanMask) {
+  if (out.conversion.isEmbedded())
+    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask);
+  return out.data.packBits(
+      b, l, convertToElements(b, l, scaled, out.conversion, nanMask));
+}
+
+/// PackedRowStores for a strip's rows of `out` where its rows are packed
+/// (never transposed).
+static std::optional<PackedRowStores>
+getPackedRowStores(OpBuilder &b, Location l, const Strip &s,
+                   const StripOutput &out) {
+  QuantizeOp op = out.op;
+  if (!out.data.getFormat().isPacked() || op.getTransposed())
+    return std::nullopt;
+  return PackedRowStores(b, l, s, out.data);
+}
+
+/// Stores the codes of the strip's row `i` (4 columns) of one output of
+/// one-byte codes (packed rows go through PackedRowStores).
+static void storeStripRow(OpBuilder &b, Location l, const Strip &s,
+                          const StripOutput &out, int64_t i, Value codes) {
+  assert(!out.data.getFormat().isPacked() && "packed rows: PackedRowStores");
+  out.data.store(b, l, andI(b, l, s.rowValid[i], s.colValid), codes,
+                 {s.row[i], s.col});
 }
 
 /// The transposed columnwise output (`transposed`, GEMM-ready): the strip's
@@ -783,11 +825,6 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
     RankedTensorType inputType = op.getInput().getType();
     if (rowwise && stagesTile(inputType, columnwise)) {
-      // Saturated codes, not clamped values: the staged kernel issues a
-      // few integer steps per 4 codes instead of two f32 ones per element
-      // (docs/gpu.md), and writes its packed rows by PackedRowStores.
-      for (StripOutput &out : outputs)
-        out.conversion.saturatesCodes = true;
       // Its two lane groups share a strip's column scales (measured 1.7 us
       // faster at 8192^2 on an H100, docs/gpu.md).
       outputs.front().splitsColumnScales = true;

@@ -8,8 +8,7 @@
 // rows x 4 columns on the same grid and quantize its columns and rows with
 // the same steps; they differ only in where the strip is read from (global
 // memory, or the CTA's tile in shared memory) and in which lanes do which
-// part. The packed row stores live with the staged kernel, the only one
-// whose conversions saturate codes, and the quantize steps ask for them.
+// part.
 //
 //===----------------------------------------------------------------------===//
 
@@ -168,40 +167,6 @@ struct RowExchange;
 void quantizeRows(mlir::OpBuilder &b, mlir::Location l, const Strip &s,
                   const StripGrid &grid, const StripOutput &out,
                   const RowExchange *exchange);
-
-/// The packed rows of a lane's strip of one output as the staged kernel
-/// writes them (its conversions saturate codes): lane j of a
-/// run of 4 stores word j of the run's 3 per row, the funnel shift
-/// (p_{j+1} : p_j << 8) >> (8 + 8j) of its row's 24 bits p_j and its right
-/// neighbour's (one shuffle; bits 24-31 of each may be anything, the shift
-/// drops them), at an immediate offset from one address computed once: the
-/// stores of storeStripRow each recomputed a 64-bit address (four
-/// instructions a row in ptxas's SASS) and took three to join the word.
-struct PackedRowStores {
-  mlir::Value shift, stores, address;
-
-  PackedRowStores(mlir::OpBuilder &b, mlir::Location l, const Strip &s,
-                  const DataBuffer &data);
-
-  /// Stores row `i` (rows are consecutive from the strip's first) from the
-  /// packed `bits` of its 4 codes.
-  void store(mlir::OpBuilder &b, mlir::Location l, const Strip &s,
-             const DataBuffer &data, int64_t i, mlir::Value bits) const;
-};
-
-/// The packed bits of a strip row's 4 codes from its scaled values (bits
-/// 0-23): converted and packed in one recipe where FP6 is embedded (sm_90a),
-/// else converted, then packed.
-mlir::Value packStripRow(mlir::OpBuilder &b, mlir::Location l,
-                         const StripOutput &out, mlir::Value scaled,
-                         mlir::Value nanMask);
-
-/// PackedRowStores for a strip's rows of `out` where the staged kernel
-/// writes them (packed formats, never transposed).
-std::optional<PackedRowStores> getPackedRowStores(mlir::OpBuilder &b,
-                                                  mlir::Location l,
-                                                  const Strip &s,
-                                                  const StripOutput &out);
 
 /// Whether the fused kernel of `columnwise` and a rowwise quantize of an
 /// input of `inputType` stages its tile in shared memory (see

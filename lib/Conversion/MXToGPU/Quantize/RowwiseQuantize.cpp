@@ -123,9 +123,8 @@ struct RowwiseQuantizeToGPU : PlannedQuantizePattern {
 
           BlockScale scale = buildBlockScale(b, l, amax, rounding, conversion,
                                              scalesType.getElementType());
-          data.store(b, l, andI(b, l, rowValid, colValid),
-                     quantizeVector(b, l, values, scale, rounding, conversion),
-                     {row, col});
+          storeQuantized(b, l, data, andI(b, l, rowValid, colValid), values,
+                         scale, rounding, conversion, {row, col});
           Value firstLane =
               isZeroIndex(b, l,
                           arith::RemUIOp::create(b, l, laneInRow,

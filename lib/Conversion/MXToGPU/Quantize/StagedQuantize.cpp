@@ -6,9 +6,9 @@
 // quantize the tile's columns and warps 4-7 its rows, each lane from its
 // 16 x 4 strip read there with the strip kernel's own steps
 // (QuantizeStrips.h), so that a lane holds one quantization's state and the
-// kernel fits 64 registers, four CTAs an SM. Its conversions saturate codes
-// rather than clamp values, it writes the packed 24-bit rows of a lane from
-// one address (PackedRowStores), and once its own tile is staged it asks L2
+// kernel fits 64 registers, four CTAs an SM. It writes the packed 24-bit
+// rows of a lane from one address (PackedRowStores), as the register kernel
+// does, and once its own tile is staged it asks L2
 // to prefetch the tile of a CTA that starts later (prefetchLaterTile);
 // docs/gpu.md has the measurements that chose each step.
 //
@@ -27,51 +27,6 @@
 using namespace mlir;
 using namespace mx;
 using namespace mx::gpu_kernels;
-
-PackedRowStores::PackedRowStores(OpBuilder &b, Location l, const Strip &s,
-                                 const DataBuffer &data) {
-  IndexArith index{b, l};
-  Value lane = index.rem(s.strip, kPackedRunLanes);
-  shift = arith::IndexCastOp::create(b, l, b.getI32Type(),
-                                     index.fma(lane, 8, cIndex(b, l, 8)));
-  stores =
-      andI(b, l, s.colValid, cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
-  address = data.getWordAddress(
-      b, l, s.row.front(),
-      index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
-}
-
-void PackedRowStores::store(OpBuilder &b, Location l, const Strip &s,
-                            const DataBuffer &data, int64_t i,
-                            Value bits) const {
-  Value next =
-      gpu::ShuffleOp::create(b, l, bits, 1, kWarpSize, gpu::ShuffleMode::DOWN)
-          .getShuffleResult();
-  Value low = arith::ShLIOp::create(b, l, bits,
-                                    arith::ConstantIntOp::create(b, l, 8, 32));
-  data.storeWordAt(b, l, andI(b, l, s.rowValid[i], stores),
-                   LLVM::FshrOp::create(b, l, next, low, shift), address,
-                   i * data.getRowBytes());
-}
-
-Value gpu_kernels::packStripRow(OpBuilder &b, Location l,
-                                const StripOutput &out, Value scaled,
-                                Value nanMask) {
-  if (out.conversion.isEmbedded())
-    return convertToPackedFP6(b, l, scaled, out.conversion, nanMask);
-  return out.data.packBits(
-      b, l, convertToElements(b, l, scaled, out.conversion, nanMask));
-}
-
-std::optional<PackedRowStores>
-gpu_kernels::getPackedRowStores(OpBuilder &b, Location l, const Strip &s,
-                                const StripOutput &out) {
-  QuantizeOp op = out.op;
-  if (!out.conversion.saturatesCodes || !out.data.getFormat().isPacked() ||
-      op.getTransposed())
-    return std::nullopt;
-  return PackedRowStores(b, l, s, out.data);
-}
 
 /// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
 /// the columns of its tile, warps 4-7 the rows.
