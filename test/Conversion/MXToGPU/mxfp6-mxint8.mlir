@@ -155,8 +155,11 @@ func.func @mxint8_rowwise(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<6
 // FP6 dequantize in chunks of 8 elements, one 16-byte store of bf16: the
 // two words from the one holding the chunk's first bit (bit 6 * element,
 // word at most 766 of the tensor's 768) loaded from the packed bytes and
-// shifted to it, the codes widened to E5M2's and converted two a time
-// (sm_90a), or converted as E3M2 (sm_100a).
+// shifted to it; on sm_90a each 24 bits of 4 codes spread into the bytes
+// of E5M2's codes (the 12-bit halves, then the codes, then the signs moved
+// by adding 3 x their bit), converted two a time and scaled by 2^12 in f16
+// (exact), on sm_100a converted as E3M2. The codes have no NaN, so a
+// chunk's results are NaN exactly when its one factor is: one check a chunk.
 // CHECK-LABEL: func @mxfp6_dequantize
 // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index
 // CHECK: gpu.launch
@@ -169,8 +172,13 @@ func.func @mxint8_rowwise(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<6
 // CHECK:   %[[SHIFT:.*]] = arith.subi %[[BIT]], %[[SKIPPED]] : index
 // CHECK:   %[[SHIFT64:.*]] = arith.index_cast %[[SHIFT]] : index to i64
 // CHECK:   arith.shrui %[[WINDOW]], %[[SHIFT64]] : i64
+// SM90-COUNT-2: arith.muli %{{.*}}, %c3_i32 : i32
 // SM90-COUNT-4: nvvm.convert.f8x2.to.f16x2 {{.*}}(f8E5M2)
+// SM90:    arith.mulf %{{.*}}, %{{.*}} : vector<8xf16>
 // SM100-COUNT-4: nvvm.convert.f6x2.to.f16x2 {{.*}}(f6E3M2FN)
+// CHECK:   %[[FACTOR:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CHECK:   %[[NAN:.*]] = arith.cmpf uno, %[[FACTOR]], %[[FACTOR]] : f32
+// CHECK-COUNT-4: arith.select %[[NAN]], %{{.*}}, %{{.*}} : vector<2xbf16>
 // CHECK:   vector.store %{{.*}} : memref<64x64xbf16>, vector<8xbf16>
 func.func @mxfp6_dequantize(%d: tensor<64x64xf6E3M2FN>, %s: tensor<64x2xf8E8M0FNU>) -> tensor<64x64xbf16> {
   %y = mx.dequantize %d, %s block [1, 32] : tensor<64x64xf6E3M2FN>, tensor<64x2xf8E8M0FNU> -> tensor<64x64xbf16>

@@ -381,20 +381,26 @@ void gpu_kernels::storeQuantized(OpBuilder &b, Location loc,
       indices);
 }
 
-/// The wider format's codes of an embedded format's (the inverse of
-/// narrowCodes), on a vector of one-byte codes.
-static Value widenCodes(OpBuilder &b, Location loc, Value codes,
-                        const ElementConversion &conversion) {
-  unsigned bits = conversion.format.bitWidth;
-  auto byte = [&](uint64_t v) {
-    return splatInteger(b, loc, codes, APInt(8, v));
+Value gpu_kernels::widenPackedFP6(OpBuilder &b, Location loc, Value group) {
+  auto constant = [&](uint32_t v) {
+    return arith::ConstantIntOp::create(b, loc, static_cast<int32_t>(v), 32);
   };
-  Value kept =
-      arith::AndIOp::create(b, loc, codes, byte((1u << (bits - 1)) - 1));
-  Value sign = arith::ShLIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, codes, byte(1u << (bits - 1))),
-      byte(8 - bits));
-  return arith::OrIOp::create(b, loc, kept, sign);
+  auto spread = [&](Value x, uint32_t keep, unsigned shift, uint32_t moved) {
+    Value up = arith::ShLIOp::create(b, loc, x, constant(shift));
+    return arith::OrIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, x, constant(keep)),
+        arith::AndIOp::create(b, loc, up, constant(moved)));
+  };
+  // Codes 6 bits apart to bytes: the two halves of 12 bits 16 bits apart,
+  // then the two codes of each half 8 bits apart.
+  Value halves = spread(group, 0xFFF, 4, 0x0FFF0000);
+  Value bytes = spread(halves, 0x003F003F, 2, 0x3F003F00);
+  // Each sign (bit 5 of its byte) moves to bit 7, over the wider exponent's
+  // two high bits, which the embedded values leave clear: adding 96 to a
+  // byte with bit 5 set does it without a carry out of the byte.
+  Value signs = arith::AndIOp::create(b, loc, bytes, constant(0x20202020));
+  return arith::AddIOp::create(
+      b, loc, bytes, arith::MulIOp::create(b, loc, signs, constant(3)));
 }
 
 Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
@@ -402,8 +408,6 @@ Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
   auto type = cast<VectorType>(codes.getType());
   if (!conversion.hardware)
     return buildExtFromElementBits(b, loc, codes, conversion.format.type);
-  if (conversion.isEmbedded())
-    codes = widenCodes(b, loc, codes, conversion);
   const ElementFormat &hardware = *conversion.hardware;
   auto pairType = VectorType::get({2}, b.getF16Type());
   SmallVector<Value> halves;
@@ -423,19 +427,19 @@ Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
     halves.push_back(vector::ExtractOp::create(b, loc, converted, 0));
     halves.push_back(vector::ExtractOp::create(b, loc, converted, 1));
   }
-  Value f16 = vector::FromElementsOp::create(b, loc, type.clone(b.getF16Type()),
-                                             halves);
-  Value values = arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), f16);
-  if (!conversion.shift)
-    return values;
-  // The wider value times 2^-shift, exact (it is the embedded one's value).
-  return arith::MulFOp::create(
-      b, loc, values,
-      arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(
-              cast<VectorType>(values.getType()),
-              b.getF32FloatAttr(std::ldexp(1.0f, -conversion.shift)))));
+  auto halvesType = type.clone(b.getF16Type());
+  Value f16 = vector::FromElementsOp::create(b, loc, halvesType, halves);
+  // An embedded code's wider value times 2^-shift is its own value, which
+  // f16 holds too: one f16x2 multiply a pair, exact.
+  if (conversion.shift)
+    f16 = arith::MulFOp::create(
+        b, loc, f16,
+        arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(
+                halvesType,
+                b.getF16FloatAttr(std::ldexp(1.0f, -conversion.shift)))));
+  return arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), f16);
 }
 
 //===----------------------------------------------------------------------===//

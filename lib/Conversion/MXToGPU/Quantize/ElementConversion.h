@@ -113,8 +113,15 @@ void storeQuantized(mlir::OpBuilder &b, mlir::Location loc,
                     const ElementConversion &conversion,
                     mlir::ValueRange indices);
 
+/// The wider format's codes (four bytes of an i32, code 0 lowest) of the
+/// four embedded FP6 codes in bits 0-23 of `group` (bits 24-31 unused): the
+/// inverse of convertToPackedFP6's narrowing, in eight integer steps.
+mlir::Value widenPackedFP6(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value group);
+
 /// The exact f32 values of an even-length vector of codes (i8, one per
-/// element) of `conversion`'s format.
+/// element) of `conversion`'s format: for an embedded conversion the wider
+/// format's codes (widenPackedFP6).
 mlir::Value decodeElements(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value codes,
                            const ElementConversion &conversion);

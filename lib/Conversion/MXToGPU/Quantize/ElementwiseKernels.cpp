@@ -139,15 +139,17 @@ Value loadAtByte(OpBuilder &b, Location loc, Type type, Value base,
 
 /// The codes (an i8 vector, one per element) of the `count` elements of
 /// `data` that start at `indices`, element `linear` of the tensor, which
-/// holds `numElements`: one vector load of the elements, or for a packed
-/// format (`data` its base address, whole 32-bit words) the words that hold
-/// them, unpacked. A packed chunk need not start at a word: its bits are
-/// shifted out of the words from the one holding its first bit, moved back
-/// where those would pass the tensor's last word.
-Value loadCodes(ImplicitLocOpBuilder &b, const ElementFormat &format,
+/// holds `numElements`, as decodeElements takes them: one vector load of the
+/// elements, or for a packed format (`data` its base address, whole 32-bit
+/// words) the words that hold them, unpacked (an embedded FP6 straight to
+/// its wider format's codes, four at a time). A packed chunk need not start
+/// at a word: its bits are shifted out of the words from the one holding its
+/// first bit, moved back where those would pass the tensor's last word.
+Value loadCodes(ImplicitLocOpBuilder &b, const ElementConversion &conversion,
                 Value data, ArrayRef<Value> indices, Value linear,
                 int64_t count, int64_t numElements) {
   Location l = b.getLoc();
+  const ElementFormat &format = conversion.format;
   auto codesType = VectorType::get({count}, b.getI8Type());
   if (!format.isPacked()) {
     Value elements =
@@ -178,6 +180,22 @@ Value loadCodes(ImplicitLocOpBuilder &b, const ElementFormat &format,
       b, start, arith::MulIOp::create(b, word, cIndex(b, l, 32)));
   window = arith::ShRUIOp::create(
       b, window, arith::IndexCastOp::create(b, windowType, shift));
+  if (conversion.isEmbedded() && bits == 6 && count % 4 == 0) {
+    SmallVector<Value> wide;
+    for (int64_t group = 0; group < count / 4; ++group)
+      wide.push_back(widenPackedFP6(
+          b, l,
+          arith::TruncIOp::create(
+              b, b.getI32Type(),
+              arith::ShRUIOp::create(
+                  b, window,
+                  arith::ConstantIntOp::create(b, windowType,
+                                               4 * bits * group)))));
+    return vector::BitCastOp::create(
+        b, codesType,
+        vector::FromElementsOp::create(
+            b, VectorType::get({count / 4}, b.getI32Type()), wide));
+  }
   SmallVector<Value> codes;
   for (int64_t e = 0; e < count; ++e) {
     Value code = arith::ShRUIOp::create(
@@ -234,9 +252,11 @@ Value buildQuietNaN(ImplicitLocOpBuilder &b, VectorType type) {
 /// `product` (an even-length f32 vector) rounded to nearest even as 16-bit
 /// `resultType`, two elements per hardware `cvt.rn.{bf16x2,f16x2}.f32`
 /// (LLVM would round them one by one), and the contract's quiet NaN where
-/// the product is NaN: the hardware gives the canonical NaN 0x7FFF.
+/// the product is NaN (`productIsNaN`, one i1 for the whole vector, where
+/// the caller knows it; else each element's): the hardware gives the
+/// canonical NaN 0x7FFF.
 Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product,
-                        Type resultType) {
+                        Type resultType, Value productIsNaN) {
   int64_t length = cast<VectorType>(product.getType()).getNumElements();
   auto pairType = VectorType::get({2}, resultType);
   Value quietNaN = buildQuietNaN(b, pairType);
@@ -254,11 +274,17 @@ Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product,
                                                   /*random_bits=*/Value(),
                                                   NVVM::FPRoundingMode::RN)
                   .getResult();
-    Value isNaN = vector::FromElementsOp::create(
-        b, VectorType::get({2}, b.getI1Type()),
-        ValueRange{
-            arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, lo, lo),
-            arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, hi, hi)});
+    Value isNaN =
+        productIsNaN
+            ? productIsNaN
+            : vector::FromElementsOp::create(
+                  b, VectorType::get({2}, b.getI1Type()),
+                  ValueRange{
+                      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, lo,
+                                            lo),
+                      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, hi,
+                                            hi)})
+                  .getResult();
     pairs.push_back(arith::SelectOp::create(b, isNaN, quietNaN, pair));
   }
   return concatenate(b, pairs);
@@ -266,14 +292,20 @@ Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product,
 
 /// buildDequantized on vectors: one f32 multiply, one rounding to
 /// `resultType`, and the contract's quiet NaN where the product is NaN (the
-/// GPU's own NaN differs).
+/// GPU's own NaN differs): where `factorIsNaN` is given (codes with no NaN or
+/// Inf, times one power-of-two or NaN factor), that is the whole vector's.
 Value buildDequantizedVector(ImplicitLocOpBuilder &b, Value values,
-                             Value factors, Type resultType) {
+                             Value factors, Type resultType,
+                             Value factorIsNaN) {
   Value product = arith::MulFOp::create(b, values, factors);
   if (!resultType.isF32())
-    return buildRoundedPairs(b, product, resultType);
+    return buildRoundedPairs(b, product, resultType, factorIsNaN);
   Value isNaN =
-      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, product, product);
+      factorIsNaN
+          ? factorIsNaN
+          : arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, product,
+                                  product)
+                .getResult();
   return arith::SelectOp::create(
       b, isNaN, buildQuietNaN(b, cast<VectorType>(product.getType())), product);
 }
@@ -283,10 +315,11 @@ Value buildDequantizedVector(ImplicitLocOpBuilder &b, Value values,
 constexpr int64_t kDequantizeChunksPerThread = 2;
 
 /// A chunk of the vector dequantize, loaded: its first element's indices,
-/// its f32 values and their scale factors.
+/// its f32 values and their scale factors, and where every product is NaN
+/// exactly when the chunk's one factor is, that (else null).
 struct LoadedChunk {
   SmallVector<Value> indices;
-  Value values, factors;
+  Value values, factors, factorIsNaN;
 };
 
 /// kDequantizeChunksPerThread chunks per thread, a CTA's accesses to one
@@ -301,6 +334,13 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
   chunks.back() /= chunk;
   int64_t numChunks = computeProduct(chunks);
   int64_t perCTA = kThreadsPerBlock * kDequantizeChunksPerThread;
+  // A chunk's products are NaN together, with its factor, where the codes
+  // are finite (no NaN or Inf code) and the chunk has one E8M0 scale, whose
+  // factor is a power of two or NaN: one check a chunk, not one an element.
+  const ElementFormat &format = conversion.format;
+  bool oneFiniteFactor =
+      op.getBlock().back() != 1 && !format.nanCode && !format.hasInfinity &&
+      isa<Float8E8M0FNUType>(op.getScales().getType().getElementType());
   buildBlockLaunch(
       rewriter, loc, llvm::divideCeil(numChunks, perCTA), TypeRange(),
       [&](OpBuilder &nb, Location l, const KernelIds &ids) {
@@ -325,17 +365,24 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
                   : Value();
           Value values = decodeElements(
               b, l,
-              loadCodes(b, conversion.format, data, indices, linear, chunk,
+              loadCodes(b, conversion, data, indices, linear, chunk,
                         resultType.getNumElements()),
               conversion);
           Value factors =
               loadScaleFactors(b, scales, indices, op.getBlock(), chunk);
-          loaded.push_back({std::move(indices), values, factors});
+          Value factorIsNaN;
+          if (oneFiniteFactor) {
+            Value factor = vector::ExtractOp::create(b, factors, 0);
+            factorIsNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO,
+                                                factor, factor);
+          }
+          loaded.push_back({std::move(indices), values, factors, factorIsNaN});
         }
         for (auto [chunkId, loadedChunk] : llvm::zip_equal(chunkIds, loaded)) {
           Value dequantized =
               buildDequantizedVector(b, loadedChunk.values, loadedChunk.factors,
-                                     resultType.getElementType());
+                                     resultType.getElementType(),
+                                     loadedChunk.factorIsNaN);
           Value valid = numChunks % perCTA
                             ? cmpLT(b, l, chunkId, cIndex(b, l, numChunks))
                             : Value();
