@@ -248,33 +248,43 @@ namespace {
 /// stores word j of the run's 3 per row, the funnel shift
 /// (p_{j+1} : p_j << 8) >> (8 + 8j) of its row's 24 bits p_j and its right
 /// neighbour's (one shuffle; bits 24-31 of each may be anything, the shift
-/// drops them), at an immediate offset from one address computed once
-/// (storing each row by its indices recomputed a 64-bit address, four
-/// instructions a row in ptxas's SASS, and took three to join the word).
+/// drops them), where StripOutput::storesRowsFromOneAddress says: at an
+/// immediate offset from one address computed once (each row's own address
+/// is four instructions a row in ptxas's SASS), or at its indices.
 struct PackedRowStores {
-  Value shift, stores, address;
+  Value lane, shift, stores, address;
 
   PackedRowStores(OpBuilder &b, Location l, const Strip &s,
-                  const DataBuffer &data);
+                  const StripOutput &out);
 
   /// Stores row `i` (rows are consecutive from the strip's first) from the
   /// packed `bits` of its 4 codes.
   void store(OpBuilder &b, Location l, const Strip &s, const DataBuffer &data,
              int64_t i, Value bits) const;
+
+private:
+  /// The lane's word in each row.
+  Value getWord(OpBuilder &b, Location l, const Strip &s) const;
 };
 } // namespace
 
 PackedRowStores::PackedRowStores(OpBuilder &b, Location l, const Strip &s,
-                                 const DataBuffer &data) {
+                                 const StripOutput &out) {
   IndexArith index{b, l};
-  Value lane = index.rem(s.strip, kPackedRunLanes);
+  lane = index.rem(s.strip, kPackedRunLanes);
   shift = arith::IndexCastOp::create(b, l, b.getI32Type(),
                                      index.fma(lane, 8, cIndex(b, l, 8)));
   stores =
       andI(b, l, s.colValid, cmpLT(b, l, lane, cIndex(b, l, kPackedRunWords)));
-  address = data.getWordAddress(
-      b, l, s.row.front(),
-      index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane));
+  if (out.storesRowsFromOneAddress)
+    address = out.data.getWordAddress(b, l, s.row.front(), getWord(b, l, s));
+}
+
+Value PackedRowStores::getWord(OpBuilder &b, Location l,
+                               const Strip &s) const {
+  IndexArith index{b, l};
+  return index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords,
+                   lane);
 }
 
 void PackedRowStores::store(OpBuilder &b, Location l, const Strip &s,
@@ -285,9 +295,16 @@ void PackedRowStores::store(OpBuilder &b, Location l, const Strip &s,
           .getShuffleResult();
   Value low = arith::ShLIOp::create(b, l, bits,
                                     arith::ConstantIntOp::create(b, l, 8, 32));
-  data.storeWordAt(b, l, andI(b, l, s.rowValid[i], stores),
-                   LLVM::FshrOp::create(b, l, next, low, shift), address,
-                   i * data.getRowBytes());
+  Value word = LLVM::FshrOp::create(b, l, next, low, shift);
+  Value condition = andI(b, l, s.rowValid[i], stores);
+  if (address)
+    return data.storeWordAt(b, l, condition, word, address,
+                            i * data.getRowBytes());
+  data.storeWords(
+      b, l, condition,
+      vector::BroadcastOp::create(b, l, VectorType::get({1}, b.getI32Type()),
+                                  word),
+      s.row[i], getWord(b, l, s));
 }
 
 /// The packed bits of a strip row's 4 codes from its scaled values (bits
@@ -309,7 +326,7 @@ getPackedRowStores(OpBuilder &b, Location l, const Strip &s,
   QuantizeOp op = out.op;
   if (!out.data.getFormat().isPacked() || op.getTransposed())
     return std::nullopt;
-  return PackedRowStores(b, l, s, out.data);
+  return PackedRowStores(b, l, s, out);
 }
 
 /// Stores the codes of the strip's row `i` (4 columns) of one output of
@@ -825,6 +842,8 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
     RankedTensorType inputType = op.getInput().getType();
     if (rowwise && stagesTile(inputType, columnwise)) {
+      for (StripOutput &out : outputs)
+        out.storesRowsFromOneAddress = true;
       // Its two lane groups share a strip's column scales (measured 1.7 us
       // faster at 8192^2 on an H100, docs/gpu.md).
       outputs.front().splitsColumnScales = true;
