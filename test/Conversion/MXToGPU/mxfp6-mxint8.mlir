@@ -38,8 +38,8 @@ func.func @mxfp6_rowwise(%x: tensor<64x96xbf16>) -> (tensor<64x96xf6E3M2FN>, ten
 // MXFP6 columnwise, in the strip kernel: a lane's row of 4 codes is 24 bits
 // (on sm_90a from the one recipe that narrows, saturates and packs E4M3's
 // codes); with its right neighbour's (one shuffle down, joined by a funnel
-// shift) a lane stores one word, 3 lanes of every 4, each row at an
-// immediate offset from one address.
+// shift) a lane stores one word, 3 lanes of every 4, each row at its own
+// indices (the staged kernel stores from one address instead).
 // CHECK-LABEL: func @mxfp6_columnwise
 // CHECK-DAG: %[[BYTES:.*]] = gpu.alloc () : memref<1536xi8>
 // CHECK-DAG: %[[WORDS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x6xi32>
@@ -51,7 +51,7 @@ func.func @mxfp6_rowwise(%x: tensor<64x96xbf16>) -> (tensor<64x96xf6E3M2FN>, ten
 // CHECK:   gpu.shuffle down %{{.*}}, %{{.*}}, %{{.*}} : i32
 // CHECK:   llvm.intr.fshr
 // CHECK:   scf.if
-// CHECK:     llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// CHECK:     vector.store %{{.*}}, %[[WORDS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x6xi32>, vector<1xi32>
 // CHECK: memref.view %[[BYTES]][%{{.*}}][] : memref<1536xi8> to memref<64x32xf6E2M3FN>
 func.func @mxfp6_columnwise(%x: tensor<64x32xf32>) -> (tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [32, 1] rounding floor : tensor<64x32xf32> -> tensor<64x32xf6E2M3FN>, tensor<2x32xf8E8M0FNU>
