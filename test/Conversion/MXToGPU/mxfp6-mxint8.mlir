@@ -129,21 +129,24 @@ func.func @mxint8_fused(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<64x
 
 // -----
 
-// MXINT8: the FP8 kernels with the CPU lowering's rounding in fewer steps:
-// y clamped to +-127/64, then one FMA y * 64 + 1.5 * 2^23 whose low byte is
-// the code; no cvt.
+// MXINT8: the FP8 kernels with the CPU lowering's rounding in fewer steps.
+// A bf16 input times a power of two is exact in f16, so each pair of scaled
+// values goes to f16x2 (one cvt), is clamped to +-127/64 and rounded by one
+// FMA y * 64 + 1.5 * 2^10 whose low bytes are the codes, gathered four at a
+// time by one byte permute (an f32 input takes the same steps in f32, with
+// 1.5 * 2^23: mxfp6-mxint8-ptxas.mlir).
 // CHECK-LABEL: func @mxint8_rowwise
 // CHECK-DAG: %[[DATA:.*]] = gpu.alloc () : memref<64x64xi8>
-// CHECK-DAG: %[[LIMIT:.*]] = arith.constant dense<1.984375> : vector<16xf32>
-// CHECK-DAG: %[[UNIT:.*]] = arith.constant dense<6.400000e+01> : vector<16xf32>
-// CHECK-DAG: %[[MAGIC:.*]] = arith.constant dense<0x4B400000> : vector<16xf32>
+// CHECK-DAG: %[[UNIT:.*]] = arith.constant dense<6.400000e+01> : vector<16xf16>
+// CHECK-DAG: %[[MAGIC:.*]] = arith.constant dense<1.536000e+03> : vector<16xf16>
+// CHECK-DAG: %[[LIMIT:.*]] = arith.constant dense<1.984380e+00> : vector<16xf16>
 // CHECK: gpu.launch
-// CHECK-NOT: nvvm.convert
-// CHECK:   %[[CLAMPED:.*]] = arith.minnumf %{{.*}}, %[[LIMIT]] : vector<16xf32>
-// CHECK:   %[[SUM:.*]] = llvm.intr.fma(%[[CLAMPED]], %[[UNIT]], %[[MAGIC]]) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
-// CHECK:   %[[BITS:.*]] = arith.bitcast %[[SUM]] : vector<16xf32> to vector<16xi32>
-// CHECK:   arith.trunci %[[BITS]] : vector<16xi32> to vector<16xi8>
-// CHECK-NOT: nvvm.convert
+// CHECK-COUNT-8: nvvm.convert.f32x2.to.f16x2 {{.*}} : vector<2xf16>
+// CHECK:   %[[CLAMPED:.*]] = arith.minnumf %{{.*}}, %[[LIMIT]] : vector<16xf16>
+// CHECK:   %[[SUM:.*]] = llvm.intr.fma(%[[CLAMPED]], %[[UNIT]], %[[MAGIC]]) : (vector<16xf16>, vector<16xf16>, vector<16xf16>) -> vector<16xf16>
+// CHECK:   vector.bitcast %[[SUM]] : vector<16xf16> to vector<8xi32>
+// CHECK-COUNT-4: nvvm.inline_ptx "prmt.b32 $0, $1, $2, 0x6420;"
+// CHECK-NOT: nvvm.convert.f32x2.to.f8x2
 // CHECK:   vector.store %{{.*}}, %[[DATA]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x64xi8>, vector<16xi8>
 func.func @mxint8_rowwise(%x: tensor<64x64xbf16>) -> (tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>) {
   %d, %s = mx.quantize %x block [1, 32] : tensor<64x64xbf16> -> tensor<64x64xi8>, tensor<64x2xf8E8M0FNU>

@@ -48,6 +48,16 @@ std::optional<ElementConversion> ElementConversion::get(Type elementType,
   return std::nullopt;
 }
 
+ElementConversion ElementConversion::forQuantize(QuantizeOp op, Chip chip) {
+  ElementConversion conversion =
+      *get(op.getData().getType().getElementType(), chip);
+  conversion.scaledFitF16 =
+      op.getInput().getType().getElementTypeBitWidth() <= 16 &&
+      op.getRounding() != ScaleRounding::exact &&
+      isa<Float8E8M0FNUType>(op.getScales().getType().getElementType());
+  return conversion;
+}
+
 //===----------------------------------------------------------------------===//
 // Scales
 //===----------------------------------------------------------------------===//
@@ -192,26 +202,72 @@ static Value narrowCodes(OpBuilder &b, Location loc, Value words,
 /// exact, so both clamps agree), the scaling and the rounding are one FMA
 /// (its product is exact, so it rounds once, as the sum does), and the code
 /// is the low byte of the sum's bits, since the constant's low bits are
-/// zero. NaN elements are left to the NaN-block mask: an element is NaN only
-/// in a block whose amax is NaN (two FMNMX, one FFMA and a byte permute per
-/// element where the CPU builder's form takes eight instructions).
+/// zero. Where the values are exact in f16 (`fitF16`), all of it runs on
+/// pairs in f16x2 after one `cvt` a pair, the rounding constant 1.5 * 2^10
+/// (whose neighbours are 1 apart up to 2^11 > 2 * 127). NaN elements are
+/// left to the NaN-block mask: an element is NaN only in a block whose amax
+/// is NaN. Per element: two FMNMX, one FFMA and a byte permute, or in f16x2
+/// half of that and a `cvt`, where the CPU builder's form takes eight.
 static Value convertToIntegerCodes(OpBuilder &b, Location loc, Value scaled,
-                                   const ElementFormat &format) {
+                                   const ElementFormat &format, bool fitF16) {
   auto type = cast<VectorType>(scaled.getType());
-  auto splat = [&](float v) {
+  int64_t length = type.getNumElements();
+  Type floatType = b.getF32Type();
+  double magic = 0x1.8p23;
+  if (fitF16 && length % 2 == 0) {
+    floatType = b.getF16Type();
+    magic = 0x1.8p10;
+    auto pairType = VectorType::get({2}, floatType);
+    SmallVector<Value> halves;
+    for (int64_t i = 0; i < length; i += 2) {
+      Value pair = NVVM::ConvertF32x2ToF16x2Op::create(
+          b, loc, pairType, vector::ExtractOp::create(b, loc, scaled, i + 1),
+          vector::ExtractOp::create(b, loc, scaled, i),
+          /*random_bits=*/Value(), NVVM::FPRoundingMode::RN);
+      halves.push_back(vector::ExtractOp::create(b, loc, pair, 0));
+      halves.push_back(vector::ExtractOp::create(b, loc, pair, 1));
+    }
+    scaled = vector::FromElementsOp::create(b, loc, type.clone(floatType),
+                                            halves);
+  }
+  auto valuesType = type.clone(floatType);
+  auto splat = [&](double v) {
     return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+        b, loc,
+        DenseElementsAttr::get(valuesType, b.getFloatAttr(floatType, v)));
   };
-  float unit = std::ldexp(1.0f, format.mantissaBits);
-  float limit = static_cast<float>(format.maxFiniteCode) / unit;
+  double unit = std::ldexp(1.0, format.mantissaBits);
+  double limit = format.maxFiniteCode / unit;
   Value clamped = arith::MinNumFOp::create(
       b, loc, arith::MaxNumFOp::create(b, loc, scaled, splat(-limit)),
       splat(limit));
-  Value sum = LLVM::FMAOp::create(b, loc, clamped, splat(unit),
-                                  splat(0x1.8p23f));
+  Value sum = LLVM::FMAOp::create(b, loc, clamped, splat(unit), splat(magic));
+  if (floatType.isF16() && length % 4 == 0) {
+    // The low bytes of each 4 halves, one byte permute from two f16x2
+    // registers (LLVM would mask and shift each one out).
+    auto i32 = b.getI32Type();
+    Value pairs = vector::BitCastOp::create(
+        b, loc, VectorType::get({length / 2}, i32), sum);
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < length / 2; i += 2)
+      words.push_back(
+          NVVM::InlinePtxOp::create(
+              b, loc, i32,
+              ValueRange{vector::ExtractOp::create(b, loc, pairs, i),
+                         vector::ExtractOp::create(b, loc, pairs, i + 1)},
+              ValueRange{}, "prmt.b32 $0, $1, $2, 0x6420;", Value())
+              .getResult(0));
+    return vector::BitCastOp::create(
+        b, loc, type.clone(b.getI8Type()),
+        vector::FromElementsOp::create(
+            b, loc, VectorType::get({length / 4}, i32), words));
+  }
   return arith::TruncIOp::create(
       b, loc, type.clone(b.getI8Type()),
-      arith::BitcastOp::create(b, loc, type.clone(b.getI32Type()), sum));
+      arith::BitcastOp::create(
+          b, loc,
+          type.clone(b.getIntegerType(floatType.getIntOrFloatBitWidth())),
+          sum));
 }
 
 Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
@@ -226,7 +282,8 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
   Value words;
   if (!conversion.hardware) {
     words = vector::BitCastOp::create(
-        b, loc, wordsType, convertToIntegerCodes(b, loc, scaled, format));
+        b, loc, wordsType,
+        convertToIntegerCodes(b, loc, scaled, format, conversion.scaledFitF16));
   } else {
     if (conversion.isEmbedded())
       scaled = clampToFormat(b, loc, scaled, conversion);

@@ -42,6 +42,16 @@ struct ElementConversion {
   static std::optional<ElementConversion> get(mlir::Type elementType,
                                               Chip chip);
 
+  /// The conversion of `op`'s data on `chip` (one the kernels have), with
+  /// what its input says about the scaled values (scaledFitF16).
+  static ElementConversion forQuantize(QuantizeOp op, Chip chip);
+
+  /// Whether every scaled value is exact in f16 where it matters: a 16-bit
+  /// input (at most 11 significant bits) times a power-of-two factor, so
+  /// that MXINT8 rounds pairs in f16x2 (convertToIntegerCodes). Values below
+  /// f16's normal range round there, but to codes of 0 either way.
+  bool scaledFitF16 = false;
+
   /// Whether the `cvt` is another format's, whose saturation is not this
   /// format's. Kernels that store whole groups of four codes of an embedded format
   /// pack them with convertToPackedFP6, which saturates the wider codes

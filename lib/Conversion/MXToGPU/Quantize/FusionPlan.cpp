@@ -269,7 +269,7 @@ QuantizeOp QuantizeFusionPlan::getFusedInto(SwizzleOp op) const {
 }
 
 ElementConversion PlannedQuantizePattern::getConversion(QuantizeOp op) const {
-  return *ElementConversion::get(op.getData().getType().getElementType(), chip);
+  return ElementConversion::forQuantize(op, chip);
 }
 
 void gpu_kernels::replaceQuantize(RewriterBase &rewriter, QuantizeOp op,

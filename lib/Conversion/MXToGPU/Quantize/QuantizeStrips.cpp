@@ -830,7 +830,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
                   : allocFolded(rewriter, loc, q.getScales().getType(), 2);
       return StripOutput{
           q, swizzle,
-          *ElementConversion::get(q.getData().getType().getElementType(), chip),
+          ElementConversion::forQuantize(q, chip),
           data, scales};
     };
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
