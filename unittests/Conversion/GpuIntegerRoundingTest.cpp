@@ -18,25 +18,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "llvm/ADT/bit.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 namespace {
 
-float fromBits(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
+using llvm::bit_cast;
 
-uint32_t toBits(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
+uint32_t toBits(float x) { return bit_cast<uint32_t>(x); }
 
 /// The rule: clamp(rne(y * 64), -127, 127) as the CPU lowering computes it.
 int8_t referenceCode(float y) {
@@ -59,65 +52,48 @@ int8_t f16Code(float y) {
   _Float16 clamped = half > limit ? limit : half < -limit ? -limit : half;
   _Float16 sum = static_cast<_Float16>(static_cast<double>(clamped) * 64.0 +
                                        1536.0);
-  uint16_t bits;
-  std::memcpy(&bits, &sum, sizeof bits);
-  return static_cast<int8_t>(bits & 0xFF);
+  return static_cast<int8_t>(bit_cast<uint16_t>(sum) & 0xFF);
 }
 
-/// Every y = x * 2^k with |y| <= 2 (or infinite) of the 16-bit patterns of a
-/// format whose value of pattern p is `value(p)`, for the factors 2^k that
-/// f32 holds (a block's factor is at least 2^-127).
-template <typename ValueOf, typename Check>
-void forEachScaledValue(ValueOf value, Check check) {
+float bf16Value(uint32_t pattern) { return bit_cast<float>(pattern << 16); }
+
+float f16Value(uint32_t pattern) {
+  return static_cast<float>(bit_cast<_Float16>(static_cast<uint16_t>(pattern)));
+}
+
+/// The y = x * 2^k, among every 16-bit pattern x of a format (its value
+/// `valueOf`) and every power of two that f32 holds (a block's factor is at
+/// least 2^-127), with |y| at most 2 or infinite (what a block's factor
+/// gives), whose `codeOf` differs from the rule's; the first few are
+/// reported.
+template <typename ValueOf, typename CodeOf>
+int64_t countMismatches(const char *format, ValueOf valueOf, CodeOf codeOf) {
+  int64_t mismatches = 0;
   for (uint32_t pattern = 0; pattern < 0x10000; ++pattern) {
-    float x = value(pattern);
+    float x = valueOf(pattern);
     if (std::isnan(x))
       continue;
     for (int k = -149; k <= 150; ++k) {
       float y = x * std::ldexp(1.0f, k);
-      if (std::fabs(y) <= 2.0f || std::isinf(x))
-        check(pattern, k, y);
+      if ((std::fabs(y) <= 2.0f || std::isinf(x)) &&
+          codeOf(y) != referenceCode(y) && ++mismatches < 5)
+        ADD_FAILURE() << format << " 0x" << std::hex << pattern << std::dec
+                      << " * 2^" << k;
     }
   }
+  return mismatches;
 }
 
 TEST(GpuIntegerRounding, F32StepsMatchTheRuleOnBF16Inputs) {
-  int64_t mismatches = 0;
-  forEachScaledValue([](uint32_t p) { return fromBits(p << 16); },
-                     [&](uint32_t p, int k, float y) {
-                       if (f32Code(y) != referenceCode(y) && ++mismatches < 5)
-                         ADD_FAILURE() << "bf16 0x" << std::hex << p
-                                       << std::dec << " * 2^" << k;
-                     });
-  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(countMismatches("bf16", bf16Value, f32Code), 0);
 }
 
 TEST(GpuIntegerRounding, F16StepsMatchTheRuleOnBF16Inputs) {
-  int64_t mismatches = 0;
-  forEachScaledValue([](uint32_t p) { return fromBits(p << 16); },
-                     [&](uint32_t p, int k, float y) {
-                       if (f16Code(y) != referenceCode(y) && ++mismatches < 5)
-                         ADD_FAILURE() << "bf16 0x" << std::hex << p
-                                       << std::dec << " * 2^" << k;
-                     });
-  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(countMismatches("bf16", bf16Value, f16Code), 0);
 }
 
 TEST(GpuIntegerRounding, F16StepsMatchTheRuleOnF16Inputs) {
-  int64_t mismatches = 0;
-  forEachScaledValue(
-      [](uint32_t p) {
-        _Float16 half;
-        uint16_t bits = static_cast<uint16_t>(p);
-        std::memcpy(&half, &bits, sizeof half);
-        return static_cast<float>(half);
-      },
-      [&](uint32_t p, int k, float y) {
-        if (f16Code(y) != referenceCode(y) && ++mismatches < 5)
-          ADD_FAILURE() << "f16 0x" << std::hex << p << std::dec << " * 2^"
-                        << k;
-      });
-  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(countMismatches("f16", f16Value, f16Code), 0);
 }
 
 /// An f32 value with 24 significant bits is not exact in f16: the f16 steps
