@@ -1,4 +1,5 @@
-//===- GpuIntegerRoundingTest.cpp - MXINT8 and FP6 steps of the GPU kernels ===//
+//===- GpuIntegerRoundingTest.cpp - MXINT8 and FP6 steps of the GPU kernels
+//===//
 //
 // The quantize and dequantize kernels of `sm_90a` spell two of the CPU
 // lowering's rules in fewer steps (ElementConversion.cpp); the steps are
@@ -50,8 +51,8 @@ int8_t f16Code(float y) {
   _Float16 half = static_cast<_Float16>(y);
   _Float16 limit = static_cast<_Float16>(127.0f / 64);
   _Float16 clamped = half > limit ? limit : half < -limit ? -limit : half;
-  _Float16 sum = static_cast<_Float16>(static_cast<double>(clamped) * 64.0 +
-                                       1536.0);
+  _Float16 sum =
+      static_cast<_Float16>(static_cast<double>(clamped) * 64.0 + 1536.0);
   return static_cast<int8_t>(bit_cast<uint16_t>(sum) & 0xFF);
 }
 

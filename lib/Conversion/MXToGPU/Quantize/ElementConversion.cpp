@@ -227,8 +227,8 @@ static Value convertToIntegerCodes(OpBuilder &b, Location loc, Value scaled,
       halves.push_back(vector::ExtractOp::create(b, loc, pair, 0));
       halves.push_back(vector::ExtractOp::create(b, loc, pair, 1));
     }
-    scaled = vector::FromElementsOp::create(b, loc, type.clone(floatType),
-                                            halves);
+    scaled =
+        vector::FromElementsOp::create(b, loc, type.clone(floatType), halves);
   }
   auto valuesType = type.clone(floatType);
   auto splat = [&](double v) {
@@ -393,8 +393,8 @@ static SmallVector<Value> joinPackedGroups(OpBuilder &b, Location loc,
     // groupBits - offset bits above it fill the word's low end, and end in
     // g + 1: fshl(next, low, s) = next << s | low >> (32 - s).
     int64_t g = 32 * w / groupBits, offset = 32 * w % groupBits;
-    Value low = arith::ShLIOp::create(b, loc, groups[g],
-                                      constant(32 - groupBits));
+    Value low =
+        arith::ShLIOp::create(b, loc, groups[g], constant(32 - groupBits));
     words.push_back(LLVM::FshlOp::create(b, loc, groups[g + 1], low,
                                          constant(groupBits - offset)));
   }
@@ -410,10 +410,9 @@ void gpu_kernels::storeQuantized(OpBuilder &b, Location loc,
   auto type = cast<VectorType>(values.getType());
   int64_t length = type.getNumElements();
   if (!conversion.isEmbedded() || length % 16 != 0)
-    return data.store(b, loc, condition,
-                      quantizeVector(b, loc, values, scale, rounding,
-                                     conversion),
-                      indices);
+    return data.store(
+        b, loc, condition,
+        quantizeVector(b, loc, values, scale, rounding, conversion), indices);
   Value scaled = applyScaleFactors(
       b, loc, values, vector::BroadcastOp::create(b, loc, type, scale.factor),
       rounding);
@@ -430,12 +429,12 @@ void gpu_kernels::storeQuantized(OpBuilder &b, Location loc,
         conversion, nanMask));
   SmallVector<Value> words =
       joinPackedGroups(b, loc, groups, conversion.format.bitWidth);
-  data.storePacked(
-      b, loc, condition,
-      vector::FromElementsOp::create(
-          b, loc, VectorType::get({int64_t(words.size())}, b.getI32Type()),
-          words),
-      indices);
+  data.storePacked(b, loc, condition,
+                   vector::FromElementsOp::create(
+                       b, loc,
+                       VectorType::get({int64_t(words.size())}, b.getI32Type()),
+                       words),
+                   indices);
 }
 
 Value gpu_kernels::widenPackedFP6(OpBuilder &b, Location loc, Value group) {
@@ -493,9 +492,8 @@ Value gpu_kernels::decodeElements(OpBuilder &b, Location loc, Value codes,
         b, loc, f16,
         arith::ConstantOp::create(
             b, loc,
-            DenseElementsAttr::get(
-                halvesType,
-                b.getF16FloatAttr(std::ldexp(1.0f, -conversion.shift)))));
+            DenseElementsAttr::get(halvesType, b.getF16FloatAttr(std::ldexp(
+                                                   1.0f, -conversion.shift)))));
   return arith::ExtFOp::create(b, loc, type.clone(b.getF32Type()), f16);
 }
 

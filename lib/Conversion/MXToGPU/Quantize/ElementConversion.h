@@ -8,8 +8,8 @@
 // embeds it (FP6 on sm_90a: E3M2 values are E5M2 values times 2^-12, E2M3
 // values E4M3 values times 2^-6, subnormals included), or for MXINT8 the
 // CPU lowering's rounding in fewer steps, so that every path rounds as the
-// CPU lowering does. Codes travel as one byte per element; packed formats are packed when
-// they are stored (DataBuffer).
+// CPU lowering does. Codes travel as one byte per element; packed formats are
+// packed when they are stored (DataBuffer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,8 +53,8 @@ struct ElementConversion {
   bool scaledFitF16 = false;
 
   /// Whether the `cvt` is another format's, whose saturation is not this
-  /// format's. Kernels that store whole groups of four codes of an embedded format
-  /// pack them with convertToPackedFP6, which saturates the wider codes
+  /// format's. Kernels that store whole groups of four codes of an embedded
+  /// format pack them with convertToPackedFP6, which saturates the wider codes
   /// after `cvt` (a few integer steps per 4 codes); one code a byte
   /// (convertToElements) clamps the values before `cvt` instead (two f32
   /// steps an element). The codes are the same: see EmbeddedFP6Packing.h.
@@ -119,8 +119,7 @@ mlir::Value quantizeVector(mlir::OpBuilder &b, mlir::Location loc,
 void storeQuantized(mlir::OpBuilder &b, mlir::Location loc,
                     const class DataBuffer &data, mlir::Value condition,
                     mlir::Value values, const BlockScale &scale,
-                    ScaleRounding rounding,
-                    const ElementConversion &conversion,
+                    ScaleRounding rounding, const ElementConversion &conversion,
                     mlir::ValueRange indices);
 
 /// The wider format's codes (four bytes of an i32, code 0 lowest) of the

@@ -187,10 +187,9 @@ Value loadCodes(ImplicitLocOpBuilder &b, const ElementConversion &conversion,
           b, l,
           arith::TruncIOp::create(
               b, b.getI32Type(),
-              arith::ShRUIOp::create(
-                  b, window,
-                  arith::ConstantIntOp::create(b, windowType,
-                                               4 * bits * group)))));
+              arith::ShRUIOp::create(b, window,
+                                     arith::ConstantIntOp::create(
+                                         b, windowType, 4 * bits * group)))));
     return vector::BitCastOp::create(
         b, codesType,
         vector::FromElementsOp::create(
@@ -255,8 +254,8 @@ Value buildQuietNaN(ImplicitLocOpBuilder &b, VectorType type) {
 /// the product is NaN (`productIsNaN`, one i1 for the whole vector, where
 /// the caller knows it; else each element's): the hardware gives the
 /// canonical NaN 0x7FFF.
-Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product,
-                        Type resultType, Value productIsNaN) {
+Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product, Type resultType,
+                        Value productIsNaN) {
   int64_t length = cast<VectorType>(product.getType()).getNumElements();
   auto pairType = VectorType::get({2}, resultType);
   Value quietNaN = buildQuietNaN(b, pairType);
@@ -279,11 +278,10 @@ Value buildRoundedPairs(ImplicitLocOpBuilder &b, Value product,
             ? productIsNaN
             : vector::FromElementsOp::create(
                   b, VectorType::get({2}, b.getI1Type()),
-                  ValueRange{
-                      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, lo,
-                                            lo),
-                      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, hi,
-                                            hi)})
+                  ValueRange{arith::CmpFOp::create(b, arith::CmpFPredicate::UNO,
+                                                   lo, lo),
+                             arith::CmpFOp::create(b, arith::CmpFPredicate::UNO,
+                                                   hi, hi)})
                   .getResult();
     pairs.push_back(arith::SelectOp::create(b, isNaN, quietNaN, pair));
   }
@@ -300,12 +298,11 @@ Value buildDequantizedVector(ImplicitLocOpBuilder &b, Value values,
   Value product = arith::MulFOp::create(b, values, factors);
   if (!resultType.isF32())
     return buildRoundedPairs(b, product, resultType, factorIsNaN);
-  Value isNaN =
-      factorIsNaN
-          ? factorIsNaN
-          : arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, product,
-                                  product)
-                .getResult();
+  Value isNaN = factorIsNaN
+                    ? factorIsNaN
+                    : arith::CmpFOp::create(b, arith::CmpFPredicate::UNO,
+                                            product, product)
+                          .getResult();
   return arith::SelectOp::create(
       b, isNaN, buildQuietNaN(b, cast<VectorType>(product.getType())), product);
 }
@@ -363,11 +360,11 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
                   ? arith::MulIOp::create(b, chunkId, cIndex(b, l, chunk))
                         .getResult()
                   : Value();
-          Value values = decodeElements(
-              b, l,
-              loadCodes(b, conversion, data, indices, linear, chunk,
-                        resultType.getNumElements()),
-              conversion);
+          Value values =
+              decodeElements(b, l,
+                             loadCodes(b, conversion, data, indices, linear,
+                                       chunk, resultType.getNumElements()),
+                             conversion);
           Value factors =
               loadScaleFactors(b, scales, indices, op.getBlock(), chunk);
           Value factorIsNaN;
@@ -379,10 +376,9 @@ void buildVectorDequantize(OpBuilder &rewriter, Location loc, DequantizeOp op,
           loaded.push_back({std::move(indices), values, factors, factorIsNaN});
         }
         for (auto [chunkId, loadedChunk] : llvm::zip_equal(chunkIds, loaded)) {
-          Value dequantized =
-              buildDequantizedVector(b, loadedChunk.values, loadedChunk.factors,
-                                     resultType.getElementType(),
-                                     loadedChunk.factorIsNaN);
+          Value dequantized = buildDequantizedVector(
+              b, loadedChunk.values, loadedChunk.factors,
+              resultType.getElementType(), loadedChunk.factorIsNaN);
           Value valid = numChunks % perCTA
                             ? cmpLT(b, l, chunkId, cIndex(b, l, numChunks))
                             : Value();

@@ -280,11 +280,9 @@ PackedRowStores::PackedRowStores(OpBuilder &b, Location l, const Strip &s,
     address = out.data.getWordAddress(b, l, s.row.front(), getWord(b, l, s));
 }
 
-Value PackedRowStores::getWord(OpBuilder &b, Location l,
-                               const Strip &s) const {
+Value PackedRowStores::getWord(OpBuilder &b, Location l, const Strip &s) const {
   IndexArith index{b, l};
-  return index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords,
-                   lane);
+  return index.fma(index.div(s.strip, kPackedRunLanes), kPackedRunWords, lane);
 }
 
 void PackedRowStores::store(OpBuilder &b, Location l, const Strip &s,
@@ -300,11 +298,10 @@ void PackedRowStores::store(OpBuilder &b, Location l, const Strip &s,
   if (address)
     return data.storeWordAt(b, l, condition, word, address,
                             i * data.getRowBytes());
-  data.storeWords(
-      b, l, condition,
-      vector::BroadcastOp::create(b, l, VectorType::get({1}, b.getI32Type()),
-                                  word),
-      s.row[i], getWord(b, l, s));
+  data.storeWords(b, l, condition,
+                  vector::BroadcastOp::create(
+                      b, l, VectorType::get({1}, b.getI32Type()), word),
+                  s.row[i], getWord(b, l, s));
 }
 
 /// The packed bits of a strip row's 4 codes from its scaled values (bits
@@ -828,10 +825,8 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       Value scales =
           swizzle ? allocFolded(rewriter, loc, swizzle.getResult().getType(), 5)
                   : allocFolded(rewriter, loc, q.getScales().getType(), 2);
-      return StripOutput{
-          q, swizzle,
-          ElementConversion::forQuantize(q, chip),
-          data, scales};
+      return StripOutput{q, swizzle, ElementConversion::forQuantize(q, chip),
+                         data, scales};
     };
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
     SmallVector<StripOutput, 2> outputs = {makeOutput(op)};
