@@ -180,7 +180,10 @@ Value loadCodes(ImplicitLocOpBuilder &b, const ElementConversion &conversion,
       b, start, arith::MulIOp::create(b, word, cIndex(b, l, 32)));
   window = arith::ShRUIOp::create(
       b, window, arith::IndexCastOp::create(b, windowType, shift));
-  if (conversion.isEmbedded() && bits == 6 && count % 4 == 0) {
+  if (conversion.isEmbedded()) {
+    // decodeElements takes an embedded format's codes widened: every chunk
+    // (8 or 4 results of a 16-byte store) is whole groups of 4 FP6 codes.
+    assert(bits == 6 && count % 4 == 0 && "whole groups of 4 FP6 codes");
     SmallVector<Value> wide;
     for (int64_t group = 0; group < count / 4; ++group)
       wide.push_back(widenPackedFP6(

@@ -7,10 +7,11 @@
 // 16 x 4 strip read there with the strip kernel's own steps
 // (QuantizeStrips.h), so that a lane holds one quantization's state and the
 // kernel fits 64 registers, four CTAs an SM. It writes the packed 24-bit
-// rows of a lane from one address (PackedRowStores), as the register kernel
-// does, and once its own tile is staged it asks L2
-// to prefetch the tile of a CTA that starts later (prefetchLaterTile);
-// docs/gpu.md has the measurements that chose each step.
+// rows of a lane from one address at immediate offsets (PackedRowStores;
+// the register kernel stores each row at its own address, each measured
+// faster so), and once its own tile is staged it asks L2 to prefetch the
+// tile of a CTA that starts later (prefetchLaterTile); docs/gpu.md has the
+// measurements that chose each step.
 //
 //===----------------------------------------------------------------------===//
 
