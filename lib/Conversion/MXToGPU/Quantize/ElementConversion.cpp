@@ -406,7 +406,7 @@ void gpu_kernels::storeQuantized(OpBuilder &b, Location loc,
                                  Value values, const BlockScale &scale,
                                  ScaleRounding rounding,
                                  const ElementConversion &conversion,
-                                 ValueRange indices) {
+                                 ValueRange indices, llvm::Align packedAlignment) {
   auto type = cast<VectorType>(values.getType());
   int64_t length = type.getNumElements();
   if (!conversion.isEmbedded() || length % 16 != 0)
@@ -434,7 +434,7 @@ void gpu_kernels::storeQuantized(OpBuilder &b, Location loc,
                        b, loc,
                        VectorType::get({int64_t(words.size())}, b.getI32Type()),
                        words),
-                   indices);
+                   indices, packedAlignment);
 }
 
 Value gpu_kernels::widenPackedFP6(OpBuilder &b, Location loc, Value group) {
@@ -581,11 +581,13 @@ Value DataBuffer::packBits(OpBuilder &b, Location loc, Value codes) const {
 }
 
 void DataBuffer::storeWords(OpBuilder &b, Location loc, Value condition,
-                            Value wordValues, Value row, Value word) const {
+                            Value wordValues, Value row, Value word,
+                            llvm::Align alignment) const {
   auto store = [&](OpBuilder &nb, Location nl) {
-    // Words of a row start 4-byte aligned (whole words per row), no more.
+    // Words of a row start 4-byte aligned (whole words per row); more only
+    // where the caller knows it.
     vector::StoreOp::create(nb, nl, wordValues, words, ValueRange{row, word},
-                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+                            /*nontemporal=*/false, alignment);
   };
   if (!condition)
     return store(b, loc);
@@ -593,13 +595,14 @@ void DataBuffer::storeWords(OpBuilder &b, Location loc, Value condition,
 }
 
 void DataBuffer::storePacked(OpBuilder &b, Location loc, Value condition,
-                             Value wordValues, ValueRange indices) const {
+                             Value wordValues, ValueRange indices,
+                             llvm::Align alignment) const {
   Value word = arith::DivUIOp::create(
       b, loc,
       arith::MulIOp::create(b, loc, indices.back(),
                             cIndex(b, loc, format.bitWidth)),
       cIndex(b, loc, 32));
-  storeWords(b, loc, condition, wordValues, indices.front(), word);
+  storeWords(b, loc, condition, wordValues, indices.front(), word, alignment);
 }
 
 void DataBuffer::store(OpBuilder &b, Location loc, Value condition, Value codes,

@@ -120,7 +120,8 @@ void storeQuantized(mlir::OpBuilder &b, mlir::Location loc,
                     const class DataBuffer &data, mlir::Value condition,
                     mlir::Value values, const BlockScale &scale,
                     ScaleRounding rounding, const ElementConversion &conversion,
-                    mlir::ValueRange indices);
+                    mlir::ValueRange indices,
+                    llvm::Align packedAlignment = llvm::Align(4));
 
 /// The wider format's codes (four bytes of an i32, code 0 lowest) of the
 /// four embedded FP6 codes in bits 0-23 of `group` (bits 24-31 unused): the
@@ -159,10 +160,11 @@ public:
 
   /// Stores the packed 32-bit `words` (a vector) of the codes from element
   /// `indices` (a packed format; the first index the folded row) where
-  /// `condition` holds.
+  /// `condition` holds; the caller vouches for `alignment` beyond a word's.
   void storePacked(mlir::OpBuilder &b, mlir::Location loc,
                    mlir::Value condition, mlir::Value words,
-                   mlir::ValueRange indices) const;
+                   mlir::ValueRange indices,
+                   llvm::Align alignment = llvm::Align(4)) const;
 
   /// The bits of `codes` (at most 32), packed into one i32 from bit 0.
   mlir::Value packBits(mlir::OpBuilder &b, mlir::Location loc,
@@ -171,7 +173,8 @@ public:
   /// Stores the 32-bit `words` (a vector) at word `word` of folded row `row`
   /// (packed formats) where `condition` holds.
   void storeWords(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
-                  mlir::Value words, mlir::Value row, mlir::Value word) const;
+                  mlir::Value words, mlir::Value row, mlir::Value word,
+                  llvm::Align alignment = llvm::Align(4)) const;
 
   /// The device address (an index) of word `word` of folded row `row`
   /// (packed formats): rows after it are getRowBytes() apart, so that

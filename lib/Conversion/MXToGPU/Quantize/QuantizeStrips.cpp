@@ -167,7 +167,7 @@ Value AmaxReduction::pairRows(OpBuilder &b, Location l, Value a,
 
 Strip gpu_kernels::loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
                              const StripGrid &grid, Type elementType,
-                             StripRowReader readRow) {
+                             StripRowReader readRow, bool deferExtension) {
   IndexArith index{b, l};
   Strip s;
   s.reduction.elementType = elementType;
@@ -195,11 +195,17 @@ Strip gpu_kernels::loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
     s.rowValid.push_back(
         andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows))));
     s.loaded.push_back(readRow(b, l, s, i));
-    s.values.push_back(
-        extendToF32(b, l, s.loaded.back(),
-                    /*feedsMagnitudes=*/!s.reduction.isPacked()));
+    if (!deferExtension)
+      s.values.push_back(s.getValues(b, l, i));
   }
   return s;
+}
+
+Value Strip::getValues(OpBuilder &b, Location l, int64_t i) const {
+  if (i < int64_t(values.size()))
+    return values[i];
+  return extendToF32(b, l, loaded[i],
+                     /*feedsMagnitudes=*/!reduction.isPacked());
 }
 
 /// Writes the stored column scales `stored` of a strip's consecutive
@@ -457,12 +463,13 @@ void gpu_kernels::quantizeColumns(OpBuilder &b, Location l, const Strip &s,
                                   const StripOutput &out) {
   QuantizeOp op = out.op;
   Type scaleType = op.getScales().getType().getElementType();
-  auto f32Lane = cast<VectorType>(s.values.front().getType());
+  auto f32Lane = cast<VectorType>(s.loaded.front().getType()).clone(b.getF32Type());
   const AmaxReduction &reduction = s.reduction;
   SmallVector<Value> colAmax;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     SmallVector<Value> elements = reduction.elements(
-        b, l, s.loaded[i], s.values[i], andI(b, l, s.rowValid[i], s.colValid));
+        b, l, s.loaded[i], s.getValues(b, l, i),
+        andI(b, l, s.rowValid[i], s.colValid));
     if (colAmax.empty())
       colAmax = elements;
     else
@@ -498,7 +505,7 @@ void gpu_kernels::quantizeColumns(OpBuilder &b, Location l, const Strip &s,
   SmallVector<Value> rowCodes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     Value scaled =
-        applyScaleFactors(b, l, s.values[i], factor, op.getRounding());
+        applyScaleFactors(b, l, s.getValues(b, l, i), factor, op.getRounding());
     if (rowStores) {
       rowStores->store(b, l, s, out.data, i,
                        packStripRow(b, l, out, scaled, nanMask));
@@ -543,11 +550,12 @@ static SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
 /// Stores the rowwise scale of the strip row `local` (in the slice), linear
 /// or at its tiled address, where rows and blocks of the tiles' padding get
 /// zero bits.
-static void storeRowScale(OpBuilder &b, Location l, const Strip &s,
-                          const StripGrid &grid, const StripOutput &out,
-                          Value local, Value block, Value stored) {
+void gpu_kernels::storeRowScale(OpBuilder &b, Location l, const StripGrid &grid,
+                                const StripOutput &out, Value slice,
+                                Value sliceValid, Value local, Value block,
+                                Value stored) {
   Value rowValid =
-      andI(b, l, s.sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
+      andI(b, l, sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
   Value valid =
       andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
   SmallVector<Value, 1> guards;
@@ -555,7 +563,7 @@ static void storeRowScale(OpBuilder &b, Location l, const Strip &s,
   if (out.swizzle) {
     sliceRows = llvm::alignTo(grid.rows, SwizzleTiles::kRows);
     guards.push_back(andI(
-        b, l, s.sliceValid,
+        b, l, sliceValid,
         andI(b, l, cmpLT(b, l, local, cIndex(b, l, sliceRows)),
              cmpLT(
                  b, l, block,
@@ -565,7 +573,7 @@ static void storeRowScale(OpBuilder &b, Location l, const Strip &s,
   storeBlockScale(
       b, l, out.scales, bool(out.swizzle), stored, valid, guards,
       [&](OpBuilder &nb, Location nl) {
-        return inSlice(nb, nl, s.slice, sliceRows, local);
+        return inSlice(nb, nl, slice, sliceRows, local);
       },
       block);
 }
@@ -580,7 +588,8 @@ static Value scaleRow(OpBuilder &b, Location l, const Strip &s,
   BlockScale scale =
       buildBlockScale(b, l, amax, op.getRounding(), out.conversion,
                       op.getScales().getType().getElementType());
-  storeRowScale(b, l, s, grid, out, local, block, scale.stored);
+  storeRowScale(b, l, grid, out, s.slice, s.sliceValid, local, block,
+                scale.stored);
   return getMarkedFactor(b, l, scale);
 }
 
@@ -703,7 +712,7 @@ void gpu_kernels::quantizeRows(OpBuilder &b, Location l, const Strip &s,
   SmallVector<Value> amaxes;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
     SmallVector<Value> elements =
-        reduction.elements(b, l, s.loaded[i], s.values[i], s.colValid);
+        reduction.elements(b, l, s.loaded[i], s.getValues(b, l, i), s.colValid);
     Value rowAmax = elements.front();
     for (Value element : ArrayRef(elements).drop_front())
       rowAmax = reduction.combine(b, l, rowAmax, element);
@@ -729,10 +738,11 @@ void gpu_kernels::quantizeRows(OpBuilder &b, Location l, const Strip &s,
   for (auto [i, factor] : llvm::enumerate(factors)) {
     Value isNaN =
         arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, factor, factor);
+    Value values = s.getValues(b, l, i);
     if (rowStores) {
-      auto type = cast<VectorType>(s.values[i].getType());
+      auto type = cast<VectorType>(values.getType());
       Value scaled = applyScaleFactors(
-          b, l, s.values[i], vector::BroadcastOp::create(b, l, type, factor),
+          b, l, values, vector::BroadcastOp::create(b, l, type, factor),
           op.getRounding());
       Value nanMask =
           vector::BroadcastOp::create(b, l, type.clone(b.getI1Type()), isNaN);
@@ -741,7 +751,7 @@ void gpu_kernels::quantizeRows(OpBuilder &b, Location l, const Strip &s,
       continue;
     }
     storeStripRow(b, l, s, out, i,
-                  quantizeVector(b, l, s.values[i], {Value(), factor, isNaN},
+                  quantizeVector(b, l, values, {Value(), factor, isNaN},
                                  op.getRounding(), out.conversion));
   }
 }

@@ -137,10 +137,15 @@ struct Strip {
   /// bounds.
   mlir::Value loadCol;
   /// Per row: the row in the slice, in the folded data, whether it exists,
-  /// the values as loaded and as f32.
+  /// the values as loaded and, unless deferred (loadStrip), as f32.
   llvm::SmallVector<mlir::Value> rowInSlice, row, rowValid, loaded, values;
   /// How the amaxes of the input's element type are reduced.
   AmaxReduction reduction;
+
+  /// Row `i`'s values as f32: those extended after the loads, or where the
+  /// extension is deferred, extended here.
+  mlir::Value getValues(mlir::OpBuilder &b, mlir::Location l,
+                        int64_t i) const;
 };
 
 /// Reads row `i` of a lane's strip (placed by loadStrip): a vector of
@@ -151,15 +156,27 @@ using StripRowReader = llvm::function_ref<mlir::Value(
 /// Places the lane `lane` of the grid's warp `warp` (warp w covers
 /// `lanesAcross` strips of one row block; the high lane bits pick the group)
 /// and reads its strip with `readRow`: every lane reads (clamped in bounds)
-/// so that all lanes take part in the shuffles; stores are predicated.
+/// so that all lanes take part in the shuffles; stores are predicated. With
+/// `deferExtension` the rows' f32 values are built where they are used
+/// (Strip::getValues): extended after the loads, the staged kernel's
+/// values stayed live through the columnwise amaxes' shuffles, and at its
+/// 48 registers ptxas spilled.
 Strip loadStrip(mlir::OpBuilder &b, mlir::Location l, mlir::Value warp,
                 mlir::Value lane, const StripGrid &grid, mlir::Type elementType,
-                StripRowReader readRow);
+                StripRowReader readRow, bool deferExtension = false);
 
 /// Columnwise: one scale per column of the strip, its amax combined across
 /// the lane groups (16 rows each) of the column block by xor shuffles.
 void quantizeColumns(mlir::OpBuilder &b, mlir::Location l, const Strip &s,
                      const StripGrid &grid, const StripOutput &out);
+
+/// Stores the rowwise scale `stored` of block `block` of row `local` of
+/// batch slice `slice` (which exists where `sliceValid` holds): linear, or
+/// tiled, where the tiles' padding gets zero bits.
+void storeRowScale(mlir::OpBuilder &b, mlir::Location l, const StripGrid &grid,
+                   const StripOutput &out, mlir::Value slice,
+                   mlir::Value sliceValid, mlir::Value local, mlir::Value block,
+                   mlir::Value stored);
 
 /// The workgroup memory through which the warps of a CTA share their
 /// rowwise blocks (QuantizeStrips.cpp).
@@ -183,12 +200,17 @@ void quantizeRows(mlir::OpBuilder &b, mlir::Location l, const Strip &s,
 bool stagesTile(mlir::RankedTensorType inputType,
                 const StripOutput &columnwise);
 
+/// Whether the staged kernel's rowwise part reads whole blocks, a lane each
+/// (the input's columns a multiple of the block), rather than strips.
+bool stagesWholeRowBlocks(const StripGrid &grid);
+
 /// The fused kernel of packed formats (StagedQuantize.cpp): a CTA copies a
 /// row block x 256 columns of the input into shared memory once (16 KiB of
-/// bf16), and after a barrier warps 0-3 quantize its columns and warps 4-7
-/// its rows, each lane reading its 16 x 4 strip there. A lane then holds one
-/// quantization's state, not both, which takes the registers from 128 to the
-/// columnwise kernel's count and so doubles the CTAs an SM.
+/// bf16), and after a barrier warps 0-3 quantize its columns, each lane
+/// reading its 16 x 4 strip there, and warps 4-7 its rows (whole blocks a
+/// lane where stagesWholeRowBlocks, else strips). A lane then holds one
+/// quantization's state, not both, which takes the registers from 128 to
+/// 48-64 and so more than doubles the CTAs an SM.
 void buildStagedKernel(mlir::OpBuilder &builder, mlir::Location loc,
                        mlir::RankedTensorType inputType, mlir::Value input,
                        const StripOutput &columnwise,

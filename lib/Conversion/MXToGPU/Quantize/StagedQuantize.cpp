@@ -3,15 +3,16 @@
 // The fused rowwise + columnwise quantize of a packed format (MXFP6), whose
 // register strip kernel (QuantizeStrips.cpp) needs 128 registers a lane: a
 // CTA copies its 32-row x 256-column tile into shared memory, then warps 0-3
-// quantize the tile's columns and warps 4-7 its rows, each lane from its
-// 16 x 4 strip read there with the strip kernel's own steps
-// (QuantizeStrips.h), so that a lane holds one quantization's state and the
-// kernel fits 64 registers, four CTAs an SM. It writes the packed 24-bit
-// rows of a lane from one address at immediate offsets (PackedRowStores;
-// the register kernel stores each row at its own address, each measured
-// faster so), and once its own tile is staged it asks L2 to prefetch the
-// tile of a CTA that starts later (prefetchLaterTile); docs/gpu.md has the
-// measurements that chose each step.
+// quantize the tile's columns, each lane its 16 x 4 strip read there with
+// the strip kernel's own steps (QuantizeStrips.h), and warps 4-7 its rows,
+// each lane whole 32-element blocks read there (quantizeTileRows), so that
+// a lane holds one quantization's state and the kernel fits 48 registers,
+// five CTAs an SM. The columnwise part writes a lane's packed 24-bit rows
+// from one address at immediate offsets (PackedRowStores; the register
+// kernel stores each row at its own address, each measured faster so), and
+// once its own tile is staged a CTA asks L2 to prefetch the tile of a CTA
+// that starts later (prefetchLaterTile); docs/gpu.md has the measurements
+// that chose each step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +33,11 @@ using namespace mx::gpu_kernels;
 /// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
 /// the columns of its tile, warps 4-7 the rows.
 constexpr int64_t kStagedWarpsPerPart = kWarpsPerBlock / 2;
-/// The CTAs an SM of the staged kernel: 64 registers a thread.
-constexpr int64_t kStagedCTAsPerSM = 4;
+/// The CTAs an SM of the staged kernel: 48 registers a thread (with 16-bit
+/// inputs on sm_90a ptxas then spills two words of the columnwise part's
+/// amaxes, once a tile). Five ran 7% faster than four on an H200 and 1%
+/// slower on an H100 (docs/gpu.md).
+constexpr int64_t kStagedCTAsPerSM = 5;
 /// The staged tile is loaded in 16-byte chunks.
 constexpr int64_t kStageChunkBytes = 16;
 /// How far ahead a CTA prefetches, in CTAs per SM: the tile of the CTA that
@@ -122,11 +126,113 @@ struct StagedTiles {
 };
 } // namespace
 
+/// The amax of a rowwise block's elements `loaded` (as read, a vector of
+/// the block's width): 16-bit pairs maxed a word at a time, as the strip
+/// kernels' reductions are, else f32 magnitudes.
+static Value getBlockAmax(OpBuilder &b, Location l,
+                          const AmaxReduction &reduction, Value loaded) {
+  auto type = cast<VectorType>(loaded.getType());
+  if (!reduction.isPacked())
+    return vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF,
+                                       magnitude(b, l, loaded));
+  int64_t words = type.getNumElements() / 2;
+  Value pairs = vector::BitCastOp::create(
+      b, l, VectorType::get({words}, b.getI32Type()), loaded);
+  SmallVector<Value> level;
+  for (int64_t i = 0; i < words; ++i)
+    level.push_back(vector::ExtractOp::create(b, l, pairs, i));
+  // A tree, so that the maxima form short chains.
+  while (level.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2)
+      next.push_back(reduction.combine(b, l, level[i], level[i + 1]));
+    if (level.size() % 2)
+      next.push_back(level.back());
+    level = std::move(next);
+  }
+  SmallVector<Value> halves = reduction.toF32(b, l, level);
+  return arith::MaximumFOp::create(b, l, halves[0], halves[1]);
+}
+
+bool gpu_kernels::stagesWholeRowBlocks(const StripGrid &grid) {
+  return grid.cols % grid.blockRows == 0;
+}
+
+/// The rowwise part of the staged tile `tile` (tile number `tileIndex`)
+/// where the input's rows are whole blocks (stagesWholeRowBlocks): thread
+/// `partThread` of the part's warps quantizes blocks partThread, + 128, ...
+/// of the tile, each a row's 32 elements read from shared memory in four
+/// 16-byte loads. A block's amax then takes no shuffle, its scale is built
+/// once, and its 24 packed bytes leave in three 8-byte stores that the
+/// lanes of a warp make contiguous (the strip form reduce-scatters amaxes
+/// over 8 lanes, shuffles each row's factor back and joins neighbours'
+/// 24-bit rows into 4-byte stores).
+static void quantizeTileRows(OpBuilder &b, Location l, const StagedTiles &tiles,
+                             Value tile, Value tileIndex, Value partThread,
+                             const StripOutput &out) {
+  IndexArith index{b, l};
+  const StripGrid &grid = tiles.grid;
+  QuantizeOp op = out.op;
+  int64_t width = grid.blockRows;
+  int64_t tileCols = tiles.tileType.getDimSize(1);
+  int64_t blocksPerRow = tileCols / width;
+  int64_t blocks = tiles.tileType.getDimSize(0) * blocksPerRow;
+  int64_t threads = kStagedWarpsPerPart * kWarpSize;
+  assert(tileCols % width == 0 && blocks % threads == 0 &&
+         "the part's threads share the tile's whole blocks");
+  Type elementType = tiles.tileType.getElementType();
+  AmaxReduction reduction{elementType};
+  auto blockType = VectorType::get({width}, elementType);
+  // A block's codes start at a multiple of its packed bytes, which with
+  // whole blocks a row (and rows of whole blocks) are 8-byte aligned for
+  // FP6's 24 bytes.
+  int64_t blockBytes = width * out.data.getFormat().bitWidth / 8;
+  llvm::Align alignment(
+      blockBytes % 8 == 0 && out.data.getRowBytes() % 8 == 0 ? 8 : 4);
+
+  Value gridRowBlock = index.div(tileIndex, tiles.tilesPerRowBlock);
+  Value slice = index.div(gridRowBlock, grid.gridRowBlocks);
+  Value sliceValid = cmpLT(b, l, slice, cIndex(b, l, grid.slices));
+  Value firstLocal =
+      arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
+                            cIndex(b, l, grid.blockRows));
+  Value firstBlock = arith::MulIOp::create(
+      b, l, index.rem(tileIndex, tiles.tilesPerRowBlock),
+      cIndex(b, l, blocksPerRow));
+  for (int64_t first = 0; first < blocks; first += threads) {
+    Value q = arith::AddIOp::create(b, l, partThread, cIndex(b, l, first));
+    Value tileRow = index.div(q, blocksPerRow);
+    Value blockInTile = index.rem(q, blocksPerRow);
+    Value loaded =
+        loadVector(b, l, blockType, tile,
+                   {tileRow, arith::MulIOp::create(b, l, blockInTile,
+                                                   cIndex(b, l, width))});
+    BlockScale scale = buildBlockScale(
+        b, l, getBlockAmax(b, l, reduction, loaded), op.getRounding(),
+        out.conversion, op.getScales().getType().getElementType());
+    Value local = arith::AddIOp::create(b, l, firstLocal, tileRow);
+    Value block = arith::AddIOp::create(b, l, firstBlock, blockInTile);
+    storeRowScale(b, l, grid, out, slice, sliceValid, local, block,
+                  scale.stored);
+    Value valid =
+        andI(b, l, andI(b, l, sliceValid, cmpLT(b, l, local,
+                                                cIndex(b, l, grid.rows))),
+             cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
+    storeQuantized(b, l, out.data, valid,
+                   extendToF32(b, l, loaded, /*feedsMagnitudes=*/false), scale,
+                   op.getRounding(), out.conversion,
+                   {inSlice(b, l, slice, grid.rows, local),
+                    arith::MulIOp::create(b, l, block, cIndex(b, l, width))},
+                   alignment);
+  }
+}
+
 /// Asks L2 to prefetch the tile of CTA `block` + kStagedPrefetchCTAsPerSM x
 /// %nsmid, one `cp.async.bulk.prefetch` of a tile row by each of the first
 /// blockRows threads (sm_90 and later: every chip mx targets). A CTA holds
 /// 16 KiB in flight only until its tile arrives, and then quantizes; with
-/// four CTAs an SM, too few bytes were in flight to hide DRAM's latency.
+/// four CTAs an SM (as when this was measured), too few bytes were in flight
+/// to hide DRAM's latency.
 /// The prefetch keeps requests in flight without registers or shared
 /// memory, and the later CTA's loads hit L2 (docs/gpu.md: 89 -> 85 us on an
 /// H100). Rows and columns stay inside the input, as the staged loads do.
@@ -185,10 +291,9 @@ void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
     // (docs/gpu.md).
     prefetchLaterTile(b, l, tiles, input, ids.thread, ids.block);
     auto barrier = gpu::BarrierOp::create(b, l);
-    // Four CTAs an SM (64 registers) are what the kernel was designed for
-    // with 16-bit inputs on sm_90a, where ptxas gave it 75 registers
-    // unasked (KernelOccupancy); f32 inputs (107-122) and sm_100a's FP6
-    // `cvt` (78-80) would spill there.
+    // Five CTAs an SM (48 registers) with 16-bit inputs on sm_90a, where
+    // ptxas gives the kernel 63 registers unasked (KernelOccupancy); f32
+    // inputs (87) and sm_100a's FP6 `cvt` (62) are left to ptxas.
     if (columnwise.conversion.isEmbedded() &&
         elementType.getIntOrFloatBitWidth() == 16)
       barrier->setAttr("mx.min_ctas_per_sm",
@@ -213,20 +318,30 @@ void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
     };
     auto part = [&](auto quantize) {
       return [&, quantize](OpBuilder &nb, Location nl) {
-        Strip strip =
-            loadStrip(nb, nl, gridWarp, lane, grid, elementType, readStaged);
+        Strip strip = loadStrip(nb, nl, gridWarp, lane, grid, elementType,
+                                readStaged, /*deferExtension=*/true);
         quantize(nb, nl, strip);
         scf::YieldOp::create(nb, nl);
       };
+    };
+    auto rows = [&](OpBuilder &nb, Location nl) {
+      if (!stagesWholeRowBlocks(grid))
+        return part([&](OpBuilder &nb, Location nl, const Strip &s) {
+          quantizeRows(nb, nl, s, grid, rowwise, nullptr);
+        })(nb, nl);
+      quantizeTileRows(
+          nb, nl, tiles, tile, ids.block,
+          arith::SubIOp::create(nb, nl, ids.thread,
+                                cIndex(nb, nl, kStagedWarpsPerPart * kWarpSize)),
+          rowwise);
+      scf::YieldOp::create(nb, nl);
     };
     scf::IfOp::create(b, l,
                       cmpLT(b, l, warp, cIndex(b, l, kStagedWarpsPerPart)),
                       part([&](OpBuilder &nb, Location nl, const Strip &s) {
                         quantizeColumns(nb, nl, s, grid, columnwise);
                       }),
-                      part([&](OpBuilder &nb, Location nl, const Strip &s) {
-                        quantizeRows(nb, nl, s, grid, rowwise, nullptr);
-                      }));
+                      rows);
   };
   buildBlockLaunch(builder, loc, tiles.numBlocks, tileType, body);
 }
