@@ -33,10 +33,8 @@ using namespace mx::gpu_kernels;
 /// Warps of the staged kernel per quantization: warps 0-3 of a CTA quantize
 /// the columns of its tile, warps 4-7 the rows.
 constexpr int64_t kStagedWarpsPerPart = kWarpsPerBlock / 2;
-/// The CTAs an SM of the staged kernel: 48 registers a thread (with 16-bit
-/// inputs on sm_90a ptxas then spills two words of the columnwise part's
-/// amaxes, once a tile). Five ran 7% faster than four on an H200 and 1%
-/// slower on an H100 (docs/gpu.md).
+/// The CTAs an SM of the staged kernel: 48 registers a thread. Five ran 7%
+/// faster than four on an H200 and as fast on an H100 (docs/gpu.md).
 constexpr int64_t kStagedCTAsPerSM = 5;
 /// The staged tile is loaded in 16-byte chunks.
 constexpr int64_t kStageChunkBytes = 16;
@@ -173,6 +171,7 @@ static void quantizeTileRows(OpBuilder &b, Location l, const StagedTiles &tiles,
   IndexArith index{b, l};
   const StripGrid &grid = tiles.grid;
   QuantizeOp op = out.op;
+  // The fusion plan pairs [1, 32] blocks with 32-row column blocks.
   int64_t width = grid.blockRows;
   int64_t tileCols = tiles.tileType.getDimSize(1);
   int64_t blocksPerRow = tileCols / width;
