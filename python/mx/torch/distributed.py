@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -55,6 +56,13 @@ def _rank(rank, world_size, port, backend, function, args, results):
         dist.barrier()  # no rank tears its group down while another still talks to it
     finally:
         dist.destroy_process_group()
+    # Done and torn down: leave without the interpreter's finalization, in which gloo's worker
+    # threads can still release work that holds tensors and abort the process ("terminate called
+    # without an active exception"; pytorch/pytorch#179291), failing a run that succeeded. A rank
+    # that raised above never gets here and fails as usual.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def launch(function, world_size: int, *args, backend: str | None = None) -> list:
