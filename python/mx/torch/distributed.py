@@ -69,7 +69,8 @@ def launch(function, world_size: int, *args, backend: str | None = None) -> list
     """Runs `function(rank, device, *args)` on `world_size` spawned processes of this machine, each
     joined to the default group by init_process_group (`backend`: None picks NCCL where CUDA is,
     "gloo" forces the CPU); returns the results in rank order. `function` must be picklable (a
-    module-level function)."""
+    module-level function). A rank that returns exits right after destroying its group, without
+    the interpreter's finalization (atexit handlers and finalizers of that process do not run)."""
     import socket
     import torch.multiprocessing as mp
     with socket.socket() as s:  # a port nothing listens on now, for the rendezvous
