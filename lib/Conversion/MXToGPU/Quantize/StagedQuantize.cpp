@@ -292,7 +292,7 @@ void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
     auto barrier = gpu::BarrierOp::create(b, l);
     // Five CTAs an SM (48 registers) with 16-bit inputs on sm_90a, where
     // ptxas gives the kernel 63 registers unasked (KernelOccupancy); f32
-    // inputs (87) and sm_100a's FP6 `cvt` (62) are left to ptxas.
+    // inputs (87) and sm_100a's FP6 `cvt` (54) are left to ptxas.
     if (columnwise.conversion.isEmbedded() &&
         elementType.getIntOrFloatBitWidth() == 16)
       barrier->setAttr("mx.min_ctas_per_sm",
