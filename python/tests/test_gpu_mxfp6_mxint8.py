@@ -39,6 +39,10 @@ QUANTIZE = {
     # The staged FP6 kernel's CTA tiles are 32 rows x 256 columns: two tiles a row block here, the
     # second partial, and a partial last row block in each slice.
     "e2m3_fused_batched_f16": ((2, 40, 272), np.float16, "f6E2M3FN", "floor", ("rowwise", "columnwise"), True),
+    # Rows of whole 32-element blocks, which the staged kernel's rowwise warps read a block a lane: three
+    # slices of a partial last row block each, scales swizzled (each slice's rows padded to 128).
+    "e3m2_fused_batched_whole_bf16": ((3, 40, 256), ml_dtypes.bfloat16, "f6E3M2FN", "ceil",
+                                      ("rowwise", "columnwise"), True),
     # Three row blocks of one tile each (no swizzle, so no rows padded to 128): an odd grid.
     "e3m2_fused_three_tiles_bf16": ((96, 256), ml_dtypes.bfloat16, "f6E3M2FN", "ceil", ("rowwise", "columnwise"),
                                     False),
