@@ -406,7 +406,8 @@ void gpu_kernels::storeQuantized(OpBuilder &b, Location loc,
                                  Value values, const BlockScale &scale,
                                  ScaleRounding rounding,
                                  const ElementConversion &conversion,
-                                 ValueRange indices, llvm::Align packedAlignment) {
+                                 ValueRange indices,
+                                 llvm::Align packedAlignment) {
   auto type = cast<VectorType>(values.getType());
   int64_t length = type.getNumElements();
   if (!conversion.isEmbedded() || length % 16 != 0)

@@ -117,14 +117,17 @@ Value AmaxReduction::combine(OpBuilder &b, Location l, Value x, Value y) const {
 SmallVector<Value> AmaxReduction::elements(OpBuilder &b, Location l,
                                            Value loaded, Value values,
                                            Value valid) const {
+  int64_t length = cast<VectorType>(loaded.getType()).getNumElements();
   Value reduced =
       isPacked()
           ? vector::BitCastOp::create(
-                b, l, VectorType::get({kStripCols / 2}, b.getI32Type()), loaded)
+                b, l, VectorType::get({length / 2}, b.getI32Type()), loaded)
           : magnitude(b, l, values);
-  Value zero =
-      arith::ConstantOp::create(b, l, b.getZeroAttr(reduced.getType()));
-  reduced = arith::SelectOp::create(b, l, valid, reduced, zero);
+  if (valid) {
+    Value zero =
+        arith::ConstantOp::create(b, l, b.getZeroAttr(reduced.getType()));
+    reduced = arith::SelectOp::create(b, l, valid, reduced, zero);
+  }
   SmallVector<Value> elements;
   for (int64_t i = 0, e = cast<VectorType>(reduced.getType()).getNumElements();
        i < e; ++i)
@@ -163,6 +166,23 @@ Value AmaxReduction::pairRows(OpBuilder &b, Location l, Value a,
         b, l, vector::BitCastOp::create(b, l, wordType, pair), 0);
   };
   return combine(b, l, word({0, 2}), word({1, 3}));
+}
+
+Value AmaxReduction::reduce(OpBuilder &b, Location l, Value loaded) const {
+  SmallVector<Value> level = elements(
+      b, l, loaded, isPacked() ? Value() : extendToF32(b, l, loaded), Value());
+  while (level.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2)
+      next.push_back(combine(b, l, level[i], level[i + 1]));
+    if (level.size() % 2)
+      next.push_back(level.back());
+    level = std::move(next);
+  }
+  if (!isPacked())
+    return level.front();
+  SmallVector<Value> halves = toF32(b, l, level);
+  return arith::MaximumFOp::create(b, l, halves[0], halves[1]);
 }
 
 Strip gpu_kernels::loadStrip(OpBuilder &b, Location l, Value warp, Value lane,
@@ -463,13 +483,14 @@ void gpu_kernels::quantizeColumns(OpBuilder &b, Location l, const Strip &s,
                                   const StripOutput &out) {
   QuantizeOp op = out.op;
   Type scaleType = op.getScales().getType().getElementType();
-  auto f32Lane = cast<VectorType>(s.loaded.front().getType()).clone(b.getF32Type());
+  auto f32Lane =
+      cast<VectorType>(s.loaded.front().getType()).clone(b.getF32Type());
   const AmaxReduction &reduction = s.reduction;
   SmallVector<Value> colAmax;
   for (int64_t i = 0; i < kRowsPerLane; ++i) {
-    SmallVector<Value> elements = reduction.elements(
-        b, l, s.loaded[i], s.getValues(b, l, i),
-        andI(b, l, s.rowValid[i], s.colValid));
+    SmallVector<Value> elements =
+        reduction.elements(b, l, s.loaded[i], s.getValues(b, l, i),
+                           andI(b, l, s.rowValid[i], s.colValid));
     if (colAmax.empty())
       colAmax = elements;
     else
@@ -550,14 +571,19 @@ static SmallVector<Value> scatterRowAmaxes(OpBuilder &b, Location l,
 /// Stores the rowwise scale of the strip row `local` (in the slice), linear
 /// or at its tiled address, where rows and blocks of the tiles' padding get
 /// zero bits.
+Value gpu_kernels::isRowBlockInInput(OpBuilder &b, Location l,
+                                     const StripGrid &grid, Value sliceValid,
+                                     Value local, Value block) {
+  Value rowValid =
+      andI(b, l, sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
+  return andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
+}
+
 void gpu_kernels::storeRowScale(OpBuilder &b, Location l, const StripGrid &grid,
                                 const StripOutput &out, Value slice,
                                 Value sliceValid, Value local, Value block,
                                 Value stored) {
-  Value rowValid =
-      andI(b, l, sliceValid, cmpLT(b, l, local, cIndex(b, l, grid.rows)));
-  Value valid =
-      andI(b, l, rowValid, cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
+  Value valid = isRowBlockInInput(b, l, grid, sliceValid, local, block);
   SmallVector<Value, 1> guards;
   int64_t sliceRows = grid.rows;
   if (out.swizzle) {

@@ -111,8 +111,9 @@ struct AmaxReduction {
   mlir::Value combine(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
                       mlir::Value y) const;
 
-  /// The reduced elements of `loaded` (one row of the strip) where `valid`,
-  /// zero elsewhere: f32 magnitudes, or words of pairs.
+  /// The reduced elements of `loaded` (one row of the strip, or a whole
+  /// block) where `valid` (a null `valid`: everywhere), zero elsewhere: f32
+  /// magnitudes of `values`, or words of pairs.
   llvm::SmallVector<mlir::Value> elements(mlir::OpBuilder &b, mlir::Location l,
                                           mlir::Value loaded,
                                           mlir::Value values,
@@ -127,6 +128,11 @@ struct AmaxReduction {
   /// pairs of each row: [a0, c0] and [a1, c1] combined.
   mlir::Value pairRows(mlir::OpBuilder &b, mlir::Location l, mlir::Value a,
                        mlir::Value c) const;
+
+  /// The f32 amax of `loaded` (a whole block as read, every element valid),
+  /// combined as a tree so that the maxima form short chains.
+  mlir::Value reduce(mlir::OpBuilder &b, mlir::Location l,
+                     mlir::Value loaded) const;
 };
 
 /// What one lane owns: its strip's place and its 16 rows of 4 values.
@@ -144,8 +150,7 @@ struct Strip {
 
   /// Row `i`'s values as f32: those extended after the loads, or where the
   /// extension is deferred, extended here.
-  mlir::Value getValues(mlir::OpBuilder &b, mlir::Location l,
-                        int64_t i) const;
+  mlir::Value getValues(mlir::OpBuilder &b, mlir::Location l, int64_t i) const;
 };
 
 /// Reads row `i` of a lane's strip (placed by loadStrip): a vector of
@@ -169,6 +174,12 @@ Strip loadStrip(mlir::OpBuilder &b, mlir::Location l, mlir::Value warp,
 /// the lane groups (16 rows each) of the column block by xor shuffles.
 void quantizeColumns(mlir::OpBuilder &b, mlir::Location l, const Strip &s,
                      const StripGrid &grid, const StripOutput &out);
+
+/// Whether block `block` of row `local` of batch slice `slice` (which exists
+/// where `sliceValid` holds) is one of the input's, not the tiles' padding.
+mlir::Value isRowBlockInInput(mlir::OpBuilder &b, mlir::Location l,
+                              const StripGrid &grid, mlir::Value sliceValid,
+                              mlir::Value local, mlir::Value block);
 
 /// Stores the rowwise scale `stored` of block `block` of row `local` of
 /// batch slice `slice` (which exists where `sliceValid` holds): linear, or

@@ -94,9 +94,8 @@ static void stageTile(OpBuilder &b, Location l, const StripGrid &grid,
 }
 
 namespace {
-/// Where the staged tiles lie: CTA `block` stages the tile whose first row
-/// of the folded input is `firstRow` and first column `firstCol`; tiles run
-/// along a row block first, then down.
+/// Where the staged tiles lie: tiles run along a row block first, then
+/// down, through each batch slice's row blocks (its padding included).
 struct StagedTiles {
   const StripGrid &grid;
   MemRefType tileType;
@@ -108,49 +107,30 @@ struct StagedTiles {
                                              kStripCols)),
         numBlocks(grid.slices * grid.gridRowBlocks * tilesPerRowBlock) {}
 
-  std::pair<Value, Value> getOrigin(OpBuilder &b, Location l,
-                                    Value block) const {
+  /// A tile's batch slice, its first row in the slice and its first column.
+  struct Place {
+    Value slice, firstLocal, firstCol;
+  };
+  Place locate(OpBuilder &b, Location l, Value tile) const {
     IndexArith index{b, l};
-    Value gridRowBlock = index.div(block, tilesPerRowBlock);
-    Value firstRow = inSlice(
-        b, l, index.div(gridRowBlock, grid.gridRowBlocks), grid.rows,
-        arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
-                              cIndex(b, l, grid.blockRows)));
-    Value firstCol =
-        arith::MulIOp::create(b, l, index.rem(block, tilesPerRowBlock),
-                              cIndex(b, l, tileType.getDimSize(1)));
-    return {firstRow, firstCol};
+    Value gridRowBlock = index.div(tile, tilesPerRowBlock);
+    return {index.div(gridRowBlock, grid.gridRowBlocks),
+            arith::MulIOp::create(b, l,
+                                  index.rem(gridRowBlock, grid.gridRowBlocks),
+                                  cIndex(b, l, grid.blockRows)),
+            arith::MulIOp::create(b, l, index.rem(tile, tilesPerRowBlock),
+                                  cIndex(b, l, tileType.getDimSize(1)))};
+  }
+
+  /// Tile `tile`'s first row of the folded input and its first column.
+  std::pair<Value, Value> getOrigin(OpBuilder &b, Location l,
+                                    Value tile) const {
+    Place place = locate(b, l, tile);
+    return {inSlice(b, l, place.slice, grid.rows, place.firstLocal),
+            place.firstCol};
   }
 };
 } // namespace
-
-/// The amax of a rowwise block's elements `loaded` (as read, a vector of
-/// the block's width): 16-bit pairs maxed a word at a time, as the strip
-/// kernels' reductions are, else f32 magnitudes.
-static Value getBlockAmax(OpBuilder &b, Location l,
-                          const AmaxReduction &reduction, Value loaded) {
-  auto type = cast<VectorType>(loaded.getType());
-  if (!reduction.isPacked())
-    return vector::ReductionOp::create(b, l, vector::CombiningKind::MAXIMUMF,
-                                       magnitude(b, l, loaded));
-  int64_t words = type.getNumElements() / 2;
-  Value pairs = vector::BitCastOp::create(
-      b, l, VectorType::get({words}, b.getI32Type()), loaded);
-  SmallVector<Value> level;
-  for (int64_t i = 0; i < words; ++i)
-    level.push_back(vector::ExtractOp::create(b, l, pairs, i));
-  // A tree, so that the maxima form short chains.
-  while (level.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < level.size(); i += 2)
-      next.push_back(reduction.combine(b, l, level[i], level[i + 1]));
-    if (level.size() % 2)
-      next.push_back(level.back());
-    level = std::move(next);
-  }
-  SmallVector<Value> halves = reduction.toF32(b, l, level);
-  return arith::MaximumFOp::create(b, l, halves[0], halves[1]);
-}
 
 bool gpu_kernels::stagesWholeRowBlocks(const StripGrid &grid) {
   return grid.cols % grid.blockRows == 0;
@@ -189,15 +169,9 @@ static void quantizeTileRows(OpBuilder &b, Location l, const StagedTiles &tiles,
   llvm::Align alignment(
       blockBytes % 8 == 0 && out.data.getRowBytes() % 8 == 0 ? 8 : 4);
 
-  Value gridRowBlock = index.div(tileIndex, tiles.tilesPerRowBlock);
-  Value slice = index.div(gridRowBlock, grid.gridRowBlocks);
-  Value sliceValid = cmpLT(b, l, slice, cIndex(b, l, grid.slices));
-  Value firstLocal =
-      arith::MulIOp::create(b, l, index.rem(gridRowBlock, grid.gridRowBlocks),
-                            cIndex(b, l, grid.blockRows));
-  Value firstBlock = arith::MulIOp::create(
-      b, l, index.rem(tileIndex, tiles.tilesPerRowBlock),
-      cIndex(b, l, blocksPerRow));
+  StagedTiles::Place place = tiles.locate(b, l, tileIndex);
+  Value sliceValid = cmpLT(b, l, place.slice, cIndex(b, l, grid.slices));
+  Value firstBlock = index.div(place.firstCol, width);
   for (int64_t first = 0; first < blocks; first += threads) {
     Value q = arith::AddIOp::create(b, l, partThread, cIndex(b, l, first));
     Value tileRow = index.div(q, blocksPerRow);
@@ -207,20 +181,17 @@ static void quantizeTileRows(OpBuilder &b, Location l, const StagedTiles &tiles,
                    {tileRow, arith::MulIOp::create(b, l, blockInTile,
                                                    cIndex(b, l, width))});
     BlockScale scale = buildBlockScale(
-        b, l, getBlockAmax(b, l, reduction, loaded), op.getRounding(),
-        out.conversion, op.getScales().getType().getElementType());
-    Value local = arith::AddIOp::create(b, l, firstLocal, tileRow);
+        b, l, reduction.reduce(b, l, loaded), op.getRounding(), out.conversion,
+        op.getScales().getType().getElementType());
+    Value local = arith::AddIOp::create(b, l, place.firstLocal, tileRow);
     Value block = arith::AddIOp::create(b, l, firstBlock, blockInTile);
-    storeRowScale(b, l, grid, out, slice, sliceValid, local, block,
+    storeRowScale(b, l, grid, out, place.slice, sliceValid, local, block,
                   scale.stored);
-    Value valid =
-        andI(b, l, andI(b, l, sliceValid, cmpLT(b, l, local,
-                                                cIndex(b, l, grid.rows))),
-             cmpLT(b, l, block, cIndex(b, l, grid.colBlocks)));
-    storeQuantized(b, l, out.data, valid,
+    storeQuantized(b, l, out.data,
+                   isRowBlockInInput(b, l, grid, sliceValid, local, block),
                    extendToF32(b, l, loaded, /*feedsMagnitudes=*/false), scale,
                    op.getRounding(), out.conversion,
-                   {inSlice(b, l, slice, grid.rows, local),
+                   {inSlice(b, l, place.slice, grid.rows, local),
                     arith::MulIOp::create(b, l, block, cIndex(b, l, width))},
                    alignment);
   }
@@ -328,11 +299,11 @@ void gpu_kernels::buildStagedKernel(OpBuilder &builder, Location loc,
         return part([&](OpBuilder &nb, Location nl, const Strip &s) {
           quantizeRows(nb, nl, s, grid, rowwise, nullptr);
         })(nb, nl);
-      quantizeTileRows(
-          nb, nl, tiles, tile, ids.block,
-          arith::SubIOp::create(nb, nl, ids.thread,
-                                cIndex(nb, nl, kStagedWarpsPerPart * kWarpSize)),
-          rowwise);
+      quantizeTileRows(nb, nl, tiles, tile, ids.block,
+                       arith::SubIOp::create(
+                           nb, nl, ids.thread,
+                           cIndex(nb, nl, kStagedWarpsPerPart * kWarpSize)),
+                       rowwise);
       scf::YieldOp::create(nb, nl);
     };
     scf::IfOp::create(b, l,
