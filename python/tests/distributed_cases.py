@@ -333,6 +333,13 @@ def everything(rank, world, recipe, device):
     return result | {"plans": sorted(_ops._PLANS)}
 
 
+def fails_on_last_rank(rank, world, device):
+    """Raises on the last rank: launch must report it, although a rank that returns exits at once."""
+    if rank == world - 1:
+        raise RuntimeError(f"rank {rank} fails")
+    return rank
+
+
 def _run(rank, device, name, args):
     return globals()[name](rank, WORLD, *args, device.type)
 

@@ -155,3 +155,10 @@ def test_plans_builds_every_program(runs, device):
     cases.plans(target)
     used = {key for recipe in cases.RECIPES for key in runs(recipe)[0]["plans"]}
     assert used <= set(_ops._PLANS), sorted(used - set(_ops._PLANS))
+
+
+def test_launch_reports_a_failing_rank(device):
+    """A rank that raises fails launch (torch.multiprocessing reports it), while the ranks that return
+    leave without the interpreter's finalization (mx.torch.distributed.launch)."""
+    with pytest.raises(Exception, match=r"rank \d+ fails"):
+        cases.spawn("fails_on_last_rank", device)
