@@ -158,7 +158,8 @@ def test_plans_builds_every_program(runs, device):
 
 
 def test_launch_reports_a_failing_rank(device):
-    """A rank that raises fails launch (torch.multiprocessing reports it), while the ranks that return
-    leave without the interpreter's finalization (mx.torch.distributed.launch)."""
-    with pytest.raises(Exception, match=r"rank \d+ fails"):
+    """A rank that raises fails launch, while the ranks that return leave without the interpreter's
+    finalization (mx.torch.distributed.launch). torch.multiprocessing reports the first rank it sees
+    fail: the raising one, or another whose barrier lost its peer."""
+    with pytest.raises(torch.multiprocessing.ProcessRaisedException):
         cases.spawn("fails_on_last_rank", device)
