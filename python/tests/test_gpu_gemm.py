@@ -6,7 +6,8 @@ Every recipe and layout the generated GEMM kernels take, at shapes that are not 
     (5-D) and linear (2-D). Checked against the float64 product of the dequantized operands
     (conftest.exact_matmul): relative Frobenius error < 1e-5 for f32 output, < 4e-3 for bf16 and
     < 1e-3 for f16 (one ulp-level rounding of the output type; exact rounding gives 1.7e-3 / 2e-4).
-  * FP8 blockwise, A [1, 128] x B [128, 128] and A [1, 128] x B [1, 128], f32 power-of-two scales, and
+  * FP8 blockwise, A [1, 128] x B [128, 128] and A [1, 128] x B [1, 128], f32 power-of-two scales (and
+    exact f32 scales, amax / 448, for A [1, 128] x B [1, 128]: recipe "bw1dx"), and
     per-tensor FP8 (one f32 scale per operand, amax / 448): FP8 wgmma accumulates with less than f32
     precision, so these must be within 1.5x the error of cuBLASLt (mxrtScaledMatmul) on the same data,
     measured in the same test (floor 1e-5).
@@ -64,13 +65,17 @@ OUT_ELEM_TYPES = {"bf16": runtime.ElemType.BF16, "f16": runtime.ElemType.F16, "f
 OUT_ROUNDING = {"bf16": 2.0**-8, "f16": 2.0**-10, "f32": 2.0**-23}
 MX_TOLERANCE = {"bf16": 4e-3, "f16": 1e-3, "f32": 1e-5}  # f16: ulp-level of f16 (exact rounding: 2e-4)
 CUBLAS_FACTOR, CUBLAS_FACTOR_PLAIN, CUBLAS_FLOOR = 1.5, 2.0, 1e-5
-ELEMENTWISE = {"mx": 1e-4, "bw2d": 3e-3, "bw1d": 3e-3, "pt": 3e-3}
+ELEMENTWISE = {"mx": 1e-4, "bw2d": 3e-3, "bw1d": 3e-3, "bw1dx": 3e-3, "pt": 3e-3}
 RECIPES = {  # blocks (None: the whole operand), scale type, rounding, scale modes of cuBLASLt
     "mx": ((1, 32), (1, 32), "f8E8M0FNU", "ceil", None),
     "bw2d": ((1, 128), (128, 128), "f32", "ceil",
              (runtime.ScaleMode.VEC128_F32, runtime.ScaleMode.BLK128X128_F32)),
     "bw1d": ((1, 128), (1, 128), "f32", "ceil",
              (runtime.ScaleMode.VEC128_F32, runtime.ScaleMode.VEC128_F32)),
+    # The same with `exact` scales (amax / 448, not powers of two): the kernel's scale products split
+    # each f32 scale into two tf32 parts, which only such scales exercise.
+    "bw1dx": ((1, 128), (1, 128), "f32", "exact",
+              (runtime.ScaleMode.VEC128_F32, runtime.ScaleMode.VEC128_F32)),
     "pt": (None, None, "f32", "exact", (runtime.ScaleMode.TENSOR_F32, runtime.ScaleMode.TENSOR_F32)),
 }
 POISON = 0xFF  # NaN in every output type
@@ -151,6 +156,13 @@ CASES = [
     Case("pt", *MID, "f32", config="consumers=3,waves=1,cluster=1x1"),
     Case("bw2d", *MID, "f32", config="consumers=2,waves=1,cluster=2x1"),
     Case("bw1d", *MID, "bf16", config="cluster=2x1,epilogue=tma"),
+    # The wgrad form's scale products (a tf32 wgmma; the default) on exact f32 scales, and its FMUL
+    # form (products=off: the 192x128 tile of three consumers, with a cluster sharing A).
+    Case("bw1dx", *ODD_1, 128, "f32"),
+    Case("bw1dx", *LONG_K, "f32"),
+    Case("bw1dx", 4096, 2048, 384, "bf16", config="epilogue=tma,cluster=1x2"),
+    Case("bw1d", *MID, "f32", config="products=off"),
+    Case("bw1dx", *LONG_K, "f32", config="products=off"),
     Case("mx", *MID, "f32", swizzled=True, config="cluster=2x1"),
     Case("mx", 1024, 512, 384, "bf16", swizzled=True),
     # Two K-blocks per main-loop iteration, the first one's promotion overlapping the second one's

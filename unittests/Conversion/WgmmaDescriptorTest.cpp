@@ -104,6 +104,20 @@ TEST(WgmmaDescriptor, KMajor128BTile) {
   EXPECT_EQ(desc, 0x4000004000010240u);
 }
 
+TEST(WgmmaDescriptor, KMajorInterleavedTile) {
+  // The scale products' tf32 operands: 16-byte rows, 8-row core matrices of
+  // 128 contiguous bytes (SBO = 128), the second K chunk 0x6000 bytes away
+  // (LBO), no swizzle (mode 0).
+  uint64_t desc =
+      encodeWgmmaDescriptor(getKMajorInterleavedTile(0x1a40, 0x6000));
+  EXPECT_EQ(bits(desc, 0, 13), 0x1a4u);
+  EXPECT_EQ(bits(desc, 16, 29), 0x600u);
+  EXPECT_EQ(bits(desc, 32, 45), 8u);
+  EXPECT_EQ(bits(desc, 49, 51), 0u);
+  EXPECT_EQ(bits(desc, 62, 63), 0u);
+  EXPECT_EQ(desc, 0x00000008060001a4u);
+}
+
 TEST(WgmmaDescriptor, KStepAddsToTheAddressFieldOnly) {
   // One k32 FP8 (or k16 bf16) step is 32 bytes of a 128-byte row.
   uint64_t desc = encodeWgmmaDescriptor(

@@ -35,12 +35,12 @@ func.func @bias_and_accumulate(%a: tensor<128x256xf8E4M3FN>, %as: tensor<1x1xf32
 
 // -----
 
-// The weight gradient into an f32 main gradient ([1, 128] x [1, 128], which
-// gemm=auto gives cuBLASLt on sm_90a without the epilogue operand).
+// The weight gradient into an f32 main gradient ([1, 128] x [1, 128]: its
+// scale products from a tf32 wgmma).
 // CHECK-LABEL: func.func @wgrad_main_grad
-// CHECK: mx.gemm_plan = "recipe=blockwise{{.*}} epilogue=registers accumulate
+// CHECK: mx.gemm_plan = "recipe=blockwise{{.*}} products=tf32 {{.*}} epilogue=registers accumulate
 // AUTO-LABEL: func.func @wgrad_main_grad
-// AUTO: mx.gemm_lowering = "kernel: cuBLASLt cannot run it (the cuBLASLt lowering takes no bias or accumulate operand)"
+// AUTO: mx.gemm_lowering = "kernel: faster on sm_90a
 func.func @wgrad_main_grad(%dy: tensor<256x512xf8E4M3FN>, %dys: tensor<256x4xf32>, %x: tensor<128x512xf8E4M3FN>, %xs: tensor<128x4xf32>, %main: tensor<256x128xf32>) -> tensor<256x128xf32> {
   // expected-error @+1 {{'mx.scaled_matmul' op has no cuBLASLt lowering: the cuBLASLt lowering takes no bias or accumulate operand; the generated kernel runs it (mx-lower-to-nvvm gemm=kernel or gemm=auto)}}
   %c = mx.scaled_matmul %dy, %dys, %x, %xs lhs_block [1, 128] rhs_block [1, 128]

@@ -160,46 +160,35 @@ func.func @per_tensor(%a: tensor<130x64xf8E5M2>, %as: tensor<1x1xf32>, %b: tenso
 // -----
 
 // An odd N cannot store column pairs as one aligned vector, nor by TMA:
-// scalar stores from registers. 1x128 B scales (one per accumulator column,
-// the wgrad form) come as stage rows too; the promotion reads each column
-// pair with one 8-byte load, and releases the stage after it.
+// scalar stores from registers. 1x128 scales on both operands (the wgrad
+// form) take their products sa x sb from a tf32 wgmma: two kernels write
+// the tf32 operand rows of A and B (K-blocks x P rows, P the rows rounded
+// up to whole tiles), the stages load them by TMA in place of the scales,
+// and the chain of each K-block is followed by one m64n128k8 tf32 wgmma;
+// the promotion is one FMA an element. The rows are freed after the GEMM.
 // CHECK-LABEL: func.func @odd_n
-// CHECK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=64x35x128 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232
-// CHECK-SAME: epilogue=registers scales=rows,rows
+// CHECK: gpu.alloc  () : memref<128x4xf32>
+// CHECK: gpu.launch_func  @mx_scale_products_lhs_1x64_128::@kernel blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK: gpu.alloc  () : memref<128x4xf32>
+// CHECK: gpu.launch_func  @mx_scale_products_rhs_1x36_128::@kernel
+// CHECK: gpu.launch_func  @mx_gemm_blockwise_64x35x128::@kernel
+// CHECK-COUNT-2: gpu.dealloc  %{{.*}} : memref<128x4xf32>
+// CHECK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=64x35x128 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n128k32 products=tf32
+// CHECK-SAME: epilogue=registers scales=rows,rows smem=224352 stage0=a:0,b:16384,sa:196608,sb:198656 zeros=221184
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, {{.*}}A[<e4m3>
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 8>, D[<f32>, <zero>], A[<tf32>, <one>, <row>], B[<tf32>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK-NOT: nvvm.mbarrier.arrive
-// CHECK-COUNT-16: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
 // CHECK: nvvm.mbarrier.arrive
+// CHECK-COUNT-64: llvm.intr.fma
+// CHECK-NOT: llvm.fmul
 // CHECK: llvm.store %{{.*}} {alignment = 2 : i64} : bf16, !llvm.ptr<1>
+// CHECK: gpu.module @mx_scale_products_lhs_1x64_128
+// CHECK: arith.andi %{{.*}}, %c-8192_i32 : i32
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
 func.func @odd_n(%a: tensor<64x128xf8E4M3FN>, %as: tensor<64x1xf32>, %b: tensor<35x128xf8E4M3FN>, %bs: tensor<35x1xf32>) -> tensor<64x35xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
     : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>, tensor<35x128xf8E4M3FN>, tensor<35x1xf32> -> tensor<64x35xbf16>
   return %c : tensor<64x35xbf16>
-}
-
-// -----
-
-// The wgrad form where 128x128 tiles fill the grid better than 192x128 ones:
-// overlap, two K-blocks per main-loop iteration, each chain its own wgmma
-// group, the first block promoted while the second one's chain runs (wait
-// for at most one pending group, then none); the third block after the loop.
-// CHECK-LABEL: func.func @wgrad_overlap
-// CHECK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=256x256x384 tile=128x128x128 {{.*}} wgmma=m64n128k32 overlap
-// CHECK: scf.for
-// CHECK-COUNT-4: nvvm.wgmma.mma_async
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-COUNT-4: nvvm.wgmma.mma_async
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: scf.yield
-// CHECK-COUNT-4: nvvm.wgmma.mma_async
-// CHECK-NOT: nvvm.wgmma.mma_async
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-func.func @wgrad_overlap(%a: tensor<256x384xf8E4M3FN>, %as: tensor<256x3xf32>, %b: tensor<256x384xf8E4M3FN>, %bs: tensor<256x3xf32>) -> tensor<256x256xbf16> {
-  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
-    : tensor<256x384xf8E4M3FN>, tensor<256x3xf32>, tensor<256x384xf8E4M3FN>, tensor<256x3xf32> -> tensor<256x256xbf16>
-  return %c : tensor<256x256xbf16>
 }
 
 // -----

@@ -9,13 +9,16 @@
 // RUN: FileCheck %s --check-prefix=FP8 < %t.gemm.1.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.0.ptx -o %t.0.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.1.ptx -o %t.1.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: FileCheck %s --check-prefix=EPILOGUE < %t.gemm.2.ptx
+// RUN: FileCheck %s --check-prefix=PRODUCTS < %t.gemm.2.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.2.ptx -o %t.2.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: FileCheck %s --check-prefix=STAGED < %t.gemm.3.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.3.ptx -o %t.3.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: FileCheck %s --check-prefix=STAGING < %t.gemm.4.ptx
+// RUN: FileCheck %s --check-prefix=EPILOGUE < %t.gemm.4.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.4.ptx -o %t.4.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=STAGED < %t.gemm.5.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.gemm.5.ptx -o %t.5.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=STAGING < %t.gemm.6.ptx
+// RUN: %ptxas -arch=sm_90a -v %t.gemm.6.ptx -o %t.6.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: %ptxas -arch=sm_90a -v %t.gemm.7.ptx -o %t.7.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // The tensor maps are __grid_constant__ parameters: 128 bytes each, 64-byte
 // aligned, read by TMA in the parameter space (no device copy of them).
@@ -32,13 +35,20 @@
 // MX: fence.proxy.async.shared::cta
 // MX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 
-// The wgrad form at this shape runs 128x128 tiles with overlap: the first
-// K-block's promotion while the second one's chain is in flight.
+// The wgrad form takes its scale products from a tf32 wgmma after each
+// K-block's chain, on operand rows that the stage loads by TMA (written
+// before the GEMM by the two kernels after it: A's rows [h, h, l, l], B's
+// [h, l, h, l], one 16-byte store a scale); no shared load of the column
+// scales is left.
 // FP8: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
-// FP8: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
-// FP8: wgmma.wait_group.sync.aligned 1;
+// FP8-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// FP8: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32
 // FP8: wgmma.wait_group.sync.aligned 0;
-// FP8: ld.shared.v2.b32
+// FP8-NOT: ld.shared.v2
+// PRODUCTS: .entry kernel(
+// PRODUCTS: ld.global.b32
+// PRODUCTS: and.b32 {{.*}}, -8192;
+// PRODUCTS: st.global.v4.b32 {{.*}}, {[[HI:%r[0-9]+]], [[HI]], [[LO:%r[0-9]+]], [[LO]]};
 
 // The TMA-store epilogue of the f16 per-tensor kernel.
 // EPILOGUE: wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3

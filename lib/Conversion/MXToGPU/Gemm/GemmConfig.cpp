@@ -49,6 +49,9 @@ llvm::FailureOr<GemmConfig> mx::gemm::parseGemmConfig(llvm::StringRef text,
     } else if (key == "overlap") {
       ok = value == "on" || value == "off";
       config.overlap = value == "on";
+    } else if (key == "products") {
+      ok = value == "on" || value == "off";
+      config.scaleProducts = value == "on";
     } else if (key == "stages") {
       ok = parsePositive(value, config.stages);
     } else if (key == "cluster") {
@@ -62,17 +65,18 @@ llvm::FailureOr<GemmConfig> mx::gemm::parseGemmConfig(llvm::StringRef text,
       config.mxStaged = value == "staged";
     } else {
       error = ("gemm-config has no key '" + llvm::Twine(key) +
-               "' (expected consumers, waves, tile_n, overlap, stages, "
-               "cluster, epilogue, mx)")
+               "' (expected consumers, waves, tile_n, overlap, products, "
+               "stages, cluster, epilogue, mx)")
                   .str();
       return llvm::failure();
     }
     if (!ok) {
-      error = ("gemm-config: bad value '" + llvm::Twine(value) + "' for '" + key +
-               "' (expected a positive integer, MxN for cluster, tma or "
-               "registers for epilogue, staged or fused for mx, on or off for "
-               "overlap)")
-                  .str();
+      error =
+          ("gemm-config: bad value '" + llvm::Twine(value) + "' for '" + key +
+           "' (expected a positive integer, MxN for cluster, tma or "
+           "registers for epilogue, staged or fused for mx, on or off for "
+           "overlap and products)")
+              .str();
       return llvm::failure();
     }
   }

@@ -18,6 +18,7 @@
 
 #include "GemmKernel.h"
 #include "GemmStaging.h"
+#include "ScaleProducts.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/GemmLowering.h"
@@ -249,8 +250,37 @@ TensorMapRequest getStageScalesMap(OpBuilder &b, Value data,
             kScaleChunkLine,
             MXRT_SWIZZLE_NONE};
   }
+  if (plan.scaleProducts) {
+    // The scale products' operand rows as lines of 128 bytes.
+    int64_t lineValues = kScaleProductRowValues * kScaleProductLineRows;
+    return {data,
+            b.getF32Type(),
+            plan.kBlocks() * getScaleProductPitch(operand, tileRows) /
+                kScaleProductLineRows,
+            lineValues,
+            tileRows / kScaleProductLineRows,
+            lineValues,
+            MXRT_SWIZZLE_NONE};
+  }
   return {data,     b.getF32Type(), plan.kBlocks(), operand.scaleRowPitch,
           1,        tileRows,       MXRT_SWIZZLE_NONE};
+}
+
+/// The wgrad form's scale products: the tf32 operand rows of `operand`'s
+/// GEMM-ready scales, written by their kernel into a temporary.
+Value writeScaleProductRows(ImplicitLocOpBuilder &b, ModuleOp module,
+                            const GemmPlan &plan, const OperandPlan &operand,
+                            int64_t tileRows, bool lhs, Value scales) {
+  int64_t pitch = getScaleProductPitch(operand, tileRows);
+  Value rows = allocDevice(
+      b, b.getLoc(),
+      RankedTensorType::get({plan.kBlocks() * pitch, kScaleProductRowValues},
+                            b.getF32Type()));
+  launchScaleProductsKernel(b, module, lhs, plan.kBlocks(),
+                            operand.scaleRowPitch, pitch,
+                            getDevicePointer(b, b.getLoc(), scales),
+                            getDevicePointer(b, b.getLoc(), rows));
+  return rows;
 }
 
 /// Scales in the GEMM-ready layout the kernel copies: linear MX scales and
@@ -337,14 +367,24 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
     auto pointer = [&](Value value) {
       return getDevicePointer(b, b.getLoc(), value);
     };
-    // Staged MX: the GEMM reads bf16 copies that the staging kernels write
-    // first, and that are freed once it has run (stream order).
+    // Temporaries that kernels write before the GEMM reads them, freed once
+    // it has run (stream order). Staged MX: the bf16 copies of the operands.
     Value lhs = op.getLhs(), rhs = op.getRhs();
-    SmallVector<Value, 2> staged;
+    SmallVector<Value, 2> temporaries;
     if (plan->recipe == GemmRecipe::mxStaged) {
       lhs = stageOperand(b, module, *plan, plan->a, lhs, aScales);
       rhs = stageOperand(b, module, *plan, plan->b, rhs, bScales);
-      staged = {lhs, rhs};
+      temporaries = {lhs, rhs};
+    }
+    // The wgrad form's stages load the scale products' operand rows in
+    // place of the scales.
+    Value aStageScales = aScales, bStageScales = bScales;
+    if (plan->scaleProducts) {
+      aStageScales = writeScaleProductRows(b, module, *plan, plan->a,
+                                           plan->tileM, /*lhs=*/true, aScales);
+      bStageScales = writeScaleProductRows(b, module, *plan, plan->b,
+                                           plan->tileN, /*lhs=*/false, bScales);
+      temporaries.append({aStageScales, bStageScales});
     }
     auto map = [&](const TensorMapRequest &request) {
       return createTensorMap(b, module, request);
@@ -373,12 +413,12 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
         break;
       case KernelParameter::tensorMapAScales:
         arguments.push_back(map(getStageScalesMap(
-            b, pointer(aScales), *plan, plan->a,
+            b, pointer(aStageScales), *plan, plan->a,
             getElementTypeOrSelf(aScales.getType()), plan->tileM)));
         break;
       case KernelParameter::tensorMapBScales:
         arguments.push_back(map(getStageScalesMap(
-            b, pointer(bScales), *plan, plan->b,
+            b, pointer(bStageScales), *plan, plan->b,
             getElementTypeOrSelf(bScales.getType()), plan->tileN)));
         break;
       case KernelParameter::tensorMapOut:
@@ -416,8 +456,8 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
         gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
         arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
         arguments, /*asyncTokenType=*/Type(), ValueRange(), clusters);
-    for (Value copy : staged)
-      gpu::DeallocOp::create(b, Type(), ValueRange(), copy);
+    for (Value temporary : temporaries)
+      gpu::DeallocOp::create(b, Type(), ValueRange(), temporary);
     rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));
     return success();
   }

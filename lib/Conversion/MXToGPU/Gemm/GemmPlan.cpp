@@ -37,6 +37,7 @@
 #include "GemmPlan.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
+#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
 #include "mx/Dialect/MX/IR/ElementFormat.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -180,18 +181,48 @@ struct FP8Tile {
   double relativeCost;
   /// GemmPlan::overlap.
   bool overlap = false;
+  /// GemmPlan::scaleProducts.
+  bool scaleProducts = false;
 };
 
 constexpr FP8Tile kFP8Tiles[] = {
     {2, 1, 192, 1.0}, {3, 1, 128, 1.02}, {2, 2, 128, 1.035}, {2, 1, 128, 1.06}};
-/// The same where B has one scale per column (1x128, the wgrad form), whose
-/// promotion costs an FMUL and an FFMA per element: there 192x128 ran 2%
-/// faster than 128x192 at 8192^3 (1047 us against 1068), and 128x128 only
-/// with overlap (its registers allow two partials: 1079-1092 us per 32
-/// rounds at 8192^3, against 1141 without; bench/RESULTS.md, 2026-11-27),
-/// where it wins at shapes that 192-row tiles fill poorly.
+/// The same where B has one scale per column (1x128, the wgrad form) and
+/// the promotion multiplies sa x sb itself (`products=off`): an FMUL and an
+/// FFMA per element. There 192x128 ran 2% faster than 128x192 at 8192^3
+/// (1047 us against 1068), and 128x128 only with overlap (its registers
+/// allow two partials: 1079-1092 us per 32 rounds at 8192^3, against 1141
+/// without; bench/RESULTS.md, 2026-11-27), where it wins at shapes that
+/// 192-row tiles fill poorly.
 constexpr FP8Tile kFP8ColumnScaledTiles[] = {
     {3, 1, 128, 1.0}, {2, 1, 192, 1.02}, {2, 1, 128, 1.02, /*overlap=*/true}};
+/// The wgrad form's tile with the products from a tf32 wgmma: only 128x128
+/// leaves registers for the products' fragment beside the accumulator and
+/// the partial (on an H100 at 8192^3 it ran 1.15x the 192x128 tile of the
+/// FMUL form; bench/RESULTS.md, 2026-11-27).
+constexpr FP8Tile kFP8ScaleProductTiles[] = {
+    {2, 1, 128, 1.0, /*overlap=*/false, /*scaleProducts=*/true}};
+
+/// Whether `plan`'s operands take the scale products of a tf32 wgmma: both
+/// have 1x128 scales (the wgrad form).
+bool takesScaleProducts(const GemmPlan &plan) {
+  return plan.a.scales == ScaleStaging::stageRows &&
+         plan.b.scales == ScaleStaging::stageRows;
+}
+
+/// The accumulator registers a consumer thread of `tile` holds: the
+/// promoted accumulator of every wave, a partial accumulator per K-block of
+/// an iteration, and the scale products' fragment.
+int64_t getAccumulatorRegisters(const FP8Tile &tile) {
+  int64_t fragment = kWaveRows * tile.tileN / kWarpgroupThreads;
+  return (tile.waves + (tile.overlap ? 2 : 1) + (tile.scaleProducts ? 1 : 0)) *
+         fragment;
+}
+
+/// The consumers' accumulator budget of `tile`.
+int64_t getAccumulatorBudget(const FP8Tile &tile) {
+  return (tile.consumers == 2 ? 232 : 152) - kConsumerRegisterReserve;
+}
 
 /// Whether the FP8 main loop can run `tile`, or why not.
 LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
@@ -204,20 +235,24 @@ LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
     reason = "gemm-config: tile_n must be a multiple of 8 up to 256 (wgmma N)";
     return failure();
   }
+  if (tile.scaleProducts && tile.overlap) {
+    reason = "gemm-config: overlap=on promotes with an FMUL per element; it "
+             "takes products=off";
+    return failure();
+  }
   int64_t tileM = kWaveRows * tile.consumers * tile.waves;
-  // The promoted accumulators of every wave and a partial accumulator per
-  // K-block of an iteration.
-  int64_t fragment = kWaveRows * tile.tileN / kWarpgroupThreads;
-  int64_t registers = (tile.waves + (tile.overlap ? 2 : 1)) * fragment;
-  int64_t budget = (tile.consumers == 2 ? 232 : 152) - kConsumerRegisterReserve;
+  int64_t registers = getAccumulatorRegisters(tile);
+  int64_t budget = getAccumulatorBudget(tile);
   if (registers > budget) {
-    reason = ("a " + Twine(tileM) + "x" + Twine(tile.tileN) + " tile needs " +
-              Twine(registers) +
-              " accumulator registers per consumer thread" +
-              (tile.overlap ? " with overlap" : "") + ", more than the " +
-              Twine(budget) + " that " + Twine(tile.consumers) +
-              " consumers leave; use fewer waves or a narrower tile")
-                 .str();
+    reason =
+        ("a " + Twine(tileM) + "x" + Twine(tile.tileN) + " tile needs " +
+         Twine(registers) + " accumulator registers per consumer thread" +
+         (tile.overlap ? " with overlap" : "") +
+         (tile.scaleProducts ? " with scale products" : "") +
+         ", more than the " + Twine(budget) + " that " + Twine(tile.consumers) +
+         " consumers leave; use fewer waves or a " + "narrower tile" +
+         (tile.scaleProducts ? ", or products=off" : ""))
+            .str();
     return failure();
   }
   // B's per-column scales are read as the promotion uses them; with two
@@ -244,23 +279,42 @@ LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
 /// persistent grid times the tile's elements times its relative cost.
 LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
                             std::string &reason) {
+  if (config.scaleProducts.value_or(false) && !takesScaleProducts(plan)) {
+    reason = "gemm-config: products=on needs 1x128 scales on both operands "
+             "(the wgrad form)";
+    return failure();
+  }
+  // The wgrad form takes the products unless the config turns them off (or
+  // turns on overlap, which promotes with an FMUL), or chooses a tile whose
+  // registers do not hold them without asking for them.
+  bool products =
+      takesScaleProducts(plan) &&
+      config.scaleProducts.value_or(!config.overlap.value_or(false));
   std::optional<FP8Tile> chosen;
   double best = 0;
   if (config.consumers || config.waves || config.tileN) {
-    chosen = FP8Tile{config.consumers.value_or(2), config.waves.value_or(1),
-                     config.tileN.value_or(128), 1.0,
-                     config.overlap.value_or(false)};
+    chosen = FP8Tile{config.consumers.value_or(2),   config.waves.value_or(1),
+                     config.tileN.value_or(128),     1.0,
+                     config.overlap.value_or(false), products};
+    if (products && !config.scaleProducts &&
+        getAccumulatorRegisters(*chosen) > getAccumulatorBudget(*chosen))
+      chosen->scaleProducts = false;
     if (failed(checkFP8Tile(plan, *chosen, reason)))
       return failure();
   } else {
-    ArrayRef<FP8Tile> tiles = plan.b.scales == ScaleStaging::stageRows
+    ArrayRef<FP8Tile> tiles = products
+                                  ? ArrayRef<FP8Tile>(kFP8ScaleProductTiles)
+                              : plan.b.scales == ScaleStaging::stageRows
                                   ? ArrayRef<FP8Tile>(kFP8ColumnScaledTiles)
                                   : ArrayRef<FP8Tile>(kFP8Tiles);
     for (FP8Tile tile : tiles) {
       tile.overlap = config.overlap.value_or(tile.overlap);
       std::string why;
-      if (failed(checkFP8Tile(plan, tile, why)))
+      if (failed(checkFP8Tile(plan, tile, why))) {
+        // The reason if no tile is left.
+        reason = why;
         continue;
+      }
       int64_t tileM = kWaveRows * tile.consumers * tile.waves;
       int64_t count = llvm::divideCeil(plan.m, tileM) *
                       llvm::divideCeil(plan.n, tile.tileN);
@@ -271,11 +325,14 @@ LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
         best = cost;
       }
     }
+    if (!chosen)
+      return failure();
   }
   plan.consumerWarpgroups = chosen->consumers;
   plan.wavesM = chosen->waves;
   plan.tileN = chosen->tileN;
   plan.overlap = chosen->overlap;
+  plan.scaleProducts = chosen->scaleProducts;
   plan.tileM = kWaveRows * plan.consumerWarpgroups * plan.wavesM;
   // setmaxnreg budgets in steps of 8 that fill the register file: 40 for
   // the producer, the rest split among the consumers.
@@ -403,6 +460,12 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
   int64_t accumulatorBytes = plan.usesTensorMemory() ? 24 : 0;
   int64_t fixed = kBaseAlignment + dequantBytes + outputBytes + tileScaleA +
                   tileScaleB + accumulatorBytes;
+  // Scale products: the tf32 operands' second K chunk, zeros for all
+  // stages.
+  int64_t zeroBytes = plan.scaleProducts ? std::max(plan.tileM, plan.tileN) *
+                                               kInterleavedRowBytes
+                                         : 0;
+  fixed += zeroBytes;
   int64_t perStage = aTile + bTile + scaleStride + 16;
   int64_t fitting = (limits.sharedBytesPerBlock - fixed) / perStage;
   plan.stages = config.stages.value_or(std::min(kMaxStages, fitting));
@@ -433,6 +496,12 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
       stage.bScales = offset + llvm::alignTo(aScaleBytes, 128);
       offset += scaleStride;
     }
+  }
+  if (plan.scaleProducts) {
+    // Above every stage's scale rows: a descriptor's LBO (unsigned) reaches
+    // the zeros from each of them.
+    plan.productZeros = offset;
+    offset += zeroBytes;
   }
   plan.tileScalesA = offset;
   plan.tileScalesB = offset + tileScaleA;
@@ -612,7 +681,7 @@ int64_t GemmPlan::stageScaleBytes(const OperandPlan &operand,
   case ScaleStaging::chunks:
     return kScaleChunkBytes * scaleChunks(tileRows);
   case ScaleStaging::stageRows:
-    return 4 * tileRows;
+    return (scaleProducts ? kInterleavedRowBytes : 4) * tileRows;
   case ScaleStaging::scalar:
   case ScaleStaging::tileBlocks:
   case ScaleStaging::staged:
@@ -641,6 +710,8 @@ void GemmPlan::print(raw_ostream &os) const {
        << " wgmma=m64n" << tileN << "k" << mmaK;
   if (overlap)
     os << " overlap";
+  if (scaleProducts)
+    os << " products=tf32";
   os << " ctas=" << ctas() << " cluster=" << clusterM << "x" << clusterN
      << " group=" << groupRows << " epilogue="
      << (epilogue == GemmEpilogue::tmaStore ? "tma" : "registers");
@@ -681,6 +752,8 @@ void GemmPlan::print(raw_ostream &os) const {
   if (a.scales == ScaleStaging::tileBlocks ||
       b.scales == ScaleStaging::tileBlocks)
     os << " tile_scales=" << tileScalesA << "," << tileScalesB;
+  if (scaleProducts)
+    os << " zeros=" << productZeros;
   if (epilogue == GemmEpilogue::tmaStore)
     os << " out=" << outputTile;
   os << " barriers=" << fullBarriers << "," << emptyBarriers;

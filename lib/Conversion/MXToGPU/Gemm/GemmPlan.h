@@ -166,6 +166,13 @@ struct GemmPlan {
   // one's promotion overlapping the second one's chain (a second partial
   // accumulator).
   bool overlap = false;
+  // SM90 FP8 with 1x128 scales on both operands (the wgrad form): the
+  // products sa[row] x sb[column] of a K-block come from one tf32 wgmma
+  // m64 x tileN x k8 issued with the block's chain into a fragment of their
+  // own, so that the promotion is one FFMA an element. Its operands are the
+  // stage's scale rows, written as tf32 rows before the GEMM
+  // (ScaleProducts.h): 16 bytes a row instead of one f32.
+  bool scaleProducts = false;
   int64_t stages = 0;
   // Thread-block cluster of clusterM x clusterN CTAs on neighbouring tiles
   // (one of them 1). The CTAs of a cluster share A (clusterN > 1: same tile
@@ -206,6 +213,10 @@ struct GemmPlan {
   /// tmaStore: the output tile, tileN / 64 panels of [tileM, 128 bytes].
   int64_t outputTile = 0;
   int64_t fullBarriers = 0, emptyBarriers = 0; // 8 bytes per stage each
+  /// scaleProducts: the second 16-byte K chunk of the products' tf32
+  /// operands, zeros (max(tileM, tileN) rows) above every stage, which
+  /// each operand's descriptor reaches by its LBO.
+  int64_t productZeros = 0;
   /// Arrivals that release a stage: one per consumer warp of every CTA of
   /// the cluster (SM90), or the one tcgen05.commit of the MMA thread (SM100).
   int64_t emptyArrivals = 0;

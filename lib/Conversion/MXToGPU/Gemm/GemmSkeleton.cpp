@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
+#include "ScaleProducts.h"
 
 #include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
 
@@ -423,6 +424,20 @@ void GemmKernelBuilder::loadStageScales(const OperandPlan &operand,
         NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
         b.getBoolAttr(true), NVVM::CTAGroupKindAttr(), Value());
   };
+  if (operand.scales == ScaleStaging::stageRows && plan.scaleProducts) {
+    // The K-block's tileRows rows of the scale products' operand rows
+    // [KB, P, 4] (ScaleProducts.h; P whole tiles), from the tile's first
+    // row, as lines of 8 rows.
+    Value row = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(b, kBlock,
+                              i32(getScaleProductPitch(operand, tileRows))),
+        rowOrigin);
+    load(destination,
+         ValueRange{i32(0), arith::DivUIOp::create(
+                                b, row, i32(kScaleProductLineRows))});
+    return;
+  }
   if (operand.scales == ScaleStaging::stageRows) {
     // The K-block's row of the GEMM-ready [KB, R'] scales: tileRows f32
     // from the tile's first row (TMA fills rows past R' with zeros).

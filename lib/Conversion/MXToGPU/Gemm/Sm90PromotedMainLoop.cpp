@@ -16,6 +16,16 @@
 // overwrites it afterwards), 128x128 blocks of the tile (copied in by the
 // consumers when the tile starts).
 //
+// With GemmPlan::scaleProducts (1x128 scales on both operands, the wgrad
+// form), the products sa[row] x sb[column] come from the tensor cores
+// instead of an FMUL per element: the stage's scale rows are the tf32
+// operand rows of ScaleProducts.h, and each wave issues one tf32 wgmma
+// m64 x tileN x k8 of them after its chain, into a fragment of its own;
+// the promotion is then one FFMA an element. Measured on an H100 at
+// 8192^3 (bench/RESULTS.md): operands written in the kernel, by producer
+// warps or by the consumers themselves, cost more in their waits and
+// fences than the FMUL they save; loaded by TMA with the stage, nothing.
+//
 // With GemmPlan::overlap, an iteration of the main loop takes two K-blocks:
 // both chains are issued, each into its own partial accumulator and wgmma
 // group, and the first block's promotion runs while the second's chain is
@@ -28,6 +38,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
+
+#include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -47,14 +59,22 @@ struct ColumnScales {
   Value stageColumns; // i32 shared address of the stage's [tileN] f32
 };
 
+/// K of a tf32 wgmma.
+constexpr int64_t kTf32MmaK = 8;
+
 class Sm90PromotedMainLoop : public GemmMainLoop {
 public:
   using GemmMainLoop::GemmMainLoop;
 
+  void beforeSync() override;
   Value buildTile(const ConsumerThread &thread, TileOrigin origin,
                   Value iteration) override;
 
 private:
+  /// The tf32 wgmma m64 x tileN x k8 of the scale products of `thread`'s
+  /// wave `wave` over stage `slot`, into `products` (overwritten).
+  Value buildProductsWgmma(const ConsumerThread &thread, RingSlot slot,
+                           int64_t wave, Value products);
   Type getAccumulatorType();
   /// The main loop's body for K-blocks [kBlock, kBlock + blocks) from ring
   /// iteration `iteration`: every wave's chains, each block's into its own
@@ -71,8 +91,11 @@ private:
   /// stage's per-column scales (1x128), which `promote` reads where it
   /// uses them rather than holding 32 of them in registers.
   ColumnScales getColumnScales(RingSlot slot, Value kBlock);
+  /// `accumulator` + `partial` x the scales: `products` (the scale
+  /// products' fragment), else sa x sb of `rowScales` and `columnScales`.
   Value promote(const ConsumerThread &thread, Value accumulator, Value partial,
-                ArrayRef<Value> rowScales, const ColumnScales &columnScales);
+                ArrayRef<Value> rowScales, const ColumnScales &columnScales,
+                Value products);
   /// The promoted `accumulator` through an empty volatile asm that ties
   /// every element: its FMAs then happen before the next chain is issued.
   /// Otherwise LLVM sinks them below it, keeping two partial accumulators
@@ -89,6 +112,66 @@ private:
 };
 
 } // namespace
+
+void Sm90PromotedMainLoop::beforeSync() {
+  if (!plan.scaleProducts)
+    return;
+  // The products' second K chunk: zeros, read by the tensor cores (the
+  // async proxy) after the CTA barrier.
+  int64_t rows = std::max(plan.tileM, plan.tileN);
+  auto chunkType = VectorType::get({4}, b.getI32Type());
+  for (int64_t first = 0; first < rows; first += plan.threads()) {
+    Value row = arith::AddIOp::create(b, k.getThreadIdx(), k.i32(first));
+    k.ifThen(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, k.i32(rows)),
+        [&] {
+          Value zero = arith::ConstantOp::create(
+              b, DenseElementsAttr::get(chunkType, b.getI32IntegerAttr(0)));
+          LLVM::StoreOp::create(
+              b, zero,
+              k.sharedPointer(k.sharedAddress(
+                  k.sharedAddress(plan.productZeros),
+                  arith::MulIOp::create(b, row, k.i32(kInterleavedRowBytes)))),
+              /*alignment=*/16);
+        });
+  }
+  NVVM::FenceProxyOp::create(
+      b, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+}
+
+Value Sm90PromotedMainLoop::buildProductsWgmma(const ConsumerThread &thread,
+                                               RingSlot slot, int64_t wave,
+                                               Value products) {
+  constexpr uint64_t fixedFields =
+      encodeWgmmaDescriptor(getKMajorInterleavedTile(0, 0));
+  Value zeros = k.sharedAddress(plan.productZeros);
+  // Each operand's second K chunk is the zeros: LBO = zeros - the operand's
+  // first row, which the zeros (above every stage) cover.
+  auto descriptor = [&](Value first, Value start) {
+    Value chunkStride = arith::ExtUIOp::create(
+        b, b.getI64Type(), arith::SubIOp::create(b, zeros, first));
+    return arith::OrIOp::create(
+        b, k.withStartAddress(fixedFields, start),
+        arith::ShLIOp::create(
+            b, arith::ShRUIOp::create(b, chunkStride, k.i64(kWgmmaFieldShift)),
+            k.i64(16)));
+  };
+  Value aRows = k.stageAddress(&StageLayout::aScales, slot.stage);
+  Value bRows = k.stageAddress(&StageLayout::bScales, slot.stage);
+  Value waveRows = k.sharedAddress(
+      aRows, arith::MulIOp::create(b, k.getWaveRow(thread, wave),
+                                   k.i32(kInterleavedRowBytes)));
+  return NVVM::WgmmaMmaAsyncOp::create(
+      b, products.getType(), products, descriptor(aRows, waveRows),
+      descriptor(bRows, bRows),
+      NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tileN, kTf32MmaK),
+      NVVM::WGMMATypes::tf32, NVVM::WGMMATypes::tf32, NVVM::WGMMATypes::f32,
+      NVVM::WGMMAScaleOut::zero, NVVM::WGMMAScaleIn::one,
+      NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+      NVVM::MMAIntOverflowAttr());
+}
 
 Type Sm90PromotedMainLoop::getAccumulatorType() {
   return LLVM::LLVMStructType::getLiteral(
@@ -173,13 +256,14 @@ ColumnScales Sm90PromotedMainLoop::getColumnScales(RingSlot slot,
 Value Sm90PromotedMainLoop::promote(const ConsumerThread &thread,
                                     Value accumulator, Value partial,
                                     ArrayRef<Value> rowScales,
-                                    const ColumnScales &columnScales) {
+                                    const ColumnScales &columnScales,
+                                    Value products) {
   // sa[row] * sb[column] per element, computed after the wgmma wait so that
   // the loads' latency hides behind the chain.
-  SmallVector<Value> products;
+  SmallVector<Value> rowProducts;
   if (columnScales.tile) {
     for (Value row : rowScales)
-      products.push_back(arith::MulFOp::create(b, row, columnScales.tile));
+      rowProducts.push_back(arith::MulFOp::create(b, row, columnScales.tile));
   }
   auto pairType = VectorType::get({2}, b.getF32Type());
   Value columnPair;
@@ -187,8 +271,10 @@ Value Sm90PromotedMainLoop::promote(const ConsumerThread &thread,
     Value sum = LLVM::ExtractValueOp::create(b, accumulator, e);
     Value part = LLVM::ExtractValueOp::create(b, partial, e);
     Value scale;
-    if (columnScales.tile) {
-      scale = products[(e / 2) % 2];
+    if (products) {
+      scale = LLVM::ExtractValueOp::create(b, products, e);
+    } else if (columnScales.tile) {
+      scale = rowProducts[(e / 2) % 2];
     } else if (columnScales.stageColumns) {
       // Elements 4j..4j+3 are columns c and c + 1 (of two rows), c even:
       // one 8-byte load of the pair.
@@ -246,6 +332,10 @@ void Sm90PromotedMainLoop::runBlocks(const ConsumerThread &thread,
   auto releaseAfterPromotion = [&](int64_t block) {
     return bool(columnScales[block].stageColumns);
   };
+  // The scale products' fragment (one K-block an iteration).
+  assert((!plan.scaleProducts || (blocks == 1 && plan.wavesM == 1)) &&
+         "products take one K-block and one wave an iteration");
+  Value *products = plan.scaleProducts ? &partials.back() : nullptr;
   for (int64_t wave = 0; wave < plan.wavesM; ++wave) {
     // Each wave's row scales are read just before its chains, so that they
     // are not live across another wave's.
@@ -254,10 +344,10 @@ void Sm90PromotedMainLoop::runBlocks(const ConsumerThread &thread,
     for (int64_t block = 0; block < blocks; ++block) {
       if (wave == 0) {
         k.waitBarrier(k.fullBarrier(slots[block].stage), slots[block].parity);
-        if (blockwise)
+        if (blockwise && !products)
           columnScales[block] = getColumnScales(slots[block], kBlocks[block]);
       }
-      if (blockwise)
+      if (blockwise && !products)
         rowScales[block] =
             loadRowScales(thread, slots[block], kBlocks[block], wave);
       // The chain starts a fresh partial accumulator in the registers of the
@@ -268,6 +358,8 @@ void Sm90PromotedMainLoop::runBlocks(const ConsumerThread &thread,
       partials[block] = k.buildStageWgmmaChain(thread, slots[block], wave,
                                                partials[block],
                                                /*overwriteFirst=*/true);
+      if (products)
+        *products = buildProductsWgmma(thread, slots[block], wave, *products);
       NVVM::WgmmaGroupSyncAlignedOp::create(b);
     }
     bool lastWave = wave == plan.wavesM - 1;
@@ -277,9 +369,9 @@ void Sm90PromotedMainLoop::runBlocks(const ConsumerThread &thread,
       NVVM::WgmmaWaitGroupSyncOp::create(b, blocks - 1 - block);
       if (lastWave && !releaseAfterPromotion(block))
         k.releaseStage(thread, slots[block].stage);
-      accumulators[wave] =
-          pin(promote(thread, accumulators[wave], partials[block],
-                      rowScales[block], columnScales[block]));
+      accumulators[wave] = pin(
+          promote(thread, accumulators[wave], partials[block], rowScales[block],
+                  columnScales[block], products ? *products : Value()));
       if (lastWave && releaseAfterPromotion(block))
         k.releaseStage(thread, slots[block].stage);
     }
@@ -294,9 +386,11 @@ Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
   // Loop-carried: the ring iteration, the partial accumulator of each
   // K-block of an iteration, and each wave's promoted accumulator.
   int64_t blocks = plan.overlap ? 2 : 1;
+  // The scale products' fragment is carried after the partials.
+  int64_t carried = blocks + (plan.scaleProducts ? 1 : 0);
   Value zero = LLVM::ZeroOp::create(b, getAccumulatorType());
   SmallVector<Value> initial{iteration};
-  initial.append(blocks + plan.wavesM, zero);
+  initial.append(carried + plan.wavesM, zero);
   // Whole groups of `blocks` K-blocks in the loop, the rest after it.
   int64_t looped = plan.kBlocks() / blocks * blocks;
   auto loop = scf::ForOp::create(b, k.i32(0), k.i32(looped), k.i32(blocks),
@@ -306,8 +400,8 @@ Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
     b.setInsertionPointToStart(loop.getBody());
     Value it = loop.getRegionIterArg(0);
     SmallVector<Value> values(loop.getRegionIterArgs().drop_front());
-    MutableArrayRef<Value> partials(values.data(), blocks);
-    MutableArrayRef<Value> accumulators(values.data() + blocks, plan.wavesM);
+    MutableArrayRef<Value> partials(values.data(), carried);
+    MutableArrayRef<Value> accumulators(values.data() + carried, plan.wavesM);
     runBlocks(thread, it, loop.getInductionVar(), blocks, partials,
               accumulators);
     SmallVector<Value> results{
@@ -317,8 +411,8 @@ Value Sm90PromotedMainLoop::buildTile(const ConsumerThread &thread,
   }
   Value it = loop.getResult(0);
   SmallVector<Value> values(loop.getResults().drop_front());
-  MutableArrayRef<Value> partials(values.data(), blocks);
-  MutableArrayRef<Value> accumulators(values.data() + blocks, plan.wavesM);
+  MutableArrayRef<Value> partials(values.data(), carried);
+  MutableArrayRef<Value> accumulators(values.data() + carried, plan.wavesM);
   if (int64_t rest = plan.kBlocks() - looped) {
     runBlocks(thread, it, k.i32(looped), rest, partials, accumulators);
     it = arith::AddIOp::create(b, it, k.i32(rest));

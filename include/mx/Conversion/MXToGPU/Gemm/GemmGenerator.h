@@ -7,7 +7,7 @@
 // instead of the generator: the `gemm-config` option of `convert-mx-to-gpu`
 // and `mx-lower-to-nvvm`, written `key=value` separated by commas, e.g.
 // `consumers=2,waves=2,tile_n=128,cluster=1x2,epilogue=tma,stages=3,mx=staged,
-// overlap=on`. A key
+// overlap=on,products=off`. A key
 // left out is the generator's to choose; a choice the kernel cannot make
 // (too many registers, too little shared memory, a cluster that does not
 // divide the tiles) fails the op's lowering with the reason.
@@ -49,10 +49,14 @@ struct GemmConfig {
   /// SM90 FP8: whether the promotion of one K-block overlaps the next
   /// block's wgmma chain (two partial accumulators).
   std::optional<bool> overlap;
+  /// SM90 FP8 with 1x128 scales on both operands (the wgrad form): whether
+  /// the products sa x sb of a K-block come from a tf32 wgmma beside its
+  /// chain (`products=on`), or from an FMUL per element in the promotion.
+  std::optional<bool> scaleProducts;
 
   bool empty() const {
     return !consumers && !waves && !tileN && !stages && !clusterM &&
-           !tmaStore && !mxStaged && !overlap;
+           !tmaStore && !mxStaged && !overlap && !scaleProducts;
   }
 };
 

@@ -84,6 +84,25 @@ constexpr WgmmaDescriptorFields getKMajorSwizzledTile(uint32_t startAddress,
   return f;
 }
 
+/// One row of an interleaved (unswizzled) K-major tile's core matrix: 16
+/// bytes, and 8 rows a core matrix.
+constexpr uint32_t kInterleavedRowBytes = 16;
+
+/// The descriptor of an unswizzled K-major tile whose 16-byte K chunks are
+/// separate blocks of rows: chunk c of row r at `startAddress` + c x
+/// `chunkStride` + 16 r. Core matrices (8 rows of one chunk, 128 contiguous
+/// bytes) are then 128 bytes apart along M/N (SBO) and `chunkStride` bytes
+/// apart along K (LBO).
+constexpr WgmmaDescriptorFields getKMajorInterleavedTile(uint32_t startAddress,
+                                                         uint32_t chunkStride) {
+  WgmmaDescriptorFields f;
+  f.startAddress = startAddress;
+  f.leadingByteOffset = chunkStride;
+  f.strideByteOffset = 8 * kInterleavedRowBytes;
+  f.swizzle = WgmmaSwizzle::none;
+  return f;
+}
+
 /// The value added to an encoded descriptor to step its start address by
 /// `bytes` (a multiple of 16): how a K-major tile advances by one wgmma K
 /// step inside a swizzled row. The caller keeps the address below 2^18, so

@@ -1,0 +1,56 @@
+//===- ScaleProducts.h - tf32 operands of the wgrad form's scale products ===//
+//
+// Private to the GEMM generator. The SM90 FP8 kernel of 1x128 scales on both
+// operands (the wgrad form, GemmPlan::scaleProducts) takes the products
+// sa[row] x sb[column] of each K-block from one tf32 wgmma rather than an
+// FMUL per element. Its operands are rows of four tf32 values built from
+// each f32 scale s, split into hi (the top 11 significant bits, which tf32
+// keeps) and lo = s - hi (rounded to 11 more bits by the tensor cores):
+// A' = [hi, hi, lo, lo] and B' = [hi, lo, hi, lo], so that a row of A'
+// times a row of B' is hi.hi + hi.lo + lo.hi + lo.lo = sa x sb to about
+// 2^-21. A small kernel writes them once per GEMM, [KB, P, 4] f32 from the
+// GEMM-ready [KB, R'] scales (P: the rows rounded up to whole tiles, zeros
+// past R'), and each stage loads its K-block's tile rows by TMA as the
+// first 16-byte K chunk of an unswizzled K-major tile (the second chunk is
+// zeros in shared memory). The TMA map reads them as lines of 128 bytes,
+// 8 rows a line: a box of 16-byte rows took a request a row, and the
+// kernel ran 1.45x slower (bench/RESULTS.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MX_LIB_CONVERSION_MXTOGPU_GEMM_SCALEPRODUCTS_H
+#define MX_LIB_CONVERSION_MXTOGPU_GEMM_SCALEPRODUCTS_H
+
+#include "GemmPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mx::gemm {
+
+/// The f32 values of one row of the scale products' operands, and the rows
+/// of one 128-byte line of them.
+constexpr int64_t kScaleProductRowValues = 4;
+constexpr int64_t kScaleProductLineRows = 8;
+
+/// P: the rows of one K-block of the operand rows of `operand`'s scales,
+/// whole tiles of `tileRows` rows.
+inline int64_t getScaleProductPitch(const OperandPlan &operand,
+                                    int64_t tileRows) {
+  return llvm::alignTo(operand.rows, tileRows);
+}
+
+/// Host code at `b`'s insertion point that launches the kernel writing the
+/// scale products' operand rows (A's form where `lhs`, else B's) of the
+/// GEMM-ready [kBlocks, pitch] f32 scales at device pointer `scales` into
+/// `rows` ([kBlocks, productPitch, 4] f32). The kernel is built in its own
+/// gpu.module of `module` on first use and shared by later launches of the
+/// same form and shape.
+void launchScaleProductsKernel(mlir::ImplicitLocOpBuilder &b,
+                               mlir::ModuleOp module, bool lhs, int64_t kBlocks,
+                               int64_t pitch, int64_t productPitch,
+                               mlir::Value scales, mlir::Value rows);
+
+} // namespace mx::gemm
+
+#endif // MX_LIB_CONVERSION_MXTOGPU_GEMM_SCALEPRODUCTS_H
