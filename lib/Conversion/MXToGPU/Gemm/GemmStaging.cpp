@@ -19,6 +19,7 @@
 
 #include "../Quantize/KernelBuilder.h"
 #include "MXDecode.h"
+#include "PointerKernels.h"
 
 #include "mx/Dialect/MX/IR/ElementFormat.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
@@ -29,7 +30,6 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mx;
@@ -177,34 +177,6 @@ void buildStagingBody(ImplicitLocOpBuilder &b, const StagingShape &shape,
                    [&](Value offset) { return byteAddress(out, offset); });
 }
 
-/// The staging kernel of `shape`: built in a gpu.module of its own on first
-/// use, found by its symbol afterwards.
-gpu::GPUFuncOp getStagingKernel(OpBuilder &builder, Location loc,
-                                ModuleOp module, const StagingShape &shape) {
-  std::string name;
-  llvm::raw_string_ostream os(name);
-  os << "mx_stage_bf16_" << shape.elementType << "_" << shape.rows << "x"
-     << shape.k << (shape.tiledScales ? "_tiled" : "");
-  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
-    return existing.lookupSymbol<gpu::GPUFuncOp>("kernel");
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
-  auto kernelModule = gpu::GPUModuleOp::create(builder, loc, name);
-  SymbolTable(module).insert(kernelModule);
-  ImplicitLocOpBuilder b(loc, builder);
-  b.setInsertionPointToStart(kernelModule.getBody());
-  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-  auto kernel = gpu::GPUFuncOp::create(
-      b, "kernel", b.getFunctionType(SmallVector<Type>(3, ptr), {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel->setAttr("nvvm.maxntid",
-                  b.getDenseI32ArrayAttr({int32_t(kStagingThreads), 1, 1}));
-  b.setInsertionPointToStart(&kernel.getBody().front());
-  buildStagingBody(b, shape, kernel.getArguments());
-  gpu::ReturnOp::create(b);
-  return kernel;
-}
-
 } // namespace
 
 void gemm::launchStagingKernel(ImplicitLocOpBuilder &b, ModuleOp module,
@@ -213,14 +185,15 @@ void gemm::launchStagingKernel(ImplicitLocOpBuilder &b, ModuleOp module,
                                Value out) {
   assert(k % kDecodeUnitK == 0 && "the GEMM's rows are 16-byte multiples");
   StagingShape shape{elementType, rows, k, tiledScales};
-  gpu::GPUFuncOp kernel = getStagingKernel(b, b.getLoc(), module, shape);
-  auto index = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, v).getResult();
-  };
-  gpu::LaunchFuncOp::create(
-      b, kernel,
-      gpu::KernelDim3{index(llvm::divideCeil(shape.units(), kStagingThreads)),
-                      index(1), index(1)},
-      gpu::KernelDim3{index(kStagingThreads), index(1), index(1)},
-      /*dynamicSharedMemorySize=*/Value(), ValueRange{data, scales, out});
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  os << "mx_stage_bf16_" << shape.elementType << "_" << shape.rows << "x"
+     << shape.k << (shape.tiledScales ? "_tiled" : "");
+  gpu::GPUFuncOp kernel = getPointerKernel(
+      b, b.getLoc(), module, name, /*arguments=*/3, kStagingThreads,
+      [&](ImplicitLocOpBuilder &kb, ValueRange arguments) {
+        buildStagingBody(kb, shape, arguments);
+      });
+  launchPointerKernel(b, kernel, shape.units(), kStagingThreads,
+                      ValueRange{data, scales, out});
 }

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ScaleProducts.h"
+#include "PointerKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -17,7 +18,6 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mx;
@@ -118,33 +118,6 @@ void buildBody(ImplicitLocOpBuilder &b, const ProductsShape &shape,
                         /*alignment=*/16);
 }
 
-gpu::GPUFuncOp getKernel(OpBuilder &builder, Location loc, ModuleOp module,
-                         const ProductsShape &shape) {
-  std::string name =
-      (Twine("mx_scale_products_") + (shape.lhs ? "lhs_" : "rhs_") +
-       Twine(shape.kBlocks) + "x" + Twine(shape.pitch) + "_" +
-       Twine(shape.productPitch))
-          .str();
-  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
-    return existing.lookupSymbol<gpu::GPUFuncOp>("kernel");
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
-  auto kernelModule = gpu::GPUModuleOp::create(builder, loc, name);
-  SymbolTable(module).insert(kernelModule);
-  ImplicitLocOpBuilder b(loc, builder);
-  b.setInsertionPointToStart(kernelModule.getBody());
-  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-  auto kernel = gpu::GPUFuncOp::create(
-      b, "kernel", b.getFunctionType(SmallVector<Type>(2, ptr), {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel->setAttr("nvvm.maxntid",
-                  b.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
-  b.setInsertionPointToStart(&kernel.getBody().front());
-  buildBody(b, shape, kernel.getArguments());
-  gpu::ReturnOp::create(b);
-  return kernel;
-}
-
 } // namespace
 
 void gemm::launchScaleProductsKernel(ImplicitLocOpBuilder &b, ModuleOp module,
@@ -152,15 +125,15 @@ void gemm::launchScaleProductsKernel(ImplicitLocOpBuilder &b, ModuleOp module,
                                      int64_t productPitch, Value scales,
                                      Value rows) {
   ProductsShape shape{lhs, kBlocks, pitch, productPitch};
-  int64_t count = shape.rows();
-  gpu::GPUFuncOp kernel = getKernel(b, b.getLoc(), module, shape);
-  auto index = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, v).getResult();
-  };
-  gpu::LaunchFuncOp::create(
-      b, kernel,
-      gpu::KernelDim3{index(llvm::divideCeil(count, kThreads)), index(1),
-                      index(1)},
-      gpu::KernelDim3{index(kThreads), index(1), index(1)},
-      /*dynamicSharedMemorySize=*/Value(), ValueRange{scales, rows});
+  std::string name =
+      (Twine("mx_scale_products_") + (lhs ? "lhs_" : "rhs_") + Twine(kBlocks) +
+       "x" + Twine(pitch) + "_" + Twine(productPitch))
+          .str();
+  gpu::GPUFuncOp kernel =
+      getPointerKernel(b, b.getLoc(), module, name, /*arguments=*/2, kThreads,
+                       [&](ImplicitLocOpBuilder &kb, ValueRange arguments) {
+                         buildBody(kb, shape, arguments);
+                       });
+  launchPointerKernel(b, kernel, shape.rows(), kThreads,
+                      ValueRange{scales, rows});
 }
