@@ -782,6 +782,8 @@ def selftest():
 
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if len(sys.argv) > 2 and sys.argv[2].startswith("-"):
+        sys.exit(__doc__)  # an option where DIR goes (e.g. --help): not a directory to create
     if command == "build" and len(sys.argv) == 3:
         build(sys.argv[2])
     elif command == "build" and len(sys.argv) == 5 and sys.argv[3] == "--only":
