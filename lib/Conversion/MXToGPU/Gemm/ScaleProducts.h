@@ -14,7 +14,7 @@
 // first 16-byte K chunk of an unswizzled K-major tile (the second chunk is
 // zeros in shared memory). The TMA map reads them as lines of 128 bytes,
 // 8 rows a line: a box of 16-byte rows took a request a row, and the
-// kernel ran 1.45x slower (bench/RESULTS.md).
+// kernel ran 1.6x slower (bench/RESULTS.md).
 //
 //===----------------------------------------------------------------------===//
 
