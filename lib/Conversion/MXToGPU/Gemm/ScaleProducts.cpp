@@ -1,5 +1,4 @@
-//===- ScaleProducts.cpp - tf32 operands of the scale products
-//-------------===//
+//===- ScaleProducts.cpp - tf32 operands of the scale products ------------===//
 //
 // The kernel of ScaleProducts.h: one thread per scale, one 4-byte load and
 // one 16-byte store, so that a warp reads 128 and writes 512 contiguous
