@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmPlan.h"
+#include "ScaleProducts.h"
 
 #include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/MXToGPU/Gemm/WgmmaDescriptors.h"
@@ -200,8 +201,12 @@ constexpr FP8Tile kFP8ColumnScaledTiles[] = {
 /// leaves registers for the products' fragment beside the accumulator and
 /// the partial (on an H100 at 8192^3 it ran 1.15x the 192x128 tile of the
 /// FMUL form; bench/RESULTS.md, 2026-11-27).
-constexpr FP8Tile kFP8ScaleProductTiles[] = {
-    {2, 1, 128, 1.0, /*overlap=*/false, /*scaleProducts=*/true}};
+constexpr FP8Tile kScaleProductTile = {2,
+                                       1,
+                                       128,
+                                       1.0,
+                                       /*overlap=*/false,
+                                       /*scaleProducts=*/true};
 
 /// Whether `plan`'s operands take the scale products of a tf32 wgmma: both
 /// have 1x128 scales (the wgrad form).
@@ -241,6 +246,11 @@ LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
     return failure();
   }
   int64_t tileM = kWaveRows * tile.consumers * tile.waves;
+  if (tile.scaleProducts && !fitsScaleProductRows(plan, tileM, tile.tileN)) {
+    reason = "gemm-config: products=on needs fewer than 2^31 values of scale "
+             "product rows (K-blocks x rows x 4 per operand); use products=off";
+    return failure();
+  }
   int64_t registers = getAccumulatorRegisters(tile);
   int64_t budget = getAccumulatorBudget(tile);
   if (registers > budget) {
@@ -250,7 +260,7 @@ LogicalResult checkFP8Tile(const GemmPlan &plan, const FP8Tile &tile,
          (tile.overlap ? " with overlap" : "") +
          (tile.scaleProducts ? " with scale products" : "") +
          ", more than the " + Twine(budget) + " that " + Twine(tile.consumers) +
-         " consumers leave; use fewer waves or a " + "narrower tile" +
+         " consumers leave; use fewer waves or a narrower tile" +
          (tile.scaleProducts ? ", or products=off" : ""))
             .str();
     return failure();
@@ -285,11 +295,15 @@ LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
     return failure();
   }
   // The wgrad form takes the products unless the config turns them off (or
-  // turns on overlap, which promotes with an FMUL), or chooses a tile whose
-  // registers do not hold them without asking for them.
+  // turns on overlap, which promotes with an FMUL), the problem's product
+  // rows pass i32 indexing, or the config chooses a tile whose registers
+  // do not hold them without asking for them.
   bool products =
       takesScaleProducts(plan) &&
-      config.scaleProducts.value_or(!config.overlap.value_or(false));
+      config.scaleProducts.value_or(
+          !config.overlap.value_or(false) &&
+          fitsScaleProductRows(plan, kScaleProductTile.consumers * kWaveRows,
+                               kScaleProductTile.tileN));
   std::optional<FP8Tile> chosen;
   double best = 0;
   if (config.consumers || config.waves || config.tileN) {
@@ -302,8 +316,7 @@ LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
     if (failed(checkFP8Tile(plan, *chosen, reason)))
       return failure();
   } else {
-    ArrayRef<FP8Tile> tiles = products
-                                  ? ArrayRef<FP8Tile>(kFP8ScaleProductTiles)
+    ArrayRef<FP8Tile> tiles = products ? ArrayRef<FP8Tile>(kScaleProductTile)
                               : plan.b.scales == ScaleStaging::stageRows
                                   ? ArrayRef<FP8Tile>(kFP8ColumnScaledTiles)
                                   : ArrayRef<FP8Tile>(kFP8Tiles);

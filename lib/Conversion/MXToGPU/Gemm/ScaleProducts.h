@@ -40,6 +40,19 @@ inline int64_t getScaleProductPitch(const OperandPlan &operand,
   return llvm::alignTo(operand.rows, tileRows);
 }
 
+/// Whether the operand rows of both of `plan`'s operands, for a tileM x
+/// tileN tile, have fewer than 2^31 f32 values: the GEMM kernel and the
+/// rows' kernel index them in i32 (a larger problem keeps the FMUL form).
+inline bool fitsScaleProductRows(const GemmPlan &plan, int64_t tileM,
+                                 int64_t tileN) {
+  auto values = [&](const OperandPlan &operand, int64_t tileRows) {
+    return plan.kBlocks() * getScaleProductPitch(operand, tileRows) *
+           kScaleProductRowValues;
+  };
+  return values(plan.a, tileM) < (int64_t(1) << 31) &&
+         values(plan.b, tileN) < (int64_t(1) << 31);
+}
+
 /// Host code at `b`'s insertion point that launches the kernel writing the
 /// scale products' operand rows (A's form where `lhs`, else B's) of the
 /// GEMM-ready [kBlocks, pitch] f32 scales at device pointer `scales` into
