@@ -224,9 +224,15 @@ int64_t getAccumulatorRegisters(const FP8Tile &tile) {
          fragment;
 }
 
+/// The setmaxnreg budget of each of `consumers` FP8 consumer warpgroups:
+/// steps of 8 that fill the register file beside the producer's 40.
+int64_t getFP8ConsumerRegisters(int64_t consumers) {
+  return consumers == 2 ? 232 : 152;
+}
+
 /// The consumers' accumulator budget of `tile`.
 int64_t getAccumulatorBudget(const FP8Tile &tile) {
-  return (tile.consumers == 2 ? 232 : 152) - kConsumerRegisterReserve;
+  return getFP8ConsumerRegisters(tile.consumers) - kConsumerRegisterReserve;
 }
 
 /// Whether the FP8 main loop can run `tile`, or why not.
@@ -347,9 +353,7 @@ LogicalResult chooseFP8Tile(GemmPlan &plan, const GemmConfig &config,
   plan.overlap = chosen->overlap;
   plan.scaleProducts = chosen->scaleProducts;
   plan.tileM = kWaveRows * plan.consumerWarpgroups * plan.wavesM;
-  // setmaxnreg budgets in steps of 8 that fill the register file: 40 for
-  // the producer, the rest split among the consumers.
-  plan.consumerRegisters = plan.consumerWarpgroups == 2 ? 232 : 152;
+  plan.consumerRegisters = getFP8ConsumerRegisters(plan.consumerWarpgroups);
   return success();
 }
 
