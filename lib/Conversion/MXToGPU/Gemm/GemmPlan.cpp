@@ -199,8 +199,8 @@ constexpr FP8Tile kFP8ColumnScaledTiles[] = {
     {3, 1, 128, 1.0}, {2, 1, 192, 1.02}, {2, 1, 128, 1.02, /*overlap=*/true}};
 /// The wgrad form's tile with the products from a tf32 wgmma: only 128x128
 /// leaves registers for the products' fragment beside the accumulator and
-/// the partial (on an H100 at 8192^3 it ran 1.15x the 192x128 tile of the
-/// FMUL form; bench/RESULTS.md, 2026-11-27).
+/// the partial (on an H100 at 8192^3 it ran 1.13-1.14x as fast as the
+/// 192x128 tile of the FMUL form; bench/RESULTS.md, 2026-11-27).
 constexpr FP8Tile kScaleProductTile = {2,
                                        1,
                                        128,
