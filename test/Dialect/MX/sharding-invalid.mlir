@@ -43,6 +43,19 @@ func.func @dynamic_grid(%x: tensor<256x64xbf16>) -> tensor<256x64xf8E4M3FN> {
 
 // -----
 
+// A grid axis of size 0 (the shard dialect takes it) holds no device.
+shard.grid @grid(shape = 0)
+func.func @empty_grid(%x: tensor<64x512xf16>) -> tensor<f32> {
+  %k = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %x1 = shard.shard %x to %k : tensor<64x512xf16>
+  // expected-error @+2 {{'mx.amax' op splits dimension 1 of its input (512 elements) over grid axes [0] of @grid, which hold no device (an axis of size 0)}}
+  // expected-error @+1 {{fail to get sharding option}}
+  %a = mx.amax %x1 : tensor<64x512xf16> -> tensor<f32>
+  return %a : tensor<f32>
+}
+
+// -----
+
 // Dequantize reads a scale per block: its splits too fall on blocks.
 shard.grid @grid(shape = 2)
 func.func @dequantize_off_block(%d: tensor<64x96xf8E4M3FN>, %s: tensor<64x3xf8E8M0FNU>) -> tensor<64x96xf32> {

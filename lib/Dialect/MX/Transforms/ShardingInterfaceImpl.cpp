@@ -501,6 +501,11 @@ SplitCheck checkSplit(const LoopRule &rule, shard::GridOp grid,
     os << ", whose size is dynamic: mx ops partition over static grids";
     return SplitCheck::error;
   }
+  // The shard dialect takes grid axes of size 0; their shards are undefined.
+  if (devices < 1) {
+    os << ", which hold no device (an axis of size 0)";
+    return SplitCheck::error;
+  }
   os << " (" << devices << " devices)";
   if (rule.replicated) {
     os << ", which must not be split: " << rule.boundary;
