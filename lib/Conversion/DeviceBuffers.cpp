@@ -90,22 +90,29 @@ Value mx::viewRows(OpBuilder &b, Location loc, Value buffer, int64_t firstRow,
   auto type = cast<MemRefType>(buffer.getType());
   SmallVector<int64_t> shape(type.getShape());
   shape[0] = rows;
-  auto viewType = MemRefType::get(shape, type.getElementType());
   int64_t rowBits = type.getElementTypeBitWidth();
   for (int64_t size : llvm::drop_begin(shape))
     rowBits *= size;
+  Value offset =
+      LLVM::ConstantOp::create(b, loc, b.getI64Type(), firstRow * rowBits / 8);
+  return viewBytesAt(b, loc, buffer, offset,
+                     MemRefType::get(shape, type.getElementType()));
+}
+
+Value mx::viewBytesAt(OpBuilder &b, Location loc, Value buffer,
+                      Value byteOffset, MemRefType type) {
   MLIRContext *context = b.getContext();
   auto ptr = LLVM::LLVMPointerType::get(context);
   auto i64 = b.getI64Type();
-  auto sizes = LLVM::LLVMArrayType::get(i64, shape.size());
+  auto sizes = LLVM::LLVMArrayType::get(i64, type.getRank());
   auto descriptorType =
       LLVM::LLVMStructType::getLiteral(context, {ptr, ptr, i64, sizes, sizes});
   auto constant = [&](int64_t value) -> Value {
     return LLVM::ConstantOp::create(b, loc, i64, value);
   };
-  Value first = LLVM::GEPOp::create(
-      b, loc, ptr, b.getI8Type(), getDevicePointer(b, loc, buffer),
-      ArrayRef<LLVM::GEPArg>{constant(firstRow * rowBits / 8)});
+  Value first = LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(),
+                                    getDevicePointer(b, loc, buffer),
+                                    ValueRange{byteOffset});
   auto insert = [&](Value descriptor, Value value, ArrayRef<int64_t> at) {
     return LLVM::InsertValueOp::create(b, loc, descriptor, value, at);
   };
@@ -114,12 +121,12 @@ Value mx::viewRows(OpBuilder &b, Location loc, Value buffer, int64_t firstRow,
   descriptor = insert(descriptor, first, {1});
   descriptor = insert(descriptor, constant(0), {2});
   int64_t stride = 1;
-  for (int64_t dim = shape.size() - 1; dim >= 0; --dim) {
-    descriptor = insert(descriptor, constant(shape[dim]), {3, dim});
+  for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {
+    descriptor = insert(descriptor, constant(type.getDimSize(dim)), {3, dim});
     descriptor = insert(descriptor, constant(stride), {4, dim});
-    stride *= shape[dim];
+    stride *= type.getDimSize(dim);
   }
-  return UnrealizedConversionCastOp::create(b, loc, viewType, descriptor)
+  return UnrealizedConversionCastOp::create(b, loc, type, descriptor)
       .getResult(0);
 }
 

@@ -53,6 +53,14 @@ mlir::Value toTensor(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value viewRows(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::Value buffer, int64_t firstRow, int64_t rows);
 
+/// A buffer of `type` (identity layout, static shape) that starts
+/// `byteOffset` (an i64 value) bytes into `buffer`, as viewRows builds it:
+/// for views whose place is known only when the program runs (a process's
+/// slot of a gathered buffer).
+mlir::Value viewBytesAt(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value buffer, mlir::Value byteOffset,
+                        mlir::MemRefType type);
+
 /// The runtime's code (mxrtElemType, MXRuntime.h) of an element type, if it
 /// has one.
 std::optional<int32_t> getRuntimeElementType(mlir::Type type);

@@ -39,9 +39,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mx {
@@ -63,6 +65,7 @@ constexpr StringLiteral kAllReduce = "mxrtAllReduce";
 constexpr StringLiteral kReduceScatter = "mxrtReduceScatter";
 constexpr StringLiteral kGroupStart = "mxrtGroupStart";
 constexpr StringLiteral kGroupEnd = "mxrtGroupEnd";
+constexpr StringLiteral kCommRank = "mxrtCommRank";
 
 /// The LLVM types of the collectives of MXRuntime.h, called as C symbols.
 LLVM::LLVMFunctionType getRuntimeFnType(MLIRContext *context, StringRef name) {
@@ -76,6 +79,8 @@ LLVM::LLVMFunctionType getRuntimeFnType(MLIRContext *context, StringRef name) {
     return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i64, i64, i32, ptr});
   if (name == kCollectivesJoinFn)
     return LLVM::LLVMFunctionType::get(i32, {ptr});
+  if (name == kCommRank)
+    return LLVM::LLVMFunctionType::get(i32, {ptr, ptr});
   return LLVM::LLVMFunctionType::get(i32, {ptr, ptr, i64, i32, i32, i32, ptr});
 }
 
@@ -219,6 +224,56 @@ bool isRowSlice(Operation *op) {
                       [](int64_t offset) { return offset == 0; }) &&
          slice.getStaticSizes().drop_front() ==
              slice.getSourceType().getShape().drop_front();
+}
+
+/// The device allocation that the producer of a gathered `chunk` made for
+/// it: the chunk is the tensor (reshaped or not) of a `gpu.alloc` of its
+/// bytes (or of a memref.view at 0 of a byte allocation, as sub-byte types
+/// have), in
+/// `gather`'s block, that nothing uses after `gather`, which is the tensor's
+/// only reader. The gather can then give the producer the chunk's own slot
+/// of the gathered buffer instead, and NCCL exchanges it in place: an
+/// out-of-place all-gather or broadcast also copies the local chunk, which
+/// measured slower than the exchange of the bytes themselves.
+gpu::AllocOp findOwnSlotAllocation(Value chunk, Operation *gather) {
+  Value value = chunk;
+  while (isa_and_present<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+      value.getDefiningOp())) {
+    if (!value.hasOneUse())
+      return nullptr;
+    value = value.getDefiningOp()->getOperand(0);
+  }
+  auto tensor = value.getDefiningOp<bufferization::ToTensorOp>();
+  if (!tensor || !value.hasOneUse() || tensor->getBlock() != gather->getBlock())
+    return nullptr;
+  Value buffer = tensor.getBuffer();
+  auto bufferType = cast<MemRefType>(buffer.getType());
+  auto chunkType = cast<RankedTensorType>(chunk.getType());
+  if (!bufferType.hasStaticShape() || !bufferType.getLayout().isIdentity() ||
+      bufferType.getElementType() != chunkType.getElementType() ||
+      bufferType.getNumElements() != chunkType.getNumElements())
+    return nullptr;
+  SmallVector<Value> values = {buffer};
+  auto alloc = buffer.getDefiningOp<gpu::AllocOp>();
+  if (auto view = buffer.getDefiningOp<memref::ViewOp>()) {
+    if (!view.getSizes().empty() || !isConstantIntValue(view.getByteShift(), 0))
+      return nullptr;
+    alloc = view.getSource().getDefiningOp<gpu::AllocOp>();
+    values.push_back(view.getSource());
+  }
+  if (!alloc || alloc->getBlock() != gather->getBlock() ||
+      alloc.getAsyncToken() || !alloc.getAsyncDependencies().empty() ||
+      !alloc.getDynamicSizes().empty() || !alloc.getSymbolOperands().empty() ||
+      alloc.getHostShared() || !alloc.getType().getLayout().isIdentity())
+    return nullptr;
+  Block *block = gather->getBlock();
+  for (Value value : values)
+    for (Operation *user : value.getUsers()) {
+      Operation *inBlock = block->findAncestorOpInBlock(*user);
+      if (!inBlock || !inBlock->isBeforeInBlock(gather))
+        return nullptr;
+    }
+  return alloc;
 }
 
 /// Runs of two or more mx.gather_chunk ops, next to each other in their
@@ -378,6 +433,78 @@ private:
     return allocResult(b, type);
   }
 
+  /// The result buffer of a gather of `chunk`, placed in it: allocated
+  /// before the chunk's own allocation (unless `recv`, the buffer of an
+  /// earlier chunk of the chain, already is), which becomes the bytes at
+  /// rank x `strideBytes` + `offsetBytes` of it. Null, with nothing
+  /// changed, where findOwnSlotAllocation finds none or `recv` comes later.
+  Value placeInOwnSlot(Operation *gather, Value chunk, Value recv,
+                       RankedTensorType gathered, int64_t strideBytes,
+                       int64_t offsetBytes, int64_t devices) {
+    gpu::AllocOp alloc = findOwnSlotAllocation(chunk, gather);
+    if (!alloc)
+      return nullptr;
+    Operation *recvDef = recv ? recv.getDefiningOp() : nullptr;
+    if (recv && (!recvDef || recvDef->getBlock() != alloc->getBlock() ||
+                 !recvDef->isBeforeInBlock(alloc)))
+      return nullptr;
+    FailureOr<Value> rank = getRank(gather, devices);
+    if (failed(rank))
+      return nullptr;
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(alloc);
+    ImplicitLocOpBuilder b(alloc->getLoc(), rewriter);
+    if (!recv)
+      recv = allocResult(b, gathered);
+    Value offset = LLVM::AddOp::create(
+        b, LLVM::MulOp::create(b, *rank, i64(b, strideBytes)),
+        i64(b, offsetBytes));
+    rewriter.replaceOp(
+        alloc, viewBytesAt(b, b.getLoc(), recv, offset, alloc.getType()));
+    return recv;
+  }
+
+  /// This process's rank as an i64, read once per function at its entry
+  /// (mxrtCommRank), and 0 where the communicator does not have `devices`
+  /// ranks: the collectives then fail on that, and the producers of the
+  /// chunks placed in their slots still write inside the gathered buffers.
+  /// Failure where the module's mxrtCommRank is another function.
+  FailureOr<Value> getRank(Operation *op, int64_t devices) {
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    Value &rank = ranks[{func, devices}];
+    if (rank)
+      return rank;
+    LLVM::LLVMFunctionType type = getRuntimeFnType(op->getContext(), kCommRank);
+    std::string reason;
+    if (failed(checkRuntimeFunction(module, kCommRank, type, reason)))
+      return failure();
+    FailureOr<LLVM::LLVMFuncOp> callee = LLVM::lookupOrCreateFn(
+        rewriter, module, kCommRank, type.getParams(), type.getReturnType());
+    if (failed(callee))
+      return failure();
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&func.getFunctionBody().front());
+    ImplicitLocOpBuilder b(func.getLoc(), rewriter);
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Value size = LLVM::AllocaOp::create(b, ptr, b.getI32Type(), i64(b, 1));
+    Value index = LLVM::AllocaOp::create(b, ptr, b.getI32Type(), i64(b, 1));
+    LLVM::StoreOp::create(b, i32(b, 0), size);
+    LLVM::StoreOp::create(b, i32(b, 0), index);
+    LLVM::CallOp::create(b, *callee, ValueRange{size, index});
+    Value sizeValue = LLVM::LoadOp::create(b, b.getI32Type(), size);
+    Value rankValue = LLVM::LoadOp::create(b, b.getI32Type(), index);
+    Value fits = arith::AndIOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, sizeValue,
+                              i32(b, devices)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rankValue,
+                              i32(b, devices)));
+    rank = arith::ExtUIOp::create(
+        b, b.getI64Type(),
+        arith::SelectOp::create(b, fits, rankValue, i32(b, 0)));
+    return rank;
+  }
+
   /// Calls `callee` with `args` and the default stream (NULL: the call
   /// stream in call-stream mode). The status is kept by the runtime
   /// (mxrtGetLastError), where callers of compiled code read it.
@@ -409,8 +536,11 @@ private:
     if (failed(callee))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value recv = allocRecv(b, op, result);
     int64_t bytes = input.getNumElements() * input.getElementTypeBitWidth() / 8;
+    Value recv = placeInOwnSlot(op, op.getInput(), nullptr, result, bytes,
+                                /*offsetBytes=*/0, devices);
+    if (!recv)
+      recv = allocRecv(b, op, result);
     emitCall(b, *callee,
              {getDevicePointer(b, b.getLoc(), op.getInput()),
               getDevicePointer(b, b.getLoc(), recv), i64(b, bytes),
@@ -540,7 +670,12 @@ private:
     if (failed(callee))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value recv = first ? allocRecv(b, op, dest) : buffers.lookup(op.getDest());
+    Value recv = first ? nullptr : buffers.lookup(op.getDest());
+    if (Value placed = placeInOwnSlot(op, op.getChunk(), recv, dest,
+                                      *strideBytes, *offsetBytes, devices))
+      recv = placed;
+    if (!recv)
+      recv = allocRecv(b, op, dest);
     emitCall(b, *callee,
              {getDevicePointer(b, b.getLoc(), op.getChunk()),
               getDevicePointer(b, b.getLoc(), recv), i64(b, *chunkBytes),
@@ -600,6 +735,8 @@ private:
   DenseMap<Operation *, Operation *> groupStarts;
   /// The buffer of each value of a chain of mx.gather_chunk.
   DenseMap<Value, Value> buffers;
+  /// getRank's value, by function and group size.
+  DenseMap<std::pair<Operation *, int64_t>, Value> ranks;
 };
 
 struct ConvertShardToMXRuntimePass
