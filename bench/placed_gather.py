@@ -9,7 +9,8 @@ get from NCCL, measured before the compiler emits it: per bf16 payload P (a [M, 
 split along M, as in bench/collectives), on mx's communicator (mx.runtime.init_process_group):
 
 * bf16 all-gather: mxrtAllGather of the P bytes (the baseline, = torch's all_gather_into_tensor);
-* u8 all-gather: mxrtAllGather of P / 2 bytes (what FP8 data puts on the wire);
+* u8 all-gather: mxrtAllGather of P / 2 bytes (what FP8 data puts on the wire), out of place (from
+  a send buffer) and in place (each rank's part already at its rows, as compiled programs gather);
 * placed x C, by broadcast and by send/recv: the same bytes as C chunks of rows, each rank's chunk c
   placed at its rows by mxrtAllGatherPlaced on the side stream (in place), then mxrtCollectivesJoin;
 * cast, then gather: torch's bf16 -> fp8 cast of the local shard into its rows of the gathered
@@ -63,6 +64,10 @@ class Bench:
     def u8_gather(self):
         from mx import runtime
         runtime.all_gather(self.send.data_ptr(), self.out.data_ptr(), self.stride)
+
+    def u8_gather_in_place(self):
+        from mx import runtime
+        runtime.all_gather(self._own(0, self.local).data_ptr(), self.out.data_ptr(), self.stride)
 
     def _own(self, row, rows):
         """This rank's rows [row, row + rows) of its shard, in the gathered buffer."""
@@ -144,6 +149,7 @@ def measure(mib, chunk_counts, iterations, rank):
 
     rows.append(("bf16 all-gather", t_bf16, 1.0, 2 * nbytes * (DEVICES - 1) / DEVICES / (t_bf16 * 1e-6) / 1e9))
     row("u8 all-gather", timed_us(bench.u8_gather, iterations))
+    row("u8 all-gather, in place", timed_us(bench.u8_gather_in_place, iterations))
     for method in METHODS:
         os.environ["MX_NCCL_PLACED_GATHER"] = method
         for chunks in chunk_counts:
