@@ -299,6 +299,12 @@ def ConvertShardToMXRuntime : Pass<"convert-shard-to-mxrt", "mlir::ModuleOp"> {
       mx-pipeline-gathers) -> a view of the rows' bytes in the tensor's
       buffer (no copy; bufferization would otherwise copy it on the host).
 
+    A gathered value or chunk that is the tensor of a `gpu.alloc` of its
+    bytes in the collective's block (a quantize's result), used by nothing
+    after the collective, is produced in its own slot of the result instead:
+    the allocation becomes a view of the result at this process's rank
+    (`mxrtCommRank`, read once per function), so that NCCL runs in place.
+
     NCCL concatenates whole buffers, so a gather or scatter must be along
     the outermost dimension that is not 1; NCCL's float max drops NaN, so a
     max reduces order-preserving integer keys of the floats instead (a

@@ -22,6 +22,11 @@
 // allocated before the group starts, so that the group holds only the
 // calls and an allocation that fails is known before it opens.
 //
+// A gathered part whose producer allocated it in the same block (a
+// quantize's result) is produced in its own slot of the gathered buffer
+// instead, at this process's rank, so that NCCL gathers in place and copies
+// no local part (findOwnSlotAllocation; docs/distributed.md).
+//
 //===----------------------------------------------------------------------===//
 
 #include "mx/Conversion/DeviceBuffers.h"
