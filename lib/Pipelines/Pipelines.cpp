@@ -108,6 +108,13 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
+  // Large quantized all-gathers of a partitioned program: the whole quantize,
+  // then its results exchanged in place by the placed broadcast (faster than
+  // ncclAllGather there; kPlacedGatherBytes). Gathers that a user already
+  // pipelined are mx.gather_chunk chains, which the pass does not match.
+  if (options.placedGatherBytes >= 0)
+    pm.addPass(createPipelineGathers(
+        {/*chunks=*/1, /*minBytes=*/options.placedGatherBytes}));
   // cuBLASLt calls replace the matmuls they take before the kernel lowering;
   // convert-mx-to-gpu generates kernels for the rest.
   if (options.gemm != GemmLowering::kernel)

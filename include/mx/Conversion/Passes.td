@@ -221,7 +221,8 @@ def PipelineGathers : Pass<"mx-pipeline-gathers"> {
     `chunks=1` keeps the quantize whole and exchanges its results with the
     placed gather (one `mx.gather_chunk` each), which needs no split and
     measured faster than `ncclAllGather` of the same bytes at 256 and 512
-    MiB on 2 H200s.
+    MiB on 2 H200s; `mx-lower-to-nvvm` runs it so for gathers of at least
+    its `placed-gather-bytes`. `min-bytes` leaves smaller gathers alone.
 
     Example:
 
@@ -244,6 +245,9 @@ def PipelineGathers : Pass<"mx-pipeline-gathers"> {
   let options = [
     Option<"chunks", "chunks", "int64_t", "4",
            "The chunks of rows that each pipelined quantize is split into">,
+    Option<"minBytes", "min-bytes", "int64_t", "0",
+           "Leave a quantize whose gathered results (every device's part) "
+           "hold fewer bytes than this">,
   ];
   let dependentDialects = [
     "mlir::tensor::TensorDialect",

@@ -23,6 +23,13 @@ namespace mx {
 struct MXToCPUPipelineOptions
     : public mlir::PassPipelineOptions<MXToCPUPipelineOptions> {};
 
+/// The gathered bytes from which the GPU pipeline exchanges a quantize's
+/// results by the placed broadcast, in place, instead of ncclAllGather. On 2
+/// H200s (bench/collectives, thirteenth session) the placed broadcast was
+/// 12-17% faster at 128 and 256 MiB gathered and 0-14% slower at 32 MiB, so
+/// the line sits between them.
+constexpr int64_t kPlacedGatherBytes = int64_t(64) << 20;
+
 /// Options of the GPU pipeline. Each takes a fixed set of values, so the
 /// option parser rejects anything else before a pass runs.
 struct MXToNVVMPipelineOptions
@@ -49,6 +56,14 @@ struct MXToNVVMPipelineOptions
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level of the kernels"),
                        llvm::cl::init(3)};
+  Option<int64_t> placedGatherBytes{
+      *this, "placed-gather-bytes",
+      llvm::cl::desc("All-gathers of a quantize's results of at least this "
+                     "many bytes (every device's part) run as placed "
+                     "broadcasts after the whole quantize (mx-pipeline-gathers "
+                     "chunks=1), the others as ncclAllGather; negative: "
+                     "none"),
+      llvm::cl::init(kPlacedGatherBytes)};
 };
 
 /// A module annotated with shard.sharding -> one program per device, with

@@ -87,6 +87,17 @@ std::optional<Candidate> match(QuantizeOp quantize,
   return candidate;
 }
 
+/// The bytes that the gathers of `candidate` produce (every device's part).
+int64_t getGatheredBytes(const Candidate &candidate) {
+  int64_t bits = 0;
+  for (shard::AllGatherOp gather : candidate.gathers)
+    if (gather) {
+      auto type = cast<RankedTensorType>(gather.getResult().getType());
+      bits += type.getNumElements() * type.getElementTypeBitWidth();
+    }
+  return bits / 8;
+}
+
 /// Checks that chunks of `rows` rows of the input of `quantize` compute the
 /// bytes of its whole quantize: its blocks do not straddle chunks, and what
 /// spans the whole input (one block over it, NVFP4's computed tensor scale)
@@ -202,16 +213,18 @@ struct PipelineGathersPass
   using PipelineGathersBase::PipelineGathersBase;
 
   void runOnOperation() override {
-    if (chunks < 1) {
-      mlir::emitError(getOperation()->getLoc(),
-                      "mx-pipeline-gathers: chunks must be at least 1, got ")
-          << static_cast<int64_t>(chunks);
+    if (chunks < 1 || minBytes < 0) {
+      mlir::emitError(getOperation()->getLoc(), "mx-pipeline-gathers: ")
+          << (chunks < 1 ? "chunks must be at least 1, got "
+                         : "min-bytes must not be negative, got ")
+          << static_cast<int64_t>(chunks < 1 ? chunks : minBytes);
       return signalPassFailure();
     }
     SymbolTableCollection symbols;
     SmallVector<Candidate> candidates;
     getOperation()->walk([&](QuantizeOp quantize) {
-      if (std::optional<Candidate> candidate = match(quantize, symbols))
+      std::optional<Candidate> candidate = match(quantize, symbols);
+      if (candidate && getGatheredBytes(*candidate) >= minBytes)
         candidates.push_back(std::move(*candidate));
     });
     bool rejected = false;

@@ -3,6 +3,8 @@
 // RUN: mx-opt %s --mx-pipeline-gathers=chunks=4 -split-input-file -verify-diagnostics
 // RUN: not mx-opt %s --mx-pipeline-gathers=chunks=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: error: mx-pipeline-gathers: chunks must be at least 1, got 0
+// RUN: not mx-opt %s --mx-pipeline-gathers=min-bytes=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// NEGATIVE: error: mx-pipeline-gathers: min-bytes must not be negative, got -1
 // One chunk is the whole quantize, which is always right: each is pipelined.
 // RUN: mx-opt %s --mx-pipeline-gathers=chunks=1 -split-input-file | FileCheck %s --check-prefix=ONE
 // ONE-COUNT-4: mx.gather_join

@@ -5,6 +5,25 @@
 // NCCL group), and one join before the first reader.
 // RUN: mx-opt %s --mx-pipeline-gathers=chunks=2 | FileCheck %s
 // RUN: mx-opt %s --mx-pipeline-gathers=chunks=1 | FileCheck %s --check-prefix=ONE
+// min-bytes leaves gathers of fewer bytes (every device's part) alone: MXFP8
+// gathers 67584 bytes (data and scales), per-tensor 65536, NVFP4 36864.
+// RUN: mx-opt %s --mx-pipeline-gathers="chunks=1 min-bytes=65536" | FileCheck %s --check-prefix=AT
+// RUN: mx-opt %s --mx-pipeline-gathers="chunks=1 min-bytes=65537" | FileCheck %s --check-prefix=ABOVE
+// AT-LABEL: func.func @mxfp8(
+// AT: mx.gather_join
+// AT-LABEL: func.func @per_tensor(
+// AT: mx.gather_join
+// AT-LABEL: func.func @nvfp4(
+// AT-NOT: mx.gather_chunk
+// AT: shard.all_gather
+// ABOVE-LABEL: func.func @mxfp8(
+// ABOVE: mx.gather_join
+// ABOVE-LABEL: func.func @per_tensor(
+// ABOVE-NOT: mx.gather_chunk
+// ABOVE: shard.all_gather
+// ABOVE-LABEL: func.func @nvfp4(
+// ABOVE-NOT: mx.gather_chunk
+// ABOVE: shard.all_gather
 
 shard.grid @grid(shape = 2)
 
