@@ -48,7 +48,9 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/CastInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mx {
@@ -271,13 +273,19 @@ gpu::AllocOp findOwnSlotAllocation(Value chunk, Operation *gather) {
       !alloc.getDynamicSizes().empty() || !alloc.getSymbolOperands().empty() ||
       alloc.getHostShared() || !alloc.getType().getLayout().isIdentity())
     return nullptr;
+  // Every use of the buffer, and of the views and casts made of it, comes
+  // before the gather: nothing writes the slot once it is exchanged.
   Block *block = gather->getBlock();
-  for (Value value : values)
+  while (!values.empty()) {
+    Value value = values.pop_back_val();
     for (Operation *user : value.getUsers()) {
       Operation *inBlock = block->findAncestorOpInBlock(*user);
       if (!inBlock || !inBlock->isBeforeInBlock(gather))
         return nullptr;
+      if (isa<ViewLikeOpInterface, CastOpInterface>(user) && user != tensor)
+        llvm::append_range(values, user->getResults());
     }
+  }
   return alloc;
 }
 

@@ -100,26 +100,40 @@ func.func @packed_and_reshaped(%v: i8, %w: f8E4M3FN) -> (tensor<128x32xf4E2M1FN>
 shard.grid @grid(shape = 2)
 
 // A chunk that is also read after its gather, or returned, keeps its own
-// buffer (the gather copies it); so does a function argument.
+// buffer (the gather copies it); so do a function argument and a buffer
+// that a view of it is written through after the gather.
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: mxrtCommRank
 // CHECK: gpu.alloc () : memref<128x512xf8E4M3FN>
+// CHECK: gpu.alloc () : memref<128x512xf8E4M3FN>
 // CHECK: gpu.alloc () : memref<256x512xf8E4M3FN>
+// CHECK-NEXT: gpu.alloc () : memref<256x512xf8E4M3FN>
 // CHECK-NEXT: gpu.alloc () : memref<256x512xf8E4M3FN>
 // CHECK: llvm.call @mxrtAllGather(
 // CHECK: llvm.call @mxrtAllGather(
-func.func @kept(%v: f8E4M3FN, %arg: tensor<128x512xf8E4M3FN>) -> (tensor<256x512xf8E4M3FN>, tensor<128x512xf8E4M3FN>, tensor<256x512xf8E4M3FN>) {
+// CHECK: llvm.call @mxrtAllGather(
+func.func @kept(%v: f8E4M3FN, %arg: tensor<128x512xf8E4M3FN>) -> (tensor<256x512xf8E4M3FN>, tensor<128x512xf8E4M3FN>, tensor<256x512xf8E4M3FN>, tensor<256x512xf8E4M3FN>) {
   %c1 = arith.constant 1 : index
   %buf = gpu.alloc () : memref<128x512xf8E4M3FN>
+  %late = gpu.alloc () : memref<128x512xf8E4M3FN>
+  %half = memref.subview %late[0, 0] [64, 512] [1, 1] : memref<128x512xf8E4M3FN> to memref<64x512xf8E4M3FN, strided<[512, 1]>>
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     memref.store %v, %buf[%tx, %ty] : memref<128x512xf8E4M3FN>
+    memref.store %v, %late[%tx, %ty] : memref<128x512xf8E4M3FN>
     gpu.terminator
   }
   %d = bufferization.to_tensor %buf restrict writable : memref<128x512xf8E4M3FN> to tensor<128x512xf8E4M3FN>
+  %e = bufferization.to_tensor %late restrict writable : memref<128x512xf8E4M3FN> to tensor<128x512xf8E4M3FN>
   %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
   %h = shard.all_gather %arg on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
-  return %g, %d, %h : tensor<256x512xf8E4M3FN>, tensor<128x512xf8E4M3FN>, tensor<256x512xf8E4M3FN>
+  %k = shard.all_gather %e on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    memref.store %v, %half[%tx, %ty] : memref<64x512xf8E4M3FN, strided<[512, 1]>>
+    gpu.terminator
+  }
+  return %g, %d, %h, %k : tensor<256x512xf8E4M3FN>, tensor<128x512xf8E4M3FN>, tensor<256x512xf8E4M3FN>, tensor<256x512xf8E4M3FN>
 }
 
 // -----
