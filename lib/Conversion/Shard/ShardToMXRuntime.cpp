@@ -236,10 +236,9 @@ bool isRowSlice(Operation *op) {
 /// The device allocation that the producer of a gathered `chunk` made for
 /// it: the chunk is the tensor (reshaped or not) of a `gpu.alloc` of its
 /// bytes (or of a memref.view at 0 of a byte allocation, as sub-byte types
-/// have), in
-/// `gather`'s block, that nothing uses after `gather`, which is the tensor's
-/// only reader. The gather can then give the producer the chunk's own slot
-/// of the gathered buffer instead, and NCCL exchanges it in place: an
+/// have), in `gather`'s block, that nothing uses after `gather`, which is
+/// the tensor's only reader. The gather can then give the producer the chunk's
+/// own slot of the gathered buffer instead, and NCCL exchanges it in place: an
 /// out-of-place all-gather or broadcast also copies the local chunk, which
 /// measured slower than the exchange of the bytes themselves.
 gpu::AllocOp findOwnSlotAllocation(Value chunk, Operation *gather) {
@@ -282,7 +281,7 @@ gpu::AllocOp findOwnSlotAllocation(Value chunk, Operation *gather) {
       Operation *inBlock = block->findAncestorOpInBlock(*user);
       if (!inBlock || !inBlock->isBeforeInBlock(gather))
         return nullptr;
-      if (isa<ViewLikeOpInterface, CastOpInterface>(user) && user != tensor)
+      if (isa<ViewLikeOpInterface, CastOpInterface>(user))
         llvm::append_range(values, user->getResults());
     }
   }
