@@ -25,9 +25,10 @@ struct MXToCPUPipelineOptions
 
 /// The gathered bytes from which the GPU pipeline exchanges a quantize's
 /// results by the placed broadcast, in place, instead of ncclAllGather. On 2
-/// H200s (bench/collectives, thirteenth session) the placed broadcast was
-/// 12-17% faster at 128 and 256 MiB gathered and 0-14% slower at 32 MiB, so
-/// the line sits between them.
+/// H200s (bench/collectives, thirteenth session) the compiled placed gather
+/// was 12-17% faster at 128 and 256 MiB gathered and 0-14% slower at 32 MiB;
+/// on 2 H100s the runtime's placed broadcast took 136 against 155 us at
+/// 64 MiB and 92 against 90 us at 32 MiB. The line sits between.
 constexpr int64_t kPlacedGatherBytes = int64_t(64) << 20;
 
 /// Options of the GPU pipeline. Each takes a fixed set of values, so the
