@@ -340,6 +340,29 @@ def test_eager_step_bypasses_the_op_dispatcher(recipe):
     assert not dispatched, dispatched
 
 
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed"])
+def test_step_without_torchs_private_apply_is_the_same(monkeypatch, recipe):
+    """Where torch lacks the private entry points that the eager step calls (a torch release may drop
+    them), mx.torch.Linear takes the public autograd.Function.apply: the same output and gradients,
+    bit for bit, as the private path (which this torch has), and a torch without one of them is
+    recognized."""
+    import mx.torch.linear as linear_module
+    assert linear_module._PRIVATE_APPLY is not None  # this torch has them
+    results = []
+    for private in (linear_module._PRIVATE_APPLY, None):
+        monkeypatch.setattr(linear_module, "_PRIVATE_APPLY", private)
+        torch.manual_seed(0)
+        layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
+        x = torch.randn(16, WIDTH, requires_grad=True)
+        y = layer(x)
+        y.float().square().sum().backward()
+        results.append([y.detach(), x.grad, layer.weight.grad, layer.bias.grad])
+    for got, want in zip(*results):
+        assert torch.equal(got, want)
+    monkeypatch.delattr(torch._C, "_are_functorch_transforms_active")  # as a torch without it
+    assert linear_module._private_apply() is None
+
+
 @pytest.mark.parametrize("recipe", ["per_tensor", "blockwise"])
 def test_eager_step_adds_no_view_nodes(recipe):
     """A 2-D input is neither reshaped nor its output (a view's node would run in every backward):

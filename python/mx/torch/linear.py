@@ -183,20 +183,32 @@ class _LinearFunction(torch.autograd.Function):
         return dx, dw, db, None, None, None, None, None, None, None, None
 
 
-_FUNCTION_APPLY = super(torch.autograd.Function, _LinearFunction).apply  # torch._C._FunctionBase's
+def _private_apply():
+    """(torch's C++ apply of _LinearFunction, functorch's unwrap_if_dead, its transforms-active test):
+    what _apply calls in eager mode, all three private to torch; None where this torch lacks one of
+    them, and _apply then takes the public _LinearFunction.apply."""
+    try:
+        return (super(torch.autograd.Function, _LinearFunction).apply,  # torch._C._FunctionBase's
+                torch._C._functorch.unwrap_if_dead, torch._C._are_functorch_transforms_active)
+    except AttributeError:
+        return None
+
+
+_PRIVATE_APPLY = _private_apply()
 
 
 def _apply(*args):
     """_LinearFunction.apply. In eager mode without functorch transforms, what it does there, less
     its Python (binding no defaults, since _LinearFunction has no setup_context; ~6 us a step on this
     machine's CPU, 2-3x that on the GPU machine's): its tensor arguments unwrapped where they are
-    dead functorch wrappers, then torch's C++ apply."""
-    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
+    dead functorch wrappers, then torch's C++ apply. The public apply where torch's private
+    entry points are missing (_private_apply) or do not apply (tracing, functorch transforms)."""
+    if _PRIVATE_APPLY is None:
         return _LinearFunction.apply(*args)
-    return _FUNCTION_APPLY(*[_unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args])
-
-
-_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+    apply, unwrap_if_dead, transforms_active = _PRIVATE_APPLY
+    if torch.compiler.is_compiling() or transforms_active():
+        return _LinearFunction.apply(*args)
+    return apply(*[unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args])
 
 
 class _WeightCache(NamedTuple):
