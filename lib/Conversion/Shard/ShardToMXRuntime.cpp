@@ -425,10 +425,20 @@ private:
   /// The declaration of runtime function `name`, or failure (reported on
   /// `op`) if the module has another symbol of that name.
   FailureOr<LLVM::LLVMFuncOp> getCallee(Operation *op, StringRef name) {
-    LLVM::LLVMFunctionType type = getRuntimeFnType(op->getContext(), name);
     std::string reason;
-    if (failed(checkRuntimeFunction(module, name, type, reason)))
+    FailureOr<LLVM::LLVMFuncOp> callee = lookupCallee(name, reason);
+    if (failed(callee) && !reason.empty())
       return op->emitOpError(reason);
+    return callee;
+  }
+
+  /// getCallee without the report: `reason` says why where the module has
+  /// another symbol `name`.
+  FailureOr<LLVM::LLVMFuncOp> lookupCallee(StringRef name,
+                                           std::string &reason) {
+    LLVM::LLVMFunctionType type = getRuntimeFnType(module.getContext(), name);
+    if (failed(checkRuntimeFunction(module, name, type, reason)))
+      return failure();
     return LLVM::lookupOrCreateFn(rewriter, module, name, type.getParams(),
                                   type.getReturnType());
   }
@@ -486,12 +496,8 @@ private:
     Value &rank = ranks[{func, devices}];
     if (rank)
       return rank;
-    LLVM::LLVMFunctionType type = getRuntimeFnType(op->getContext(), kCommRank);
-    std::string reason;
-    if (failed(checkRuntimeFunction(module, kCommRank, type, reason)))
-      return failure();
-    FailureOr<LLVM::LLVMFuncOp> callee = LLVM::lookupOrCreateFn(
-        rewriter, module, kCommRank, type.getParams(), type.getReturnType());
+    std::string reason; // Not reported: the gather then runs out of place.
+    FailureOr<LLVM::LLVMFuncOp> callee = lookupCallee(kCommRank, reason);
     if (failed(callee))
       return failure();
     OpBuilder::InsertionGuard guard(rewriter);
