@@ -181,3 +181,28 @@ func.func @chunks(%v: f8E4M3FN) -> tensor<256x512xf8E4M3FN> {
   %g = mx.gather_join %g1 : tensor<256x512xf8E4M3FN>
   return %g : tensor<256x512xf8E4M3FN>
 }
+
+// -----
+
+shard.grid @grid(shape = 2)
+
+// A module whose mxrtCommRank is some other function cannot read the rank:
+// the gather runs out of place, and nothing is reported.
+// CHECK-LABEL: func.func @rank_taken
+// CHECK-NOT: llvm.call @mxrtCommRank
+// CHECK: gpu.alloc () : memref<128x512xf8E4M3FN>
+// CHECK: gpu.alloc () : memref<256x512xf8E4M3FN>
+// CHECK: llvm.call @mxrtAllGather(
+func.func private @mxrtCommRank(i32) -> i32
+func.func @rank_taken(%v: f8E4M3FN) -> tensor<256x512xf8E4M3FN> {
+  %c1 = arith.constant 1 : index
+  %buf = gpu.alloc () : memref<128x512xf8E4M3FN>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    memref.store %v, %buf[%tx, %ty] : memref<128x512xf8E4M3FN>
+    gpu.terminator
+  }
+  %d = bufferization.to_tensor %buf restrict writable : memref<128x512xf8E4M3FN> to tensor<128x512xf8E4M3FN>
+  %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x512xf8E4M3FN> -> tensor<256x512xf8E4M3FN>
+  return %g : tensor<256x512xf8E4M3FN>
+}
