@@ -550,11 +550,17 @@ private:
              << ", after dimensions that are not 1: NCCL concatenates whole "
                 "buffers, so the mx runtime gathers along the outermost "
                 "dimension";
+    int64_t bits = input.getNumElements() * input.getElementTypeBitWidth();
+    if (bits % 8)
+      return op.emitOpError("gathers parts of ")
+             << input
+             << ", which do not end on a byte: NCCL concatenates "
+                "whole bytes (packed FP4 parts need an even count)";
     FailureOr<LLVM::LLVMFuncOp> callee = getCallee(op, kAllGather);
     if (failed(callee))
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    int64_t bytes = input.getNumElements() * input.getElementTypeBitWidth() / 8;
+    int64_t bytes = bits / 8;
     Value recv = placeInOwnSlot(op, op.getInput(), nullptr, result, bytes,
                                 /*offsetBytes=*/0, devices);
     if (!recv)

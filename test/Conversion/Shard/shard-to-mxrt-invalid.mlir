@@ -11,6 +11,15 @@ func.func @inner_gather(%s: tensor<128x8xf8E8M0FNU>) -> tensor<128x16xf8E8M0FNU>
 // -----
 
 shard.grid @grid(shape = 2)
+func.func @half_byte_parts(%q: tensor<3x1xf4E2M1FN>) -> tensor<6x1xf4E2M1FN> {
+  // expected-error @+1 {{'shard.all_gather' op gathers parts of 'tensor<3x1xf4E2M1FN>', which do not end on a byte: NCCL concatenates whole bytes (packed FP4 parts need an even count)}}
+  %h = shard.all_gather %q on @grid grid_axes = [0] gather_axis = 0 : tensor<3x1xf4E2M1FN> -> tensor<6x1xf4E2M1FN>
+  return %h : tensor<6x1xf4E2M1FN>
+}
+
+// -----
+
+shard.grid @grid(shape = 2)
 func.func @inner_scatter(%p: tensor<64x32xf32>) -> tensor<64x16xf32> {
   // expected-error @+1 {{'shard.reduce_scatter' op scatters along dimension 1 of 'tensor<64x16xf32>', after dimensions that are not 1: NCCL scatters whole buffers, so the mx runtime scatters along the outermost dimension}}
   %s = shard.reduce_scatter %p on @grid grid_axes = [0] scatter_axis = 1 : tensor<64x32xf32> -> tensor<64x16xf32>
