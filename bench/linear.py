@@ -5,10 +5,13 @@
 
 One training step of one layer: Y = X W^T + b, then dX and dW from dY, with X and dY in bf16 and the
 weight in f32 under torch.autocast for torch.nn.Linear (its GEMMs run in bf16), and mx.torch.Linear
-with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of 5 rounds;
-a round times every implementation of the shape once, each round in another order, so that the GPU's
-clock drift under sustained load (its power and thermal limits lower the SM clock within seconds, by
-up to ~10% on an H100) reaches bf16 and every recipe alike rather than whichever runs last. A second
+with each recipe. Time per step: CUDA events around 20 steps after 5 warm-up steps, median of as many
+rounds as the table has implementations (7 for the plain step, 5 for the training step); a round times
+every implementation of the shape once, each round in another rotation of their order, so that every
+implementation runs once in every position: the GPU's clock drift under sustained load (its power and
+thermal limits lower the SM clock within seconds, by up to ~10% on an H100; the same GEMM kernel took
+729-759 us between 10-step windows of one H200) reaches bf16 and every recipe alike rather than
+whichever runs after the heaviest. A second
 table gives the host's time to issue a step against it (host-bound where they meet).
 TFLOP/s counts the three GEMMs (6 M N K); each mx cell also gives the step-time ratio bf16 / mx.
 Every step accumulates its weight gradient into the f32 `weight.grad` (torch's AccumulateGrad add, the
@@ -56,10 +59,11 @@ def fused_linear(k, n, recipe):
     return layer
 
 
-def step_times(layers, x, dy, rounds=5, train=False):
+def step_times(layers, x, dy, train=False):
     """{name: (step ms, host ms)} of `layers` ({name: (module, autocast)}): the GPU time per step between
     CUDA events, and the host's time to issue a step (time.perf_counter around the 20 asynchronous
-    steps); medians of `rounds` rounds, each timing every layer once, in an order rotated per round.
+    steps); medians of one round per layer, each timing every layer once, in an order rotated per
+    round, so that each layer takes each position once.
     A step whose host time reaches its step time is host-bound: the GPU waits for Python. With
     `train`, a step ends with an SGD update and every gradient set to None."""
     import torch
@@ -79,8 +83,8 @@ def step_times(layers, x, dy, rounds=5, train=False):
             step(name)
     names = list(layers)
     runs, hosts = {name: [] for name in names}, {name: [] for name in names}
-    for round_ in range(rounds):
-        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+    for round_ in range(len(names)):
+        for name in names[round_:] + names[:round_]:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda.synchronize()
             began = time.perf_counter()
@@ -95,7 +99,8 @@ def step_times(layers, x, dy, rounds=5, train=False):
 
 
 def kernel_breakdown(layer, x, dy, autocast):
-    """[(kernel name, GPU ms)] of one step, in launch order (torch.profiler)."""
+    """[(kernel name, GPU ms)] of one step, in launch order (torch.profiler): the third, as the timed
+    steps are (delayed scaling reuses an unchanged weight's cast from then on)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -103,6 +108,7 @@ def kernel_breakdown(layer, x, dy, autocast):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             y = layer(x)
         y.backward(dy)
+    step()
     step()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:

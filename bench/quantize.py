@@ -694,8 +694,9 @@ def simulated_outputs(case, host_full):
         data, scale = reference.quantize(host_full["x"], case.shape, "f8E4M3FN", "f32", "exact")
         return [_bytes(a) for a in [data, scale, *[data.T, scale] * case.both]]
     if isinstance(case, Delayed):
-        return [_bytes(a) for a in reference.quantize_delayed(host_full["x"], host_full["scales"],
-                                                              host_full["history"], DELAYED_INDEX)]
+        data, inv, history = reference.quantize_delayed(host_full["x"], host_full["scales"],
+                                                        host_full["history"], DELAYED_INDEX)
+        return [_bytes(a) for a in [data, inv, *[data.T] * case.both, history]]
     if isinstance(case, MXFP4):
         data, scales = reference.quantize(host_full["x"], (1,) * (len(case.shape) - 1) + (32,), "f4E2M1FN")
         return [_bytes(reference.pack_fp4(data)), _bytes(scales)]
@@ -732,7 +733,7 @@ def selftest():
              MXFP8((512, 384), ("columnwise",)), MXFP8((3, 256, 128), ("rowwise",)),
              Blockwise((512, 256), 1), Blockwise((768, 256), 128), Blockwise((512, 384), 1, ("rowwise", "transposed")),
              Blockwise((768, 256), 1, ("transposed",)), PerTensor((512, 256)), PerTensor((512, 384), both=True),
-             Delayed((512, 128)),
+             Delayed((512, 128)), Delayed((512, 384), both=True),
              MXFP4((512, 128)), NVFP4((512, 128), True), NVFP4((512, 128), False), UpdateHistory((16, 64)),
              Dequantize((512, 256)), Swizzle((512, 8), False), Swizzle((512, 8), True)]
     for elem in ["f6E3M2FN", "f6E2M3FN", "i8"]:

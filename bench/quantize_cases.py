@@ -338,38 +338,59 @@ class PerTensor(Case):
 
 
 class Delayed(Case):
-    """mx.quantize_delayed: sat(x * scales[i]) to E4M3, scale_inv = 1 / scales[i], amax into history."""
+    """mx.quantize_delayed: sat(x * scales[i]) to E4M3, scale_inv = 1 / scales[i], amax into history; with
+    `both`, the transposed cast of the same input too, one cast+transpose kernel (mx.torch's program of X
+    and dY under delayed scaling)."""
     amax_row = True
 
-    def __init__(self, shape):
+    def __init__(self, shape, both=False):
         super().__init__(shape)
-        self.name = f"fp8_delayed_{_dims(shape)}"
-        self.title = f"FP8 delayed-scaling cast + amax (history {_dims(HISTORY)})"
+        self.both = both
+        self.name = f"fp8_delayed_{'both_' * both}{_dims(shape)}"
+        self.title = (f"FP8 delayed-scaling cast{' + transpose' * both} + amax (history {_dims(HISTORY)})")
 
     def source(self):
         x, data = _t(self.shape, "bf16"), _t(self.shape, "f8E4M3FN")
         s, h, inv = _t(HISTORY[1:], "f32"), _t(HISTORY, "f32"), "tensor<1x1xf32>"
         body = [f"  %d, %i, %h1 = mx.quantize_delayed %x, %s, %h index {DELAYED_INDEX} : {x}, {s}, {h} -> "
                 f"{data}, {inv}, {h}"]
-        return _function(self.name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body,
-                         [("%d", data), ("%i", inv), ("%h1", h)])
+        results = [("%d", data), ("%i", inv)]
+        if self.both:
+            transposed = _t(self.shape[::-1], "f8E4M3FN")
+            body.append(f"  %t, %i2, %h2 = mx.quantize_delayed %x, %s, %h1 index {DELAYED_INDEX} transposed : "
+                        f"{x}, {s}, {h} -> {transposed}, {inv}, {h}")
+            results += [("%t", transposed), ("%h2", h)]
+        else:
+            results += [("%h1", h)]
+        return _function(self.name, [f"%x: {x}", f"%s: {s}", f"%h: {h}"], body, results)
 
     def outputs(self):
-        return [("data", _prod(self.shape), 2), ("scale_inv", 4, 2), ("history", 4 * _prod(HISTORY), 2)]
+        out = [("data", _prod(self.shape), 2), ("scale_inv", 4, 2)]
+        out += [("transposed data", _prod(self.shape), 2)] * self.both
+        return out + [("history", 4 * _prod(HISTORY), 2)]
 
-    def nbytes(self):   # x, the scale read, data, scale_inv, the history copied with one entry set
-        return 2 * _prod(self.shape) + 4 + _prod(self.shape) + 4 + 2 * 4 * _prod(HISTORY)
+    def nbytes(self):   # x, the scale read, every output, the history copied with one entry set
+        return 2 * _prod(self.shape) + 4 + sum(n for _, n, _ in self.outputs())
 
     def check(self, host, outs):
         import numpy as np
         from mx import reference
         data, inv, history = reference.quantize_delayed(host["x_rows"], host["scales"], host["history"],
                                                         DELAYED_INDEX)
-        return [("data", _select(outs[0], host["rows"], self.k), data), ("scale_inv", outs[1], inv),
-                ("history", outs[2].view(np.float32), history)]
+        pairs = [("data", _select(outs[0], host["rows"], self.k), data), ("scale_inv", outs[1], inv)]
+        if self.both:
+            got = np.asarray(outs[2]).reshape(self.k, -1)[:, host["rows"]]
+            pairs += [("transposed data", got, np.ascontiguousarray(data.T))]
+        return pairs + [("history", outs[-1].view(np.float32), history)]
 
     def torch_program(self):
-        return lambda x, scales, history: list(torch_delayed(x, scales, history, DELAYED_INDEX))
+        if not self.both:
+            return lambda x, scales, history: list(torch_delayed(x, scales, history, DELAYED_INDEX))
+
+        def program(x, scales, history):
+            data, inv, new_history = torch_delayed(x, scales, history, DELAYED_INDEX)
+            return [data, inv, data.t().contiguous(), new_history]
+        return program
 
 
 class MXFP4(Case):
@@ -635,7 +656,7 @@ def cases():
     # program of it at the two step shapes.
     step = [big[0], (15872, 4096)]
     rows += [PerTensor(s) for s in [*big, step[1]]] + [PerTensor(s, both=True) for s in step]
-    rows += [Delayed(s) for s in big]
+    rows += [Delayed(s) for s in big] + [Delayed(s, both=True) for s in step]
     rows += [MXFP4(s) for s in big]
     rows += [NVFP4(s, True) for s in big] + [NVFP4(s, False) for s in big]
     rows += [UpdateHistory(HISTORY)]

@@ -23,10 +23,11 @@ STANDALONE = [((1, 16), "f32"), ((33, 144), "bf16"), ((48, 16), "f16"), ((70, 16
               ((80, 144), "bf16"), ((4160, 16), "f32"), ((4160, 144), "bf16")]
 FUSED = [((48, 144), "bf16"), ((80, 16), "f32"), ((4160, 144), "bf16"), ((1024, 1024), "f16")]
 ELEM = "f8E5M2"  # a gradient's element under "hybrid"
-# Delayed casts of many CTAs (the flat kernel's 16 Ki elements a CTA, the cast+transpose kernel's
-# 64 x 64 tiles): 3968 / 15872 (bench/linear.py's M = 15872), 2061 / 8385 (odd counts), 15872 /
-# 63488 (8 reducers) and 65664 / 262656 CTAs (32 reducers, slices of two rounds).
-RECORD_SHAPES = [(15872, 4096), (8208, 4112), (15872, 16384), (32768, 32832)]
+# Delayed casts of many CTAs (the flat kernel's 16 Ki elements a CTA, the cast+transpose kernel's two
+# 64 x 64 tiles side by side): 3968 / 7936 (bench/linear.py's M = 15872), 2061 / 4257 (odd counts, the
+# last CTA's second tile past the matrix), 15872 / 31744 (4 reducers) and 131328 / 262656 CTAs (17
+# reducers; 32 reducers, slices of two rounds: 2^31 + 2^22 elements, 4 GiB of bf16).
+RECORD_SHAPES = [(15872, 4096), (8208, 4112), (15872, 16384), (32768, 65664)]
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
 
@@ -149,14 +150,16 @@ def record_positions(shape, transposed):
     """An element in each CTA of the delayed cast's kernel that the recording treats apart: the
     first ones, those around a reducer's slice of 8192 partials, the last CTA that only publishes,
     the reducers (the last min(ceil(n / 8192), 32) CTAs, the very last storing the entry), one in
-    the middle. The CTAs as PerTensorScaling.cpp cuts them: 64 x 64 tiles row by row for the
-    cast+transpose kernel, 16 Ki consecutive elements for the flat one."""
+    the middle. The CTAs as PerTensorScaling.cpp cuts them: two 64 x 64 tiles side by side, row by
+    row, for the cast+transpose kernel (an odd CTA's element in its second tile where that is in
+    the matrix), 16 Ki consecutive elements for the flat one."""
     rows, cols = shape
     if transposed:
-        tile_cols = -(-cols // 64)
-        n = -(-rows // 64) * tile_cols
+        cta_cols = -(-cols // 128)
+        n = -(-rows // 64) * cta_cols
         def element(cta):
-            return (cta // tile_cols) * 64, (cta % tile_cols) * 64
+            col = (cta % cta_cols) * 128
+            return (cta // cta_cols) * 64, col + 64 if cta % 2 and col + 64 < cols else col
     else:
         n = -(-rows * cols // 16384)
         def element(cta):

@@ -1,8 +1,9 @@
 // RUN: mx-opt %s --convert-mx-to-gpu --split-input-file --verify-diagnostics | FileCheck %s
 
 // The cast+transpose kernel (PerTensorScaling.cpp): a transposed per-tensor
-// cast, and the plain cast of the same input with it, in one kernel of one
-// CTA per 64 x 64 tile that stages the codes in workgroup memory.
+// cast, and the plain cast of the same input with it, in one kernel of CTAs
+// of 64 x 64 tiles (one a CTA for current scaling, two for delayed) that
+// stage the codes in workgroup memory.
 
 // Current scaling: the amax kernel, then one kernel writing both outputs
 // (2 slices x 2 x 3 tiles).
@@ -26,17 +27,33 @@ func.func @current_scaling_pair(%x: tensor<2x96x160xbf16>) -> (tensor<2x96x160xf
 
 // Delayed scaling: the history copy, then one kernel that casts, transposes
 // and records the amax; the transposed cast's history is the same buffer.
+// A CTA casts two tiles side by side (3 tile columns: 2 CTAs, the second
+// tile of the last one past the matrix): both loads before the casts, both
+// tiles staged before the one barrier, one CTA max and recording.
 // CHECK-LABEL: func @delayed_pair
 // CHECK: gpu.launch
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}) threads{{.*}} workgroup(%{{.*}} : memref<64x64xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}) threads{{.*}} workgroup(%[[STAGE:.*]] : memref<128x64xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-2: vector.load {{.*}} : memref<64x192xbf16>, vector<16xbf16>
+// CHECK-NOT: gpu.barrier
+// CHECK:   vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x192xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK:   vector.store %{{.*}}, %[[STAGE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<128x64xi8, #gpu.address_space<workgroup>>, vector<16xi8>
+// CHECK-NOT: gpu.barrier
+// CHECK:   vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x192xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK:   vector.store %{{.*}}, %[[STAGE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<128x64xi8, #gpu.address_space<workgroup>>, vector<16xi8>
+// CHECK:   gpu.barrier
+// CHECK-COUNT-16: memref.load %[[STAGE]]
+// CHECK:   vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<192x64xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK-COUNT-16: memref.load %[[STAGE]]
+// CHECK:   vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<192x64xf8E4M3FN>, vector<16xf8E4M3FN>
+// CHECK:   gpu.barrier
 // CHECK:   memref.atomic_rmw maxu
 // CHECK-NOT: gpu.launch
 // CHECK: %[[H:.*]] = bufferization.to_tensor %{{.*}} : memref<16x3xf32>
 // CHECK: return %{{.*}}, %{{.*}}, %{{.*}}, %[[H]]
-func.func @delayed_pair(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<128x64xf8E4M3FN>, tensor<16x3xf32>) {
-  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
-  %yt, %i2, %h2 = mx.quantize_delayed %x, %s, %h1 index 1 transposed : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
-  return %y, %i, %yt, %h2 : tensor<64x128xf8E4M3FN>, tensor<1x1xf32>, tensor<128x64xf8E4M3FN>, tensor<16x3xf32>
+func.func @delayed_pair(%x: tensor<64x192xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<64x192xf8E4M3FN>, tensor<1x1xf32>, tensor<192x64xf8E4M3FN>, tensor<16x3xf32>) {
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1 : tensor<64x192xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x192xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  %yt, %i2, %h2 = mx.quantize_delayed %x, %s, %h1 index 1 transposed : tensor<64x192xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<192x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %i, %yt, %h2 : tensor<64x192xf8E4M3FN>, tensor<1x1xf32>, tensor<192x64xf8E4M3FN>, tensor<16x3xf32>
 }
 
 // -----

@@ -58,11 +58,13 @@ func.func @current_scaling_fused(%x: tensor<128x256xbf16>) -> (tensor<128x256xf8
 
 // Delayed scaling, the column sum first in the block: the history copy, the
 // cast+transpose kernel with the amax's and the column sums' workgroup
-// buffers, then the partials kernel.
+// buffers (one a tile: a delayed cast's CTA casts two), then the partials
+// kernel.
 // CHECK-LABEL: func @delayed_fused
 // CHECK: gpu.launch
 // CHECK: %[[P:.*]] = gpu.alloc () : memref<1x128xf32>
-// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<64x64xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<128x64xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>)
+// CHECK:   memref.store %{{.*}}, %[[P]]
 // CHECK:   memref.store %{{.*}}, %[[P]]
 // CHECK:   memref.atomic_rmw maxu
 // CHECK: gpu.launch
@@ -85,7 +87,7 @@ func.func @delayed_fused(%x: tensor<64x128xf32>, %s: tensor<1xf32>, %h: tensor<1
 // CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.launch
 // CHECK: arith.negf
-// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<64x64xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<128x64xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: memref<8x64xf32
 // CHECK: return
 func.func @not_fused(%x: tensor<64x128xbf16>, %s: tensor<1xf32>, %h: tensor<16x1xf32>) -> (tensor<128xf32>, tensor<128x64xf8E4M3FN>, tensor<16x1xf32>) {

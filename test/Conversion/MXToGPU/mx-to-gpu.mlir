@@ -373,7 +373,7 @@ func.func @quantize_delayed_two_reducers(%x: tensor<8208x16400xbf16>, %s: tensor
 
 // -----
 
-// 512 x 513 tiles of the cast+transpose kernel (262656 CTAs): kMaxReducers (32)
+// 512 x 1026 tiles of the cast+transpose kernel, two a CTA (262656 CTAs): kMaxReducers (32)
 // reducers, the last 32 CTAs, each reducing a slice of 2 rounds (16384
 // partials); the level-2 partials at [262656, 262688).
 // CHECK-LABEL: func @quantize_delayed_rounds
@@ -384,19 +384,19 @@ func.func @quantize_delayed_two_reducers(%x: tensor<8208x16400xbf16>, %s: tensor
 // CHECK:     scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args
 // CHECK:     arith.cmpi eq, %[[REDUCER]], %c31 : index
 // CHECK:       arith.addi %[[REDUCER]], %c262656 : index
-func.func @quantize_delayed_rounds(%x: tensor<32768x32832xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32> {mx.updated}) -> (tensor<32832x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
-  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<32768x32832xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<32832x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
-  return %y, %sinv, %h1 : tensor<32832x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+func.func @quantize_delayed_rounds(%x: tensor<32768x65664xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32> {mx.updated}) -> (tensor<65664x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<32768x65664xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<65664x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %sinv, %h1 : tensor<65664x32768xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
 }
 
 // -----
 
-// 65536 x 32769 tiles of the cast+transpose kernel: more CTAs than the
-// history entry's 31 bits count.
-func.func @quantize_delayed_too_many_ctas(%x: tensor<4194304x2097216xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<2097216x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
+// 65536 x 65538 tiles of the cast+transpose kernel, two a CTA: more CTAs
+// than the history entry's 31 bits count.
+func.func @quantize_delayed_too_many_ctas(%x: tensor<4194304x4194432xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) -> (tensor<4194432x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>) {
   // expected-error @+1 {{'mx.quantize_delayed' op has no GPU lowering: the delayed cast's kernel would have 2147549184 CTAs; the history entry counts at most 2^31}}
-  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<4194304x2097216xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<2097216x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
-  return %y, %sinv, %h1 : tensor<2097216x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  %y, %sinv, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<4194304x4194432xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<4194432x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
+  return %y, %sinv, %h1 : tensor<4194432x4194304xf8E4M3FN>, tensor<1x1xf32>, tensor<16x3xf32>
 }
 
 // -----

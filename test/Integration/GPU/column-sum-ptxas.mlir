@@ -4,7 +4,8 @@
 // a multiple of 64), the cast+transpose kernels of current (f32) and delayed
 // (bf16) scaling that also write the tiles' column sums, and the partials
 // kernel. The PTX shows the reduce-scatter of a tile's columns: 14 xor
-// shuffles a lane (the delayed kernel's amax adds 5), two sums a lane into
+// shuffles a lane (the delayed kernel's, 14 for each of its two tiles, and
+// 5 for the amax), two sums a lane into
 // shared memory, one barrier, and no atomics in the partials kernel.
 // REQUIRES: ptxas
 // RUN: mx-opt %s --split-input-file --mx-lower-to-nvvm="chip=sm_100a format=bin" -o /dev/null
@@ -41,7 +42,7 @@
 // CURRENT: bar.sync
 // CURRENT-NOT: bar.sync
 
-// DELAYED-COUNT-19: shfl.sync.bfly.b32
+// DELAYED-COUNT-33: shfl.sync.bfly.b32
 // DELAYED-NOT: shfl.sync
 // DELAYED: atom.global.max.u32
 

@@ -241,24 +241,46 @@ static_assert(kTile == kColumnSumTile,
               "a fused column sum sums the cast+transpose kernel's tiles");
 
 /// The cast+transpose kernel's work: `slices` matrices of `rows` x `cols`,
-/// one CTA per 64 x 64 tile.
+/// one CTA per `tilesPerCTA` 64 x 64 tiles side by side along a tile row
+/// (the column sum's kernel: one tile a CTA).
 struct TileGrid {
-  int64_t slices, rows, cols;
+  int64_t slices, rows, cols, tilesPerCTA;
 
-  explicit TileGrid(RankedTensorType input)
+  TileGrid(RankedTensorType input, int64_t tilesPerCTA)
       : slices(getNumSlices(input, 2)), rows(input.getShape().end()[-2]),
-        cols(input.getShape().back()) {}
-  int64_t getTileCols() const { return llvm::divideCeil(cols, kTile); }
-  int64_t getTilesPerSlice() const {
-    return llvm::divideCeil(rows, kTile) * getTileCols();
+        cols(input.getShape().back()), tilesPerCTA(tilesPerCTA) {}
+  int64_t getCTACols() const {
+    return llvm::divideCeil(cols, kTile * tilesPerCTA);
   }
-  int64_t getNumBlocks() const { return slices * getTilesPerSlice(); }
+  int64_t getCTAsPerSlice() const {
+    return llvm::divideCeil(rows, kTile) * getCTACols();
+  }
+  int64_t getNumBlocks() const { return slices * getCTAsPerSlice(); }
 };
 
-/// The staging buffer of a tile's codes (workgroup memory).
-MemRefType getTileBufferType(MLIRContext *context) {
+/// Tiles a cast+transpose CTA casts: two for delayed scaling, one for
+/// current scaling. A delayed cast's CTA ends with its CTA max and the amax
+/// recording; with one tile a CTA those short-lived CTAs left DRAM idle
+/// between their phases (an H200: 75% of a copy at 8192^2, an H100: 89%).
+/// Two tiles a CTA issue both loads before the first cast and share the
+/// barrier, the CTA max and the recording: 86% and 92% (four: 88% and 91%,
+/// docs/gpu.md). Current scaling's cast has neither the CTA max nor the
+/// recording and reads part of its input from L2 after the amax pass; two
+/// tiles only raised its registers (40 -> 55) and its time on the H100.
+int64_t getCastTilesPerCTA(bool recordsAmax) { return recordsAmax ? 2 : 1; }
+
+/// The cast+transpose kernel's grid for `input`, a delayed cast's if
+/// `recordsAmax`.
+TileGrid getCastTransposeGrid(RankedTensorType input, bool recordsAmax) {
+  return TileGrid(input, getCastTilesPerCTA(recordsAmax));
+}
+
+/// The staging buffer of the codes of a CTA's tiles (workgroup memory),
+/// tile j at rows 64 j.
+MemRefType getTileBufferType(MLIRContext *context, int64_t tiles) {
   return MemRefType::get(
-      {kTile, kTile}, IntegerType::get(context, 8), MemRefLayoutAttrInterface(),
+      {tiles * kTile, kTile}, IntegerType::get(context, 8),
+      MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
 }
 
@@ -266,23 +288,23 @@ MemRefType getTileBufferType(MLIRContext *context) {
 using ChunkCast = llvm::function_ref<Value(OpBuilder &, Location, Value slice,
                                            Value values)>;
 
-/// A thread's chunk of a 64 x 64 tile (thread t: chunk t % 4 of tile row
-/// t / 4): the tile's slice, index in the slice and origin, the chunk's
-/// position, whether it lies in the matrix, and its f32 values (loaded
-/// clamped in bounds, so that every thread reaches the barriers).
+/// A thread's chunk of the 64 x 64 tile `j` of its CTA (thread t: chunk
+/// t % 4 of tile row t / 4): the tile's slice, origin, the chunk's position,
+/// whether it lies in the matrix, and its f32 values (loaded clamped in
+/// bounds, so that every thread reaches the barriers).
 struct TileThread {
-  Value slice, tile, tileRow, tileCol, r, c, row, col, valid, values;
+  Value slice, cta, tileRow, tileCol, r, c, row, col, valid, values;
 };
 
 TileThread loadTileChunk(OpBuilder &b, Location l, const KernelIds &ids,
-                         const TileGrid &grid, Value input) {
+                         const TileGrid &grid, Value input, int64_t j = 0) {
   IndexArith ia{b, l};
   TileThread t;
-  t.slice = ia.div(ids.block, grid.getTilesPerSlice());
-  t.tile = ia.rem(ids.block, grid.getTilesPerSlice());
-  t.tileRow = ia.div(t.tile, grid.getTileCols());
-  t.tileCol = ia.fma(ia.rem(t.tile, grid.getTileCols()), kTile,
-                     cIndex(b, l, 0));
+  t.slice = ia.div(ids.block, grid.getCTAsPerSlice());
+  t.cta = ia.rem(ids.block, grid.getCTAsPerSlice());
+  t.tileRow = ia.div(t.cta, grid.getCTACols());
+  t.tileCol = ia.fma(ia.rem(t.cta, grid.getCTACols()), grid.tilesPerCTA * kTile,
+                     cIndex(b, l, j * kTile));
   t.r = ia.div(ids.thread, kChunksPerTileRow);
   t.c = ia.rem(ids.thread, kChunksPerTileRow);
   t.row = ia.fma(t.tileRow, kTile, t.r);
@@ -302,52 +324,21 @@ TileThread loadTileChunk(OpBuilder &b, Location l, const KernelIds &ids,
   return t;
 }
 
-/// A thread's chunk of the cast+transpose kernel: its slice, and its f32
-/// values (clamped in bounds, so the amax may take them all).
-struct TileChunk {
-  Value slice, values, sliceLeader;
+/// A thread's chunks of the cast+transpose kernel: their slice, and the f32
+/// values of each (clamped in bounds, so the amax may take them all).
+struct TileChunks {
+  Value slice, sliceLeader;
+  SmallVector<Value> values;
 };
 
-/// The body of the cast+transpose kernel (workgroup buffers: the tile's
-/// staging buffer, then buildCTAMax's): casts this thread's chunk of the
-/// CTA's tile with `castChunk`, stores it into `plain` (if any), and writes the
-/// tile's columns into `transposed`, folded to [slices * cols, rows]. With
-/// `partials` (a fused mx.column_sum, of one slice) the tile's column sums
-/// go there too, staged in `sumStaging` (getColumnSumBufferType).
-TileChunk buildTileCast(OpBuilder &b, Location l, const KernelIds &ids,
-                        const TileGrid &grid, Value input,
-                        const DataBuffer *plain, const DataBuffer &transposed,
-                        ChunkCast castChunk, Value partials = Value(),
-                        Value sumStaging = Value()) {
+/// Thread t's part of the transposed write of tile `j` (staged at rows 64 j
+/// of `staging`): rows 16 (t % 4) .. + 16 of tile column t / 4, one chunk
+/// of a transposed row.
+void storeTransposedChunk(OpBuilder &b, Location l, const KernelIds &ids,
+                          const TileGrid &grid, const TileThread &t,
+                          Value staging, int64_t j, VectorType codesType,
+                          const DataBuffer &transposed) {
   IndexArith ia{b, l};
-  auto add = [&](Value x, Value y) {
-    return arith::AddIOp::create(b, l, x, y).getResult();
-  };
-  auto mul = [&](Value x, int64_t m) {
-    return arith::MulIOp::create(b, l, x, cIndex(b, l, m)).getResult();
-  };
-  TileThread t = loadTileChunk(b, l, ids, grid, input);
-  // The column sums first: their temporaries are dead before the cast's
-  // (ptxas, sm_90a, bf16: 40 registers for current scaling, not 55).
-  ColumnPartials sums{partials, sumStaging, t.tileRow, t.tileCol};
-  if (partials)
-    stageColumnSums(b, l, ids.thread, t.values, t.valid, sums);
-  Value codes = castChunk(b, l, t.slice, t.values);
-  if (plain)
-    plain->store(b, l, t.valid, codes,
-                 {ia.fma(t.slice, grid.rows, t.row), t.col});
-
-  // Stage the codes, chunk-swizzled by the row's group of 16.
-  Value staging = ids.workgroup.front();
-  Value staged =
-      arith::XOrIOp::create(b, l, t.c, ia.div(t.r, kElementsPerLane));
-  storeVector(b, l, codes, staging, {t.r, mul(staged, kElementsPerLane)});
-  gpu::BarrierOp::create(b, l);
-  if (partials)
-    storeColumnSums(b, l, ids.thread, grid.cols, sums);
-
-  // Thread t writes rows 16 (t % 4) .. + 16 of tile column t / 4: one chunk
-  // of a transposed row.
   Value column = ia.div(ids.thread, kChunksPerTileRow);
   Value group = ia.rem(ids.thread, kChunksPerTileRow);
   Value swizzledChunk =
@@ -355,28 +346,86 @@ TileChunk buildTileCast(OpBuilder &b, Location l, const KernelIds &ids,
   Value readAt = ia.fma(swizzledChunk, kElementsPerLane,
                         ia.rem(column, kElementsPerLane));
   SmallVector<Value> bytes;
-  for (int64_t j = 0; j < kElementsPerLane; ++j)
+  for (int64_t i = 0; i < kElementsPerLane; ++i)
     bytes.push_back(memref::LoadOp::create(
         b, l, staging,
-        ValueRange{ia.fma(group, kElementsPerLane, cIndex(b, l, j)), readAt}));
-  Value columnCodes = vector::FromElementsOp::create(
-      b, l, cast<VectorType>(codes.getType()), bytes);
-  Value tRow = add(t.tileCol, column);
-  Value tCol = ia.fma(t.tileRow, kTile, mul(group, kElementsPerLane));
+        ValueRange{ia.fma(group, kElementsPerLane, cIndex(b, l, j * kTile + i)),
+                   readAt}));
+  Value columnCodes = vector::FromElementsOp::create(b, l, codesType, bytes);
+  Value tRow = arith::AddIOp::create(b, l, t.tileCol, column);
+  Value tCol = ia.fma(
+      t.tileRow, kTile,
+      arith::MulIOp::create(b, l, group, cIndex(b, l, kElementsPerLane)));
   Value tValid = andI(b, l, cmpLT(b, l, tRow, cIndex(b, l, grid.cols)),
                       cmpLT(b, l, tCol, cIndex(b, l, grid.rows)));
   transposed.store(b, l, tValid, columnCodes,
                    {ia.fma(t.slice, grid.cols, tRow), tCol});
-  Value leader = andI(b, l, isZeroIndex(b, l, t.tile),
-                      isZeroIndex(b, l, ids.thread));
-  return {t.slice, t.values, leader};
+}
+
+/// The body of the cast+transpose kernel (workgroup buffers: the tiles'
+/// staging buffer, then buildCTAMax's): casts this thread's chunk of each
+/// of the CTA's tiles with `castChunk`, stores it into `plain` (if any), and
+/// writes the tiles' columns into `transposed`, folded to
+/// [slices * cols, rows]. Every load is issued before the first cast. With
+/// `partials` (a fused mx.column_sum, of one slice) the tiles' column sums
+/// go there too, tile j's staged in `sumStaging[j]`
+/// (getColumnSumBufferType).
+TileChunks buildTileCast(OpBuilder &b, Location l, const KernelIds &ids,
+                         const TileGrid &grid, Value input,
+                         const DataBuffer *plain, const DataBuffer &transposed,
+                         ChunkCast castChunk, Value partials = Value(),
+                         ValueRange sumStaging = {}) {
+  IndexArith ia{b, l};
+  SmallVector<TileThread> tiles;
+  for (int64_t j = 0; j < grid.tilesPerCTA; ++j)
+    tiles.push_back(loadTileChunk(b, l, ids, grid, input, j));
+  Value staging = ids.workgroup.front();
+  SmallVector<ColumnPartials> sums;
+  VectorType codesType;
+  for (auto [j, t] : llvm::enumerate(tiles)) {
+    // The column sums first: their temporaries are dead before the cast's
+    // (ptxas, sm_90a, bf16: 40 registers for current scaling, not 55).
+    if (partials) {
+      sums.push_back({partials, sumStaging[j], t.tileRow, t.tileCol});
+      stageColumnSums(b, l, ids.thread, t.values, t.valid, sums.back());
+    }
+    Value codes = castChunk(b, l, t.slice, t.values);
+    codesType = cast<VectorType>(codes.getType());
+    if (plain)
+      plain->store(b, l, t.valid, codes,
+                   {ia.fma(t.slice, grid.rows, t.row), t.col});
+    // Stage the codes, chunk-swizzled by the row's group of 16.
+    Value staged =
+        arith::XOrIOp::create(b, l, t.c, ia.div(t.r, kElementsPerLane));
+    storeVector(
+        b, l, codes, staging,
+        {ia.fma(cIndex(b, l, j), kTile, t.r),
+         arith::MulIOp::create(b, l, staged, cIndex(b, l, kElementsPerLane))});
+  }
+  gpu::BarrierOp::create(b, l);
+  for (auto [j, t] : llvm::enumerate(tiles)) {
+    if (partials)
+      storeColumnSums(b, l, ids.thread, grid.cols, sums[j]);
+    storeTransposedChunk(b, l, ids, grid, t, staging, j, codesType, transposed);
+  }
+  TileChunks chunks{tiles.front().slice,
+                    andI(b, l, isZeroIndex(b, l, tiles.front().cta),
+                         isZeroIndex(b, l, ids.thread)),
+                    {}};
+  for (const TileThread &t : tiles)
+    chunks.values.push_back(t.values);
+  return chunks;
 }
 
 /// The max |x| of the CTA's tile chunks (every thread must call it).
-Value reduceTile(OpBuilder &b, Location l, const TileChunk &chunk,
+Value reduceTile(OpBuilder &b, Location l, const TileChunks &chunks,
                  const KernelIds &ids) {
-  Value amax = vector::ReductionOp::create(
-      b, l, vector::CombiningKind::MAXIMUMF, magnitude(b, l, chunk.values));
+  Value amax;
+  for (Value values : chunks.values) {
+    Value chunkMax = vector::ReductionOp::create(
+        b, l, vector::CombiningKind::MAXIMUMF, magnitude(b, l, values));
+    amax = amax ? arith::MaximumFOp::create(b, l, amax, chunkMax) : chunkMax;
+  }
   return buildCTAMax(b, l, amax, ids.thread, ids.workgroup[1]);
 }
 
@@ -407,7 +456,7 @@ QuantizeDelayedOp getTransposedPartner(QuantizeDelayedOp op) {
 int64_t getDelayedNumBlocks(QuantizeDelayedOp op) {
   RankedTensorType type = op.getInput().getType();
   return op.getTransposed() || getTransposedPartner(op)
-             ? TileGrid(type).getNumBlocks()
+             ? getCastTransposeGrid(type, /*recordsAmax=*/true).getNumBlocks()
              : FlatGrid(1, type.getNumElements()).getNumBlocks();
 }
 
@@ -498,18 +547,22 @@ struct FusedColumnSum {
     }
   }
 
-  /// The cast+transpose kernel's workgroup buffers, with the column sums'.
-  SmallVector<Type> withStaging(MLIRContext *context,
-                                ArrayRef<Type> buffers) const {
-    SmallVector<Type> types(buffers);
+  /// The workgroup buffers of a cast+transpose kernel of `grid`: its tiles'
+  /// staging buffer, `others`, then the column sums' of each tile.
+  SmallVector<Type> getBuffers(MLIRContext *context, const TileGrid &grid,
+                               ArrayRef<Type> others = {}) const {
+    SmallVector<Type> types{getTileBufferType(context, grid.tilesPerCTA)};
+    llvm::append_range(types, others);
     if (op)
-      types.push_back(getColumnSumBufferType(context));
+      types.append(grid.tilesPerCTA, getColumnSumBufferType(context));
     return types;
   }
 
-  /// The column sums' workgroup buffer in the kernel, if any (the last).
-  Value getStaging(const KernelIds &ids) const {
-    return op ? ids.workgroup.back() : Value();
+  /// The column sums' workgroup buffers in the kernel, one a tile (the
+  /// last), if any.
+  ValueRange getStaging(const KernelIds &ids, const TileGrid &grid) const {
+    return op ? ValueRange(ids.workgroup).take_back(grid.tilesPerCTA)
+              : ValueRange();
   }
 
   /// After the cast+transpose kernel: the partials kernel, whose result
@@ -558,7 +611,7 @@ struct ColumnSumToGPU : OpRewritePattern<ColumnSumOp> {
       return rewriter.notifyMatchFailure(op, "columns not in chunks of 16");
     Location loc = op.getLoc();
     Value input = toBuffer(rewriter, loc, op.getInput());
-    TileGrid tiles(inputType);
+    TileGrid tiles(inputType, /*tilesPerCTA=*/1);
     Value partials = allocColumnPartials(rewriter, loc, tiles.rows, tiles.cols);
     buildBlockLaunch(
         rewriter, loc, tiles.getNumBlocks(),
@@ -648,26 +701,28 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
           });
     } else {
       Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
-      TileGrid tiles(inputType);
+      TileGrid tiles = getCastTransposeGrid(inputType, /*recordsAmax=*/false);
       const DataBuffer *plainData = plain ? &outputs.back().data : nullptr;
       FusedColumnSum sum(rewriter, loc,
                          getFusedColumnSum(op, op.getInput(), plan));
       buildBlockLaunch(
           rewriter, loc, tiles.getNumBlocks(),
-          sum.withStaging(getContext(), {getTileBufferType(getContext())}),
+          sum.getBuffers(getContext(), tiles),
           [&](OpBuilder &b, Location l, const KernelIds &launchIds) {
             KernelIds ids = inTileOrder(b, l, launchIds, tiles.getNumBlocks(),
                                         planned.reversedTiles);
+            // One scale for the CTA: every tile is of the same slice.
             std::optional<BlockScale> scale;
-            TileChunk chunk = buildTileCast(
+            TileChunks chunks = buildTileCast(
                 b, l, ids, tiles, input, plainData, outputs.front().data,
                 [&](OpBuilder &nb, Location nl, Value slice, Value values) {
-                  scale = scaleOf(nb, nl, slice);
+                  if (!scale)
+                    scale = scaleOf(nb, nl, slice);
                   return quantizeVector(nb, nl, values, *scale, rounding,
                                         conversion);
                 },
-                sum.partials, sum.getStaging(ids));
-            storeScale(b, l, chunk.sliceLeader, scale->stored, chunk.slice);
+                sum.partials, sum.getStaging(ids, tiles));
+            storeScale(b, l, chunks.sliceLeader, scale->stored, chunks.slice);
           });
       sum.finish(rewriter, loc);
     }
@@ -835,24 +890,24 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
           outputs.push_back(
               {q, DataBuffer(rewriter, loc, q.getData().getType(), 2)});
       Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
-      TileGrid tiles(inputType);
+      TileGrid tiles = getCastTransposeGrid(inputType, /*recordsAmax=*/true);
       const DataBuffer *plainData = partner ? &outputs.back().second : nullptr;
       FusedColumnSum sum(
           rewriter, loc,
           getFusedColumnSum(outputs.front().first, op.getInput(), plan));
       buildBlockLaunch(
           rewriter, loc, tiles.getNumBlocks(),
-          sum.withStaging(getContext(), {getTileBufferType(getContext()),
-                                         getCTAMaxBufferType(getContext())}),
+          sum.getBuffers(getContext(), tiles,
+                         {getCTAMaxBufferType(getContext())}),
           [&](OpBuilder &b, Location l, const KernelIds &ids) {
             Value scale = loadScale(b, l);
-            TileChunk chunk = buildTileCast(
+            TileChunks chunks = buildTileCast(
                 b, l, ids, tiles, input, plainData, outputs.front().second,
                 [&](OpBuilder &nb, Location nl, Value, Value values) {
                   return castWithScale(nb, nl, values, scale, *conversion);
                 },
-                sum.partials, sum.getStaging(ids));
-            finish(b, l, ids, reduceTile(b, l, chunk, ids), chunk.sliceLeader,
+                sum.partials, sum.getStaging(ids, tiles));
+            finish(b, l, ids, reduceTile(b, l, chunks, ids), chunks.sliceLeader,
                    scale, ids.workgroup[1]);
           });
       sum.finish(rewriter, loc);
