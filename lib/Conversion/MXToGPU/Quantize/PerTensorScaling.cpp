@@ -40,13 +40,14 @@
 // A `transposed` cast (either op) runs the cast+transpose kernel instead,
 // which also writes the plain cast of the same input and scale when the IR
 // has one (Transformer Engine's cast+transpose: the input is read once).
-// Each CTA casts a 64 x 64 tile: a thread converts 16 elements of one row
-// (16-byte load and store of the plain data), stages the codes in shared
-// memory, and after a barrier writes 16 codes of one column of the tile as
-// one 16-byte row chunk of the transposed data. The staged rows are chunk-
-// swizzled (chunk c of row r at chunk c ^ (r / 16)) so that the column
-// reads of a warp fall in distinct banks. Rows and columns of every matrix
-// must be multiples of 16.
+// Each CTA casts 64 x 64 tiles side by side (one for current scaling, two
+// for delayed: getCastTilesPerCTA): a thread converts 16 elements of one
+// row of each (16-byte load and store of the plain data), stages the codes
+// in shared memory, and after one barrier writes 16 codes of one column of
+// each tile as one 16-byte row chunk of the transposed data. The staged rows
+// are chunk-swizzled (chunk c of row r at chunk c ^ (r / 16)) so that the
+// column reads of a warp fall in distinct banks. Rows and columns of every
+// matrix must be multiples of 16.
 //
 // `mx.column_sum` (a linear layer's bias gradient) sums the columns of the
 // same 64 x 64 tiles into f32 partials, one row per tile row, then adds the
