@@ -33,10 +33,11 @@ the all-reduced amax (its `amax` operand), which derives the tensor scale from i
 the whole tensor does ("cast", and "col_cast" for the transposed shard).
 
 With a bias (`LinearPlan(..., bias=True)`), the gradient's plan also computes the bias gradient, the
-column sum of dY (mx.column_sum, [N] f32): in the kernel that writes the transposed data where the
-recipe has one (per-tensor and delayed scaling: "both", "cast_both", "delayed_both" return it last;
-on the GPU the cast+transpose kernel sums the columns of the tiles it holds, so dY is read once), and
-by a kernel of its own, "dbias", where the quantize computes it not (the other recipes, and a
+column sum of dY (mx.column_sum, [N] f32): in the program that writes the transposed data where the
+recipe has one ("both", "cast_both", "delayed_both" return it last; on the GPU the cast+transpose
+kernel of per-tensor and delayed scaling and the strip kernel of 1x128 blockwise sum the columns of
+the tiles they hold, so dY is read once; MXFP8's program sums them in a kernel of its own), and by a
+program of its own, "dbias", where the quantize computes it not (128x128 and FP4 recipes, and a
 gradient quantized without its transposed data). Plans without a bias have neither.
 
 Delayed scaling keeps two states, each a [slots] f32 scale and a [history_len, slots] amax history:
@@ -168,9 +169,18 @@ class TensorPlan:
 
     @cached_property
     def fuses_column_sum(self) -> bool:
-        """Whether the kernel that writes the col parts also returns the column sum (last): the
-        cast+transpose kernel of per-tensor and delayed scaling."""
-        return self.column_sum and self.writes_transposed
+        """Whether the program that writes the col parts also returns the column sum (last): the
+        cast+transpose kernel of per-tensor and delayed scaling and the strip kernel of 1x128
+        blockwise sum the columns of the tiles they hold on the GPU; MXFP8's "both" program sums
+        them in a kernel of its own, one call fewer from Python than "dbias" after it."""
+        return self.column_sum and (self.writes_transposed or self._writes_both)
+
+    @cached_property
+    def _writes_both(self) -> bool:
+        """Whether one program quantizes the tensor and its transpose ("both": MXFP8's columnwise
+        and 1x128 blockwise's transposed quantization, written transposed)."""
+        return not self.recipe.per_tensor and not self.derives_col and \
+            not formats.get(self.recipe.element(self.role)).packed
 
     @cached_property
     def col_derivable(self) -> bool:
@@ -243,7 +253,7 @@ class TensorPlan:
 
     def _quantize_kernels(self) -> dict:
         recipe, target, wide, shape = self.recipe, self.target, self.wide, self.shape
-        fused = self.fuses_column_sum  # the transposed kernels of per-tensor and delayed scaling
+        fused = self.fuses_column_sum  # the col parts' program returns the column sum too
         elem, scale_type = recipe.element(self.role), recipe.scale_type
         if isinstance(recipe, recipes.Delayed):
             state, index = DELAYED_SLOTS[self.role]
@@ -272,11 +282,11 @@ class TensorPlan:
         kernels = {"row": ops.quantize_kernel(shape, wide, block, elem, scale_type, target=target)}
         if self.derives_col:
             return kernels
-        if not formats.get(elem).packed:
+        if self._writes_both:
             # MXFP8's columnwise and 1x128 blockwise's transposed quantization written transposed from
             # the tensor itself (GEMM-ready), with the rowwise one: one strip kernel reads it once.
             kernels["both"] = ops.quantize_kernel(shape, wide, block, elem, scale_type, columnwise=True,
-                                                  transposed=True, target=target)
+                                                  transposed=True, column_sum=fused, target=target)
         else:  # packed FP4 cannot be written transposed: the transposed shard quantized rowwise
             kernels["col"] = ops.quantize_kernel(shape[::-1], wide, block, elem, scale_type, target=target)
         return kernels

@@ -183,7 +183,8 @@ def quantize_kernel(shape: tuple[int, ...], dtype: str, block: tuple[int, ...], 
     """The compiled quantize of `quantize` for one input shape and dtype (MLIR element type); with
     `column_sum` the program also returns mx.column_sum of the (2-D) input, last: a linear layer's
     bias gradient, which the GPU computes in the cast+transpose kernel of a per-tensor `transposed`
-    quantize (docs/gpu.md)."""
+    quantize and in the strip kernel of a 1x128 blockwise `columnwise` `transposed` one, and in a
+    kernel of its own otherwise (docs/gpu.md)."""
     dtype = _type_name("quantize", "input dtype", dtype, WIDE_TYPES)
     elem = _type_name("quantize", "element type", elem, _ELEMENTS)
     scale_type = _type_name("quantize", "scale type", scale_type, _SCALES)

@@ -1,9 +1,9 @@
 """mx.column_sum on a GPU (a linear layer's bias gradient): the standalone kernel and the one fused
-into the cast+transpose kernel of current and delayed per-tensor scaling, against the float64
-column sum within the contract's bound (docs/numerics.md); the fused and the standalone sums equal
-bit for bit (the same order of additions), and the fused kernel's casts equal mx.reference's. Also
-the delayed casts that record their amax in the caller's history, up to 262656 CTAs (the recording
-of docs/gpu.md's `mx.quantize_delayed` row).
+into the cast+transpose kernel of current and delayed per-tensor scaling and into FP8 blockwise's
+strip kernel, against the float64 column sum within the contract's bound (docs/numerics.md); the
+fused and the standalone sums equal bit for bit (the same order of additions), and the fused
+kernels' casts equal mx.reference's. Also the delayed casts that record their amax in the caller's
+history, up to 262656 CTAs (the recording of docs/gpu.md's `mx.quantize_delayed` row).
 
 Needs torch with a CUDA device; skipped otherwise. A GPU machine has no mx-opt, so its kernels come
 from mx.compile's cache: `python python/tests/test_gpu_column_sum.py build DIR [CHIP]` compiles every
@@ -22,6 +22,11 @@ from conftest import assert_bits_equal, assert_column_sum, build_cache_main, gpu
 STANDALONE = [((1, 16), "f32"), ((33, 144), "bf16"), ((48, 16), "f16"), ((70, 16), "f32"),
               ((80, 144), "bf16"), ((4160, 16), "f32"), ((4160, 144), "bf16")]
 FUSED = [((48, 144), "bf16"), ((80, 16), "f32"), ((4160, 144), "bf16"), ((1024, 1024), "f16")]
+# FP8 blockwise's strip kernel (1x128 rowwise and transposed): rows ending inside a 128-row block (a
+# 64-row tile partly past them, a tile and strips wholly past them), columns ending inside the
+# kernel's 128-column CTA, whole blocks, f32 (the kernel asks for two CTAs an SM).
+BLOCKWISE_FUSED = [((80, 16), "bf16"), ((192, 144), "f16"), ((4160, 144), "bf16"), ((256, 256), "bf16"),
+                   ((1024, 1024), "f32"), ((128, 384), "f32")]
 ELEM = "f8E5M2"  # a gradient's element under "hybrid"
 # Delayed casts of many CTAs (the flat kernel's 16 Ki elements a CTA, the cast+transpose kernel's two
 # 64 x 64 tiles side by side): 3968 / 7936 (bench/linear.py's M = 15872), 2061 / 4257 (odd counts, the
@@ -48,9 +53,18 @@ def delayed_in_place_kernel(shape, dtype, transposed, target):
     return ops.quantize_delayed_kernel(shape, dtype, 3, 4, 1, ELEM, transposed, transposed, True, target=target)
 
 
+def blockwise_kernel(shape, dtype, target):
+    """FP8 blockwise 1x128 with its transposed quantization and the column sum: (data, scales,
+    data^T, scales^T, sum)."""
+    return ops.quantize_kernel(shape, dtype, (1, 128), "f8E4M3FN", "f32", "ceil", columnwise=True,
+                               transposed=True, column_sum=True, target=target)
+
+
 def programs(target):
-    for shape, dtype in STANDALONE + FUSED:
+    for shape, dtype in STANDALONE + FUSED + BLOCKWISE_FUSED:
         ops.column_sum_kernel(shape, dtype, target=target)
+    for shape, dtype in BLOCKWISE_FUSED:
+        blockwise_kernel(shape, dtype, target)
     for shape, dtype in FUSED:
         current_kernel(shape, dtype, target)
         delayed_kernel(shape, dtype, target)
@@ -113,6 +127,27 @@ def test_fused_equals_standalone_and_float64(rng, shape, dtype, scaling):
         assert_bits_equal(to_numpy(new_history, np.float32), ref_history, "history")
     assert_bits_equal(to_numpy(data, ml_dtypes.float8_e5m2), ref_data, "data")
     assert_bits_equal(to_numpy(data_t, ml_dtypes.float8_e5m2), np.ascontiguousarray(ref_data.T), "transposed")
+    got = to_numpy(got, np.float32)
+    assert_column_sum(got, x)
+    alone = to_numpy(ops.column_sum_kernel(shape, dtype, target=TARGET)(xt), np.float32)
+    assert_bits_equal(got, alone, "fused against standalone")
+
+
+@pytest.mark.parametrize("shape, dtype", BLOCKWISE_FUSED)
+def test_blockwise_fused_equals_standalone(rng, shape, dtype):
+    """The strip kernel of FP8 blockwise sums the columns in the tile kernel's order: its column sum
+    equals the standalone kernel's bit for bit (special values, -0 and all-zero runs included) and
+    is within the float64 bound; both quantizations as mx.reference's."""
+    x = random_input(rng, shape, DTYPES[dtype])
+    x[:, 1] = -0.0  # a -0 column stays -0
+    x[min(3, shape[0] - 1), 2] = np.inf
+    xt = from_numpy(x)
+    data, scales, data_t, scales_t, got = blockwise_kernel(shape, dtype, TARGET)(xt)
+    for (d, sc), source, what in (((data, scales), x, "rowwise"), ((data_t, scales_t), x.T, "transposed")):
+        ref_data, ref_scales = reference.quantize(np.ascontiguousarray(source), (1, 128), "f8E4M3FN", "f32",
+                                                  "ceil")
+        assert_bits_equal(to_numpy(d, ml_dtypes.float8_e4m3fn), ref_data, f"{what} data")
+        assert_bits_equal(to_numpy(sc, np.float32), ref_scales, f"{what} scales")
     got = to_numpy(got, np.float32)
     assert_column_sum(got, x)
     alone = to_numpy(ops.column_sum_kernel(shape, dtype, target=TARGET)(xt), np.float32)

@@ -293,9 +293,9 @@ def test_step_launches_no_transpose_or_copy(recipe):
 @pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8", "blockwise"])
 def test_bias_grad_is_no_torch_reduction(recipe):
     """The bias gradient of a step is mx's column sum of dY, not torch's dy.sum(0): a biased step
-    launches no torch kernel, and one kernel more than a bias-free step where the cast+transpose
-    kernel sums the columns (per-tensor, delayed: the partials' sum), two more elsewhere (the
-    column-sum kernel's tiles and partials)."""
+    launches no torch kernel, and one kernel more than a bias-free step where the quantize kernel
+    sums the columns (per-tensor and delayed's cast+transpose, blockwise's strip kernel: the
+    partials' sum), two more elsewhere (MXFP8: the column-sum kernel's tiles and partials)."""
     from mx.torch import Linear
     x = torch.randn(LINEAR["m"], LINEAR["k"], device="cuda", dtype=torch.bfloat16, requires_grad=True)
     dy = torch.randn(LINEAR["m"], LINEAR["n"], device="cuda", dtype=torch.bfloat16)
@@ -305,7 +305,7 @@ def test_bias_grad_is_no_torch_reduction(recipe):
     print(f"{recipe}: {kernels[True]}")
     torch_kernels = [k for k in kernels[True] if "at::native" in k]
     assert not torch_kernels, f"torch kernels in the biased {recipe} step: {torch_kernels}"
-    extra = 1 if recipe in ("per_tensor", "delayed") else 2
+    extra = 1 if recipe in ("per_tensor", "delayed", "blockwise") else 2
     assert len(kernels[True]) == len(kernels[False]) + extra, kernels
 
 

@@ -596,15 +596,15 @@ def test_fp8_plans_compile_for_the_gpus(recipe, chip):
 
 @pytest.mark.parametrize("recipe", ["mxfp8", "blockwise", "per_tensor", "delayed", "nvfp4"])
 def test_bias_grad_is_the_column_sum_of_dy(monkeypatch, recipe):
-    """The bias gradient comes from mx's column sum of dY (with the cast+transpose of per-tensor and
-    delayed scaling, from the "dbias" kernel otherwise; never torch's dy.sum): over three backward
+    """The bias gradient comes from mx's column sum of dY (from the program that writes the col parts
+    where the recipe has one, from the "dbias" kernel otherwise; never torch's dy.sum): over three backward
     passes accumulating into bias.grad, it stays within the column sum's bound (docs/numerics.md)
     of the float64 sums of the dYs, plus one f32 rounding of the accumulation per step."""
     layer = mx.torch.Linear(WIDTH, HIDDEN, recipe=recipe)
     made = _ops.plan(TOKENS, WIDTH, HIDDEN, layer.recipe, "f32", "f32", "cpu", bias=True)
     grads = made.tensors["grad"]
     assert grads.column_sum and "dbias" in grads.kernels
-    assert grads.fuses_column_sum == (recipe in ("per_tensor", "delayed"))
+    assert grads.fuses_column_sum == (recipe in ("per_tensor", "delayed", "blockwise", "mxfp8"))
     monkeypatch.setattr(torch.Tensor, "sum", lambda *a, **k: pytest.fail("dy.sum in backward"))
     generator = torch.Generator().manual_seed(3)
     total, bound = np.zeros(HIDDEN), np.zeros(HIDDEN)
@@ -662,15 +662,16 @@ def test_layers_without_bias_compute_no_column_sum():
 
 
 @pytest.mark.parametrize("chip", ["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8"])
+@pytest.mark.parametrize("recipe", ["per_tensor", "delayed", "mxfp8", "blockwise"])
 def test_bias_plans_compile_for_the_gpus(recipe, chip):
-    """Plans with a bias compile for both chips: per-tensor and delayed scaling's cast+transpose
-    kernel returns the column sum (the GPU lowering fuses it), and the column-sum kernel of its own
-    for the other cases."""
+    """Plans with a bias compile for both chips: the program that writes the col parts returns the
+    column sum (the GPU lowering fuses it into per-tensor and delayed scaling's cast+transpose
+    kernel and 1x128 blockwise's strip kernel), and the column-sum kernel of its own is there for a
+    gradient quantized without them."""
     from mx.linear import LinearPlan
     made = LinearPlan(TOKENS, WIDTH, HIDDEN, recipe, "bf16", "bf16", chip, bias=True)
     grads = made.tensors["grad"]
-    assert "dbias" in grads.kernels and grads.fuses_column_sum == (recipe != "mxfp8")
+    assert "dbias" in grads.kernels and grads.fuses_column_sum
 
 
 @pytest.mark.parametrize("recipe", linear_cases.FP4)

@@ -3,7 +3,8 @@
 // mx.column_sum on the GPU (ColumnSums.h): the column sums of 64-row tiles
 // into f32 partials [ceil(M / 64), N], then a kernel adding the partials.
 // Where a transposed per-tensor cast of the same input has a cast+transpose
-// kernel, that kernel writes the partials (the input is read once).
+// kernel, or FP8 blockwise's transposed [1, 128] quantize a strip kernel,
+// that kernel writes the partials (the input is read once).
 
 // Alone: a kernel that only sums the tiles' columns (any M; 2 x 3 tiles of
 // 80 x 144), then the partials kernel (5 CTAs of 32 columns).
@@ -95,6 +96,68 @@ func.func @not_fused(%x: tensor<64x128xbf16>, %s: tensor<1xf32>, %h: tensor<16x1
   %n = arith.negf %db : tensor<128xf32>
   %yt, %i, %h1 = mx.quantize_delayed %x, %s, %h index 0 transposed : tensor<64x128xbf16>, tensor<1xf32>, tensor<16x1xf32> -> tensor<128x64xf8E4M3FN>, tensor<1x1xf32>, tensor<16x1xf32>
   return %n, %yt, %h1 : tensor<128xf32>, tensor<128x64xf8E4M3FN>, tensor<16x1xf32>
+}
+
+// -----
+
+// FP8 blockwise, the rowwise and transposed [1, 128] quantizes of one strip
+// kernel: its lanes sum each 8 rows of their 16-row strips as a tree, add
+// a 64-row tile's sums down the chain of its 4 lane groups (3 steps of 4
+// shuffles up by 4 lanes) and the last group stores 4 partials; then the
+// partials kernel. The rows end inside a 128-row block (M = 192): a strip
+// past them adds -0 (one select a group) and the kernel asks for two CTAs
+// an SM (KernelOccupancy).
+// CHECK-LABEL: func @blockwise_fused
+// CHECK: %[[P:.*]] = gpu.alloc () : memref<3x256xf32>
+// CHECK: gpu.launch
+// CHECK:   vector.load {{.*}} {alignment = 8 : i64, mx.min_ctas_per_sm = 2 : i64} : memref<192x256xbf16>, vector<4xbf16>
+// CHECK-NOT: gpu.shuffle xor
+// CHECK-COUNT-12: gpu.shuffle  up
+// CHECK:   vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<3x256xf32>, vector<4xf32>
+// CHECK: gpu.launch
+// CHECK:   memref.load %[[P]]
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @blockwise_fused(%x: tensor<192x256xbf16>) -> (tensor<192x256xf8E4M3FN>, tensor<192x2xf32>, tensor<256x192xf8E4M3FN>, tensor<256x2xf32>, tensor<256xf32>) {
+  %d, %s = mx.quantize %x block [1, 128] rounding ceil : tensor<192x256xbf16> -> tensor<192x256xf8E4M3FN>, tensor<192x2xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<192x256xbf16> -> tensor<256x192xf8E4M3FN>, tensor<256x2xf32>
+  %db = mx.column_sum %x : tensor<192x256xbf16> -> tensor<256xf32>
+  return %d, %s, %t, %ts, %db : tensor<192x256xf8E4M3FN>, tensor<192x2xf32>, tensor<256x192xf8E4M3FN>, tensor<256x2xf32>, tensor<256xf32>
+}
+
+// -----
+
+// M a multiple of 128 and a 16-bit input: no select, no occupancy request.
+// CHECK-LABEL: func @blockwise_fused_whole_blocks
+// CHECK: gpu.launch
+// CHECK-NOT: mx.min_ctas_per_sm
+// CHECK-COUNT-12: gpu.shuffle  up
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @blockwise_fused_whole_blocks(%x: tensor<256x128xf16>) -> (tensor<256x128xf8E4M3FN>, tensor<256x1xf32>, tensor<128x256xf8E4M3FN>, tensor<128x2xf32>, tensor<128xf32>) {
+  %db = mx.column_sum %x : tensor<256x128xf16> -> tensor<128xf32>
+  %d, %s = mx.quantize %x block [1, 128] rounding ceil : tensor<256x128xf16> -> tensor<256x128xf8E4M3FN>, tensor<256x1xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<256x128xf16> -> tensor<128x256xf8E4M3FN>, tensor<128x2xf32>
+  return %d, %s, %t, %ts, %db : tensor<256x128xf8E4M3FN>, tensor<256x1xf32>, tensor<128x256xf8E4M3FN>, tensor<128x2xf32>, tensor<128xf32>
+}
+
+// -----
+
+// MXFP8's strip kernel (32-row column blocks: a 64-row tile spans two
+// warps) does not sum the columns: the tile kernel does, after it.
+// CHECK-LABEL: func @mxfp8_not_fused
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.shuffle  up
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<8x64xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @mxfp8_not_fused(%x: tensor<64x128xbf16>) -> (tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU>, tensor<128x64xf8E4M3FN>, tensor<128x2xf8E8M0FNU>, tensor<128xf32>) {
+  %d, %s = mx.quantize %x block [1, 32] : tensor<64x128xbf16> -> tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU>
+  %t, %ts = mx.quantize %x transposed block [1, 32] : tensor<64x128xbf16> -> tensor<128x64xf8E4M3FN>, tensor<128x2xf8E8M0FNU>
+  %db = mx.column_sum %x : tensor<64x128xbf16> -> tensor<128xf32>
+  return %d, %s, %t, %ts, %db : tensor<64x128xf8E4M3FN>, tensor<64x4xf8E8M0FNU>, tensor<128x64xf8E4M3FN>, tensor<128x2xf8E8M0FNU>, tensor<128xf32>
 }
 
 // -----

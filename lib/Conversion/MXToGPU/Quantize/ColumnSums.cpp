@@ -12,6 +12,11 @@
 // 2 shuffles (an all-reduce would take 48). Lane 4j + c holds columns
 // 16c + 2j and 16c + 2j + 1. The warps' sums meet in 2 KiB of shared memory.
 //
+// The strip quantize kernel of FP8 blockwise holds the same tiles in another
+// layout (a lane: 16 rows x 4 columns) and adds them in the same order
+// (storeStripColumnSums), so its partials are those of the tile kernel, bit
+// for bit, and one partials kernel serves both.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ColumnSums.h"
@@ -100,6 +105,80 @@ void gpu_kernels::stageColumnSums(OpBuilder &b, Location loc, Value thread,
   Value pair = vector::FromElementsOp::create(
       b, loc, VectorType::get({2}, b.getF32Type()), columns);
   storeVector(b, loc, pair, sums.staging, {ia.div(thread, kWarpSize), column});
+}
+
+/// The sum of 8 consecutive rows `x` in the order of stageColumnSums's
+/// reduce-scatter: rows j and j + 4 first, then those pairs 2 apart, then
+/// the last two: ((x0 + x4) + (x2 + x6)) + ((x1 + x5) + (x3 + x7)).
+static Value sumWarpRows(OpBuilder &b, Location loc, ValueRange x) {
+  SmallVector<Value> level(x);
+  for (size_t half = level.size() / 2; half >= 1; half /= 2)
+    for (size_t j = 0; j < half; ++j)
+      level[j] = arith::AddFOp::create(b, loc, level[j], level[j + half]);
+  return level.front();
+}
+
+void gpu_kernels::storeStripColumnSums(OpBuilder &b, Location loc, Value lane,
+                                       int64_t lanesAcross, Value firstRow,
+                                       ValueRange values, Value rowsValid,
+                                       Value col, Value valid, int64_t rows,
+                                       Value partials) {
+  constexpr int64_t kWarpRows = kWarpSize / kChunksPerRow;
+  int64_t stripRows = values.size();
+  int64_t chain = kColumnSumTile / stripRows;
+  assert(stripRows % kWarpRows == 0 && kColumnSumTile % stripRows == 0 &&
+         "a strip holds whole warps' rows of a tile, and a tile whole strips");
+  IndexArith ia{b, loc};
+  auto type = cast<VectorType>(values.front().getType());
+  // The sums of the strip's 8-row groups; a strip past the matrix adds -0,
+  // as the tile kernel's rows past it do (-0 + -0 is -0, and x + -0 is x).
+  Value negZero = splat(b, loc, values.front(), b.getF32FloatAttr(-0.0f));
+  SmallVector<Value> groups;
+  for (int64_t g = 0; g < stripRows; g += kWarpRows) {
+    Value sum = sumWarpRows(b, loc, values.slice(g, kWarpRows));
+    groups.push_back(
+        rowsValid ? arith::SelectOp::create(b, loc, rowsValid, sum, negZero)
+                        .getResult()
+                  : sum);
+  }
+  auto addGroups = [&](Value sum) {
+    for (Value group : groups)
+      sum = sum ? arith::AddFOp::create(b, loc, sum, group).getResult() : group;
+    return sum;
+  };
+  // The tile's sum in row order: lane group k of the chain adds its groups to
+  // what group k - 1 passed up.
+  Value position = ia.rem(ia.div(lane, lanesAcross), chain);
+  Value sum = addGroups(Value());
+  for (int64_t k = 1; k < chain; ++k) {
+    SmallVector<Value> received;
+    for (int64_t c = 0; c < type.getNumElements(); ++c)
+      received.push_back(gpu::ShuffleOp::create(
+                             b, loc, vector::ExtractOp::create(b, loc, sum, c),
+                             lanesAcross, kWarpSize, gpu::ShuffleMode::UP)
+                             .getShuffleResult());
+    Value chained =
+        addGroups(vector::FromElementsOp::create(b, loc, type, received));
+    Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       position, cIndex(b, loc, k));
+    sum = arith::SelectOp::create(b, loc, mine, chained, sum);
+  }
+  Value tileRow = ia.div(firstRow, kColumnSumTile);
+  Value last = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, position,
+                                     cIndex(b, loc, chain - 1));
+  Value stores =
+      andI(b, loc, andI(b, loc, last, valid),
+           cmpLT(b, loc, tileRow,
+                 cIndex(b, loc, llvm::divideCeil(rows, kColumnSumTile))));
+  storeVectorIf(b, loc, stores, sum, partials, {tileRow, col});
+}
+
+void gpu_kernels::replaceWithPartialsSum(PatternRewriter &rewriter,
+                                         Location loc, ColumnSumOp op,
+                                         Value partials) {
+  Value result = allocDevice(rewriter, loc, op.getType());
+  buildPartialsSum(rewriter, loc, partials, result);
+  rewriter.replaceOp(op, toTensor(rewriter, loc, result));
 }
 
 void gpu_kernels::storeColumnSums(OpBuilder &b, Location loc, Value thread,

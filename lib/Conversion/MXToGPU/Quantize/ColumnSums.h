@@ -14,8 +14,11 @@
 #ifndef MX_LIB_CONVERSION_MXTOGPU_QUANTIZE_COLUMNSUMS_H
 #define MX_LIB_CONVERSION_MXTOGPU_QUANTIZE_COLUMNSUMS_H
 
+#include "mx/Dialect/MX/IR/MXOps.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mx::gpu_kernels {
 
@@ -53,6 +56,29 @@ void storeColumnSums(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::Value thread, int64_t cols,
                      const ColumnPartials &sums);
 
+/// The strip quantize kernel's share (QuantizeStrips.cpp, FP8 blockwise's
+/// 128-row column blocks): a warp's 8 lane groups of 4 lanes stack 16-row
+/// strips of 4 columns, so the 64-row tiles of the partials are lane groups
+/// 0-3 and 4-7. A lane sums each 8 rows of its strip as the 64-row tile
+/// kernel sums a warp's 8 rows (the tree of its reduce-scatter), the 8 sums
+/// of a tile are added in row order down the chain of its 4 lane groups
+/// (shuffles up by 4 lanes), and the last group stores the tile's partials:
+/// the bits of the tile kernel's. `lanesAcross` is the lanes of a lane
+/// group (4), `values` the strip's 16 rows (f32 vectors of 4), `rowsValid`
+/// whether they are in the matrix (all or none: the strip kernel's rows are
+/// a multiple of 16; null: they are), `firstRow` the strip's first row,
+/// `col` its first column and `valid` whether it lies in the grid's matrix
+/// (`rows` rows).
+void storeStripColumnSums(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value lane, int64_t lanesAcross,
+                          mlir::Value firstRow, mlir::ValueRange values,
+                          mlir::Value rowsValid, mlir::Value col,
+                          mlir::Value valid, int64_t rows,
+                          mlir::Value partials);
+/// Replaces `op` by the sum of its tiles' `partials` (buildPartialsSum into
+/// a new device buffer).
+void replaceWithPartialsSum(mlir::PatternRewriter &rewriter, mlir::Location loc,
+                            ColumnSumOp op, mlir::Value partials);
 /// Kernel: `result[n]` (f32 `[cols]`) = the sum of column n of `partials`
 /// (allocColumnPartials of `rows` x `cols`): each warp adds every 8th
 /// partial row in order, then the 8 warps' sums are added in warp order.

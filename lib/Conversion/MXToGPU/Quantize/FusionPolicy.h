@@ -63,6 +63,29 @@ int64_t getRowwiseLanesPerBlock(int64_t width);
 void replaceQuantize(mlir::RewriterBase &rewriter, QuantizeOp op,
                      SwizzleOp swizzle, mlir::Value data, mlir::Value scales);
 
+/// The quantize whose kernel also computes the 64-row tile sums of the
+/// column sum `op` (ColumnSums.h), or null: of the quantizes of the same
+/// input in the same block whose kernel can (a transposed per-tensor cast's
+/// cast+transpose kernel, FP8 blockwise's strip kernel), the one whose
+/// kernel comes first, if `op` is the first column sum of that input there,
+/// its matrix has rows and columns in multiples of 16, and every use of `op`
+/// comes after that kernel (which defines its result). PerTensorScaling.cpp.
+mlir::Operation *getColumnSumHost(ColumnSumOp op,
+                                  const QuantizeFusionPlan &plan);
+
+/// The column sum whose tile sums the kernel of `host` (a quantize of
+/// `input`) computes, or null (getColumnSumHost).
+ColumnSumOp getFusedColumnSum(mlir::Operation *host, mlir::Value input,
+                              const QuantizeFusionPlan &plan);
+
+/// Where the strip kernel anchored at `op` is built (before `op` or its
+/// fused sibling, whichever comes first) if that kernel can compute the tile
+/// sums of a column sum of its input: FP8 blockwise's, whose 128-row column
+/// blocks hold whole 64-row tiles in each warp, of a matrix (rank 2); null
+/// otherwise. QuantizeStrips.cpp.
+mlir::Operation *getStripColumnSumStart(QuantizeOp op,
+                                        const QuantizeFusionPlan &plan);
+
 /// Why the per-tensor kernels cannot compute `op` (mx.amax,
 /// mx.quantize_delayed or mx.column_sum), or an empty string.
 std::string getPerTensorUnsupportedReason(mlir::Operation *op);

@@ -484,12 +484,21 @@ Operation *getCastTransposeStart(Operation *op,
              : op;
 }
 
-/// The transposed per-tensor cast (current or delayed scaling) whose
-/// cast+transpose kernel also computes the tile sums of `op`, or null: the
-/// cast of the same input in the same block whose kernel comes first, if
-/// `op` is the first column sum of that input there, its matrix tileable,
-/// and every use of `op` after the kernel (which defines its result).
-Operation *getColumnSumHost(ColumnSumOp op, const QuantizeFusionPlan &plan) {
+/// Where the kernel that computes `op` is built, if that kernel can also
+/// compute the tile sums of a column sum of `op`'s input: a cast+transpose
+/// kernel, or a strip kernel of FP8 blockwise (getStripColumnSumStart).
+Operation *getColumnSumKernelStart(Operation *op,
+                                   const QuantizeFusionPlan &plan) {
+  if (Operation *start = getCastTransposeStart(op, plan))
+    return start;
+  auto quantize = dyn_cast<QuantizeOp>(op);
+  return quantize ? getStripColumnSumStart(quantize, plan) : nullptr;
+}
+
+} // namespace
+
+Operation *gpu_kernels::getColumnSumHost(ColumnSumOp op,
+                                         const QuantizeFusionPlan &plan) {
   if (!isTileable(op.getInput().getType()))
     return nullptr;
   Block *block = op->getBlock();
@@ -499,7 +508,7 @@ Operation *getColumnSumHost(ColumnSumOp op, const QuantizeFusionPlan &plan) {
       continue;
     if (isa<ColumnSumOp>(user) && user->isBeforeInBlock(op))
       return nullptr;
-    Operation *kernelStart = getCastTransposeStart(user, plan);
+    Operation *kernelStart = getColumnSumKernelStart(user, plan);
     if (kernelStart && (!start || kernelStart->isBeforeInBlock(start))) {
       host = user;
       start = kernelStart;
@@ -515,10 +524,8 @@ Operation *getColumnSumHost(ColumnSumOp op, const QuantizeFusionPlan &plan) {
   return host;
 }
 
-/// The column sum whose tile sums the cast+transpose kernel of `host` (a
-/// transposed cast) computes, or null.
-ColumnSumOp getFusedColumnSum(Operation *host, Value input,
-                              const QuantizeFusionPlan &plan) {
+ColumnSumOp gpu_kernels::getFusedColumnSum(Operation *host, Value input,
+                                           const QuantizeFusionPlan &plan) {
   for (Operation *user : input.getUsers())
     if (auto sum = dyn_cast<ColumnSumOp>(user))
       if (getColumnSumHost(sum, plan) == host)
@@ -526,13 +533,7 @@ ColumnSumOp getFusedColumnSum(Operation *host, Value input,
   return {};
 }
 
-/// Replaces `op` by the sum of its tiles' `partials` (buildPartialsSum).
-void replaceWithPartialsSum(PatternRewriter &rewriter, Location loc,
-                            ColumnSumOp op, Value partials) {
-  Value result = allocDevice(rewriter, loc, op.getType());
-  buildPartialsSum(rewriter, loc, partials, result);
-  rewriter.replaceOp(op, toTensor(rewriter, loc, result));
-}
+namespace {
 
 /// A fused column sum's buffers: the partials that the cast+transpose
 /// kernel writes, and its result, which the partials kernel writes after it.

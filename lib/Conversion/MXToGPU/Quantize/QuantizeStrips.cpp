@@ -37,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "QuantizeStrips.h"
+#include "ColumnSums.h"
 
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
@@ -789,13 +790,32 @@ static bool readsColumns(QuantizeOp op) {
   return (op.getTransposed() ? block.end()[-2] : block.back()) == 1;
 }
 
+/// CTAs an SM of the fused register kernel (127-128 registers of bf16 or
+/// f32 strips on sm_90a; docs/gpu.md).
+constexpr int64_t kFusedCTAsPerSM = 2;
+
+Operation *gpu_kernels::getStripColumnSumStart(QuantizeOp op,
+                                               const QuantizeFusionPlan &plan) {
+  const QuantizePlan *planned = plan.lookup(op);
+  if (!planned || op.getInput().getType().getRank() != 2 ||
+      (planned->kernel != QuantizeKernel::stripColumnwise &&
+       planned->kernel != QuantizeKernel::stripFused) ||
+      !readsColumns(op) || getStripBlockRows(op) != kBlockwiseExtent)
+    return nullptr;
+  QuantizeOp sibling = planned->sibling;
+  return sibling && sibling->isBeforeInBlock(op) ? sibling : op;
+}
+
 /// The strip kernel that keeps the strip in registers: each lane loads its
 /// strip from global memory and quantizes its columns, then (fused) its rows;
-/// a CTA is one row block's 8 warps where a rowwise block spans them.
+/// a CTA is one row block's 8 warps where a rowwise block spans them. With
+/// `partials` (a fused column sum; getStripColumnSumStart) the lanes also
+/// store the column sums of its 64-row tiles there, from the values as
+/// loaded (ColumnSums.h).
 static void buildRegisterKernel(OpBuilder &builder, Location loc,
                                 RankedTensorType inputType, Value input,
                                 const StripOutput &columnwise,
-                                const StripOutput *rowwise) {
+                                const StripOutput *rowwise, Value partials) {
   StripGrid grid =
       getStripGrid(inputType, columnwise, rowwise, /*warpsPerTile=*/1);
   bool exchangesRows = rowwise && grid.getRowBlockWarps() > 1;
@@ -820,6 +840,23 @@ static void buildRegisterKernel(OpBuilder &builder, Location loc,
         Strip strip = loadStrip(b, l, index.div(ids.global, kWarpSize),
                                 index.rem(ids.global, kWarpSize), grid,
                                 elementType, readGlobal);
+        // Strips past the matrix only where it ends inside a row block. The
+        // sums' temporaries must not cost the fused kernel its second CTA an
+        // SM (128 registers), so where ptxas went above (sm_90a: f32 134, a
+        // 16-bit kernel with strips past the matrix 139-142) its first load
+        // asks for two (KernelOccupancy; then up to 16 and 44 bytes
+        // spilled). The other 16-bit kernels stay at 122-128 unasked.
+        bool masks = grid.rows % grid.blockRows != 0;
+        if (partials) {
+          if (masks || elementType.isF32())
+            strip.loaded.front().getDefiningOp()->setAttr(
+                "mx.min_ctas_per_sm", b.getI64IntegerAttr(kFusedCTAsPerSM));
+          storeStripColumnSums(
+              b, l, strip.lane, grid.lanesAcross, strip.rowInSlice.front(),
+              strip.values, masks ? strip.rowValid.front() : Value(), strip.col,
+              andI(b, l, strip.sliceValid, strip.colValid), grid.rows,
+              partials);
+        }
         quantizeColumns(b, l, strip, grid, columnwise);
         if (!rowwise)
           return;
@@ -872,6 +909,11 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
     const StripOutput *rowwise = rowwiseOp ? &outputs.back() : nullptr;
 
     RankedTensorType inputType = op.getInput().getType();
+    ColumnSumOp sum = getFusedColumnSum(op, op.getInput(), plan);
+    Value partials =
+        sum ? allocColumnPartials(rewriter, loc, inputType.getDimSize(0),
+                                  inputType.getDimSize(1))
+            : Value();
     if (rowwise && stagesTile(inputType, columnwise)) {
       for (StripOutput &out : outputs)
         out.storesRowsFromOneAddress = true;
@@ -880,7 +922,10 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       outputs.front().splitsColumnScales = true;
       buildStagedKernel(rewriter, loc, inputType, input, columnwise, *rowwise);
     } else
-      buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise);
+      buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise,
+                          partials);
+    if (sum)
+      replaceWithPartialsSum(rewriter, loc, sum, partials);
 
     for (StripOutput &out : outputs) {
       RankedTensorType scalesType = out.swizzle
