@@ -920,6 +920,7 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
       // Its two lane groups share a strip's column scales (measured 1.7 us
       // faster at 8192^2 on an H100, docs/gpu.md).
       outputs.front().splitsColumnScales = true;
+      assert(!sum && "staged kernels are MX's (32-row blocks): no column sums");
       buildStagedKernel(rewriter, loc, inputType, input, columnwise, *rowwise);
     } else
       buildRegisterKernel(rewriter, loc, inputType, input, columnwise, rowwise,
