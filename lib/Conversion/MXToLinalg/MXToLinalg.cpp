@@ -417,7 +417,7 @@ struct UnswizzleOpLowering : OpConversionPattern<UnswizzleOp> {
     // The oriented compact shape: the result's, with the last two swapped
     // where orientForLayout transposed.
     SmallVector<int64_t> oriented(resultType.getShape());
-    bool unscaledLast = op.getUnscaledDim() == rank - 1;
+    bool unscaledLast = int64_t(op.getUnscaledDim()) == rank - 1;
     if (unscaledLast != (layout == SwizzleLayout::blockwise))
       std::swap(oriented[rank - 2], oriented[rank - 1]);
     SmallVector<OpFoldResult> zeros(rank, rewriter.getIndexAttr(0));

@@ -297,7 +297,8 @@ Value getGemmReadyScales(OpBuilder &b, Location loc, Value scales,
   if (staging == ScaleStaging::stageRows && type.getRank() == 2) {
     int64_t rows = type.getDimSize(0), blocks = type.getDimSize(1);
     auto ready = RankedTensorType::get(
-        {blocks, llvm::divideCeil(rows, 4), 4}, type.getElementType());
+        {blocks, llvm::divideCeilSigned(rows, int64_t(4)), 4},
+        type.getElementType());
     return SwizzleOp::create(b, loc, ready, scales, /*unscaled_dim=*/uint64_t(0),
                              SwizzleLayout::blockwise);
   }

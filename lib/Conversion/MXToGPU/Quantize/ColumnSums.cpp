@@ -65,10 +65,10 @@ MemRefType gpu_kernels::getColumnSumBufferType(MLIRContext *context) {
 
 Value gpu_kernels::allocColumnPartials(OpBuilder &b, Location loc,
                                        int64_t rows, int64_t cols) {
-  return allocDevice(
-      b, loc,
-      RankedTensorType::get({llvm::divideCeil(rows, kColumnSumTile), cols},
-                            b.getF32Type()));
+  return allocDevice(b, loc,
+                     RankedTensorType::get(
+                         {llvm::divideCeilSigned(rows, kColumnSumTile), cols},
+                         b.getF32Type()));
 }
 
 void gpu_kernels::stageColumnSums(OpBuilder &b, Location loc, Value thread,
