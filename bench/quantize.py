@@ -23,7 +23,8 @@ along M, GEMM-ready) alone and with the rowwise part in one kernel (mx.torch's "
 5B model's 15872 x 4096, with the rowwise part alone there too); FP8 per-tensor current scaling (the amax pass
 and the cast, `exact` scale amax / 448; also at 15872 x 4096, and with the transposed data from the
 cast+transpose kernel, mx.torch's "both" program, at 8192^2 and 15872 x 4096); the delayed-scaling cast
-(mx.quantize_delayed, history [16, 1024]); MXFP4 (E2M1 packed, E8M0 per [1, 32]) and NVFP4 (E2M1 packed, E4M3
+(mx.quantize_delayed, history [16, 1024]; also with its transposed partner, the cast+transpose kernel,
+mx.torch's program, at 8192^2 and 15872 x 4096); MXFP4 (E2M1 packed, E8M0 per [1, 32]) and NVFP4 (E2M1 packed, E4M3
 per [1, 16]) with a given and with a computed tensor scale (8192^2 and 16384^2); the delayed-scaling history
 update (mx.update_amax_history) of 1024 tensors, history [16, 1024], as one launch; MXFP8 dequantize to bf16
 at 8192^2; swizzle and unswizzle of the E8M0 scales of 8192^2 data ([8192, 256]); MXFP6 (E3M2 and E2M3, packed

@@ -369,8 +369,8 @@ class Delayed(Case):
         out += [("transposed data", _prod(self.shape), 2)] * self.both
         return out + [("history", 4 * _prod(HISTORY), 2)]
 
-    def nbytes(self):   # x, the scale read, every output, the history copied with one entry set
-        return 2 * _prod(self.shape) + 4 + sum(n for _, n, _ in self.outputs())
+    def nbytes(self):   # x and the scale read, every output, the history read (copied with one entry set)
+        return 2 * _prod(self.shape) + 4 + sum(n for _, n, _ in self.outputs()) + 4 * _prod(HISTORY)
 
     def check(self, host, outs):
         import numpy as np
