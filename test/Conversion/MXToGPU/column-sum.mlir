@@ -144,6 +144,22 @@ func.func @blockwise_fused_whole_blocks(%x: tensor<256x128xf16>) -> (tensor<256x
 
 // -----
 
+// The transposed [1, 128] quantize alone (no rowwise sibling) has the same
+// strip kernel, which sums the columns too.
+// CHECK-LABEL: func @blockwise_transposed_alone
+// CHECK: gpu.launch
+// CHECK-COUNT-12: gpu.shuffle  up
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @blockwise_transposed_alone(%x: tensor<128x128xbf16>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>, tensor<128xf32>) {
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<128x128xbf16> -> tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+  %db = mx.column_sum %x : tensor<128x128xbf16> -> tensor<128xf32>
+  return %t, %ts, %db : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>, tensor<128xf32>
+}
+
+// -----
+
 // MXFP8's strip kernel (32-row column blocks: a 64-row tile spans two
 // warps) does not sum the columns: the tile kernel does, after it.
 // CHECK-LABEL: func @mxfp8_not_fused
