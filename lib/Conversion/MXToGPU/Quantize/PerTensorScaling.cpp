@@ -649,8 +649,8 @@ struct PerTensorQuantizeToGPU : PlannedQuantizePattern {
     if (!op.getTransposed() && plain)
       return rewriter.notifyMatchFailure(op, "cast by its transposed sibling");
     // Build before the earlier op so that the results dominate both users.
-    if (plain && plain->isBeforeInBlock(op))
-      rewriter.setInsertionPoint(plain);
+    if (Operation *start = getCastTransposeStart(op, plan))
+      rewriter.setInsertionPoint(start);
     Location loc = op.getLoc();
     RankedTensorType inputType = op.getInput().getType();
     int64_t slices = getNumSlices(inputType, 2);

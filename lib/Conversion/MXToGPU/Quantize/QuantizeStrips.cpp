@@ -794,16 +794,27 @@ static bool readsColumns(QuantizeOp op) {
 /// f32 strips on sm_90a; docs/gpu.md).
 constexpr int64_t kFusedCTAsPerSM = 2;
 
-Operation *gpu_kernels::getStripColumnSumStart(QuantizeOp op,
-                                               const QuantizeFusionPlan &plan) {
+/// Where the strip kernel anchored at `op` (its columnwise quantize) is
+/// built: before the earlier of `op` and its fused sibling, so that the
+/// results dominate both users; null where `op` anchors no strip kernel.
+static Operation *getStripKernelStart(QuantizeOp op,
+                                      const QuantizeFusionPlan &plan) {
   const QuantizePlan *planned = plan.lookup(op);
-  if (!planned || op.getInput().getType().getRank() != 2 ||
+  if (!planned ||
       (planned->kernel != QuantizeKernel::stripColumnwise &&
        planned->kernel != QuantizeKernel::stripFused) ||
-      !readsColumns(op) || getStripBlockRows(op) != kBlockwiseExtent)
+      !readsColumns(op))
     return nullptr;
   QuantizeOp sibling = planned->sibling;
   return sibling && sibling->isBeforeInBlock(op) ? sibling : op;
+}
+
+Operation *gpu_kernels::getStripColumnSumStart(QuantizeOp op,
+                                               const QuantizeFusionPlan &plan) {
+  if (op.getInput().getType().getRank() != 2 ||
+      getStripBlockRows(op) != kBlockwiseExtent)
+    return nullptr;
+  return getStripKernelStart(op, plan);
 }
 
 /// The strip kernel that keeps the strip in registers: each lane loads its
@@ -879,17 +890,12 @@ struct ColumnwiseQuantizeToGPU : OpRewritePattern<QuantizeOp> {
 
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
-    const QuantizePlan *planned = plan.lookup(op);
-    if (!planned ||
-        (planned->kernel != QuantizeKernel::stripColumnwise &&
-         planned->kernel != QuantizeKernel::stripFused) ||
-        !readsColumns(op))
+    Operation *start = getStripKernelStart(op, plan);
+    if (!start)
       return rewriter.notifyMatchFailure(op,
                                          "not a planned columnwise quantize");
-    QuantizeOp rowwiseOp = planned->sibling;
-    // Build before the earlier op so that the results dominate both users.
-    if (rowwiseOp && rowwiseOp->isBeforeInBlock(op))
-      rewriter.setInsertionPoint(rowwiseOp);
+    QuantizeOp rowwiseOp = plan.lookup(op)->sibling;
+    rewriter.setInsertionPoint(start);
     Location loc = op.getLoc();
 
     auto makeOutput = [&](QuantizeOp q) {
