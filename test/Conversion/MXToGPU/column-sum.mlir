@@ -144,6 +144,20 @@ func.func @blockwise_fused_whole_blocks(%x: tensor<256x128xf16>) -> (tensor<256x
 
 // -----
 
+// An f32 input asks for two CTAs an SM with whole row blocks too.
+// CHECK-LABEL: func @blockwise_fused_f32
+// CHECK: gpu.launch
+// CHECK:   vector.load {{.*}} {alignment = 16 : i64, mx.min_ctas_per_sm = 2 : i64} : memref<128x128xf32>, vector<4xf32>
+// CHECK-COUNT-12: gpu.shuffle  up
+func.func @blockwise_fused_f32(%x: tensor<128x128xf32>) -> (tensor<128x128xf8E4M3FN>, tensor<128x1xf32>, tensor<128x128xf8E4M3FN>, tensor<128x1xf32>, tensor<128xf32>) {
+  %d, %s = mx.quantize %x block [1, 128] rounding ceil : tensor<128x128xf32> -> tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<128x128xf32> -> tensor<128x128xf8E4M3FN>, tensor<128x1xf32>
+  %db = mx.column_sum %x : tensor<128x128xf32> -> tensor<128xf32>
+  return %d, %s, %t, %ts, %db : tensor<128x128xf8E4M3FN>, tensor<128x1xf32>, tensor<128x128xf8E4M3FN>, tensor<128x1xf32>, tensor<128xf32>
+}
+
+// -----
+
 // The transposed [1, 128] quantize alone (no rowwise sibling) has the same
 // strip kernel, which sums the columns too.
 // CHECK-LABEL: func @blockwise_transposed_alone
