@@ -199,3 +199,24 @@ func.func @nvfp4(%a: tensor<128x512xf4E2M1FN>, %as: tensor<1x8x32x4x4xf8E4M3FN>,
       : tensor<128x512xf4E2M1FN>, tensor<1x8x32x4x4xf8E4M3FN>, tensor<256x512xf4E2M1FN>, tensor<2x8x32x4x4xf8E4M3FN> -> tensor<128x256xbf16>
   return %c : tensor<128x256xbf16>
 }
+
+// -----
+
+// A delayed cast of the product fused into the epilogue (as on sm_90a,
+// gemm-output-cast.mlir): the epilogue warpgroup converts what it reads
+// from tensor memory to FP8 codes and records its amax in the CTA's slot.
+// CHECK-LABEL: func.func @mx_output_cast
+// CHECK: gpu.alloc () : memref<256x384xf8E5M2>
+// CHECK: llvm.func @kernel
+// CHECK-SAME: recipe=mx_block_scaled
+// CHECK-SAME: cast=f8E5M2:0 amax_slots=16
+// CHECK: nvvm.tcgen05.ld
+// CHECK: nvvm.convert.f32x2.to.f8x2 {{.*}} : i16(f8E5M2)
+// CHECK: llvm.atomicrmw umax
+func.func @mx_output_cast(%a: tensor<256x512xf8E4M3FN>, %as: tensor<256x16xf8E8M0FNU>, %b: tensor<384x512xf8E4M3FN>, %bs: tensor<384x16xf8E8M0FNU>, %scales: tensor<1xf32>, %history: tensor<4x1xf32>) -> (tensor<256x384xf8E5M2>, tensor<1x1xf32>, tensor<4x1xf32>) {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 32] rhs_block [1, 32]
+      : tensor<256x512xf8E4M3FN>, tensor<256x16xf8E8M0FNU>, tensor<384x512xf8E4M3FN>, tensor<384x16xf8E8M0FNU> -> tensor<256x384xf32>
+  %y, %sinv, %h = mx.quantize_delayed %c, %scales, %history index 0
+      : tensor<256x384xf32>, tensor<1xf32>, tensor<4x1xf32> -> tensor<256x384xf8E5M2>, tensor<1x1xf32>, tensor<4x1xf32>
+  return %y, %sinv, %h : tensor<256x384xf8E5M2>, tensor<1x1xf32>, tensor<4x1xf32>
+}

@@ -20,11 +20,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../Quantize/ElementConversion.h"
 #include "GemmKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -49,14 +51,21 @@ constexpr int64_t kPreloadedVectors = 16;
 
 } // namespace
 
-void GemmKernelBuilder::storeFragment(
+Value GemmKernelBuilder::storeFragment(
     TileOrigin origin, ArrayRef<Value> values, int64_t runLength,
     function_ref<std::pair<Value, Value>(int64_t)> coords) {
-  Type outType = plan.outputType;
-  int64_t outBytes = outType.getIntOrFloatBitWidth() / 8;
+  // Codes are addressed as bytes (LLVM has no FP8 type).
+  Type outType = plan.outputType,
+       storedType = plan.castType ? b.getI8Type() : outType;
   auto globalPtr = LLVM::LLVMPointerType::get(
       b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
   Value out = LLVM::AddrSpaceCastOp::create(b, globalPtr, args.out);
+  // The fused output cast's scale, and its running amax (f32 bits).
+  Value castScale, amax;
+  if (plan.castType) {
+    castScale = loadGlobalF32(args.castScales, i32(plan.castIndex));
+    amax = i32(0);
+  }
   // A run is stored as vectors of `width` columns, the widest power of two
   // that divides N: each vector is then aligned to its size and lies wholly
   // inside or wholly outside the matrix.
@@ -104,13 +113,14 @@ void GemmKernelBuilder::storeFragment(
     }
     for (int64_t v = group; v < groupEnd; ++v) {
       const Location &at = located[v - group];
-      Value address = LLVM::GEPOp::create(b, globalPtr, outType, out,
+      Value address = LLVM::GEPOp::create(b, globalPtr, storedType, out,
                                           ArrayRef<LLVM::GEPArg>{at.index});
       Value vector = vector::FromElementsOp::create(
           b, VectorType::get({width}, b.getF32Type()),
           values.slice(v * width, width));
-      ifThen(at.valid, [&] {
-        // The epilogue operands, in f32: + bias[col], then + D[row, col].
+      // The product as the output type holds it, in f32: + bias[col], then
+      // + D[row, col], then rounded.
+      auto finalValues = [&] {
         if (args.bias)
           vector = arith::AddFOp::create(
               b, vector,
@@ -118,17 +128,114 @@ void GemmKernelBuilder::storeFragment(
         if (args.accumulator)
           vector =
               arith::AddFOp::create(b, vector, accumulated[v - group]);
-        Value rounded = outType.isF32()
-                            ? vector
-                            : arith::TruncFOp::create(
-                                  b, VectorType::get({width}, outType), vector);
-        Value stored = width == 1
-                           ? Value(vector::ExtractOp::create(b, rounded, 0))
-                           : rounded;
-        LLVM::StoreOp::create(b, stored, address, width * outBytes);
-      });
+        return outType.isF32()
+                   ? vector
+                   : arith::TruncFOp::create(
+                         b, VectorType::get({width}, outType), vector)
+                         .getResult();
+      };
+      if (!plan.castType) {
+        ifThen(at.valid, [&] { storeVector(finalValues(), address); });
+        continue;
+      }
+      auto stored = scf::IfOp::create(b, TypeRange{b.getI32Type()}, at.valid,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&stored.getThenRegion().front());
+        scf::YieldOp::create(
+            b, storeCastVector(finalValues(), castScale, address));
+        b.setInsertionPointToStart(&stored.getElseRegion().front());
+        scf::YieldOp::create(b, i32(0));
+      }
+      amax = arith::MaxUIOp::create(b, amax, stored.getResult(0));
     }
   }
+  return amax;
+}
+
+void GemmKernelBuilder::storeVector(Value vector, Value address) {
+  auto type = cast<VectorType>(vector.getType());
+  int64_t bytes =
+      type.getNumElements() * type.getElementType().getIntOrFloatBitWidth() / 8;
+  Value stored = type.getNumElements() == 1
+                     ? Value(vector::ExtractOp::create(b, vector, 0))
+                     : vector;
+  LLVM::StoreOp::create(b, stored, address, bytes);
+}
+
+Value GemmKernelBuilder::storeCastVector(Value rounded, Value scale,
+                                         Value address) {
+  // The delayed cast reads the product as stored (rounded to the output
+  // type), widened exactly to f32.
+  auto type = cast<VectorType>(rounded.getType());
+  auto f32Type = VectorType::get(type.getShape(), b.getF32Type());
+  Value values = type.getElementType().isF32()
+                     ? rounded
+                     : arith::ExtFOp::create(b, f32Type, rounded).getResult();
+  std::optional<gpu_kernels::ElementConversion> conversion =
+      gpu_kernels::ElementConversion::get(plan.castType, plan.chip);
+  assert(conversion && "FP8 casts have a cvt on every chip");
+  storeVector(
+      gpu_kernels::castWithScale(b, b.getLoc(), values, scale, *conversion),
+      address);
+  // |x| as the bits of an f32 orders as unsigned integers, NaN above +Inf:
+  // the max of the bits is the NaN-propagating amax.
+  auto bitsType = VectorType::get(type.getShape(), b.getI32Type());
+  Value magnitudes = arith::AndIOp::create(
+      b, arith::BitcastOp::create(b, bitsType, values),
+      arith::ConstantOp::create(
+          b,
+          DenseElementsAttr::get(bitsType, b.getI32IntegerAttr(0x7fffffff))));
+  Value amax = i32(0);
+  for (int64_t e = 0; e < type.getNumElements(); ++e)
+    amax = arith::MaxUIOp::create(b, amax,
+                                  vector::ExtractOp::create(b, magnitudes, e));
+  return amax;
+}
+
+void GemmKernelBuilder::recordAmax(Value amaxBits) {
+  for (int64_t offset = 16; offset >= 1; offset /= 2)
+    amaxBits = arith::MaxUIOp::create(
+        b, amaxBits,
+        NVVM::ShflOp::create(b, b.getI32Type(), i32(-1), amaxBits, i32(offset),
+                             i32(31), NVVM::ShflKind::bfly, UnitAttr()));
+  Value lane = arith::RemUIOp::create(b, threadIdx, i32(32));
+  ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, i32(0)), [&] {
+    auto globalPtr = LLVM::LLVMPointerType::get(
+        b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
+    Value partial = LLVM::GEPOp::create(
+        b, globalPtr, b.getI32Type(),
+        LLVM::AddrSpaceCastOp::create(b, globalPtr, args.amaxPartials),
+        ArrayRef<LLVM::GEPArg>{
+            Value(NVVM::BlockIdXOp::create(b, b.getI32Type()))});
+    LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::umax, partial, amaxBits,
+                              LLVM::AtomicOrdering::monotonic);
+  });
+}
+
+void GemmKernelBuilder::clearAmaxPartials() {
+  // CTA c clears slots c, c + ctas, ... (the padding past the CTAs
+  // included) before the CTAs' first barrier, which orders it before its
+  // consumers' atomics; no other CTA touches slot c.
+  ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx, i32(0)),
+         [&] {
+           Value cta = NVVM::BlockIdXOp::create(b, b.getI32Type());
+           for (int64_t first = 0; first < plan.castSlots();
+                first += plan.ctas()) {
+             Value slot = arith::AddIOp::create(b, cta, i32(first));
+             ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot,
+                                          i32(plan.castSlots())),
+                    [&] {
+                      LLVM::StoreOp::create(
+                          b, i32(0),
+                          LLVM::GEPOp::create(b, args.amaxPartials.getType(),
+                                              b.getI32Type(), args.amaxPartials,
+                                              ArrayRef<LLVM::GEPArg>{slot}),
+                          /*alignment=*/4);
+                    });
+           }
+         });
 }
 
 Value GemmKernelBuilder::loadEpilogueOperand(Value pointer, Type elementType,
@@ -167,10 +274,16 @@ void GemmKernelBuilder::storeWaves(const ConsumerThread &thread,
                                    ArrayRef<SmallVector<Value>> waves) {
   if (plan.epilogue == GemmEpilogue::tmaStore)
     return storeWavesThroughSharedMemory(thread, origin, waves);
-  for (auto [wave, values] : llvm::enumerate(waves))
-    storeFragment(origin, values, kFragmentRun, [&](int64_t e) {
-      return getFragmentCoordinates(thread, wave, e);
-    });
+  Value amax;
+  for (auto [wave, values] : llvm::enumerate(waves)) {
+    Value waveAmax =
+        storeFragment(origin, values, kFragmentRun, [&](int64_t e) {
+          return getFragmentCoordinates(thread, wave, e);
+        });
+    amax = amax ? arith::MaxUIOp::create(b, amax, waveAmax) : waveAmax;
+  }
+  if (plan.castType)
+    recordAmax(amax);
 }
 
 void GemmKernelBuilder::storeWavesThroughSharedMemory(

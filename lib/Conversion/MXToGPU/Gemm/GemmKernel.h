@@ -42,7 +42,7 @@ enum class KernelParameter {
   tensorMapB,       // CUtensorMap of B
   aScales,          // swizzled E8M0 or f32
   bScales,          //
-  out,              // row-major [M, N] of the output type
+  out,              // row-major [M, N] of the output type (the cast's codes)
   tensorMapAScales, // stageRows: CUtensorMap of A's GEMM-ready [KB, M'] f32;
                     // chunks: of A's swizzled E8M0 as rows of 128 bytes
   tensorMapBScales, // the same of B's
@@ -51,6 +51,8 @@ enum class KernelParameter {
   accumulator,      // row-major [M, N] of the output type, added (C += A B^T)
   aTensorScale,     // NVFP4: A's f32 tensor scale (0-D)
   bTensorScale,     // NVFP4: B's
+  castScales,       // fused output cast: its f32 scales (column castIndex)
+  amaxPartials,     // fused output cast: f32 [castSlots], the CTAs' amaxes
 };
 
 /// The parameters the kernel of `plan` takes, in order: the one list the
@@ -68,6 +70,7 @@ struct KernelArguments {
   mlir::Value tensorMapAScales, tensorMapBScales, tensorMapOut;
   mlir::Value bias, accumulator;
   mlir::Value aTensorScale, bTensorScale;
+  mlir::Value castScales, amaxPartials;
 };
 
 /// The origin of one output tile, in elements (i32).
@@ -212,8 +215,10 @@ public:
   /// the output type from registers, partial tiles masked: `coords(e)`
   /// gives element e's row and column inside the tile, and each run of
   /// `runLength` elements (a power of two) from a multiple of it are
-  /// adjacent columns of a row.
-  void storeFragment(
+  /// adjacent columns of a row. With a fused output cast, stores the
+  /// values' codes instead and returns the largest magnitude of the values
+  /// it stored, as the i32 bits of an f32 (null without a cast).
+  mlir::Value storeFragment(
       TileOrigin origin, llvm::ArrayRef<mlir::Value> values, int64_t runLength,
       llvm::function_ref<std::pair<mlir::Value, mlir::Value>(int64_t)> coords);
   /// `width` elements of an epilogue operand (`bias` or `accumulator`) of
@@ -226,6 +231,11 @@ public:
   /// wave (f32, already scaled), as the plan's epilogue says.
   void storeWaves(const ConsumerThread &thread, TileOrigin origin,
                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> waves);
+  /// The fused output cast: records `amaxBits` (storeFragment's, one a
+  /// thread) in this CTA's amax partial, the max over the warp first.
+  void recordAmax(mlir::Value amaxBits);
+  /// The fused output cast: zeroes this CTA's amax partials (kernel entry).
+  void clearAmaxPartials();
   /// Before exit: waits until the last TMA stores have read shared memory.
   void finishEpilogue(const ConsumerThread &thread);
 
@@ -244,6 +254,12 @@ private:
                        int64_t StageLayout::*buffer,
                        mlir::Value kBlock, mlir::Value rowOrigin,
                        int64_t tileRows, mlir::Value full, RingSlot slot);
+  /// Stores `vector` at `address` (global), aligned to its size.
+  void storeVector(mlir::Value vector, mlir::Value address);
+  /// Stores the fused output cast's codes of `rounded` (the output type)
+  /// at `address`; returns their largest magnitude's f32 bits.
+  mlir::Value storeCastVector(mlir::Value rounded, mlir::Value scale,
+                              mlir::Value address);
   void storeWavesThroughSharedMemory(
       const ConsumerThread &thread, TileOrigin origin,
       llvm::ArrayRef<llvm::SmallVector<mlir::Value>> waves);

@@ -142,6 +142,12 @@ LLVM::LLVMFuncOp buildKernel(OpBuilder &builder, Location loc,
     case KernelParameter::bTensorScale:
       slot = &args.bTensorScale;
       break;
+    case KernelParameter::castScales:
+      slot = &args.castScales;
+      break;
+    case KernelParameter::amaxPartials:
+      slot = &args.amaxPartials;
+      break;
     }
     *slot = argument;
   }
@@ -332,6 +338,191 @@ Value stageOperand(ImplicitLocOpBuilder &b, ModuleOp module,
   return copy;
 }
 
+/// The device buffers of one kernel launch.
+struct LaunchBuffers {
+  Value lhs, rhs;                   // the operands (staged MX: bf16 copies)
+  Value aScales, bScales;           // GEMM-ready scales
+  Value aStageScales, bStageScales; // what the stages load
+  Value out, partials;              // the output; the cast's amax partials
+};
+
+/// The kernel's arguments, in getKernelParameters' order.
+SmallVector<Value> getKernelArguments(ImplicitLocOpBuilder &b, ModuleOp module,
+                                      const GemmPlan &plan, ScaledMatmulOp op,
+                                      QuantizeDelayedOp cast,
+                                      const LaunchBuffers &buffers) {
+  auto map = [&](const TensorMapRequest &request) {
+    return createTensorMap(b, module, request);
+  };
+  SmallVector<Value> arguments;
+  auto pointer = [&](Value value) {
+    return getDevicePointer(b, b.getLoc(), value);
+  };
+  for (KernelParameter parameter : getKernelParameters(plan)) {
+    switch (parameter) {
+    case KernelParameter::tensorMapA:
+      arguments.push_back(
+          map(getOperandMap(b, pointer(buffers.lhs), plan, plan.a, plan.tileM,
+                            plan.clusterN > 1)));
+      break;
+    case KernelParameter::tensorMapB:
+      arguments.push_back(
+          map(getOperandMap(b, pointer(buffers.rhs), plan, plan.b, plan.tileN,
+                            plan.clusterM > 1)));
+      break;
+    case KernelParameter::aScales:
+      arguments.push_back(pointer(buffers.aScales));
+      break;
+    case KernelParameter::bScales:
+      arguments.push_back(pointer(buffers.bScales));
+      break;
+    case KernelParameter::out:
+      arguments.push_back(pointer(buffers.out));
+      break;
+    case KernelParameter::tensorMapAScales:
+      arguments.push_back(map(getStageScalesMap(
+          b, pointer(buffers.aStageScales), plan, plan.a,
+          getElementTypeOrSelf(buffers.aScales.getType()), plan.tileM)));
+      break;
+    case KernelParameter::tensorMapBScales:
+      arguments.push_back(map(getStageScalesMap(
+          b, pointer(buffers.bStageScales), plan, plan.b,
+          getElementTypeOrSelf(buffers.bScales.getType()), plan.tileN)));
+      break;
+    case KernelParameter::tensorMapOut:
+      arguments.push_back(map(
+          {pointer(buffers.out), plan.outputType, plan.m, plan.n, plan.tileM,
+           kSwizzleBytes * 8 / plan.outputType.getIntOrFloatBitWidth(),
+           MXRT_SWIZZLE_128B}));
+      break;
+    case KernelParameter::bias:
+      arguments.push_back(pointer(op.getBias()));
+      break;
+    case KernelParameter::accumulator:
+      arguments.push_back(pointer(op.getAccumulator()));
+      break;
+    case KernelParameter::aTensorScale:
+      arguments.push_back(pointer(op.getTensorScales()[0]));
+      break;
+    case KernelParameter::bTensorScale:
+      arguments.push_back(pointer(op.getTensorScales()[1]));
+      break;
+    case KernelParameter::castScales:
+      arguments.push_back(pointer(cast.getScales()));
+      break;
+    case KernelParameter::amaxPartials:
+      arguments.push_back(pointer(buffers.partials));
+      break;
+    }
+  }
+  return arguments;
+}
+
+/// The launch of the persistent grid, in clusters where the plan has them.
+void launchKernel(ImplicitLocOpBuilder &b, LLVM::LLVMFuncOp kernel,
+                  const GemmPlan &plan, ValueRange arguments) {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, v).getResult();
+  };
+  std::optional<gpu::KernelDim3> clusters;
+  if (plan.clusterSize() > 1)
+    clusters = gpu::KernelDim3{index(plan.clusterSize()), index(1), index(1)};
+  auto kernelSymbol = SymbolRefAttr::get(
+      kernel->getParentOfType<gpu::GPUModuleOp>().getNameAttr(),
+      {SymbolRefAttr::get(kernel.getSymNameAttr())});
+  gpu::LaunchFuncOp::create(
+      b, kernelSymbol, gpu::KernelDim3{index(plan.ctas()), index(1), index(1)},
+      gpu::KernelDim3{index(plan.threads()), index(1), index(1)},
+      arith::ConstantIntOp::create(b, b.getI32Type(), plan.sharedBytes),
+      arguments, /*asyncTokenType=*/Type(), ValueRange(), clusters);
+}
+
+/// Replaces `op` and its fused `cast` with the kernel's codes `out`; a
+/// delayed cast of the CTAs' amax partials records their max (the product's
+/// amax) and writes the scale's inverse, as the cast of the product would.
+void replaceWithCastCodes(PatternRewriter &rewriter, ImplicitLocOpBuilder &b,
+                          ScaledMatmulOp op, QuantizeDelayedOp cast,
+                          const GemmPlan &plan, Value out, Value partials) {
+  auto recorded = QuantizeDelayedOp::create(
+      b, RankedTensorType::get({1, plan.castSlots()}, plan.castType),
+      cast.getScaleInv().getType(), cast.getNewHistory().getType(),
+      toTensor(b, b.getLoc(), partials), cast.getScales(), cast.getHistory(),
+      cast.getIndexAttr(), /*transposed=*/UnitAttr());
+  rewriter.replaceOp(cast, {toTensor(b, b.getLoc(), out),
+                            recorded.getScaleInv(), recorded.getNewHistory()});
+  rewriter.eraseOp(op);
+}
+
+/// Lowers `op` to its generated kernel, with `cast` (getFusedOutputCast's,
+/// or null) written by its epilogue: every check before the IR changes.
+LogicalResult lowerToKernel(ScaledMatmulOp op, QuantizeDelayedOp cast,
+                            PatternRewriter &rewriter, Chip chip,
+                            GemmLowering lowering, const GemmConfig &config) {
+  // Every check before the IR changes.
+  FailureOr<GemmLoweringChoice> choice = matchGemmLowering(
+      op, rewriter, chip, lowering, config, GemmLowering::kernel);
+  if (failed(choice))
+    return failure();
+  std::string reason;
+  FailureOr<GemmPlan> plan = planGemm(op, chip, config, reason);
+  if (failed(plan))
+    return rewriter.notifyMatchFailure(op, reason);
+  auto module = op->getParentOfType<ModuleOp>();
+  Value aScales = op.getLhsScales(), bScales = op.getRhsScales();
+  if (!isGemmReady(aScales, plan->a.scales) ||
+      !isGemmReady(bScales, plan->b.scales))
+    return rewriter.notifyMatchFailure(
+        op, "scales are not in the GEMM-ready layout (swizzleGemmScales "
+            "runs first)");
+
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  rewriter.getUnitAttr());
+  LLVM::LLVMFuncOp kernel = buildKernel(rewriter, op.getLoc(), module, *plan);
+  kernel->setAttr(kGemmLoweringAttrName,
+                  rewriter.getStringAttr(choice->reason));
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  // The output: the product, or the fused cast's codes, with the CTAs'
+  // amax partials.
+  Value out =
+      allocDevice(b, b.getLoc(),
+                  cast ? cast.getData().getType() : op.getResult().getType());
+  Value partials =
+      cast ? allocDevice(
+                 b, b.getLoc(),
+                 RankedTensorType::get({1, plan->castSlots()}, b.getF32Type()))
+           : Value();
+  // Temporaries that kernels write before the GEMM reads them, freed once
+  // it has run (stream order). Staged MX: the bf16 copies of the operands.
+  Value lhs = op.getLhs(), rhs = op.getRhs();
+  SmallVector<Value, 2> temporaries;
+  if (plan->recipe == GemmRecipe::mxStaged) {
+    lhs = stageOperand(b, module, *plan, plan->a, lhs, aScales);
+    rhs = stageOperand(b, module, *plan, plan->b, rhs, bScales);
+    temporaries = {lhs, rhs};
+  }
+  // The wgrad form's stages load the scale products' operand rows in
+  // place of the scales.
+  Value aStageScales = aScales, bStageScales = bScales;
+  if (plan->scaleProducts) {
+    aStageScales = writeScaleProductRows(b, module, *plan, plan->a, plan->tileM,
+                                         /*lhs=*/true, aScales);
+    bStageScales = writeScaleProductRows(b, module, *plan, plan->b, plan->tileN,
+                                         /*lhs=*/false, bScales);
+    temporaries.append({aStageScales, bStageScales});
+  }
+  LaunchBuffers buffers{lhs,          rhs,          aScales, bScales,
+                        aStageScales, bStageScales, out,     partials};
+  launchKernel(b, kernel, *plan,
+               getKernelArguments(b, module, *plan, op, cast, buffers));
+  for (Value temporary : temporaries)
+    gpu::DeallocOp::create(b, Type(), ValueRange(), temporary);
+  if (cast)
+    replaceWithCastCodes(rewriter, b, op, cast, *plan, out, partials);
+  else
+    rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));
+  return success();
+}
+
 struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
   ScaledMatmulToKernel(MLIRContext *context, Chip chip, GemmLowering lowering,
                        const GemmConfig &config)
@@ -340,127 +531,32 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
 
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    // Every check before the IR changes.
-    FailureOr<GemmLoweringChoice> choice = matchGemmLowering(
-        op, rewriter, chip, lowering, config, GemmLowering::kernel);
-    if (failed(choice))
-      return failure();
-    std::string reason;
-    FailureOr<GemmPlan> plan = planGemm(op, chip, config, reason);
-    if (failed(plan))
-      return rewriter.notifyMatchFailure(op, reason);
-    auto module = op->getParentOfType<ModuleOp>();
-    Value aScales = op.getLhsScales(), bScales = op.getRhsScales();
-    if (!isGemmReady(aScales, plan->a.scales) ||
-        !isGemmReady(bScales, plan->b.scales))
+    if (getFusedOutputCast(op, config))
       return rewriter.notifyMatchFailure(
-          op, "scales are not in the GEMM-ready layout (swizzleGemmScales "
-              "runs first)");
+          op, "lowered with the delayed cast of its product");
+    return lowerToKernel(op, nullptr, rewriter, chip, lowering, config);
+  }
 
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    rewriter.getUnitAttr());
-    LLVM::LLVMFuncOp kernel =
-        buildKernel(rewriter, op.getLoc(), module, *plan);
-    kernel->setAttr(kGemmLoweringAttrName,
-                    rewriter.getStringAttr(choice->reason));
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value out = allocDevice(b, b.getLoc(), op.getResult().getType());
-    auto pointer = [&](Value value) {
-      return getDevicePointer(b, b.getLoc(), value);
-    };
-    // Temporaries that kernels write before the GEMM reads them, freed once
-    // it has run (stream order). Staged MX: the bf16 copies of the operands.
-    Value lhs = op.getLhs(), rhs = op.getRhs();
-    SmallVector<Value, 2> temporaries;
-    if (plan->recipe == GemmRecipe::mxStaged) {
-      lhs = stageOperand(b, module, *plan, plan->a, lhs, aScales);
-      rhs = stageOperand(b, module, *plan, plan->b, rhs, bScales);
-      temporaries = {lhs, rhs};
-    }
-    // The wgrad form's stages load the scale products' operand rows in
-    // place of the scales.
-    Value aStageScales = aScales, bStageScales = bScales;
-    if (plan->scaleProducts) {
-      aStageScales = writeScaleProductRows(b, module, *plan, plan->a,
-                                           plan->tileM, /*lhs=*/true, aScales);
-      bStageScales = writeScaleProductRows(b, module, *plan, plan->b,
-                                           plan->tileN, /*lhs=*/false, bScales);
-      temporaries.append({aStageScales, bStageScales});
-    }
-    auto map = [&](const TensorMapRequest &request) {
-      return createTensorMap(b, module, request);
-    };
-    SmallVector<Value> arguments;
-    for (KernelParameter parameter : getKernelParameters(*plan)) {
-      switch (parameter) {
-      case KernelParameter::tensorMapA:
-        arguments.push_back(map(getOperandMap(b, pointer(lhs), *plan,
-                                              plan->a, plan->tileM,
-                                              plan->clusterN > 1)));
-        break;
-      case KernelParameter::tensorMapB:
-        arguments.push_back(map(getOperandMap(b, pointer(rhs), *plan,
-                                              plan->b, plan->tileN,
-                                              plan->clusterM > 1)));
-        break;
-      case KernelParameter::aScales:
-        arguments.push_back(pointer(aScales));
-        break;
-      case KernelParameter::bScales:
-        arguments.push_back(pointer(bScales));
-        break;
-      case KernelParameter::out:
-        arguments.push_back(pointer(out));
-        break;
-      case KernelParameter::tensorMapAScales:
-        arguments.push_back(map(getStageScalesMap(
-            b, pointer(aStageScales), *plan, plan->a,
-            getElementTypeOrSelf(aScales.getType()), plan->tileM)));
-        break;
-      case KernelParameter::tensorMapBScales:
-        arguments.push_back(map(getStageScalesMap(
-            b, pointer(bStageScales), *plan, plan->b,
-            getElementTypeOrSelf(bScales.getType()), plan->tileN)));
-        break;
-      case KernelParameter::tensorMapOut:
-        arguments.push_back(map({pointer(out), plan->outputType, plan->m,
-                                 plan->n, plan->tileM,
-                                 kSwizzleBytes * 8 /
-                                     plan->outputType.getIntOrFloatBitWidth(),
-                                 MXRT_SWIZZLE_128B}));
-        break;
-      case KernelParameter::bias:
-        arguments.push_back(pointer(op.getBias()));
-        break;
-      case KernelParameter::accumulator:
-        arguments.push_back(pointer(op.getAccumulator()));
-        break;
-      case KernelParameter::aTensorScale:
-        arguments.push_back(pointer(op.getTensorScales()[0]));
-        break;
-      case KernelParameter::bTensorScale:
-        arguments.push_back(pointer(op.getTensorScales()[1]));
-        break;
-      }
-    }
-    auto index = [&](int64_t v) {
-      return arith::ConstantIndexOp::create(b, v).getResult();
-    };
-    std::optional<gpu::KernelDim3> clusters;
-    if (plan->clusterSize() > 1)
-      clusters = gpu::KernelDim3{index(plan->clusterSize()), index(1), index(1)};
-    auto kernelSymbol = SymbolRefAttr::get(
-        kernel->getParentOfType<gpu::GPUModuleOp>().getNameAttr(),
-        {SymbolRefAttr::get(kernel.getSymNameAttr())});
-    gpu::LaunchFuncOp::create(
-        b, kernelSymbol, gpu::KernelDim3{index(plan->ctas()), index(1), index(1)},
-        gpu::KernelDim3{index(plan->threads()), index(1), index(1)},
-        arith::ConstantIntOp::create(b, b.getI32Type(), plan->sharedBytes),
-        arguments, /*asyncTokenType=*/Type(), ValueRange(), clusters);
-    for (Value temporary : temporaries)
-      gpu::DeallocOp::create(b, Type(), ValueRange(), temporary);
-    rewriter.replaceOp(op, toTensor(b, b.getLoc(), out));
-    return success();
+  Chip chip;
+  GemmLowering lowering;
+  GemmConfig config;
+};
+
+/// A product whose only use is a delayed cast: one kernel writes the cast's
+/// codes (getFusedOutputCast). Rooted at the cast, ahead of the cast's own
+/// lowering, so that it matches whichever op the driver visits first.
+struct ScaledMatmulWithCastToKernel : OpRewritePattern<QuantizeDelayedOp> {
+  ScaledMatmulWithCastToKernel(MLIRContext *context, Chip chip,
+                               GemmLowering lowering, const GemmConfig &config)
+      : OpRewritePattern(context, /*benefit=*/2), chip(chip),
+        lowering(lowering), config(config) {}
+
+  LogicalResult matchAndRewrite(QuantizeDelayedOp cast,
+                                PatternRewriter &rewriter) const override {
+    auto op = cast.getInput().getDefiningOp<ScaledMatmulOp>();
+    if (!op || getFusedOutputCast(op, config) != cast)
+      return rewriter.notifyMatchFailure(cast, "not the cast of a product");
+    return lowerToKernel(op, cast, rewriter, chip, lowering, config);
   }
 
   Chip chip;
@@ -492,6 +588,6 @@ void mx::swizzleGemmScales(Operation *root, Chip chip, GemmLowering lowering,
 void mx::populateMXToGPUGemmPatterns(RewritePatternSet &patterns, Chip chip,
                                      GemmLowering lowering,
                                      const GemmConfig &config) {
-  patterns.add<ScaledMatmulToKernel>(patterns.getContext(), chip, lowering,
-                                     config);
+  patterns.add<ScaledMatmulToKernel, ScaledMatmulWithCastToKernel>(
+      patterns.getContext(), chip, lowering, config);
 }

@@ -398,8 +398,11 @@ LogicalResult chooseEpilogue(GemmPlan &plan, const GemmConfig &config,
   // stores; a bias goes either way (the TMA-store epilogue adds it per
   // column pair before the rounding).
   // MX exact needs its shared memory for the bf16 buffers of B.
+  // A fused output cast (never where the config asks for TMA stores)
+  // stores its codes from registers, with the amax.
   bool fits = !plan.usesTensorMemory() && plan.recipe != GemmRecipe::mxExact &&
-              !plan.accumulate && (plan.n * outBytes) % 16 == 0 &&
+              !plan.accumulate && !plan.castType &&
+              (plan.n * outBytes) % 16 == 0 &&
               (plan.tileN * outBytes) % 128 == 0 && outBytes == 2;
   if (config.tmaStore && *config.tmaStore && !fits) {
     reason = "gemm-config: the TMA-store epilogue needs a bf16 or f16 output "
@@ -736,6 +739,9 @@ void GemmPlan::print(raw_ostream &os) const {
     os << " bias=" << biasType;
   if (accumulate)
     os << " accumulate";
+  if (castType)
+    os << " cast=" << castType << ":" << castIndex
+       << " amax_slots=" << castSlots();
   if (recipe == GemmRecipe::mxExact)
     os << " dequant=" << dequantBuffers << "x" << dequantK;
   if (recipe == GemmRecipe::mxStaged)
@@ -784,6 +790,20 @@ void GemmPlan::print(raw_ostream &os) const {
   llvm::interleave(tensorMemory.bScales, os, ",");
 }
 
+QuantizeDelayedOp gemm::getFusedOutputCast(ScaledMatmulOp op,
+                                           const GemmConfig &config) {
+  if (config.tmaStore.value_or(false))
+    return nullptr;
+  Value product = op.getResult();
+  auto type = cast<RankedTensorType>(product.getType());
+  if (!product.hasOneUse() || type.getRank() != 2 || type.getDimSize(1) % 2)
+    return nullptr;
+  auto cast = dyn_cast<QuantizeDelayedOp>(*product.user_begin());
+  if (!cast || cast.getTransposed() || cast.getInput() != product)
+    return nullptr;
+  return cast;
+}
+
 FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
                                    const GemmConfig &config,
                                    std::string &reason) {
@@ -793,6 +813,10 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   plan.maxCtas = limits.multiprocessors;
   if (failed(readShape(op, plan, reason)))
     return failure();
+  if (QuantizeDelayedOp cast = getFusedOutputCast(op, config)) {
+    plan.castType = cast.getData().getType().getElementType();
+    plan.castIndex = cast.getIndex();
+  }
   FailureOr<GemmRecipe> recipe = classify(op, plan, config, reason);
   if (failed(recipe))
     return failure();

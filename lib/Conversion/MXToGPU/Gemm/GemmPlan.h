@@ -42,6 +42,9 @@ constexpr int64_t kScaleChunkBytes = 512;
 constexpr int64_t kScaleChunkLine = 128;
 /// FP8 blockwise scales cover 128 K (and 128 rows for [128, 128] blocks).
 constexpr int64_t kFP8ScaleBlock = 128;
+/// The fused output cast's amax partials come in whole chunks of this many
+/// slots: the element count the delayed cast's flat kernel takes.
+constexpr int64_t kCastSlotChunk = 16;
 
 /// The numerical recipe, which picks the main loop.
 enum class GemmRecipe {
@@ -153,6 +156,13 @@ struct GemmPlan {
   // D of the output type is added. Both are added from registers.
   mlir::Type biasType;
   bool accumulate = false;
+  // The fused output cast (getFusedOutputCast): the FP8 type the epilogue
+  // writes (null: the output is the product, of outputType) and the column
+  // of the cast's scales. The product is first rounded to outputType, as the
+  // unfused cast reads it; each CTA keeps the amax of what it wrote in its
+  // slot of the amax partials (castSlots()).
+  mlir::Type castType;
+  int64_t castIndex = 0;
 
   // CTA tile: tileM rows of A, tileN rows of B, tileK elements of K per
   // pipeline stage (one TMA box row of each operand's rowBytes). SM90: each of the
@@ -244,6 +254,9 @@ struct GemmPlan {
     return std::min(clusterTiles(), maxCtas / clusterSize()) * clusterSize();
   }
   int64_t rowsPerConsumer() const { return tileM / consumerWarpgroups; }
+  /// Slots of the fused cast's amax partials: one per CTA, padded to whole
+  /// 16-element chunks, which the delayed cast that records their max reads.
+  int64_t castSlots() const { return llvm::alignTo(ctas(), kCastSlotChunk); }
   bool usesTensorMemory() const { return recipe == GemmRecipe::mxBlockScaled; }
   /// Whether the kernel copies its E8M0 scales as 128x4 chunks of the
   /// swizzled layout (MX recipes).
@@ -267,6 +280,17 @@ struct GemmPlan {
 
   void print(llvm::raw_ostream &os) const;
 };
+
+/// The `mx.quantize_delayed` of `op`'s product that the kernel of `op`
+/// writes in its epilogue, or null: the product's only use, a plain (not
+/// transposed) cast of a 2-D product whose columns are even, unless
+/// `config` asks for the TMA-store epilogue (the cast's codes are stored
+/// from registers): Transformer Engine's FP8 output with D_SCALE and AMAX_D.
+/// The kernel then stores the cast's codes instead of the product, and a
+/// delayed cast of the CTAs' amax partials records the amax and the scale's
+/// inverse, so that every result is the unfused pair's bit for bit.
+QuantizeDelayedOp getFusedOutputCast(ScaledMatmulOp op,
+                                     const GemmConfig &config);
 
 /// Plans the kernel of `op` for `chip`, with the choices `config` makes and
 /// the generator's own for the rest, or explains in `reason` why the

@@ -65,6 +65,9 @@ SmallVector<KernelParameter> gemm::getKernelParameters(const GemmPlan &plan) {
   if (plan.hasTensorScales())
     parameters.append(
         {KernelParameter::aTensorScale, KernelParameter::bTensorScale});
+  if (plan.castType)
+    parameters.append(
+        {KernelParameter::castScales, KernelParameter::amaxPartials});
   return parameters;
 }
 
@@ -576,6 +579,8 @@ void GemmKernelBuilder::build(StringRef sharedGlobal) {
     break;
   }
   initBarriers();
+  if (plan.castType)
+    clearAmaxPartials();
   mainLoop->beforeSync();
   synchronizeCTAs();
   mainLoop->afterSync();

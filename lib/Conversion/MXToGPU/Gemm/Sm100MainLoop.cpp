@@ -329,9 +329,12 @@ Value Sm100MainLoop::buildTile(const ConsumerThread &thread,
       values.push_back(tensorScale ? arith::MulFOp::create(b, value, tensorScale)
                                    : value);
     }
-    k.storeFragment(origin, values, kStoreBytes / outBytes, [&](int64_t e) {
-      return std::make_pair(thread.threadInGroup, k.i32(firstColumn + e));
-    });
+    Value amax =
+        k.storeFragment(origin, values, kStoreBytes / outBytes, [&](int64_t e) {
+          return std::make_pair(thread.threadInGroup, k.i32(firstColumn + e));
+        });
+    if (plan.castType)
+      k.recordAmax(amax);
   }
   return arith::AddIOp::create(b, tilesDone, k.i32(1));
 }

@@ -314,6 +314,16 @@ Value gpu_kernels::convertToElements(OpBuilder &b, Location loc, Value scaled,
       vector::FromElementsOp::create(b, loc, wordsType, fixed));
 }
 
+Value gpu_kernels::castWithScale(OpBuilder &b, Location l, Value values,
+                                 Value scale,
+                                 const ElementConversion &conversion) {
+  Value factor = vector::BroadcastOp::create(b, l, values.getType(), scale);
+  Value scaled = arith::MulFOp::create(b, l, values, factor);
+  Value isNaN =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, scaled, scaled);
+  return convertToElements(b, l, scaled, conversion, isNaN);
+}
+
 namespace {
 /// EmbeddedFP6Packing.h's word arithmetic on i32 IR values.
 struct IRWordOps {

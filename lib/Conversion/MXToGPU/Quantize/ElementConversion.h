@@ -95,6 +95,15 @@ mlir::Value convertToElements(mlir::OpBuilder &b, mlir::Location loc,
                               const ElementConversion &conversion,
                               mlir::Value nanMask);
 
+/// Per-tensor scaling's codes (an i8 vector) of an even-length f32 vector
+/// times the f32 `scale`: one f32 multiplication an element, then
+/// convertToElements, a NaN product (NaN input, 0 x Inf) being the NaN byte.
+/// The one cast of `mx.quantize_delayed`, in its kernels and in the GEMM
+/// epilogue that a delayed cast of the product fuses into.
+mlir::Value castWithScale(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value values, mlir::Value scale,
+                          const ElementConversion &conversion);
+
 /// The four FP6 codes of a 4-element f32 vector already multiplied by its
 /// factor, packed into bits 0-23 of an i32 (element 0 lowest; bits 24-31
 /// unspecified), for an embedded conversion: the FP8 `cvt`, then

@@ -222,17 +222,6 @@ bool isTileable(RankedTensorType type) {
   return matrix[0] % kElementsPerLane == 0 && matrix[1] % kElementsPerLane == 0;
 }
 
-/// Delayed scaling's codes of `values` (f32) times `scale`: a NaN product
-/// (NaN input, 0 x Inf) is the NaN byte, element-wise.
-Value castWithScale(OpBuilder &b, Location l, Value values, Value scale,
-                    const ElementConversion &conversion) {
-  Value factor = vector::BroadcastOp::create(b, l, values.getType(), scale);
-  Value scaled = arith::MulFOp::create(b, l, values, factor);
-  Value isNaN =
-      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, scaled, scaled);
-  return convertToElements(b, l, scaled, conversion, isNaN);
-}
-
 /// The cast+transpose kernel's tile, and the chunks of a tile row.
 constexpr int64_t kTile = 64;
 constexpr int64_t kChunksPerTileRow = kTile / kElementsPerLane;

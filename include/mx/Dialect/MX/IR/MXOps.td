@@ -353,6 +353,11 @@ def MX_ScaledMatmulOp : MX_Op<"scaled_matmul", [Pure, AttrSizedOperandSegments]>
         : tensor<256x64xf8E5M2>, tensor<8x64xf8E8M0FNU>,
           tensor<256x96xf8E4M3FN>, tensor<8x96xf8E8M0FNU> -> tensor<64x96xf32>
     ```
+
+    FP8 output (Transformer Engine's `D_SCALE` / `AMAX_D`) is written as the
+    product followed by `mx.quantize_delayed` of it; where that cast is the
+    product's only use, the GPU lowering fuses it into the generated
+    kernel's epilogue, with the same results (docs/gpu.md).
   }];
 
   let arguments = (ins MX_ElementTensor:$lhs, MX_ScaleTensor:$lhs_scales,
