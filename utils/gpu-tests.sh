@@ -5,7 +5,7 @@
 #   utils/gpu-tests.sh run one|two DIR            # on the GPU machine, DIR copied there
 #
 # `one` is every single-GPU test file (kernels, FP4, MXFP6/MXINT8, recipes, the GEMMs under gemm=kernel and
-# gemm=auto, the GEMM formats, context/runtime/torch, column sums); `two` the 2-GPU ones (partitioned programs, mx.torch
+# gemm=auto, the GEMM formats and FP8 output, context/runtime/torch, column sums); `two` the 2-GPU ones (partitioned programs, mx.torch
 # under FSDP2 and sequence parallelism) and both examples. `run` builds libmx_runtime into DIR/rt, runs each
 # file under a time limit (a hang is reported, not waited for) and prints pytest's summary line per file.
 # Benchmarks have their own build/run steps (bench/*.py); NCCL_NVLS_ENABLE=0 as the device notes ask.
@@ -24,6 +24,7 @@ build_one() {
   $py python/tests/test_gpu_gemm.py "$dir/gemm_kernel" kernel "$chip" &&
   $py python/tests/test_gpu_gemm.py "$dir/gemm_auto" auto "$chip" &&
   $py python/tests/test_gpu_gemm_formats.py "$dir/formats" auto "$chip" &&
+  $py python/tests/test_gpu_gemm_cast.py "$dir/gemm_cast" "$chip" &&
   $py python/tests/test_gpu_context.py build "$dir/cache" "$chip" &&
   $py python/tests/test_gpu_torch.py build "$dir/cache" "$chip" &&
   $py python/tests/test_gpu_column_sum.py build "$dir/cache" "$chip"
@@ -55,6 +56,7 @@ run_one() {
   t gemm_kernel 300 python/tests/test_gpu_gemm.py
   t gemm_auto 300 python/tests/test_gpu_gemm.py
   t formats 300 python/tests/test_gpu_gemm_formats.py
+  t gemm_cast 200 python/tests/test_gpu_gemm_cast.py
   t cache 400 python/tests/test_gpu_context.py python/tests/test_gpu_runtime.py python/tests/test_gpu_torch.py \
     python/tests/test_gpu_column_sum.py
 }

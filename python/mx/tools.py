@@ -103,21 +103,58 @@ def mlir_type(shape: Sequence[int], dtype) -> str:
     return "tensor<" + "".join(f"{d}x" for d in shape) + MLIR_TYPES[np.dtype(dtype)] + ">"
 
 
+@dataclass(frozen=True)
+class DelayedCast:
+    """An `mx.quantize_delayed` of a 2-D value into `element` (FP8) with column `index` of `slots`
+    scales and a history of `history` rows, as source text: its function arguments `%scales` and
+    `%history`, and the cast of a value."""
+    element: str
+    slots: int = 1
+    history: int = 16
+    index: int = 0
+
+    def arguments(self) -> list[str]:
+        return [f"%scales: tensor<{self.slots}xf32>", f"%history: tensor<{self.history}x{self.slots}xf32>"]
+
+    def apply(self, value: str, value_type: str) -> tuple[str, list[tuple[str, str]]]:
+        """(the cast's line, its results as (value, type)) for `value` of the tensor type `value_type`."""
+        shape = value_type[len("tensor<"):].rsplit("x", 1)[0]
+        data, history = f"tensor<{shape}x{self.element}>", f"tensor<{self.history}x{self.slots}xf32>"
+        line = (f"  %y, %sinv, %h = mx.quantize_delayed {value}, %scales, %history index {self.index} : "
+                f"{value_type}, tensor<{self.slots}xf32>, {history} -> {data}, tensor<1x1xf32>, {history}")
+        return line, [("%y", data), ("%sinv", "tensor<1x1xf32>"), ("%h", history)]
+
+
 def scaled_matmul_source(name: str, operand_types: Sequence[str], lhs_block: Sequence[int],
-                         rhs_block: Sequence[int], result_type: str, tensor_scales: bool = False) -> str:
+                         rhs_block: Sequence[int], result_type: str, tensor_scales: bool = False,
+                         bias_type: str | None = None, cast: DelayedCast | None = None) -> str:
     """`func.func @name(%a, %as, %b, %bs) -> C` computing one `mx.scaled_matmul`; `operand_types` are
     the MLIR types of A, its scales, B and its scales. With `tensor_scales` (NVFP4) the function also
-    takes the f32 tensor scales `%ta` and `%tb` of A and B."""
-    args = ", ".join(f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), operand_types))
+    takes the f32 tensor scales `%ta` and `%tb` of A and B; with `bias_type` a bias `%bias` added to
+    every row; with `cast`, the scales and history of a delayed cast of C, which it returns instead
+    of C (data, scale inverse, new history: the GPU lowering fuses the cast into the GEMM)."""
+    args = [f"%{v}: {t}" for v, t in zip(("a", "as", "b", "bs"), operand_types)]
     blocks = f"lhs_block [{', '.join(map(str, lhs_block))}] rhs_block [{', '.join(map(str, rhs_block))}]"
     if tensor_scales:
-        args += ", %ta: tensor<f32>, %tb: tensor<f32>"
+        args += ["%ta: tensor<f32>", "%tb: tensor<f32>"]
         blocks += " tensor_scales(%ta, %tb : tensor<f32>, tensor<f32>)"
-    return "\n".join([
-        f"func.func @{name}({args}) -> {result_type} {{",
-        f"  %c = mx.scaled_matmul %a, %as, %b, %bs {blocks} : {', '.join(operand_types)} -> {result_type}",
-        f"  return %c : {result_type}",
-        "}"])
+    if bias_type:
+        args.append(f"%bias: {bias_type}")
+        blocks += f" bias(%bias : {bias_type})"
+    body = [f"  %c = mx.scaled_matmul %a, %as, %b, %bs {blocks} : {', '.join(operand_types)} -> {result_type}"]
+    results = [("%c", result_type)]
+    if cast:
+        args += cast.arguments()
+        line, results = cast.apply("%c", result_type)
+        body.append(line)
+    return function_source(name, args, body, results)
+
+
+def delayed_cast_source(name: str, input_type: str, cast: DelayedCast) -> str:
+    """`func.func @name(%x, %scales, %history)` returning `cast` of `%x` (of the tensor type
+    `input_type`)."""
+    line, results = cast.apply("%x", input_type)
+    return function_source(name, [f"%x: {input_type}", *cast.arguments()], [line], results)
 
 
 def function_source(name: str, args: Sequence[str], body: Sequence[str],

@@ -13,7 +13,9 @@ cases plant NaN blocks, zero rows, subnormal and max-finite codes). The cast's s
 product so that about a tenth of the elements saturate to +-max-finite and the smallest rows flush to
 subnormal codes and zero; the history holds earlier amaxes, so that recording one entry must leave the
 others. Every recipe of the sm_90a kernels (per-tensor, both blockwise forms, MX exact and staged), both
-FP8 output types, f32 and bf16 products, a bias, and shapes that are not tile multiples.
+FP8 output types, f32 and bf16 products, a bias, shapes that are not tile multiples, and both ways the
+codes are stored (through the TMA store's panels where the rows are 16-byte multiples, else from
+registers; `epilogue=registers` forces the latter).
 
 Programs are compiled ahead of time by
     python python/tests/test_gpu_gemm_cast.py DIR [sm_90a]
@@ -30,7 +32,7 @@ import pytest
 from test_gpu_gemm import (CHIPS, OUT_DTYPES, Artifacts, Case, _pipeline, _type, build_cases,
                            make_operands, needs_gpu)
 
-from mx import reference, runtime
+from mx import reference, runtime, tools
 
 HISTORY = (4, 2)  # [L, N]: the cast records column INDEX
 INDEX = 1
@@ -57,6 +59,11 @@ CASES = [
     CastCase(Case("mx", 130, 264, 32, "f32"), "e4m3"),
     CastCase(Case("mx", 512, 384, 1024, "bf16", swizzled=True), "e5m2", bias=True),
     CastCase(Case("mx", 200, 264, 1024, "bf16", config="mx=staged"), "e4m3"),
+    # The codes through the TMA store's panels (the default where rows are 16-byte multiples): partial
+    # tiles (the bias of columns past N must stay out of the amax), staged MX; and from registers.
+    CastCase(Case("pt", 200, 272, 256, "f32"), "e5m2", bias=True),
+    CastCase(Case("mx", 256, 384, 512, "bf16", config="mx=staged"), "e4m3", bias=True),
+    CastCase(Case("pt", 512, 384, 1024, "bf16", config="epilogue=registers"), "e4m3", bias=True),
 ]
 
 
@@ -68,45 +75,18 @@ def _gemm_types(gemm):
             _type(gemm.scales_shape(gemm.n, gemm.b_block), scale_dtype)]
 
 
-def _state_types():
-    return "tensor<2xf32>", f"tensor<{HISTORY[0]}x{HISTORY[1]}xf32>"
-
-
-def _cast_line(case, product, product_type):
-    scales, history = _state_types()
-    data = f"tensor<{case.gemm.m}x{case.gemm.n}x{FP8[case.elem]}>"
-    line = (f"  %y, %sinv, %h = mx.quantize_delayed {product}, %scales, %history index {INDEX}\n"
-            f"      : {product_type}, {scales}, {history} -> {data}, tensor<1x1xf32>, {history}\n"
-            f"  return %y, %sinv, %h : {data}, tensor<1x1xf32>, {history}\n")
-    return line, f"({data}, tensor<1x1xf32>, {history})"
-
-
-def _product_type(gemm):
-    return _type((gemm.m, gemm.n), OUT_DTYPES[gemm.out])
-
-
 def source(case, part):
     """The fused program ("fused": the GEMM then the cast), the GEMM alone ("product") or the cast alone
     ("cast")."""
-    gemm, product_type = case.gemm, _product_type(case.gemm)
-    scales, history = _state_types()
-    a, sa, b, sb = _gemm_types(gemm)
-    bias_type = _type((gemm.n,), OUT_DTYPES["bf16"])
-    args = f"%a: {a}, %as: {sa}, %b: {b}, %bs: {sb}" + (f", %bias: {bias_type}" if case.bias else "")
-    matmul = (f"  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [{', '.join(map(str, gemm.a_block))}] "
-              f"rhs_block [{', '.join(map(str, gemm.b_block))}]"
-              + (f" bias(%bias : {bias_type})" if case.bias else "")
-              + f"\n      : {a}, {sa}, {b}, {sb} -> {product_type}\n")
+    gemm = case.gemm
+    product_type = _type((gemm.m, gemm.n), OUT_DTYPES[gemm.out])
+    cast = tools.DelayedCast(FP8[case.elem], slots=HISTORY[1], history=HISTORY[0], index=INDEX)
     name = f"{case.name}_{part}"
-    if part == "product":
-        return f"func.func @{name}({args}) -> {product_type} {{\n{matmul}  return %c : {product_type}\n}}\n"
     if part == "cast":
-        line, results = _cast_line(case, "%x", product_type)
-        return (f"func.func @{name}(%x: {product_type}, %scales: {scales}, %history: {history}) -> "
-                f"{results} {{\n{line}}}\n")
-    line, results = _cast_line(case, "%c", product_type)
-    return (f"func.func @{name}({args}, %scales: {scales}, %history: {history}) -> {results} {{\n"
-            f"{matmul}{line}}}\n")
+        return tools.delayed_cast_source(name, product_type, cast)
+    bias_type = _type((gemm.n,), OUT_DTYPES["bf16"]) if case.bias else None
+    return tools.scaled_matmul_source(name, _gemm_types(gemm), gemm.a_block, gemm.b_block, product_type,
+                                      bias_type=bias_type, cast=cast if part == "fused" else None)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@
 // OVERLAP: error: gemm-config: bad value '2' for 'overlap' (expected a positive integer, MxN for cluster, tma or registers for epilogue, staged or fused for mx, on or off for overlap and products)
 // OVERLAP-REGISTERS: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: a 192x128 tile needs 192 accumulator registers per consumer thread with overlap, more than the 128 that 3 consumers leave; use fewer waves or a narrower tile
 // PRODUCTS-RECIPE: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: products=on needs 1x128 scales on both operands (the wgrad form)
-// EPILOGUE-COUNT-2: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: the TMA-store epilogue needs a bf16 or f16 output whose rows are multiples of 16 bytes, a tile of whole 64-column panels, an FP8 recipe or staged MX, and no accumulate operand
+// EPILOGUE-COUNT-2: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: the TMA-store epilogue needs a bf16 or f16 output (or a fused cast's FP8 codes) whose rows are multiples of 16 bytes, a tile of whole panels (128 bytes; 64 of codes), an FP8 recipe or staged MX, and no accumulate operand
 // RUN: not mx-opt %s --convert-mx-to-gpu="gemm-config=tile_n=128" --split-input-file 2>&1 | FileCheck %s --check-prefix=MX-TILE
 // RUN: not mx-opt %s --convert-mx-to-gpu="gemm-config=overlap=on" --split-input-file 2>&1 | FileCheck %s --check-prefix=MX-TILE
 // RUN: not mx-opt %s --convert-mx-to-gpu="gemm-config=mx=both" 2>&1 | FileCheck %s --check-prefix=MX-VALUE

@@ -1,13 +1,12 @@
 // A delayed cast of a product (mx.quantize_delayed, its only use) fused into
 // the generated GEMM's epilogue: the kernel rounds the product to its type,
-// stores the cast's FP8 codes (pairs from registers), and each CTA keeps the
+// stores the cast's FP8 codes (pairs into the TMA store's panels, or from
+// registers: gemm-output-cast-config.mlir), and each CTA keeps the
 // amax of what it stored in its slot of the amax partials (zeroed by the CTA
 // at entry, an atomic max a warp and tile); a delayed cast of the partials
 // then records their max in the history and writes the scale's inverse.
 // Not fused: a product with another use, a transposed cast, an odd number
-// of columns, a gemm-config that asks for TMA stores
-// (gemm-output-cast-config.mlir), a GEMM that cuBLASLt runs
-// (MXToCublas/gemm-output-cast.mlir).
+// of columns, a GEMM that cuBLASLt runs (MXToCublas/gemm-output-cast.mlir).
 // The tcgen05 kernel's epilogue does the same (gemm-sm100.mlir).
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
 
@@ -26,7 +25,7 @@
 // CHECK: %[[Y:[0-9]+]] = bufferization.to_tensor %[[CODES]] restrict
 // CHECK: return %[[Y]]
 // CHECK: llvm.func @kernel
-// CHECK-SAME: epilogue=registers bias=bf16 cast=f8E4M3FN:1 amax_slots=16
+// CHECK-SAME: epilogue=tma bias=bf16 cast=f8E4M3FN:1 amax_slots=16
 // CTA c zeroes partials c (and c + 6, c + 12 where below 16) before the CTAs' barrier:
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x
 // CHECK: llvm.store %c0_i32, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr
@@ -34,16 +33,20 @@
 // The cast's scale, column 1:
 // CHECK: %[[SCALE:.*]] = llvm.getelementptr %{{.*}}[1] : (!llvm.ptr) -> !llvm.ptr, f32
 // CHECK-NEXT: llvm.load %[[SCALE]] {alignment = 4 : i64} : !llvm.ptr -> f32
-// CHECK: scf.if %{{.*}} -> (i32) {
-// CHECK:   arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
-// CHECK:   %[[WIDE:.*]] = arith.extf %{{.*}} : vector<2xbf16> to vector<2xf32>
-// CHECK:   arith.mulf %[[WIDE]], %{{.*}} : vector<2xf32>
-// CHECK:   nvvm.convert.f32x2.to.f8x2 {{.*}} {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : i16(f8E4M3FN)
-// CHECK:   llvm.store %{{.*}}, %{{.*}} {alignment = 2 : i64} : vector<2xi8>, !llvm.ptr<1>
-// CHECK:   arith.bitcast %[[WIDE]] : vector<2xf32> to vector<2xi32>
-// CHECK:   scf.yield %{{.*}} : i32
-// CHECK: } else {
-// CHECK:   scf.yield %c0_i32 : i32
+// Each pair: + bias, rounded to bf16, widened, times the scale, converted,
+// its two bytes into the swizzled 128-byte panel row:
+// CHECK: arith.addf %{{.*}} : vector<2xf32>
+// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: %[[WIDE:.*]] = arith.extf %{{.*}} : vector<2xbf16> to vector<2xf32>
+// CHECK: arith.mulf %[[WIDE]], %{{.*}} : vector<2xf32>
+// CHECK: nvvm.convert.f32x2.to.f8x2 {{.*}} {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : i16(f8E4M3FN)
+// CHECK: arith.xori %{{.*}}, %{{.*}} : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 2 : i64} : i16, !llvm.ptr<3>
+// Its amax, left out outside the matrix:
+// CHECK: arith.bitcast %[[WIDE]] : vector<2xf32> to vector<2xi32>
+// CHECK: arith.select %{{.*}}, %{{.*}}, %c0_i32 : i32
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
 // CHECK-COUNT-5: nvvm.shfl.sync  bfly
 // CHECK: llvm.atomicrmw umax %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, i32
 // CHECK-NOT: nvvm.stmatrix

@@ -1,7 +1,8 @@
 // The GEMM kernels with a fused delayed cast of the product (FP8 output,
 // docs/gpu.md) assemble with no spill on sm_90a (per-tensor, wgmma; sm_100a:
 // gemm-output-cast-ptxas-sm100.mlir): the kernel rounds to the product's type,
-// converts pairs with the saturating cvt, stores them as 16-bit words,
+// converts pairs with the saturating cvt, stores them as 16-bit words into
+// the TMA store's panels,
 // reduces its amax over the warp and takes an atomic max into its CTA's
 // slot; the delayed cast of the partials assembles beside it.
 // REQUIRES: ptxas
@@ -15,7 +16,8 @@
 // SM90-DAG: cvt.f32.bf16
 // SM90-DAG: mul.rn.f32
 // SM90-DAG: cvt.rn.satfinite.e4m3x2.f32
-// SM90-DAG: st.global.b16
+// SM90-DAG: st.shared.b16
+// SM90-DAG: cp.async.bulk.tensor.2d.global.shared::cta
 // SM90-DAG: shfl.sync.bfly.b32
 // SM90-DAG: atom.global.max.u32
 // PTXAS-NOT: warning

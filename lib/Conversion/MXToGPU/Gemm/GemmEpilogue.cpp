@@ -179,16 +179,21 @@ Value GemmKernelBuilder::storeCastVector(Value rounded, Value scale,
   storeVector(
       gpu_kernels::castWithScale(b, b.getLoc(), values, scale, *conversion),
       address);
+  return getMagnitudeBits(values);
+}
+
+Value GemmKernelBuilder::getMagnitudeBits(Value values) {
   // |x| as the bits of an f32 orders as unsigned integers, NaN above +Inf:
   // the max of the bits is the NaN-propagating amax.
+  auto type = cast<VectorType>(values.getType());
   auto bitsType = VectorType::get(type.getShape(), b.getI32Type());
   Value magnitudes = arith::AndIOp::create(
       b, arith::BitcastOp::create(b, bitsType, values),
       arith::ConstantOp::create(
           b,
           DenseElementsAttr::get(bitsType, b.getI32IntegerAttr(0x7fffffff))));
-  Value amax = i32(0);
-  for (int64_t e = 0; e < type.getNumElements(); ++e)
+  Value amax = vector::ExtractOp::create(b, magnitudes, 0);
+  for (int64_t e = 1; e < type.getNumElements(); ++e)
     amax = arith::MaxUIOp::create(b, amax,
                                   vector::ExtractOp::create(b, magnitudes, e));
   return amax;
@@ -272,6 +277,8 @@ Value GemmKernelBuilder::loadBiasPair(TileOrigin origin, Value column) {
 void GemmKernelBuilder::storeWaves(const ConsumerThread &thread,
                                    TileOrigin origin,
                                    ArrayRef<SmallVector<Value>> waves) {
+  if (plan.epilogue == GemmEpilogue::tmaStore && plan.castType)
+    return recordAmax(storeCastWavesThroughSharedMemory(thread, origin, waves));
   if (plan.epilogue == GemmEpilogue::tmaStore)
     return storeWavesThroughSharedMemory(thread, origin, waves);
   Value amax;
@@ -289,13 +296,7 @@ void GemmKernelBuilder::storeWaves(const ConsumerThread &thread,
 void GemmKernelBuilder::storeWavesThroughSharedMemory(
     const ConsumerThread &thread, TileOrigin origin,
     ArrayRef<SmallVector<Value>> waves) {
-  // The first consumer thread issues the stores; the panels are free once
-  // its previous stores have read them.
-  Value issuer = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx,
-                                       i32(kWarpgroupThreads));
-  ifThen(issuer,
-         [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr()); });
-  syncConsumers();
+  waitForPanels();
   int64_t panelColumns =
       kPanelRowBytes * 8 / plan.outputType.getIntOrFloatBitWidth();
   int64_t panelBytes = plan.tileM * kPanelRowBytes;
@@ -348,13 +349,32 @@ void GemmKernelBuilder::storeWavesThroughSharedMemory(
           NVVM::LdStMatrixEltType::B16);
     }
   }
+  storePanels(origin);
+}
+
+Value GemmKernelBuilder::isPanelIssuer() {
+  // The first consumer thread issues the stores.
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, threadIdx,
+                               i32(kWarpgroupThreads));
+}
+
+void GemmKernelBuilder::waitForPanels() {
+  // The panels are free once the issuer's previous stores have read them.
+  ifThen(isPanelIssuer(),
+         [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, b.getUnitAttr()); });
+  syncConsumers();
+}
+
+void GemmKernelBuilder::storePanels(TileOrigin origin) {
+  int64_t panelColumns = plan.panelRowBytes() / plan.storedBytes();
+  int64_t panelBytes = plan.tileM * plan.panelRowBytes();
   // The panels are read by TMA (the async proxy).
   NVVM::FenceProxyOp::create(
       b, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(b.getContext(),
                                  NVVM::SharedSpace::shared_cta));
   syncConsumers();
-  ifThen(issuer, [&] {
+  ifThen(isPanelIssuer(), [&] {
     for (int64_t panel = 0; panel < plan.tileN / panelColumns; ++panel) {
       NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
           b, args.tensorMapOut,
@@ -366,6 +386,77 @@ void GemmKernelBuilder::storeWavesThroughSharedMemory(
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b);
   });
+}
+
+Value GemmKernelBuilder::storeCastWavesThroughSharedMemory(
+    const ConsumerThread &thread, TileOrigin origin,
+    ArrayRef<SmallVector<Value>> waves) {
+  waitForPanels();
+  Value scale = loadGlobalF32(args.castScales, i32(plan.castIndex));
+  std::optional<gpu_kernels::ElementConversion> conversion =
+      gpu_kernels::ElementConversion::get(plan.castType, plan.chip);
+  assert(conversion && "FP8 casts have a cvt on every chip");
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  auto roundedType = VectorType::get({2}, plan.outputType);
+  Value amax = i32(0);
+  for (auto [wave, values] : llvm::enumerate(waves)) {
+    for (int64_t e = 0; e < int64_t(values.size()); e += kFragmentRun) {
+      auto [row, column] = getFragmentCoordinates(thread, wave, e);
+      Value pair = vector::FromElementsOp::create(
+          b, pairType, ValueRange{values[e], values[e + 1]});
+      if (args.bias)
+        pair = arith::AddFOp::create(b, pair, loadBiasPair(origin, column));
+      Value widened = pair;
+      if (!plan.outputType.isF32())
+        widened = arith::ExtFOp::create(
+            b, pairType,
+            arith::TruncFOp::create(b, roundedType, pair).getResult());
+      Value codes = vector::BitCastOp::create(
+          b, VectorType::get({1}, b.getI16Type()),
+          gpu_kernels::castWithScale(b, b.getLoc(), widened, scale,
+                                     *conversion));
+      LLVM::StoreOp::create(b, vector::ExtractOp::create(b, codes, 0),
+                            sharedPointer(getCastPanelAddress(row, column)),
+                            /*alignment=*/2);
+      // Elements outside the matrix (zeros, plus bias[0] past N) are
+      // clipped by the TMA store and left out of the amax.
+      Value inside = arith::AndIOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                arith::AddIOp::create(b, origin.m, row),
+                                i32(plan.m)),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                arith::AddIOp::create(b, origin.n, column),
+                                i32(plan.n)));
+      amax = arith::MaxUIOp::create(
+          b, amax,
+          arith::SelectOp::create(b, inside, getMagnitudeBits(widened),
+                                  i32(0)));
+    }
+  }
+  storePanels(origin);
+  return amax;
+}
+
+Value GemmKernelBuilder::getCastPanelAddress(Value row, Value column) {
+  // Byte `column` of tile row `row` in its 64-byte panel, the row's 16-byte
+  // chunks swizzled as the tensor map's 64B swizzle reads them (chunk c of
+  // row r at c ^ (r / 2) % 4: the swizzle XORs address bits 4-5 with 7-8).
+  int64_t rowBytes = plan.panelRowBytes();
+  Value panel = arith::DivUIOp::create(b, column, i32(rowBytes));
+  Value inPanel = arith::RemUIOp::create(b, column, i32(rowBytes));
+  Value chunk = arith::XOrIOp::create(
+      b, arith::DivUIOp::create(b, inPanel, i32(kChunkBytes)),
+      arith::AndIOp::create(b, arith::ShRUIOp::create(b, row, i32(1)), i32(3)));
+  Value offset = arith::AddIOp::create(
+      b,
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, panel, i32(plan.tileM * rowBytes)),
+          arith::MulIOp::create(b, row, i32(rowBytes))),
+      arith::AddIOp::create(
+          b, arith::MulIOp::create(b, chunk, i32(kChunkBytes)),
+          arith::RemUIOp::create(b, inPanel, i32(kChunkBytes))));
+  return sharedAddress(sharedAddress(plan.outputTile), offset);
 }
 
 void GemmKernelBuilder::finishEpilogue(const ConsumerThread &) {

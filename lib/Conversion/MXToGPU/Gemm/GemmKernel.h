@@ -260,6 +260,21 @@ private:
   /// at `address`; returns their largest magnitude's f32 bits.
   mlir::Value storeCastVector(mlir::Value rounded, mlir::Value scale,
                               mlir::Value address);
+  /// The largest of the f32 `values`' magnitudes (a vector), as i32 bits.
+  mlir::Value getMagnitudeBits(mlir::Value values);
+  /// The TMA-store epilogue: the panel issuer's condition, its wait until
+  /// the panels are free, and the panels' stores once the tile is in them.
+  mlir::Value isPanelIssuer();
+  void waitForPanels();
+  void storePanels(TileOrigin origin);
+  /// The fused cast's codes through the panels; returns the thread's amax
+  /// (f32 bits) over its elements inside the matrix.
+  mlir::Value storeCastWavesThroughSharedMemory(
+      const ConsumerThread &thread, TileOrigin origin,
+      llvm::ArrayRef<llvm::SmallVector<mlir::Value>> waves);
+  /// The shared address of the fused cast's code at (row, column) of the
+  /// tile.
+  mlir::Value getCastPanelAddress(mlir::Value row, mlir::Value column);
   void storeWavesThroughSharedMemory(
       const ConsumerThread &thread, TileOrigin origin,
       llvm::ArrayRef<llvm::SmallVector<mlir::Value>> waves);

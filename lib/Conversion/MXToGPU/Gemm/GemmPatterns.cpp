@@ -390,10 +390,11 @@ SmallVector<Value> getKernelArguments(ImplicitLocOpBuilder &b, ModuleOp module,
           getElementTypeOrSelf(buffers.bScales.getType()), plan.tileN)));
       break;
     case KernelParameter::tensorMapOut:
-      arguments.push_back(map(
-          {pointer(buffers.out), plan.outputType, plan.m, plan.n, plan.tileM,
-           kSwizzleBytes * 8 / plan.outputType.getIntOrFloatBitWidth(),
-           MXRT_SWIZZLE_128B}));
+      arguments.push_back(
+          map({pointer(buffers.out), plan.storedType(), plan.m, plan.n,
+               plan.tileM, plan.panelRowBytes() / plan.storedBytes(),
+               plan.panelRowBytes() == 128 ? MXRT_SWIZZLE_128B
+                                           : MXRT_SWIZZLE_64B}));
       break;
     case KernelParameter::bias:
       arguments.push_back(pointer(op.getBias()));
@@ -531,7 +532,7 @@ struct ScaledMatmulToKernel : OpRewritePattern<ScaledMatmulOp> {
 
   LogicalResult matchAndRewrite(ScaledMatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    if (getFusedOutputCast(op, config))
+    if (getFusedOutputCast(op))
       return rewriter.notifyMatchFailure(
           op, "lowered with the delayed cast of its product");
     return lowerToKernel(op, nullptr, rewriter, chip, lowering, config);
@@ -554,7 +555,7 @@ struct ScaledMatmulWithCastToKernel : OpRewritePattern<QuantizeDelayedOp> {
   LogicalResult matchAndRewrite(QuantizeDelayedOp cast,
                                 PatternRewriter &rewriter) const override {
     auto op = cast.getInput().getDefiningOp<ScaledMatmulOp>();
-    if (!op || getFusedOutputCast(op, config) != cast)
+    if (!op || getFusedOutputCast(op) != cast)
       return rewriter.notifyMatchFailure(cast, "not the cast of a product");
     return lowerToKernel(op, cast, rewriter, chip, lowering, config);
   }

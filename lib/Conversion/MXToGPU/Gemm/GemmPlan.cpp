@@ -393,21 +393,21 @@ LogicalResult chooseCluster(GemmPlan &plan, const GemmConfig &config,
 /// The epilogue: `config`'s, else TMA stores where the output allows.
 LogicalResult chooseEpilogue(GemmPlan &plan, const GemmConfig &config,
                              std::string &reason) {
-  int64_t outBytes = plan.outputType.getIntOrFloatBitWidth() / 8;
+  int64_t outBytes = plan.storedBytes();
   // The accumulate epilogue adds D to the registers' values before their
   // stores; a bias goes either way (the TMA-store epilogue adds it per
-  // column pair before the rounding).
+  // column pair before the rounding), and so does a fused cast's codes.
   // MX exact needs its shared memory for the bf16 buffers of B.
-  // A fused output cast (never where the config asks for TMA stores)
-  // stores its codes from registers, with the amax.
   bool fits = !plan.usesTensorMemory() && plan.recipe != GemmRecipe::mxExact &&
-              !plan.accumulate && !plan.castType &&
-              (plan.n * outBytes) % 16 == 0 &&
-              (plan.tileN * outBytes) % 128 == 0 && outBytes == 2;
+              !plan.accumulate && (plan.n * outBytes) % 16 == 0 &&
+              (plan.tileN * outBytes) % plan.panelRowBytes() == 0 &&
+              (outBytes == 2 || plan.castType);
   if (config.tmaStore && *config.tmaStore && !fits) {
     reason = "gemm-config: the TMA-store epilogue needs a bf16 or f16 output "
-             "whose rows are multiples of 16 bytes, a tile of whole 64-column "
-             "panels, an FP8 recipe or staged MX, and no accumulate operand";
+             "(or a fused cast's FP8 codes) whose rows are multiples of 16 "
+             "bytes, a tile of whole panels (128 bytes; 64 of codes), an FP8 "
+             "recipe or staged "
+             "MX, and no accumulate operand";
     return failure();
   }
   // Measured on an H100 (bench/RESULTS.md): 5-30% faster than stores from
@@ -468,11 +468,10 @@ LogicalResult layOutSharedMemory(GemmPlan &plan, const GemmConfig &config,
   }
   // MX exact converts B into bf16 buffers (A goes to registers).
   int64_t dequantBytes = plan.dequantBuffers * 2 * plan.dequantK * plan.tileN;
-  int64_t outputBytes =
-      plan.epilogue == GemmEpilogue::tmaStore
-          ? plan.tileM * plan.tileN * plan.outputType.getIntOrFloatBitWidth() /
-                8
-          : 0;
+  int64_t outputBytes = plan.epilogue == GemmEpilogue::tmaStore
+                            ? plan.tileM * plan.tileN *
+                                  plan.storedType().getIntOrFloatBitWidth() / 8
+                            : 0;
   int64_t tileScaleA = getTileScaleBytes(plan, plan.a, plan.tileM);
   int64_t tileScaleB = getTileScaleBytes(plan, plan.b, plan.tileN);
   // Slack for aligning the dynamic base, and on SM100 the accumulator's two
@@ -790,10 +789,7 @@ void GemmPlan::print(raw_ostream &os) const {
   llvm::interleave(tensorMemory.bScales, os, ",");
 }
 
-QuantizeDelayedOp gemm::getFusedOutputCast(ScaledMatmulOp op,
-                                           const GemmConfig &config) {
-  if (config.tmaStore.value_or(false))
-    return nullptr;
+QuantizeDelayedOp gemm::getFusedOutputCast(ScaledMatmulOp op) {
   Value product = op.getResult();
   auto type = cast<RankedTensorType>(product.getType());
   if (!product.hasOneUse() || type.getRank() != 2 || type.getDimSize(1) % 2)
@@ -813,7 +809,7 @@ FailureOr<GemmPlan> gemm::planGemm(ScaledMatmulOp op, Chip chip,
   plan.maxCtas = limits.multiprocessors;
   if (failed(readShape(op, plan, reason)))
     return failure();
-  if (QuantizeDelayedOp cast = getFusedOutputCast(op, config)) {
+  if (QuantizeDelayedOp cast = getFusedOutputCast(op)) {
     plan.castType = cast.getData().getType().getElementType();
     plan.castIndex = cast.getIndex();
   }

@@ -23,6 +23,7 @@
 #include "mx/Conversion/Target.h"
 #include "mx/Dialect/MX/IR/MXOps.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mx::gemm {
@@ -254,6 +255,19 @@ struct GemmPlan {
     return std::min(clusterTiles(), maxCtas / clusterSize()) * clusterSize();
   }
   int64_t rowsPerConsumer() const { return tileM / consumerWarpgroups; }
+  /// The type the kernel stores: the cast's codes (bytes), else the product.
+  mlir::Type storedType() const {
+    return castType ? mlir::IntegerType::get(castType.getContext(), 8)
+                    : outputType;
+  }
+  int64_t storedBytes() const {
+    return storedType().getIntOrFloatBitWidth() / 8;
+  }
+  /// Bytes of a row of one TMA-store panel: 128 (128-byte swizzle) for
+  /// 16-bit outputs, whose tiles are whole 64-column panels; 64 (64-byte
+  /// swizzle) for a fused cast's codes, so that 192-column tiles are whole
+  /// panels too.
+  int64_t panelRowBytes() const { return castType ? 64 : 128; }
   /// Slots of the fused cast's amax partials: one per CTA, padded to whole
   /// 16-element chunks, which the delayed cast that records their max reads.
   int64_t castSlots() const { return llvm::alignTo(ctas(), kCastSlotChunk); }
@@ -283,14 +297,12 @@ struct GemmPlan {
 
 /// The `mx.quantize_delayed` of `op`'s product that the kernel of `op`
 /// writes in its epilogue, or null: the product's only use, a plain (not
-/// transposed) cast of a 2-D product whose columns are even, unless
-/// `config` asks for the TMA-store epilogue (the cast's codes are stored
-/// from registers): Transformer Engine's FP8 output with D_SCALE and AMAX_D.
+/// transposed) cast of a 2-D product whose columns are even, Transformer
+/// Engine's FP8 output with D_SCALE and AMAX_D.
 /// The kernel then stores the cast's codes instead of the product, and a
 /// delayed cast of the CTAs' amax partials records the amax and the scale's
 /// inverse, so that every result is the unfused pair's bit for bit.
-QuantizeDelayedOp getFusedOutputCast(ScaledMatmulOp op,
-                                     const GemmConfig &config);
+QuantizeDelayedOp getFusedOutputCast(ScaledMatmulOp op);
 
 /// Plans the kernel of `op` for `chip`, with the choices `config` makes and
 /// the generator's own for the rest, or explains in `reason` why the
