@@ -135,14 +135,24 @@ def matmul_operands(rng, m, n, k, a_block, b_block, scale_type, swizzled, b_elem
     return a, a_scales, b, b_scales
 
 
+def linear_scales(data, scales, block):
+    """An operand's scales in the compact layout, from that layout, MX's 128x4 tiles (5-D) or FP8
+    blockwise's GEMM-ready [KB, R'/4, 4] (3-D)."""
+    from mx import reference
+    shape = reference.scales_shape(data.shape, block)
+    if scales.ndim == 5:
+        return reference.unswizzle(scales, shape)
+    if scales.ndim == 3:
+        return reference.blockwise_compact(scales, shape, 0)
+    return scales
+
+
 def exact_matmul(a, a_scales, b, b_scales, a_block, b_block):
-    """The float64 product of the dequantized operands (scales linear or swizzled)."""
+    """The float64 product of the dequantized operands (scales in any layout: linear_scales)."""
     from mx import reference
 
     def operand(data, scales, block):
-        if scales.ndim == 5:
-            scales = reference.unswizzle(scales, reference.scales_shape(data.shape, block))
-        return reference.dequantize(data, scales, block).astype(np.float64)
+        return reference.dequantize(data, linear_scales(data, scales, block), block).astype(np.float64)
     return operand(a, a_scales, a_block) @ operand(b, b_scales, b_block).T
 
 

@@ -6,7 +6,8 @@ Every recipe and layout the generated GEMM kernels take, at shapes that are not 
     (5-D) and linear (2-D). Checked against the float64 product of the dequantized operands
     (conftest.exact_matmul): relative Frobenius error < 1e-5 for f32 output, < 4e-3 for bf16 and
     < 1e-3 for f16 (one ulp-level rounding of the output type; exact rounding gives 1.7e-3 / 2e-4).
-  * FP8 blockwise, A [1, 128] x B [128, 128] and A [1, 128] x B [1, 128], f32 power-of-two scales (and
+  * FP8 blockwise, A [1, 128] x B [128, 128] and A [1, 128] x B [1, 128], f32 power-of-two scales,
+    compact or (three cases) GEMM-ready [K/128, R'/4, 4] where the blocks are [1, 128] (and
     exact f32 scales, amax / 448, for A [1, 128] x B [1, 128]: recipe "bw1dx"), and
     per-tensor FP8 (one f32 scale per operand, amax / 448): FP8 wgmma accumulates with less than f32
     precision, so these must be within 1.5x the error of cuBLASLt (mxrtScaledMatmul) on the same data,
@@ -55,7 +56,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import exact_matmul
+from conftest import exact_matmul, linear_scales
 
 from mx import reference, runtime, tools
 
@@ -88,13 +89,13 @@ class Case:
     n: int
     k: int
     out: str
-    swizzled: bool = False  # MX scales in the 128x4 tiled 5-D layout
+    swizzled: bool = False  # MX scales in the 128x4 tiled 5-D layout; 1x128 ones GEMM-ready (3-D)
     b_elem: str = "f8E4M3FN"
     config: str = ""  # the pipeline's gemm-config (sm_90a kernels only)
 
     @property
     def name(self):
-        layout = ("swz" if self.swizzled else "lin") if self.recipe == "mx" else None
+        layout = ("swz" if self.swizzled else "lin") if self.recipe == "mx" else "ready" if self.swizzled else None
         config = "".join(ch if ch.isalnum() else "_" for ch in self.config)
         parts = ["gemm", self.recipe, layout, "e5m2" if self.b_elem == "f8E5M2" else None,
                  f"{self.m}x{self.n}x{self.k}", self.out, config]
@@ -118,8 +119,10 @@ class Case:
 
     def scales_shape(self, rows, block):
         shape = reference.scales_shape((rows, self.k), block)
-        if self.swizzled:
+        if self.swizzled and self.recipe == "mx":
             return reference.swizzled_shape(shape, 0)
+        if self.swizzled and block == (1, 128):
+            return reference.swizzled_shape(shape, 0, layout="blockwise")
         return shape
 
 
@@ -163,6 +166,11 @@ CASES = [
     Case("bw1dx", 4096, 2048, 384, "bf16", config="epilogue=tma,cluster=1x2"),
     Case("bw1d", *MID, "f32", config="products=off"),
     Case("bw1dx", *LONG_K, "f32", config="products=off"),
+    # 1x128 scales GEMM-ready (the scale products' kernel reads them with K-block stride R'; the
+    # compact cases above read [R, KB] with row stride KB), and A's beside B's compact 128x128.
+    Case("bw1d", *MID, "f32", swizzled=True),
+    Case("bw1dx", *ODD_1, 128, "bf16", swizzled=True),
+    Case("bw2d", *ODD_2, 128, "bf16", swizzled=True),
     Case("mx", *MID, "f32", swizzled=True, config="cluster=2x1"),
     Case("mx", 1024, 512, 384, "bf16", swizzled=True),
     # Two K-blocks per main-loop iteration, the first one's promotion overlapping the second one's
@@ -312,13 +320,14 @@ def make_operands(rng, case):
         b, sb, notes["NaN B row"] = _mx_specials(rng, b, sb, case.b_elem, {notes["zero B block"][0]})
         if case.swizzled:
             sa, sb = reference.swizzle(sa), reference.swizzle(sb)
+    elif case.swizzled:  # 1x128 scales GEMM-ready, as a quantize fused with mx.swizzle writes them
+        sa = reference.blockwise_gemm_ready(sa, 0) if case.a_block == (1, 128) else sa
+        sb = reference.blockwise_gemm_ready(sb, 0) if case.b_block == (1, 128) else sb
     return (a, sa, b, sb), notes
 
 
 def _dequantized(data, scales, block):
-    if scales.ndim == 5:
-        scales = reference.unswizzle(scales, reference.scales_shape(data.shape, block))
-    return reference.dequantize(data, scales, block).astype(np.float64)
+    return reference.dequantize(data, linear_scales(data, scales, block), block).astype(np.float64)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -371,6 +380,7 @@ def cublas_matmul(case, a, sa, b, sb):
     is padded with zero rows (scales 1) and C cut back. Where it refuses the output type, it computes
     f32 and C is rounded (RNE) to the output type here."""
     a_mode, b_mode = RECIPES[case.recipe][4]
+    sa, sb = linear_scales(a, sa, case.a_block), linear_scales(b, sb, case.b_block)
     vec = runtime.ScaleMode.VEC128_F32
     m_pad = _round_up(case.m, 4) if a_mode == vec else case.m
 

@@ -166,11 +166,15 @@ func.func @per_tensor(%a: tensor<130x64xf8E5M2>, %as: tensor<1x1xf32>, %b: tenso
 // up to whole tiles), the stages load them by TMA in place of the scales,
 // and the chain of each K-block is followed by one m64n128k8 tf32 wgmma;
 // the promotion is one FMA an element. The rows are freed after the GEMM.
+// The rows' kernels read the compact [R, KB] scales as they are (row stride
+// KB, K-block stride 1): no swizzle kernel runs before them.
 // CHECK-LABEL: func.func @odd_n
+// CHECK-NOT: gpu.launch
 // CHECK: gpu.alloc  () : memref<128x4xf32>
-// CHECK: gpu.launch_func  @mx_scale_products_lhs_1x64_128::@kernel blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
+// CHECK-NOT: gpu.launch blocks
+// CHECK: gpu.launch_func  @mx_scale_products_lhs_1x64_1_1_128::@kernel blocks in (%c1, %c1, %c1) threads in (%c256, %c1, %c1)
 // CHECK: gpu.alloc  () : memref<128x4xf32>
-// CHECK: gpu.launch_func  @mx_scale_products_rhs_1x36_128::@kernel
+// CHECK: gpu.launch_func  @mx_scale_products_rhs_1x35_1_1_128::@kernel
 // CHECK: gpu.launch_func  @mx_gemm_blockwise_64x35x128::@kernel
 // CHECK-COUNT-2: gpu.dealloc  %{{.*}} : memref<128x4xf32>
 // CHECK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=64x35x128 tile=128x128x128 stages=6 roles=tma:1,mma:2x1 regs=40/232 wgmma=m64n128k32 products=tf32
@@ -182,13 +186,27 @@ func.func @per_tensor(%a: tensor<130x64xf8E5M2>, %as: tensor<1x1xf32>, %b: tenso
 // CHECK-COUNT-64: llvm.intr.fma
 // CHECK-NOT: llvm.fmul
 // CHECK: llvm.store %{{.*}} {alignment = 2 : i64} : bf16, !llvm.ptr<1>
-// CHECK: gpu.module @mx_scale_products_lhs_1x64_128
+// CHECK: gpu.module @mx_scale_products_lhs_1x64_1_1_128
 // CHECK: arith.andi %{{.*}}, %c-8192_i32 : i32
 // CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
 func.func @odd_n(%a: tensor<64x128xf8E4M3FN>, %as: tensor<64x1xf32>, %b: tensor<35x128xf8E4M3FN>, %bs: tensor<35x1xf32>) -> tensor<64x35xbf16> {
   %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
     : tensor<64x128xf8E4M3FN>, tensor<64x1xf32>, tensor<35x128xf8E4M3FN>, tensor<35x1xf32> -> tensor<64x35xbf16>
   return %c : tensor<64x35xbf16>
+}
+
+// -----
+
+// The same form on GEMM-ready [KB, R'/4, 4] scales: the rows' kernels read
+// them with row stride 1 and K-block stride R' (the padded rows are zeros).
+// CHECK-LABEL: func.func @wgrad_gemm_ready
+// CHECK: gpu.launch_func  @mx_scale_products_lhs_2x64_1_64_128::@kernel
+// CHECK: gpu.launch_func  @mx_scale_products_rhs_2x36_1_36_128::@kernel
+// CHECK: gpu.launch_func  @mx_gemm_blockwise_64x35x256::@kernel
+func.func @wgrad_gemm_ready(%a: tensor<64x256xf8E4M3FN>, %as: tensor<2x16x4xf32>, %b: tensor<35x256xf8E4M3FN>, %bs: tensor<2x9x4xf32>) -> tensor<64x35xf32> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [1, 128] rhs_block [1, 128]
+    : tensor<64x256xf8E4M3FN>, tensor<2x16x4xf32>, tensor<35x256xf8E4M3FN>, tensor<2x9x4xf32> -> tensor<64x35xf32>
+  return %c : tensor<64x35xf32>
 }
 
 // -----

@@ -273,7 +273,8 @@ TensorMapRequest getStageScalesMap(OpBuilder &b, Value data,
 }
 
 /// The wgrad form's scale products: the tf32 operand rows of `operand`'s
-/// GEMM-ready scales, written by their kernel into a temporary.
+/// scales (GEMM-ready or compact: the kernel reads either), written by their
+/// kernel into a temporary.
 Value writeScaleProductRows(ImplicitLocOpBuilder &b, ModuleOp module,
                             const GemmPlan &plan, const OperandPlan &operand,
                             int64_t tileRows, bool lhs, Value scales) {
@@ -282,8 +283,11 @@ Value writeScaleProductRows(ImplicitLocOpBuilder &b, ModuleOp module,
       b, b.getLoc(),
       RankedTensorType::get({plan.kBlocks() * pitch, kScaleProductRowValues},
                             b.getF32Type()));
-  launchScaleProductsKernel(b, module, lhs, plan.kBlocks(),
-                            operand.scaleRowPitch, pitch,
+  ScalesLayout layout =
+      cast<RankedTensorType>(scales.getType()).getRank() == 2
+          ? ScalesLayout::compact(operand.rows, plan.kBlocks())
+          : ScalesLayout::gemmReady(operand.scaleRowPitch);
+  launchScaleProductsKernel(b, module, lhs, plan.kBlocks(), layout, pitch,
                             getDevicePointer(b, b.getLoc(), scales),
                             getDevicePointer(b, b.getLoc(), rows));
   return rows;
@@ -311,8 +315,12 @@ Value getGemmReadyScales(OpBuilder &b, Location loc, Value scales,
   return scales;
 }
 
-/// Whether `scales` are in the layout `staging` copies.
-bool isGemmReady(Value scales, ScaleStaging staging) {
+/// Whether `scales` are in a layout `plan`'s kernel takes for `staging`:
+/// the one its stages copy, or either 1x128 layout for the scale products'
+/// kernel, which reads them in place of the stages.
+bool isGemmReady(Value scales, ScaleStaging staging, const GemmPlan &plan) {
+  if (plan.scaleProducts)
+    return true;
   int64_t rank = cast<RankedTensorType>(scales.getType()).getRank();
   if (staging == ScaleStaging::chunks)
     return rank == 5;
@@ -470,8 +478,8 @@ LogicalResult lowerToKernel(ScaledMatmulOp op, QuantizeDelayedOp cast,
     return rewriter.notifyMatchFailure(op, reason);
   auto module = op->getParentOfType<ModuleOp>();
   Value aScales = op.getLhsScales(), bScales = op.getRhsScales();
-  if (!isGemmReady(aScales, plan->a.scales) ||
-      !isGemmReady(bScales, plan->b.scales))
+  if (!isGemmReady(aScales, plan->a.scales, *plan) ||
+      !isGemmReady(bScales, plan->b.scales, *plan))
     return rewriter.notifyMatchFailure(
         op, "scales are not in the GEMM-ready layout (swizzleGemmScales "
             "runs first)");
@@ -576,7 +584,8 @@ void mx::swizzleGemmScales(Operation *root, Chip chip, GemmLowering lowering,
     if (failed(choice) || choice->lowering != GemmLowering::kernel)
       return;
     FailureOr<GemmPlan> plan = planGemm(op, chip, config, reason);
-    if (failed(plan))
+    // The scale products' kernel reads compact scales itself.
+    if (failed(plan) || plan->scaleProducts)
       return;
     OpBuilder b(op);
     op.getLhsScalesMutable().assign(getGemmReadyScales(

@@ -54,17 +54,20 @@ std::pair<Value, Value> splitTf32(ImplicitLocOpBuilder &b, Value x) {
   return {high, low};
 }
 
-/// The kernel's shape: [kBlocks, pitch] scales to [kBlocks, productPitch]
-/// rows.
+/// The kernel's shape: kBlocks K-blocks of scales laid out as `layout` to
+/// [kBlocks, productPitch] rows.
 struct ProductsShape {
   bool lhs;
-  int64_t kBlocks, pitch, productPitch;
+  int64_t kBlocks;
+  ScalesLayout layout;
+  int64_t productPitch;
 
   int64_t rows() const { return kBlocks * productPitch; }
 };
 
 /// The kernel body on its two pointer arguments (scales, rows): thread i
-/// writes row i, from scale (i / P, i % P) or 0 past the scales' pitch.
+/// writes row i, from the scale of (row i % P, K-block i / P), or 0 past the
+/// scales' rows.
 void buildBody(ImplicitLocOpBuilder &b, const ProductsShape &shape,
                ValueRange arguments) {
   auto globalPtr = LLVM::LLVMPointerType::get(
@@ -90,11 +93,12 @@ void buildBody(ImplicitLocOpBuilder &b, const ProductsShape &shape,
   b.setInsertionPointToStart(&inside.getThenRegion().front());
   Value kBlock = arith::DivUIOp::create(b, thread, c(shape.productPitch));
   Value row = arith::RemUIOp::create(b, thread, c(shape.productPitch));
-  Value inScales =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, c(shape.pitch));
-  Value source =
-      arith::AddIOp::create(b, arith::MulIOp::create(b, kBlock, c(shape.pitch)),
-                            arith::SelectOp::create(b, inScales, row, c(0)));
+  Value inScales = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                         c(shape.layout.rows));
+  Value source = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, kBlock, c(shape.layout.blockStride)),
+      arith::MulIOp::create(b, arith::SelectOp::create(b, inScales, row, c(0)),
+                            c(shape.layout.rowStride)));
   Value loaded = LLVM::LoadOp::create(
       b, b.getF32Type(),
       LLVM::GEPOp::create(b, globalPtr, b.getF32Type(), scales,
@@ -120,13 +124,14 @@ void buildBody(ImplicitLocOpBuilder &b, const ProductsShape &shape,
 } // namespace
 
 void gemm::launchScaleProductsKernel(ImplicitLocOpBuilder &b, ModuleOp module,
-                                     bool lhs, int64_t kBlocks, int64_t pitch,
-                                     int64_t productPitch, Value scales,
-                                     Value rows) {
-  ProductsShape shape{lhs, kBlocks, pitch, productPitch};
+                                     bool lhs, int64_t kBlocks,
+                                     ScalesLayout layout, int64_t productPitch,
+                                     Value scales, Value rows) {
+  ProductsShape shape{lhs, kBlocks, layout, productPitch};
   std::string name =
       (Twine("mx_scale_products_") + (lhs ? "lhs_" : "rhs_") + Twine(kBlocks) +
-       "x" + Twine(pitch) + "_" + Twine(productPitch))
+       "x" + Twine(layout.rows) + "_" + Twine(layout.rowStride) + "_" +
+       Twine(layout.blockStride) + "_" + Twine(productPitch))
           .str();
   gpu::GPUFuncOp kernel =
       getPointerKernel(b, b.getLoc(), module, name, /*arguments=*/2, kThreads,

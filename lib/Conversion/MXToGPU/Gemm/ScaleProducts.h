@@ -9,8 +9,10 @@
 // A' = [hi, hi, lo, lo] and B' = [hi, lo, hi, lo], so that a row of A'
 // times a row of B' is hi.hi + hi.lo + lo.hi + lo.lo = sa x sb to about
 // 2^-21. A small kernel writes them once per GEMM, [KB, P, 4] f32 from the
-// GEMM-ready [KB, R'] scales (P: the rows rounded up to whole tiles, zeros
-// past R'), and each stage loads its K-block's tile rows by TMA as the
+// scales as they come, GEMM-ready [KB, R'] or compact [R, KB] (P: the rows
+// rounded up to whole tiles, zeros past the scales' rows), so that compact
+// scales need no swizzle kernel before it, and each stage loads its
+// K-block's tile rows by TMA as the
 // first 16-byte K chunk of an unswizzled K-major tile (the second chunk is
 // zeros in shared memory). The TMA map reads them as lines of 128 bytes,
 // 8 rows a line: a box of 16-byte rows took a request a row, and the
@@ -53,15 +55,28 @@ inline bool fitsScaleProductRows(const GemmPlan &plan, int64_t tileM,
          values(plan.b, tileN) < (int64_t(1) << 31);
 }
 
+/// Where the scale of (row, K-block) is in an operand's f32 scales: at
+/// row * rowStride + kBlock * blockStride, for rows below `rows`.
+struct ScalesLayout {
+  int64_t rows, rowStride, blockStride;
+
+  /// GEMM-ready [KB, pitch] (padding rows included, zeros).
+  static ScalesLayout gemmReady(int64_t pitch) { return {pitch, 1, pitch}; }
+  /// Compact [rows, KB], as the quantize writes them.
+  static ScalesLayout compact(int64_t rows, int64_t kBlocks) {
+    return {rows, kBlocks, 1};
+  }
+};
+
 /// Host code at `b`'s insertion point that launches the kernel writing the
 /// scale products' operand rows (A's form where `lhs`, else B's) of the
-/// GEMM-ready [kBlocks, pitch] f32 scales at device pointer `scales` into
-/// `rows` ([kBlocks, productPitch, 4] f32). The kernel is built in its own
-/// gpu.module of `module` on first use and shared by later launches of the
-/// same form and shape.
+/// [kBlocks] K-blocks of f32 scales at device pointer `scales`, laid out as
+/// `layout` says, into `rows` ([kBlocks, productPitch, 4] f32). The kernel
+/// is built in its own gpu.module of `module` on first use and shared by
+/// later launches of the same form, layout and shape.
 void launchScaleProductsKernel(mlir::ImplicitLocOpBuilder &b,
                                mlir::ModuleOp module, bool lhs, int64_t kBlocks,
-                               int64_t pitch, int64_t productPitch,
+                               ScalesLayout layout, int64_t productPitch,
                                mlir::Value scales, mlir::Value rows);
 
 } // namespace mx::gemm
