@@ -51,12 +51,29 @@ constexpr int64_t kPreloadedVectors = 16;
 
 } // namespace
 
+OutputRun GemmKernelBuilder::locateRun(TileOrigin origin,
+                                       std::pair<Value, Value> coordinates) {
+  auto [row, col] = coordinates;
+  Value globalRow = arith::AddIOp::create(b, origin.m, row);
+  Value globalCol = arith::AddIOp::create(b, origin.n, col);
+  Value valid =
+      arith::AndIOp::create(b,
+                            arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                  globalRow, i32(plan.m)),
+                            arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                  globalCol, i32(plan.n)));
+  Value index = arith::AddIOp::create(
+      b,
+      arith::MulIOp::create(
+          b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow), i64(plan.n)),
+      arith::ExtUIOp::create(b, b.getI64Type(), globalCol));
+  return OutputRun{valid, index, globalCol};
+}
+
 Value GemmKernelBuilder::storeFragment(
     TileOrigin origin, ArrayRef<Value> values, int64_t runLength,
     function_ref<std::pair<Value, Value>(int64_t)> coords) {
-  // Codes are addressed as bytes (LLVM has no FP8 type).
-  Type outType = plan.outputType,
-       storedType = plan.castType ? b.getI8Type() : outType;
+  Type outType = plan.outputType, storedType = plan.storedType();
   auto globalPtr = LLVM::LLVMPointerType::get(
       b.getContext(), unsigned(NVVM::NVVMMemorySpace::Global));
   Value out = LLVM::AddrSpaceCastOp::create(b, globalPtr, args.out);
@@ -72,29 +89,7 @@ Value GemmKernelBuilder::storeFragment(
   int64_t width = runLength;
   while (plan.n % width != 0)
     width /= 2;
-  // Where the vector of element e goes: whether it is inside the matrix,
-  // its element index and its column.
-  struct Location {
-    Value valid, index, column;
-  };
-  auto locate = [&](int64_t e) {
-    auto [row, col] = coords(e);
-    Value globalRow = arith::AddIOp::create(b, origin.m, row);
-    Value globalCol = arith::AddIOp::create(b, origin.n, col);
-    Value valid = arith::AndIOp::create(
-        b,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalRow,
-                              i32(plan.m)),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, globalCol,
-                              i32(plan.n)));
-    Value index = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(
-            b, arith::ExtUIOp::create(b, b.getI64Type(), globalRow),
-            i64(plan.n)),
-        arith::ExtUIOp::create(b, b.getI64Type(), globalCol));
-    return Location{valid, index, globalCol};
-  };
+  auto locate = [&](int64_t e) { return locateRun(origin, coords(e)); };
   int64_t vectors = llvm::divideCeil(int64_t(values.size()), width);
   for (int64_t group = 0; group < vectors; group += kPreloadedVectors) {
     int64_t groupEnd = std::min(vectors, group + kPreloadedVectors);
@@ -102,17 +97,17 @@ Value GemmKernelBuilder::storeFragment(
     // unconditionally (a vector outside the matrix reads D[0]): one load
     // latency per group, where a load inside each store's bounds check
     // waited once per vector.
-    SmallVector<Location> located;
+    SmallVector<OutputRun> located;
     SmallVector<Value> accumulated;
     for (int64_t v = group; v < groupEnd; ++v) {
-      const Location &at = located.emplace_back(locate(v * width));
+      const OutputRun &at = located.emplace_back(locate(v * width));
       if (args.accumulator)
         accumulated.push_back(loadEpilogueOperand(
             args.accumulator, outType,
             arith::SelectOp::create(b, at.valid, at.index, i64(0)), width));
     }
     for (int64_t v = group; v < groupEnd; ++v) {
-      const Location &at = located[v - group];
+      const OutputRun &at = located[v - group];
       Value address = LLVM::GEPOp::create(b, globalPtr, storedType, out,
                                           ArrayRef<LLVM::GEPArg>{at.index});
       Value vector = vector::FromElementsOp::create(
@@ -420,14 +415,7 @@ Value GemmKernelBuilder::storeCastWavesThroughSharedMemory(
                             /*alignment=*/2);
       // Elements outside the matrix (zeros, plus bias[0] past N) are
       // clipped by the TMA store and left out of the amax.
-      Value inside = arith::AndIOp::create(
-          b,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                arith::AddIOp::create(b, origin.m, row),
-                                i32(plan.m)),
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                arith::AddIOp::create(b, origin.n, column),
-                                i32(plan.n)));
+      Value inside = locateRun(origin, {row, column}).valid;
       amax = arith::MaxUIOp::create(
           b, amax,
           arith::SelectOp::create(b, inside, getMagnitudeBits(widened),

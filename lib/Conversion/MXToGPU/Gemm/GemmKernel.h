@@ -71,6 +71,15 @@ struct KernelArguments {
   mlir::Value bias, accumulator;
   mlir::Value aTensorScale, bTensorScale;
   mlir::Value castScales, amaxPartials;
+
+  /// The field of `parameter`.
+  mlir::Value &get(KernelParameter parameter);
+};
+
+/// Where a run of output elements goes: whether it lies inside the matrix,
+/// its first element's index in the output (i64) and its column (i32).
+struct OutputRun {
+  mlir::Value valid, index, column;
 };
 
 /// The origin of one output tile, in elements (i32).
@@ -254,6 +263,9 @@ private:
                        int64_t StageLayout::*buffer,
                        mlir::Value kBlock, mlir::Value rowOrigin,
                        int64_t tileRows, mlir::Value full, RingSlot slot);
+  /// The run at tile `coordinates` (row, column) of the tile at `origin`.
+  OutputRun locateRun(TileOrigin origin,
+                      std::pair<mlir::Value, mlir::Value> coordinates);
   /// Stores `vector` at `address` (global), aligned to its size.
   void storeVector(mlir::Value vector, mlir::Value address);
   /// Stores the fused output cast's codes of `rounded` (the output type)

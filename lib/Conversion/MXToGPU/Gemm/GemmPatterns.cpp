@@ -104,52 +104,7 @@ LLVM::LLVMFuncOp buildKernel(OpBuilder &builder, Location loc,
   KernelArguments args;
   for (auto [parameter, argument] :
        llvm::zip_equal(parameters, kernel.getArguments())) {
-    Value *slot = nullptr;
-    switch (parameter) {
-    case KernelParameter::tensorMapA:
-      slot = &args.tensorMapA;
-      break;
-    case KernelParameter::tensorMapB:
-      slot = &args.tensorMapB;
-      break;
-    case KernelParameter::aScales:
-      slot = &args.aScales;
-      break;
-    case KernelParameter::bScales:
-      slot = &args.bScales;
-      break;
-    case KernelParameter::out:
-      slot = &args.out;
-      break;
-    case KernelParameter::tensorMapAScales:
-      slot = &args.tensorMapAScales;
-      break;
-    case KernelParameter::tensorMapBScales:
-      slot = &args.tensorMapBScales;
-      break;
-    case KernelParameter::tensorMapOut:
-      slot = &args.tensorMapOut;
-      break;
-    case KernelParameter::bias:
-      slot = &args.bias;
-      break;
-    case KernelParameter::accumulator:
-      slot = &args.accumulator;
-      break;
-    case KernelParameter::aTensorScale:
-      slot = &args.aTensorScale;
-      break;
-    case KernelParameter::bTensorScale:
-      slot = &args.bTensorScale;
-      break;
-    case KernelParameter::castScales:
-      slot = &args.castScales;
-      break;
-    case KernelParameter::amaxPartials:
-      slot = &args.amaxPartials;
-      break;
-    }
-    *slot = argument;
+    args.get(parameter) = argument;
   }
   GemmKernelBuilder(b, plan, args).build(kSharedGlobal);
   LLVM::ReturnOp::create(b, ValueRange());

@@ -71,6 +71,40 @@ SmallVector<KernelParameter> gemm::getKernelParameters(const GemmPlan &plan) {
   return parameters;
 }
 
+Value &KernelArguments::get(KernelParameter parameter) {
+  switch (parameter) {
+  case KernelParameter::tensorMapA:
+    return tensorMapA;
+  case KernelParameter::tensorMapB:
+    return tensorMapB;
+  case KernelParameter::aScales:
+    return aScales;
+  case KernelParameter::bScales:
+    return bScales;
+  case KernelParameter::out:
+    return out;
+  case KernelParameter::tensorMapAScales:
+    return tensorMapAScales;
+  case KernelParameter::tensorMapBScales:
+    return tensorMapBScales;
+  case KernelParameter::tensorMapOut:
+    return tensorMapOut;
+  case KernelParameter::bias:
+    return bias;
+  case KernelParameter::accumulator:
+    return accumulator;
+  case KernelParameter::aTensorScale:
+    return aTensorScale;
+  case KernelParameter::bTensorScale:
+    return bTensorScale;
+  case KernelParameter::castScales:
+    return castScales;
+  case KernelParameter::amaxPartials:
+    return amaxPartials;
+  }
+  llvm_unreachable("every kernel parameter has a field");
+}
+
 bool gemm::isTensorMap(KernelParameter parameter) {
   switch (parameter) {
   case KernelParameter::tensorMapA:
