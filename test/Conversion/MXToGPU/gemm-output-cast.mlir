@@ -6,7 +6,8 @@
 // at entry, an atomic max a warp and tile); a delayed cast of the partials
 // then records their max in the history and writes the scale's inverse.
 // Not fused: a product with another use, a transposed cast, an odd number
-// of columns, a GEMM that cuBLASLt runs (MXToCublas/gemm-output-cast.mlir).
+// of columns, a cast in another block, a GEMM that cuBLASLt runs
+// (MXToCublas/gemm-output-cast.mlir).
 // The tcgen05 kernel's epilogue does the same (gemm-sm100.mlir).
 // RUN: mx-opt %s --split-input-file --convert-mx-to-gpu | FileCheck %s
 
@@ -121,4 +122,28 @@ func.func @odd_columns(%a: tensor<256x512xf8E4M3FN>, %as: tensor<1x1xf32>, %b: t
   %y, %sinv, %h = mx.quantize_delayed %c, %scales, %history index 0
       : tensor<256x9xbf16>, tensor<1xf32>, tensor<4x1xf32> -> tensor<256x9xf8E4M3FN>, tensor<1x1xf32>, tensor<4x1xf32>
   return %y, %sinv, %h : tensor<256x9xf8E4M3FN>, tensor<1x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// A cast in another block (here a branch of an scf.if) is not fused: the
+// fused kernel would run where the cast is, as often as it is.
+// CHECK-LABEL: func.func @cast_in_region
+// CHECK: gpu.alloc () : memref<256x384xbf16>
+// CHECK: scf.if
+// CHECK: llvm.func @kernel
+// CHECK-NOT: cast=
+// CHECK-SAME: epilogue=tma
+func.func @cast_in_region(%a: tensor<256x512xf8E4M3FN>, %as: tensor<1x1xf32>, %b: tensor<384x512xf8E4M3FN>, %bs: tensor<1x1xf32>, %scales: tensor<1xf32>, %history: tensor<4x1xf32>, %flag: i1) -> tensor<256x384xf8E4M3FN> {
+  %c = mx.scaled_matmul %a, %as, %b, %bs lhs_block [256, 512] rhs_block [384, 512]
+      : tensor<256x512xf8E4M3FN>, tensor<1x1xf32>, tensor<384x512xf8E4M3FN>, tensor<1x1xf32> -> tensor<256x384xbf16>
+  %r = scf.if %flag -> tensor<256x384xf8E4M3FN> {
+    %y, %sinv, %h = mx.quantize_delayed %c, %scales, %history index 0
+        : tensor<256x384xbf16>, tensor<1xf32>, tensor<4x1xf32> -> tensor<256x384xf8E4M3FN>, tensor<1x1xf32>, tensor<4x1xf32>
+    scf.yield %y : tensor<256x384xf8E4M3FN>
+  } else {
+    %z = tensor.empty() : tensor<256x384xf8E4M3FN>
+    scf.yield %z : tensor<256x384xf8E4M3FN>
+  }
+  return %r : tensor<256x384xf8E4M3FN>
 }

@@ -794,8 +794,11 @@ QuantizeDelayedOp gemm::getFusedOutputCast(ScaledMatmulOp op) {
   auto type = cast<RankedTensorType>(product.getType());
   if (!product.hasOneUse() || type.getRank() != 2 || type.getDimSize(1) % 2)
     return nullptr;
+  // In the product's block: the fused kernel runs where the cast is, and
+  // in a region (a loop's body) it would run as often as the cast does.
   auto cast = dyn_cast<QuantizeDelayedOp>(*product.user_begin());
-  if (!cast || cast.getTransposed() || cast.getInput() != product)
+  if (!cast || cast.getTransposed() || cast.getInput() != product ||
+      cast->getBlock() != op->getBlock())
     return nullptr;
   return cast;
 }

@@ -296,8 +296,9 @@ struct GemmPlan {
 };
 
 /// The `mx.quantize_delayed` of `op`'s product that the kernel of `op`
-/// writes in its epilogue, or null: the product's only use, a plain (not
-/// transposed) cast of a 2-D product whose columns are even, Transformer
+/// writes in its epilogue, or null: the product's only use, in its block, a
+/// plain (not transposed) cast of a 2-D product whose columns are even,
+/// Transformer
 /// Engine's FP8 output with D_SCALE and AMAX_D.
 /// The kernel then stores the cast's codes instead of the product, and a
 /// delayed cast of the CTAs' amax partials records the amax and the scale's
