@@ -197,14 +197,18 @@ def _type(shape, dtype):
     return tools.mlir_type(shape, dtype)
 
 
+def operand_types(case):
+    """The MLIR types of a case's A, A scales, B and B scales."""
+    scale_dtype = reference.SCALE_TYPES[case.scale_type]
+    return [_type((case.m, case.k), reference.ELEMENT_TYPES["f8E4M3FN"]),
+            _type(case.scales_shape(case.m, case.a_block), scale_dtype),
+            _type((case.n, case.k), reference.ELEMENT_TYPES[case.b_elem]),
+            _type(case.scales_shape(case.n, case.b_block), scale_dtype)]
+
+
 def source(case):
     """func.func @<name>(A, A scales, B, B scales) -> C, one mx.scaled_matmul."""
-    scale_dtype = reference.SCALE_TYPES[case.scale_type]
-    types = [_type((case.m, case.k), reference.ELEMENT_TYPES["f8E4M3FN"]),
-             _type(case.scales_shape(case.m, case.a_block), scale_dtype),
-             _type((case.n, case.k), reference.ELEMENT_TYPES[case.b_elem]),
-             _type(case.scales_shape(case.n, case.b_block), scale_dtype)]
-    return tools.scaled_matmul_source(case.name, types, case.a_block, case.b_block,
+    return tools.scaled_matmul_source(case.name, operand_types(case), case.a_block, case.b_block,
                                       _type((case.m, case.n), OUT_DTYPES[case.out]))
 
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from test_gpu_gemm import (CHIPS, OUT_DTYPES, Artifacts, Case, _pipeline, _type, build_cases,
-                           make_operands, needs_gpu)
+                           make_operands, needs_gpu, operand_types)
 
-from mx import reference, runtime, tools
+from mx import runtime, tools
 
 HISTORY = (4, 2)  # [L, N]: the cast records column INDEX
 INDEX = 1
@@ -67,14 +67,6 @@ CASES = [
 ]
 
 
-def _gemm_types(gemm):
-    scale_dtype = reference.SCALE_TYPES[gemm.scale_type]
-    return [_type((gemm.m, gemm.k), reference.ELEMENT_TYPES["f8E4M3FN"]),
-            _type(gemm.scales_shape(gemm.m, gemm.a_block), scale_dtype),
-            _type((gemm.n, gemm.k), reference.ELEMENT_TYPES[gemm.b_elem]),
-            _type(gemm.scales_shape(gemm.n, gemm.b_block), scale_dtype)]
-
-
 def source(case, part):
     """The fused program ("fused": the GEMM then the cast), the GEMM alone ("product") or the cast alone
     ("cast")."""
@@ -85,7 +77,7 @@ def source(case, part):
     if part == "cast":
         return tools.delayed_cast_source(name, product_type, cast)
     bias_type = _type((gemm.n,), OUT_DTYPES["bf16"]) if case.bias else None
-    return tools.scaled_matmul_source(name, _gemm_types(gemm), gemm.a_block, gemm.b_block, product_type,
+    return tools.scaled_matmul_source(name, operand_types(gemm), gemm.a_block, gemm.b_block, product_type,
                                       bias_type=bias_type, cast=cast if part == "fused" else None)
 
 

@@ -38,8 +38,7 @@ namespace {
 /// Accumulator elements (2i, 2i + 1) of a wgmma fragment are adjacent
 /// columns of one row.
 constexpr int64_t kFragmentRun = 2;
-/// One swizzled panel row: 128 bytes, eight 16-byte chunks.
-constexpr int64_t kPanelRowBytes = 128;
+/// A 16-byte chunk: the unit the panels' swizzles permute.
 constexpr int64_t kChunkBytes = 16;
 /// stmatrix .x4 stores four 8x8 matrices: 16 rows x 16 columns of a warp's
 /// fragment.
@@ -138,8 +137,9 @@ Value GemmKernelBuilder::storeFragment(
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&stored.getThenRegion().front());
-        scf::YieldOp::create(
-            b, storeCastVector(finalValues(), castScale, address));
+        auto [codes, values] = castCodes(finalValues(), castScale);
+        storeVector(codes, address);
+        scf::YieldOp::create(b, getMagnitudeBits(values));
         b.setInsertionPointToStart(&stored.getElseRegion().front());
         scf::YieldOp::create(b, i32(0));
       }
@@ -159,8 +159,8 @@ void GemmKernelBuilder::storeVector(Value vector, Value address) {
   LLVM::StoreOp::create(b, stored, address, bytes);
 }
 
-Value GemmKernelBuilder::storeCastVector(Value rounded, Value scale,
-                                         Value address) {
+std::pair<Value, Value> GemmKernelBuilder::castCodes(Value rounded,
+                                                     Value scale) {
   // The delayed cast reads the product as stored (rounded to the output
   // type), widened exactly to f32.
   auto type = cast<VectorType>(rounded.getType());
@@ -171,10 +171,8 @@ Value GemmKernelBuilder::storeCastVector(Value rounded, Value scale,
   std::optional<gpu_kernels::ElementConversion> conversion =
       gpu_kernels::ElementConversion::get(plan.castType, plan.chip);
   assert(conversion && "FP8 casts have a cvt on every chip");
-  storeVector(
-      gpu_kernels::castWithScale(b, b.getLoc(), values, scale, *conversion),
-      address);
-  return getMagnitudeBits(values);
+  return {gpu_kernels::castWithScale(b, b.getLoc(), values, scale, *conversion),
+          values};
 }
 
 Value GemmKernelBuilder::getMagnitudeBits(Value values) {
@@ -292,9 +290,11 @@ void GemmKernelBuilder::storeWavesThroughSharedMemory(
     const ConsumerThread &thread, TileOrigin origin,
     ArrayRef<SmallVector<Value>> waves) {
   waitForPanels();
-  int64_t panelColumns =
-      kPanelRowBytes * 8 / plan.outputType.getIntOrFloatBitWidth();
-  int64_t panelBytes = plan.tileM * kPanelRowBytes;
+  // Panel rows of 128 bytes (GemmPlan::panelRowBytes), eight 16-byte
+  // chunks.
+  int64_t rowBytes = plan.panelRowBytes();
+  int64_t panelColumns = rowBytes / plan.storedBytes();
+  int64_t panelBytes = plan.tileM * rowBytes;
   // Lane l addresses row l % 8 of matrix l / 8: rows +8 for odd matrices,
   // columns +8 for the upper two.
   Value matrix = arith::DivUIOp::create(b, thread.lane, i32(8));
@@ -309,12 +309,12 @@ void GemmKernelBuilder::storeWavesThroughSharedMemory(
   auto roundedType = VectorType::get({2}, plan.outputType);
   for (auto [wave, values] : llvm::enumerate(waves)) {
     Value row = arith::AddIOp::create(b, getWaveRow(thread, wave), laneRow);
-    Value rowBase = arith::MulIOp::create(b, row, i32(kPanelRowBytes));
+    Value rowBase = arith::MulIOp::create(b, row, i32(rowBytes));
     Value phase = arith::AndIOp::create(b, row, i32(7));
     for (int64_t column = 0; column < plan.tileN; column += kMatrixColumns) {
       int64_t panel = column / panelColumns;
       int64_t chunk =
-          (column % panelColumns) * kPanelRowBytes / panelColumns / kChunkBytes;
+          (column % panelColumns) * rowBytes / panelColumns / kChunkBytes;
       Value swizzled = arith::XOrIOp::create(
           b, arith::AddIOp::create(b, laneChunk, i32(chunk)), phase);
       Value address = sharedAddress(
@@ -388,9 +388,6 @@ Value GemmKernelBuilder::storeCastWavesThroughSharedMemory(
     ArrayRef<SmallVector<Value>> waves) {
   waitForPanels();
   Value scale = loadGlobalF32(args.castScales, i32(plan.castIndex));
-  std::optional<gpu_kernels::ElementConversion> conversion =
-      gpu_kernels::ElementConversion::get(plan.castType, plan.chip);
-  assert(conversion && "FP8 casts have a cvt on every chip");
   auto pairType = VectorType::get({2}, b.getF32Type());
   auto roundedType = VectorType::get({2}, plan.outputType);
   Value amax = i32(0);
@@ -401,15 +398,13 @@ Value GemmKernelBuilder::storeCastWavesThroughSharedMemory(
           b, pairType, ValueRange{values[e], values[e + 1]});
       if (args.bias)
         pair = arith::AddFOp::create(b, pair, loadBiasPair(origin, column));
-      Value widened = pair;
-      if (!plan.outputType.isF32())
-        widened = arith::ExtFOp::create(
-            b, pairType,
-            arith::TruncFOp::create(b, roundedType, pair).getResult());
+      Value rounded =
+          plan.outputType.isF32()
+              ? pair
+              : arith::TruncFOp::create(b, roundedType, pair).getResult();
+      auto [bytes, widened] = castCodes(rounded, scale);
       Value codes = vector::BitCastOp::create(
-          b, VectorType::get({1}, b.getI16Type()),
-          gpu_kernels::castWithScale(b, b.getLoc(), widened, scale,
-                                     *conversion));
+          b, VectorType::get({1}, b.getI16Type()), bytes);
       LLVM::StoreOp::create(b, vector::ExtractOp::create(b, codes, 0),
                             sharedPointer(getCastPanelAddress(row, column)),
                             /*alignment=*/2);

@@ -268,10 +268,11 @@ private:
                       std::pair<mlir::Value, mlir::Value> coordinates);
   /// Stores `vector` at `address` (global), aligned to its size.
   void storeVector(mlir::Value vector, mlir::Value address);
-  /// Stores the fused output cast's codes of `rounded` (the output type)
-  /// at `address`; returns their largest magnitude's f32 bits.
-  mlir::Value storeCastVector(mlir::Value rounded, mlir::Value scale,
-                              mlir::Value address);
+  /// The fused output cast of `rounded` (a vector of the output type)
+  /// times `scale`: its codes (an i8 vector) and the values it cast,
+  /// `rounded` widened exactly to f32 (whose getMagnitudeBits is the amax).
+  std::pair<mlir::Value, mlir::Value> castCodes(mlir::Value rounded,
+                                                mlir::Value scale);
   /// The largest of the f32 `values`' magnitudes (a vector), as i32 bits.
   mlir::Value getMagnitudeBits(mlir::Value values);
   /// The TMA-store epilogue: the panel issuer's condition, its wait until

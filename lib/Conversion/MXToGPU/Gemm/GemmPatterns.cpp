@@ -42,7 +42,6 @@ using namespace mx::gemm;
 namespace {
 
 constexpr StringLiteral kSharedGlobal = "mx_gemm_shared";
-constexpr int64_t kSwizzleBytes = 128;
 
 /// The kernel of `plan` in a new gpu.module of `module`. It is an `llvm.func`
 /// (`gpu.kernel`, `nvvm.kernel`) rather than a `gpu.func` for its tensor
