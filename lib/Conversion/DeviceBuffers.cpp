@@ -101,6 +101,14 @@ Value mx::viewRows(OpBuilder &b, Location loc, Value buffer, int64_t firstRow,
 
 Value mx::viewBytesAt(OpBuilder &b, Location loc, Value buffer,
                       Value byteOffset, MemRefType type) {
+  Value first = LLVM::GEPOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI8Type(),
+      getDevicePointer(b, loc, buffer), ValueRange{byteOffset});
+  return wrapDevicePointer(b, loc, first, type);
+}
+
+Value mx::wrapDevicePointer(OpBuilder &b, Location loc, Value pointer,
+                            MemRefType type) {
   MLIRContext *context = b.getContext();
   auto ptr = LLVM::LLVMPointerType::get(context);
   auto i64 = b.getI64Type();
@@ -110,15 +118,12 @@ Value mx::viewBytesAt(OpBuilder &b, Location loc, Value buffer,
   auto constant = [&](int64_t value) -> Value {
     return LLVM::ConstantOp::create(b, loc, i64, value);
   };
-  Value first = LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(),
-                                    getDevicePointer(b, loc, buffer),
-                                    ValueRange{byteOffset});
   auto insert = [&](Value descriptor, Value value, ArrayRef<int64_t> at) {
     return LLVM::InsertValueOp::create(b, loc, descriptor, value, at);
   };
   Value descriptor = LLVM::PoisonOp::create(b, loc, descriptorType);
-  descriptor = insert(descriptor, first, {0});
-  descriptor = insert(descriptor, first, {1});
+  descriptor = insert(descriptor, pointer, {0});
+  descriptor = insert(descriptor, pointer, {1});
   descriptor = insert(descriptor, constant(0), {2});
   int64_t stride = 1;
   for (int64_t dim = type.getRank() - 1; dim >= 0; --dim) {

@@ -140,6 +140,9 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   // that uses it (gpu-async-region then orders each free on the call's
   // stream), inside the guarded call.
   pm.addNestedPass<func::FuncOp>(createFreeDeviceTemporaries());
+  // Gathered buffers, their frees placed, from the runtime's memory
+  // registered with NCCL.
+  pm.addPass(createConvertCollectiveBuffersToMXRuntime());
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   // Folding hoisted the kernels' constants to the host function; sink them
   // back so that outlining does not turn each one into a kernel argument.

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "NcclInternal.h"
 #include "RuntimeInternal.h"
 
 #include <cstdarg>
@@ -605,7 +606,7 @@ MGPU_API void *mgpuMemAlloc(uint64_t sizeBytes, CUstream stream,
 }
 
 MGPU_API void mgpuMemFree(void *ptr, CUstream stream) {
-  if (!ptr)
+  if (!ptr || nccl::releaseRegistered(ptr, stream))
     return;
   // Call-stream mode: the temporaries compiled code frees came from
   // allocOnStream; free them after the work enqueued before, without the
@@ -717,6 +718,10 @@ MXRT_API int32_t mxrtMalloc(void **ptr, uint64_t bytes) {
 }
 
 MXRT_API int32_t mxrtFree(void *ptr) {
+  // A registered buffer is reused after the work before it on the legacy
+  // stream, which follows the compiled calls' own (blocking) streams.
+  if (nccl::releaseRegistered(ptr, nullptr))
+    return MXRT_SUCCESS;
   return onDevice(ptr != nullptr, [&](int) {
     return checkCu(cuMemFree(devicePtr(ptr)), "cuMemFree");
   });
@@ -776,6 +781,8 @@ MXRT_API int32_t mxrtSetCallStream(void *stream, int32_t enabled) {
 }
 
 MXRT_API int32_t mxrtFreeAsync(void *ptr, void *stream) {
+  if (nccl::releaseRegistered(ptr, static_cast<CUstream>(stream)))
+    return MXRT_SUCCESS;
   return onDevice(ptr != nullptr, [&](int) {
     return checkCu(
         cuMemFreeAsync(devicePtr(ptr), static_cast<CUstream>(stream)),
@@ -823,6 +830,8 @@ MXRT_API int32_t mxrtEmptyCache(void) {
   return onDevice(1, [](int ordinal) {
     CUmemoryPool pool;
     if (int32_t status = checkCu(cuCtxSynchronize(), "cuCtxSynchronize"))
+      return status;
+    if (int32_t status = nccl::trimRegistered())
       return status;
     if (int32_t status = getStreamOrderedPool(ordinal, &pool))
       return status;

@@ -33,7 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NcclApi.h"
+#include "NcclInternal.h"
 #include "RuntimeInternal.h"
 
 #include <dlfcn.h>
@@ -51,36 +51,10 @@
 #include <vector>
 
 using namespace mxrt;
-using nccl::Comm;
-using nccl::Result;
+using namespace mxrt::nccl;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// The entry points of the loaded library, or why it did not load.
-struct Library {
-  std::string error;
-  Result (*getVersion)(int *) = nullptr;
-  Result (*getUniqueId)(nccl::UniqueId *) = nullptr;
-  Result (*commInitRank)(Comm *, int, nccl::UniqueId, int) = nullptr;
-  Result (*commDestroy)(Comm) = nullptr;
-  Result (*commAbort)(Comm) = nullptr;
-  Result (*commGetAsyncError)(Comm, Result *) = nullptr;
-  const char *(*getErrorString)(Result) = nullptr;
-  const char *(*getLastError)(Comm) = nullptr; // NCCL >= 2.13; optional.
-  Result (*allGather)(const void *, void *, size_t, int, Comm,
-                      CUstream) = nullptr;
-  Result (*allReduce)(const void *, void *, size_t, int, int, Comm,
-                      CUstream) = nullptr;
-  Result (*reduceScatter)(const void *, void *, size_t, int, int, Comm,
-                          CUstream) = nullptr;
-  Result (*broadcast)(const void *, void *, size_t, int, int, Comm,
-                      CUstream) = nullptr;
-  Result (*send)(const void *, size_t, int, int, Comm, CUstream) = nullptr;
-  Result (*recv)(void *, size_t, int, int, Comm, CUstream) = nullptr;
-  Result (*groupStart)() = nullptr;
-  Result (*groupEnd)() = nullptr;
-};
 
 template <typename Fn> bool bind(void *handle, const char *name, Fn &fn) {
   fn = reinterpret_cast<Fn>(dlsym(handle, name));
@@ -135,19 +109,25 @@ Library loadLibrary() {
   need("ncclGroupStart", lib.groupStart);
   need("ncclGroupEnd", lib.groupEnd);
   bind(handle, "ncclGetLastError", lib.getLastError);
+  bind(handle, "ncclMemAlloc", lib.memAlloc);
+  bind(handle, "ncclMemFree", lib.memFree);
+  bind(handle, "ncclCommRegister", lib.commRegister);
+  bind(handle, "ncclCommDeregister", lib.commDeregister);
   if (missing)
     lib.error =
         format("%s has no %s: mx needs NCCL 2.7 or later", path, missing);
   return lib;
 }
 
-const Library &getLibrary() {
+} // namespace
+
+const Library &mxrt::nccl::getLibrary() {
   static const Library library = loadLibrary();
   return library;
 }
 
-// "<call> failed with ncclInvalidUsage (5): <error string>: <last error>".
-std::string describeFailure(const char *call, Result result, Comm comm) {
+std::string mxrt::nccl::describeFailure(const char *call, Result result,
+                                        Comm comm) {
   static const char *const names[] = {
       "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
       "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
@@ -162,6 +142,8 @@ std::string describeFailure(const char *call, Result result, Comm comm) {
     text += format(": %s", last);
   return text;
 }
+
+namespace {
 
 // A collective enqueued on a stream, marked by an event recorded after it.
 struct Pending {
@@ -186,10 +168,14 @@ struct Communicator {
   // The stream of the collectives that may overlap the caller's work
   // (mxrtAllGatherPlaced), made on first use; see mxrtCollectivesJoin.
   CUstream side = nullptr;
+  // Which communicator of the process this is (the registered buffers'
+  // registrations belong to one; NcclMemory.cpp).
+  uint64_t generation = 0;
 };
 
 std::mutex commMutex; // Guards `current` (creation and destruction).
 std::unique_ptr<Communicator> current;
+uint64_t generations = 0; // Communicators made so far; under commMutex.
 
 // Aborts `c` for `reason` (with c.mutex held): the pending NCCL kernels end,
 // every later collective fails with the reason, which is recorded now.
@@ -198,6 +184,7 @@ int32_t abortCommunicator(Communicator &c, const std::string &reason) {
     c.failure = reason;
     getLibrary().commAbort(c.comm);
     c.comm = nullptr;
+    dropRegistrations(nullptr, c.generation);
   }
   for (Pending &p : c.pending)
     cuEventDestroy(p.event);
@@ -532,6 +519,26 @@ int32_t runCollective(const char *call, const std::string &what,
   return track(*c, cuStream, watched, what, ownLock);
 }
 
+} // namespace
+
+int32_t
+mxrt::nccl::withCommunicator(const char *call,
+                             const std::function<int32_t(CommHandle)> &fn) {
+  std::unique_lock<std::mutex> commLock, ownLock;
+  Communicator *c = group.communicator;
+  if (group.depth && group.status)
+    return group.status;
+  if (!group.depth)
+    if (int32_t status = lockCommunicator(call, commLock, ownLock, c))
+      return status;
+  DeviceScope scope;
+  if (!scope)
+    return scope.status();
+  return fn({c->comm, c->generation});
+}
+
+namespace {
+
 std::string describeBytes(const char *call, uint64_t bytes) {
   return format("%s of %llu bytes", call,
                 static_cast<unsigned long long>(bytes));
@@ -726,6 +733,7 @@ MXRT_API int32_t mxrtCommInit(const void *id, int32_t size, int32_t rank,
   c->rank = rank;
   c->device = device;
   c->timeout = std::chrono::seconds(timeoutSeconds);
+  c->generation = ++generations;
   c->watchdog = std::thread(watch, c.get());
   current = std::move(c);
   return MXRT_SUCCESS;
@@ -754,6 +762,7 @@ MXRT_API int32_t mxrtCommDestroy(void) {
       status = waitFor(c, std::move(p), lock);
     }
     if (c.comm) {
+      dropRegistrations(c.comm, c.generation);
       if (Result result = getLibrary().commDestroy(c.comm))
         status = fail(MXRT_ERROR_NCCL,
                       describeFailure("ncclCommDestroy", result, c.comm));

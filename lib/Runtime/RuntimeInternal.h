@@ -79,6 +79,12 @@ int32_t getStreamOrderedPool(int ordinal, CUmemoryPool *pool);
 // free will wait for the work enqueued on `stream` before it (DLPack.cpp).
 void noteExportRead(const void *pointer, CUstream stream);
 
+// MLIR's GPU lowering's allocation entry points (CudaRuntime.cpp), which
+// mxrtCollectiveAlloc and mxrtCollectiveFree fall back to.
+extern "C" MXRT_API void *mgpuMemAlloc(uint64_t sizeBytes, CUstream stream,
+                                       bool isHostShared);
+extern "C" MXRT_API void mgpuMemFree(void *ptr, CUstream stream);
+
 // The default device's primary context is current for the scope's lifetime.
 class DeviceScope {
 public:

@@ -35,6 +35,8 @@ for name, args in {"mxrtAllGatherPlaced": [ctypes.c_void_p] * 2 + [ctypes.c_uint
                    "mxrtAllGather": [ctypes.c_void_p] * 2 + [ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p],
                    "mxrtCollectivesJoin": [ctypes.c_void_p], "mxrtGroupStart": [], "mxrtGroupEnd": []}.items():
     getattr(lib, name).argtypes, getattr(lib, name).restype = args, ctypes.c_int32
+lib.mxrtCollectiveAlloc.argtypes, lib.mxrtCollectiveAlloc.restype = [ctypes.c_uint64, ctypes.c_void_p], ctypes.c_void_p
+lib.mxrtCollectiveFree.argtypes, lib.mxrtCollectiveFree.restype = [ctypes.c_void_p, ctypes.c_void_p], None
 def error():
     return lib.mxrtGetLastError().decode()
 SEND, RECV = 0x10000, 0x20000
@@ -104,6 +106,12 @@ def test_without_a_communicator_every_call_says_so(tmp_path):
         assert "mxrtAllGather: no communicator" in error(), error()
         assert lib.mxrtCollectivesJoin(None) == {NCCL_STATUS}
         assert "mxrtCollectivesJoin: no communicator: call mxrtCommInit first" in error(), error()
+        # A gathered buffer of registered memory needs the communicator too: NULL, with the reason, and
+        # nothing allocated (the free of NULL is a no-op).
+        assert lib.mxrtCollectiveAlloc(4 << 20, None) is None
+        assert "mxrtCollectiveAlloc: no communicator: call mxrtCommInit first" in error(), error()
+        lib.mxrtCollectiveFree(None, None)
+        assert error() == "", error()
         """, tmp_path, nccl=NCCL)
 
 

@@ -22,6 +22,8 @@ shard of the same inputs (one seed for both) and compares with the whole program
 * what must fail does, with a message and without hanging: a rank that never joins a collective
   (timeout), a communicator that never forms, a program partitioned for another number of devices,
   NCCL missing;
+* gathered buffers come from the runtime's NCCL-registered memory: held results keep theirs, freed
+  ones are reused, in both modes;
 * a failure inside a collective group runs none of its collectives and leaves the GPUs usable: a
   NULL buffer given to a member (the C API), and a grouped gather whose result buffers do not fit on
   GPUs filled by torch (in call-stream mode and in the default mode), after which the same call, the
@@ -492,6 +494,44 @@ def check_placed_gather(libraries, rank, rng, name=None):
             lib.mxrtSetCallStream(None, 0)
 
 
+def check_registered_buffers(libraries, rank, rng, name=None):
+    """Gathered buffers from the runtime's NCCL-registered memory (mxrtCollectiveAlloc; gather_pair's
+    256 + 8 MiB): two calls whose results are both held get buffers of their own, and a third call,
+    after the first's results are freed, reuses theirs (once their work is done) without touching the
+    second's. In the default and call-stream modes."""
+    lib = runtime.load_library()
+    for mode in (0, 1):
+        assert lib.mxrtSetCallStream(None, mode) == 0
+        try:
+            calls = []
+            for _ in range(3):
+                shards = [[rng.integers(0, 256, shape, dtype=np.uint8) for shape in OOM_GATHER]
+                          for _ in range(DEVICES)]
+                buffers = [runtime.DeviceBuffer.from_numpy(shard.view(dtype))
+                           for shard, dtype in zip(shards[rank], OOM_TYPES)]
+                results = runtime.call_mlir_function(libraries["gather_pair"], "gather_pair", buffers,
+                                                     result_ranks=[2, 2])
+                for b in buffers:
+                    b.close()
+                calls.append((shards, results))
+                if len(calls) == 2:  # the first call's buffers go back to the runtime
+                    for r in calls[0][1]:
+                        r.free()
+            runtime.synchronize()
+            pointers = [[r.allocated for r in results] for _, results in calls]
+            assert not set(pointers[1]) & set(pointers[2]), f"held buffers handed out again: {pointers}"
+            assert pointers[2] == pointers[0], f"freed buffers not reused: {pointers}"
+            for shards, results in calls[1:]:
+                for index, (result, dtype) in enumerate(zip(results, OOM_TYPES)):
+                    want = np.concatenate([rank_shards[index] for rank_shards in shards])
+                    assert np.array_equal(result.to_numpy(dtype).view(np.uint8), want), \
+                        f"mode {mode}: gathered result {index} is wrong"
+                    result.free()
+        finally:
+            lib.mxrtSetCallStream(None, 0)
+            runtime.synchronize()
+
+
 CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
           "delayed": (check_delayed, "delayed"),
           **{n: (check_gather, n) for n in GATHER},
@@ -501,7 +541,8 @@ CHECKS = {**{f"quantize_{n}": (check_quantize, n) for n in QUANTIZE},
           **{n: (check_pipelined, n) for n in PIPELINED},
           "call_stream_pipelined": (check_call_stream, "pipelined_mxfp8"),
           "group_api": (check_group_api, None),
-          "placed_gather": (check_placed_gather, None)}
+          "placed_gather": (check_placed_gather, None),
+          "registered_buffers": (check_registered_buffers, None)}
 
 
 def _setup(rank, directory):
@@ -600,8 +641,9 @@ def _out_of_memory_then_recover(libraries, rank, shards):
         finally:
             filler.clear()
             torch.cuda.empty_cache()
+        # The gathered buffers are the runtime's NCCL-registered memory (ncclMemAlloc).
         result_bytes = OOM_GATHER[0][0] * OOM_GATHER[0][1] * DEVICES
-        if (f"({result_bytes} bytes) failed with CUDA_ERROR_OUT_OF_MEMORY" not in message
+        if (f"ncclMemAlloc({result_bytes} bytes) failed" not in message
                 or "ILLEGAL" in message or "aborted" in message):
             return f"unexpected message: {message}"
         got = _gather_pair(libraries, buffers)

@@ -1,6 +1,7 @@
 // A grouped all-gather after the whole GPU pipeline: the call guard opens
-// first, both result buffers are allocated (mgpuMemAlloc, which fails the
-// call when the memory is not there) before mxrtGroupStart, and the group
+// first, both result buffers are allocated (mxrtCollectiveAlloc, the
+// runtime's NCCL-registered memory, which fails the call when the memory is
+// not there) before mxrtGroupStart, and the group
 // holds only the collectives, so that the runtime knows of a failed
 // allocation before any collective of the group is called (and then runs
 // none of them, MXRuntime.h).
@@ -11,9 +12,9 @@
 // CHECK: llvm.call @mxrtCheckArgument(
 // CHECK: llvm.call @mxrtCheckArgument(
 // CHECK-NOT: llvm.call @mxrtGroupStart
-// CHECK: llvm.call @mgpuMemAlloc(
+// CHECK: llvm.call @mxrtCollectiveAlloc(
 // CHECK-NOT: llvm.call @mxrtGroupStart
-// CHECK: llvm.call @mgpuMemAlloc(
+// CHECK: llvm.call @mxrtCollectiveAlloc(
 // CHECK-NOT: llvm.call @mxrtAllGather
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK-NOT: llvm.call @mgpu

@@ -61,6 +61,12 @@ mlir::Value viewBytesAt(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Value buffer, mlir::Value byteOffset,
                         mlir::MemRefType type);
 
+/// The device memory at `pointer` (an !llvm.ptr) as a buffer of `type`
+/// (identity layout, static shape), its memref descriptor built as viewRows
+/// builds it: for memory that a runtime call returns (mxrtCollectiveAlloc).
+mlir::Value wrapDevicePointer(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value pointer, mlir::MemRefType type);
+
 /// The runtime's code (mxrtElemType, MXRuntime.h) of an element type, if it
 /// has one.
 std::optional<int32_t> getRuntimeElementType(mlir::Type type);
@@ -94,6 +100,17 @@ constexpr int64_t kTensorMapAlignment = 64;
 /// stream, and the join that orders the call stream after that stream.
 constexpr llvm::StringLiteral kAllGatherPlacedFn = "mxrtAllGatherPlaced";
 constexpr llvm::StringLiteral kCollectivesJoinFn = "mxrtCollectivesJoin";
+
+/// The unit attribute on a `gpu.alloc` whose buffer a collective writes (a
+/// gathered buffer, which its producers may fill in place): its memory is
+/// the runtime's, registered with NCCL where that pays, from
+/// `kCollectiveAllocFn` and freed by `kCollectiveFreeFn` (MXRuntime.h).
+/// convert-shard-to-mxrt sets it; convert-collective-buffers, after the
+/// frees are placed, turns the allocation and its frees into those calls.
+/// Elsewhere the buffer is an ordinary allocation.
+constexpr llvm::StringLiteral kCollectiveBufferAttr = "mx.collective_buffer";
+constexpr llvm::StringLiteral kCollectiveAllocFn = "mxrtCollectiveAlloc";
+constexpr llvm::StringLiteral kCollectiveFreeFn = "mxrtCollectiveFree";
 
 /// Whether the runtime's C function `name` (MXRuntime.h), as lowered host
 /// code calls it, uses the device buffers it is given only in the work of

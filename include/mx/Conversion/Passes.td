@@ -308,6 +308,9 @@ def ConvertShardToMXRuntime : Pass<"convert-shard-to-mxrt", "mlir::ModuleOp"> {
     after the collective, is produced in its own slot of the result instead:
     the allocation becomes a view of the result at this process's rank
     (`mxrtCommRank`, read once per function), so that NCCL runs in place.
+    The buffers that gathers write carry the unit attribute
+    `mx.collective_buffer`: `convert-collective-buffers-to-mxrt` later makes
+    them the runtime's memory registered with NCCL.
 
     NCCL concatenates whole buffers, so a gather or scatter must be along
     the outermost dimension that is not 1; NCCL's float max drops NaN, so a
@@ -335,6 +338,54 @@ def ConvertShardToMXRuntime : Pass<"convert-shard-to-mxrt", "mlir::ModuleOp"> {
     "mlir::gpu::GPUDialect",
     "mlir::LLVM::LLVMDialect",
     "mlir::memref::MemRefDialect",
+  ];
+}
+
+def ConvertCollectiveBuffersToMXRuntime
+    : Pass<"convert-collective-buffers-to-mxrt", "mlir::ModuleOp"> {
+  let summary = "Allocate the buffers that collectives write from the runtime's NCCL-registered memory";
+  let description = [{
+    NCCL moves a buffer registered with its communicator without its
+    staging copies: the peers write straight into it over NVLink (on two
+    H100s an in-place all-gather of 33 MiB gathered took 70 us instead of
+    91; bench/RESULTS.md). The runtime keeps such memory
+    (`mxrtCollectiveAlloc`, `mxrtCollectiveFree`; MXRuntime.h). This pass
+    gives it to every synchronous, static, identity-layout `gpu.alloc`
+    marked `mx.collective_buffer` (what `convert-shard-to-mxrt` allocates
+    for gathers): the allocation becomes
+    `llvm.call @mxrtCollectiveAlloc(bytes, null)` (null: the call stream)
+    with the memref's descriptor built around the pointer, and each
+    `gpu.dealloc` of it `llvm.call @mxrtCollectiveFree(ptr, null)`. Any
+    other use of the buffer takes the new memref as it took the old one.
+
+    `mx-lower-to-nvvm` runs it after `mx-free-device-temporaries` has
+    placed the frees, so that the buffers' lifetimes are decided on
+    ordinary `gpu.alloc`s, and before `gpu-async-region`. A marked
+    allocation the pass cannot take (asynchronous, dynamic, another layout)
+    stays an ordinary one, and without the pass the attribute changes
+    nothing. A module that defines `mxrtCollectiveAlloc` or
+    `mxrtCollectiveFree` as something else is reported and the pass fails.
+
+    Example:
+
+    ```mlir
+    // mx-opt --convert-collective-buffers-to-mxrt
+    %recv = gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
+    ...
+    gpu.dealloc %recv : memref<256x512xf8E4M3FN>
+    // becomes
+    %p = llvm.call @mxrtCollectiveAlloc(%c131072_i64, %null)
+        : (i64, !llvm.ptr) -> !llvm.ptr
+    %recv = builtin.unrealized_conversion_cast %descriptor
+        : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>
+        to memref<256x512xf8E4M3FN>
+    ...
+    llvm.call @mxrtCollectiveFree(%p, %null) : (!llvm.ptr, !llvm.ptr) -> ()
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::LLVM::LLVMDialect",
   ];
 }
 

@@ -110,6 +110,7 @@ MXRT_API int32_t mxrtMemset8(void *dst, uint8_t value, uint64_t bytes);
 MXRT_API int32_t mxrtSynchronize(void);
 /* Synchronizes the current device and hands the memory its stream-ordered
  * pool keeps cached (freed buffers of compiled calls in call-stream mode)
+ * and the idle registered buffers of the collectives (mxrtCollectiveAlloc)
  * back to the driver, as torch.cuda.empty_cache() does for torch's. */
 MXRT_API int32_t mxrtEmptyCache(void);
 MXRT_API int32_t mxrtDeviceComputeCapability(int *major, int *minor);
@@ -443,6 +444,26 @@ MXRT_API int32_t mxrtAllGatherPlaced(const void *send, void *recv,
                                      uint64_t rankStrideBytes,
                                      uint64_t offsetBytes, int32_t groupSize,
                                      void *stream);
+
+/* A device buffer of `bytes` for a collective to write (compiled code's
+ * gathered buffers, which its quantize kernels fill in place), on `stream`
+ * (NULL: the call stream in call-stream mode, else the legacy default
+ * stream). From 1 MiB, where the library has ncclMemAlloc and
+ * ncclCommRegister (NCCL 2.19 and later), it is memory registered with the
+ * communicator, which NCCL moves without its staging copies, from a cache
+ * of such buffers; otherwise, and below 1 MiB, it is what mgpuMemAlloc
+ * returns. The registered buffer is usable on `stream` once the work before
+ * its last free is done. Every free of the runtime (mxrtCollectiveFree,
+ * mgpuMemFree, mxrtFree, mxrtFreeAsync, a DLPack capsule's deleter) gives
+ * it back to the cache, after the work enqueued on the freeing stream (the
+ * legacy default stream for mxrtFree); mxrtEmptyCache frees the idle ones.
+ * NULL, with the error recorded, where the allocation or the registration
+ * failed (MXRT_ERROR_NCCL with NCCL's message; without a communicator:
+ * call mxrtCommInit first). */
+MXRT_API void *mxrtCollectiveAlloc(uint64_t bytes, void *stream);
+/* Frees a buffer of mxrtCollectiveAlloc (or of mgpuMemAlloc) after the work
+ * enqueued on `stream` so far (NULL as for mxrtCollectiveAlloc). */
+MXRT_API void mxrtCollectiveFree(void *ptr, void *stream);
 
 /* Orders `stream` (NULL: the call stream in call-stream mode) after every
  * collective enqueued on the side stream so far (cuStreamWaitEvent); in the

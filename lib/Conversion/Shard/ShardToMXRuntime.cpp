@@ -25,7 +25,10 @@
 // A gathered part whose producer allocated it in the same block (a
 // quantize's result) is produced in its own slot of the gathered buffer
 // instead, at this process's rank, so that NCCL gathers in place and copies
-// no local part (findOwnSlotAllocation; docs/distributed.md).
+// no local part (findOwnSlotAllocation; docs/distributed.md). What a gather
+// writes is allocated for the runtime's memory registered with NCCL, into
+// which the peers write without NCCL's staging copies (kCollectiveBufferAttr;
+// convert-collective-buffers lowers it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,13 +101,21 @@ LLVM::LLVMFunctionType getRuntimeFnType(MLIRContext *context, StringRef name) {
 constexpr int64_t kThreads = 256;
 
 /// A device buffer for a tensor of `type`; sub-byte elements (packed FP4)
-/// get a byte buffer viewed as `type`, as the FP4 kernels do.
-Value allocResult(ImplicitLocOpBuilder &b, RankedTensorType type) {
+/// get a byte buffer viewed as `type`, as the FP4 kernels do. A `gathered`
+/// one (what a gather writes) is marked for the runtime's registered memory
+/// (kCollectiveBufferAttr).
+Value allocResult(ImplicitLocOpBuilder &b, RankedTensorType type,
+                  bool gathered = false) {
+  auto allocate = [&](RankedTensorType bufferType) {
+    Value buffer = allocDevice(b, b.getLoc(), bufferType);
+    if (gathered)
+      buffer.getDefiningOp()->setAttr(kCollectiveBufferAttr, b.getUnitAttr());
+    return buffer;
+  };
   unsigned bits = type.getElementTypeBitWidth();
   if (bits >= 8)
-    return allocDevice(b, b.getLoc(), type);
-  Value bytes = allocDevice(
-      b, b.getLoc(),
+    return allocate(type);
+  Value bytes = allocate(
       RankedTensorType::get({type.getNumElements() * bits / 8}, b.getI8Type()));
   return memref::ViewOp::create(
       b, MemRefType::get(type.getShape(), type.getElementType()), bytes,
@@ -447,12 +458,12 @@ private:
   /// before the group's mxrtGroupStart: a failed allocation then fails the
   /// call (the guard, MXRuntime.h) before the group opens, and the group
   /// holds nothing but its collectives.
-  Value allocRecv(ImplicitLocOpBuilder &b, Operation *op,
-                  RankedTensorType type) {
+  Value allocRecv(ImplicitLocOpBuilder &b, Operation *op, RankedTensorType type,
+                  bool gathered = false) {
     OpBuilder::InsertionGuard guard(b);
     if (Operation *start = groupStarts.lookup(op))
       b.setInsertionPoint(start);
-    return allocResult(b, type);
+    return allocResult(b, type, gathered);
   }
 
   /// The result buffer of a gather of `chunk`, placed in it: allocated
@@ -477,7 +488,7 @@ private:
     rewriter.setInsertionPoint(alloc);
     ImplicitLocOpBuilder b(alloc->getLoc(), rewriter);
     if (!recv)
-      recv = allocResult(b, gathered);
+      recv = allocResult(b, gathered, /*gathered=*/true);
     Value offset = LLVM::AddOp::create(
         b, LLVM::MulOp::create(b, *rank, i64(b, strideBytes)),
         i64(b, offsetBytes));
@@ -564,7 +575,7 @@ private:
     Value recv = placeInOwnSlot(op, op.getInput(), nullptr, result, bytes,
                                 /*offsetBytes=*/0, devices);
     if (!recv)
-      recv = allocRecv(b, op, result);
+      recv = allocRecv(b, op, result, /*gathered=*/true);
     emitCall(b, *callee,
              {getDevicePointer(b, b.getLoc(), op.getInput()),
               getDevicePointer(b, b.getLoc(), recv), i64(b, bytes),
@@ -699,7 +710,7 @@ private:
                                       *strideBytes, *offsetBytes, devices))
       recv = placed;
     if (!recv)
-      recv = allocRecv(b, op, dest);
+      recv = allocRecv(b, op, dest, /*gathered=*/true);
     emitCall(b, *callee,
              {getDevicePointer(b, b.getLoc(), op.getChunk()),
               getDevicePointer(b, b.getLoc(), recv), i64(b, *chunkBytes),

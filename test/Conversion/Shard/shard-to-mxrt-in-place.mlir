@@ -22,7 +22,7 @@ shard.grid @grid(shape = 2)
 // CHECK: %[[SEL:.*]] = arith.select %[[FITS]], %[[R]], %{{.*}} : i32
 // CHECK: %[[RANK:.*]] = arith.extui %[[SEL]] : i32 to i64
 // CHECK-NOT: gpu.alloc () : memref<128x512xf8E4M3FN>
-// CHECK: %[[RECV:.*]] = gpu.alloc () : memref<256x512xf8E4M3FN>
+// CHECK: %[[RECV:.*]] = gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
 // CHECK: %[[STRIDE:.*]] = arith.constant 65536 : i64
 // CHECK: %[[MUL:.*]] = llvm.mul %[[RANK]], %[[STRIDE]] : i64
 // CHECK: %[[OFF:.*]] = llvm.add %[[MUL]], %{{.*}} : i64
@@ -59,12 +59,12 @@ shard.grid @grid(shape = 2)
 // CHECK-COUNT-1: llvm.call @mxrtCommRank(
 // CHECK-NOT: llvm.call @mxrtCommRank(
 // CHECK-NOT: gpu.alloc () : memref<1024xi8>
-// CHECK: %[[BYTES:.*]] = gpu.alloc () : memref<2048xi8>
+// CHECK: %[[BYTES:.*]] = gpu.alloc () {mx.collective_buffer} : memref<2048xi8>
 // CHECK: %[[RECV:.*]] = memref.view %[[BYTES]]
 // CHECK: arith.constant 1024 : i64
 // CHECK: %[[SLOT:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<1024xi8>
 // CHECK-NOT: gpu.alloc () : memref<4096xf8E4M3FN>
-// CHECK: gpu.alloc () : memref<128x64xf8E4M3FN>
+// CHECK: gpu.alloc () {mx.collective_buffer} : memref<128x64xf8E4M3FN>
 // CHECK: arith.constant 4096 : i64
 // CHECK: %[[FLAT:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<4096xf8E4M3FN>
 // CHECK: gpu.launch
@@ -106,9 +106,9 @@ shard.grid @grid(shape = 2)
 // CHECK-NOT: mxrtCommRank
 // CHECK: gpu.alloc () : memref<128x512xf8E4M3FN>
 // CHECK: gpu.alloc () : memref<128x512xf8E4M3FN>
-// CHECK: gpu.alloc () : memref<256x512xf8E4M3FN>
-// CHECK-NEXT: gpu.alloc () : memref<256x512xf8E4M3FN>
-// CHECK-NEXT: gpu.alloc () : memref<256x512xf8E4M3FN>
+// CHECK: gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
+// CHECK-NEXT: gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
+// CHECK-NEXT: gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
 // CHECK: llvm.call @mxrtAllGather(
 // CHECK: llvm.call @mxrtAllGather(
 // CHECK: llvm.call @mxrtAllGather(
@@ -144,7 +144,7 @@ shard.grid @grid(shape = 2)
 // rank x 65536 + c x 16384 bytes (a device's part is 128 rows of 512).
 // CHECK-LABEL: func.func @chunks
 // CHECK: %[[RANK:.*]] = arith.extui
-// CHECK: %[[RECV:.*]] = gpu.alloc () : memref<256x512xf8E4M3FN>
+// CHECK: %[[RECV:.*]] = gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
 // CHECK: %[[M0:.*]] = llvm.mul %[[RANK]], %[[S0:.*]] : i64
 // CHECK: llvm.add %[[M0]], %[[Z:.*]] : i64
 // CHECK: %[[C0:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<32x512xf8E4M3FN>
@@ -191,7 +191,7 @@ shard.grid @grid(shape = 2)
 // CHECK-LABEL: func.func @rank_taken
 // CHECK-NOT: llvm.call @mxrtCommRank
 // CHECK: gpu.alloc () : memref<128x512xf8E4M3FN>
-// CHECK: gpu.alloc () : memref<256x512xf8E4M3FN>
+// CHECK: gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
 // CHECK: llvm.call @mxrtAllGather(
 func.func private @mxrtCommRank(i32) -> i32
 func.func @rank_taken(%v: f8E4M3FN) -> tensor<256x512xf8E4M3FN> {

@@ -8,8 +8,8 @@
 
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: (%[[C0:.*]]: tensor<32x64xf8E4M3FN>, %[[C1:.*]]: tensor<32x64xf8E4M3FN>, %[[S0:.*]]: tensor<32x2xf8E8M0FNU>)
-// CHECK-NEXT: %[[D:.*]] = gpu.alloc () : memref<128x64xf8E4M3FN>
-// CHECK-NEXT: %[[S:.*]] = gpu.alloc () : memref<128x2xf8E8M0FNU>
+// CHECK-NEXT: %[[D:.*]] = gpu.alloc () {mx.collective_buffer} : memref<128x64xf8E4M3FN>
+// CHECK-NEXT: %[[S:.*]] = gpu.alloc () {mx.collective_buffer} : memref<128x2xf8E8M0FNU>
 // CHECK-NEXT: llvm.call @mxrtGroupStart()
 // CHECK: bufferization.to_buffer %[[C0]]
 // CHECK-DAG: %[[CHUNK:.*]] = arith.constant 2048 : i64
@@ -49,7 +49,7 @@ func.func @chain(%c0: tensor<32x64xf8E4M3FN>, %c1: tensor<32x64xf8E4M3FN>, %s0: 
 
 // Packed FP4: bytes are half the elements.
 // CHECK-LABEL: func.func @fp4
-// CHECK: gpu.alloc () : memref<8192xi8>
+// CHECK: gpu.alloc () {mx.collective_buffer} : memref<8192xi8>
 // CHECK-DAG: %[[CHUNK:.*]] = arith.constant 2048 : i64
 // CHECK-DAG: %[[PART:.*]] = arith.constant 4096 : i64
 // CHECK-DAG: %[[AT:.*]] = arith.constant 2048 : i64

@@ -10,10 +10,11 @@ shard.grid @one(shape = 1)
 // buffer viewed as the FP4 result); the two independent gathers are one NCCL
 // group, their result buffers allocated before it starts (a failed
 // allocation is then seen by the call guard before the group opens; nothing
-// but the calls lies inside it).
+// but the calls lies inside it). What a gather writes is marked for the
+// runtime's memory registered with NCCL (mx.collective_buffer).
 // CHECK-LABEL: func.func @gather
-// CHECK-NEXT: %[[RECV:.*]] = gpu.alloc () : memref<256x512xf8E4M3FN>
-// CHECK-NEXT: %[[PACKED:.*]] = gpu.alloc () : memref<2048xi8>
+// CHECK-NEXT: %[[RECV:.*]] = gpu.alloc () {mx.collective_buffer} : memref<256x512xf8E4M3FN>
+// CHECK-NEXT: %[[PACKED:.*]] = gpu.alloc () {mx.collective_buffer} : memref<2048xi8>
 // CHECK-NEXT: arith.constant 0 : index
 // CHECK-NEXT: %[[VIEW:.*]] = memref.view %[[PACKED]][%{{.*}}][] : memref<2048xi8> to memref<128x32xf4E2M1FN>
 // CHECK-NEXT: llvm.call @mxrtGroupStart() : () -> i32
@@ -60,7 +61,7 @@ func.func @sum(%p: tensor<256x128xf32>) -> tensor<128x128xbf16> {
 // only the second reads, is its slot of the second's (in place;
 // shard-to-mxrt-in-place.mlir).
 // CHECK-LABEL: func.func @group
-// CHECK: gpu.alloc () : memref<512x512xf8E4M3FN>
+// CHECK: gpu.alloc () {mx.collective_buffer} : memref<512x512xf8E4M3FN>
 // CHECK: builtin.unrealized_conversion_cast %{{.*}} to memref<256x512xf8E4M3FN>
 // CHECK-NEXT: gpu.alloc () : memref<2048xf32>
 // CHECK-NEXT: llvm.call @mxrtGroupStart()

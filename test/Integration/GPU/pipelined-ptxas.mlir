@@ -6,7 +6,8 @@
 // chunk is quantized into its own rows of the gathered buffers (its slot at
 // this process's rank, mxrtCommRank), so the chunks have no buffers of their
 // own: nothing is freed from the first placed gather to the join, and after
-// it only the gathered scales, once swizzled.
+// it only the gathered scales, once swizzled (mxrtCollectiveFree: gathered
+// buffers are the runtime's NCCL-registered memory).
 // REQUIRES: ptxas
 // RUN: mx-opt %s --mx-partition --mx-pipeline-gathers=chunks=4 | mx-opt --mx-lower-to-nvvm="chip=sm_100a format=bin" -o /dev/null
 // RUN: mx-opt %s --mx-partition --mx-pipeline-gathers=chunks=4 | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=bin" | FileCheck %s
@@ -35,33 +36,34 @@ shard.grid @grid(shape = 2)
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtCollectivesJoin(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NEXT: llvm.call @mgpuMemFree(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mxrtCollectiveFree(
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 func.func @mxfp8(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf8E4M3FN>, tensor<8x8x32x4x4xf8E8M0FNU>) {
   %split = shard.sharding @grid split_axes = [[0]] : !shard.sharding
   %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding
@@ -79,33 +81,34 @@ func.func @mxfp8(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf8E4M3FN>, ten
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtCollectivesJoin(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NEXT: llvm.call @mgpuMemFree(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mxrtCollectiveFree(
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 func.func @blockwise(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf8E4M3FN>, tensor<8x256x4xf32>) {
   %split = shard.sharding @grid split_axes = [[0]] : !shard.sharding
   %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding
@@ -134,7 +137,7 @@ func.func @blockwise(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf8E4M3FN>,
 // CHECK-NOT: llvm.call @mxrtGroupStart
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK-NEXT: llvm.call @mxrtCollectivesJoin(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 func.func @per_tensor(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf8E4M3FN>, tensor<1x1xf32>) {
   %split = shard.sharding @grid split_axes = [[0]] : !shard.sharding
   %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding
@@ -150,33 +153,34 @@ func.func @per_tensor(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf8E4M3FN>
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: llvm.call @mxrtCollectivesJoin(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NEXT: llvm.call @mgpuMemFree(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mxrtCollectiveFree(
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 func.func @mxfp4(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf4E2M1FN>, tensor<8x8x32x4x4xf8E8M0FNU>) {
   %split = shard.sharding @grid split_axes = [[0]] : !shard.sharding
   %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding
@@ -211,10 +215,11 @@ func.func @mxfp4(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf4E2M1FN>, ten
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
 // CHECK: llvm.call @mxrtCollectivesJoin(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 // CHECK: gpu.launch_func
-// CHECK-NEXT: llvm.call @mgpuMemFree(
-// CHECK-NOT: llvm.call @mgpuMemFree
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mxrtCollectiveFree(
+// CHECK-NOT: llvm.call @{{mgpuMemFree|mxrtCollectiveFree}}
 func.func @nvfp4(%x: tensor<1024x1024xbf16>) -> (tensor<1024x1024xf4E2M1FN>, tensor<8x16x32x4x4xf8E4M3FN>) {
   %split = shard.sharding @grid split_axes = [[0]] : !shard.sharding
   %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding
