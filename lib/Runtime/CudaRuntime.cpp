@@ -718,9 +718,9 @@ MXRT_API int32_t mxrtMalloc(void **ptr, uint64_t bytes) {
 }
 
 MXRT_API int32_t mxrtFree(void *ptr) {
-  // A registered buffer is reused after the work before it on the legacy
-  // stream, which follows the compiled calls' own (blocking) streams.
-  if (nccl::releaseRegistered(ptr, nullptr))
+  // Synchronous, as cuMemFree is: a registered buffer is reused only after
+  // the device's work so far, whatever stream used it.
+  if (nccl::releaseRegistered(ptr, nullptr, /*synchronous=*/true))
     return MXRT_SUCCESS;
   return onDevice(ptr != nullptr, [&](int) {
     return checkCu(cuMemFree(devicePtr(ptr)), "cuMemFree");

@@ -82,8 +82,10 @@ int32_t withCommunicator(const char *call,
 // cannot be had (see mxrtCollectiveAlloc).
 void *allocateRegistered(uint64_t bytes, CUstream stream);
 // Takes back `ptr` if it is a registered buffer, for reuse after the work
-// enqueued on `stream` so far; false (nothing done) for any other pointer.
-bool releaseRegistered(void *ptr, CUstream stream);
+// enqueued on `stream` so far (`synchronous`: after all the device's work,
+// as a synchronous free promises); false (nothing done) for any other
+// pointer.
+bool releaseRegistered(void *ptr, CUstream stream, bool synchronous = false);
 // Forgets every registration with the communicator of `generation`,
 // deregistering it on `comm` first unless the communicator was aborted
 // (`comm` NULL: its registrations went with it). With its locks held.

@@ -171,7 +171,7 @@ void *allocateRegistered(uint64_t bytes, CUstream stream) {
   return block.ptr;
 }
 
-bool releaseRegistered(void *ptr, CUstream stream) {
+bool releaseRegistered(void *ptr, CUstream stream, bool synchronous) {
   Pool &pool = getPool();
   if (!ptr || !pool.any)
     return false;
@@ -181,11 +181,15 @@ bool releaseRegistered(void *ptr, CUstream stream) {
     return false;
   Block block = it->second;
   pool.live.erase(it);
-  // Where the event cannot be recorded (a failed context), the block is not
-  // reused: it stays allocated rather than be handed out while in use.
+  // Where the context cannot be synchronized or the event recorded (a failed
+  // context), the block is not reused: it stays allocated rather than be
+  // handed out while in use.
   DeviceScope scope;
-  if (scope && !checkCu(cuEventRecord(block.released, stream), "cuEventRecord"))
-    pool.idle.emplace(block.bytes, block);
+  if (!scope ||
+      (synchronous && checkCu(cuCtxSynchronize(), "cuCtxSynchronize")) ||
+      checkCu(cuEventRecord(block.released, stream), "cuEventRecord"))
+    return true;
+  pool.idle.emplace(block.bytes, block);
   return true;
 }
 

@@ -455,8 +455,8 @@ MXRT_API int32_t mxrtAllGatherPlaced(const void *send, void *recv,
  * returns. The registered buffer is usable on `stream` once the work before
  * its last free is done. Every free of the runtime (mxrtCollectiveFree,
  * mgpuMemFree, mxrtFree, mxrtFreeAsync, a DLPack capsule's deleter) gives
- * it back to the cache, after the work enqueued on the freeing stream (the
- * legacy default stream for mxrtFree); mxrtEmptyCache frees the idle ones.
+ * it back to the cache, after the work enqueued on the freeing stream (after
+ * all the device's work for mxrtFree); mxrtEmptyCache frees the idle ones.
  * NULL, with the error recorded, where the allocation or the registration
  * failed (MXRT_ERROR_NCCL with NCCL's message; without a communicator:
  * call mxrtCommInit first). */
