@@ -216,8 +216,9 @@ def synchronize() -> None:
 
 
 def empty_cache() -> None:
-    """Gives the memory that the runtime's stream-ordered pool keeps cached back to the driver (after
-    synchronizing the device), as torch.cuda.empty_cache() does for torch's allocator."""
+    """Gives the memory that the runtime keeps cached back to the driver (after synchronizing the
+    device): its stream-ordered pool's, and the idle NCCL-registered buffers of gathers
+    (mxrtCollectiveAlloc), as torch.cuda.empty_cache() does for torch's allocator."""
     _check(load_library().mxrtEmptyCache(), "mxrtEmptyCache")
 
 
