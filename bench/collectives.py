@@ -33,7 +33,8 @@ Columns and goals (the issue's, per row):
 Times, as nccl-tests measure them: after a barrier, --iters calls enqueued back to back between two
 CUDA events on the current stream, the time per call; the median of 5 such loops, of the slower rank.
 The mx programs are mx.compile's Kernels (one foreign call each, mxrtInvoke) in call-stream mode on
-torch's current stream (results from the stream-ordered pool, freed in stream order); their NCCL
+torch's current stream (results from the stream-ordered pool, the gathered ones from the runtime's
+NCCL-registered buffers, all freed in stream order); their NCCL
 communicator is mx.runtime's, made once from torchrun's environment, next to torch's. Each rank sees
 only its own GPU, as cuda:0 (mx.torch.distributed.init_process_group). The parts of a quantized tensor
 (data, scales) are all-gathered as one NCCL group (convert-shard-to-mxrt, mxrtGroupStart/End): one
