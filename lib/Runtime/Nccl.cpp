@@ -604,24 +604,34 @@ int32_t getPlacedMethod(PlacedMethod *method) {
 }
 
 // Enqueues the placed gather of one chunk (see mxrtAllGatherPlaced) as one
-// NCCL group: every rank's `bytes` land at `at(rank)`.
+// NCCL group: every rank's `bytes` land at `at(rank)`. A part sent from
+// elsewhere is first copied to its own place, so that every rank hands NCCL
+// the same kind of buffers: NCCL decides from each rank's own buffers alone
+// whether to move them as registered memory (NcclMemory.cpp), and a root
+// sending from unregistered memory into a gather that its peers receive in
+// registered memory would disagree with them (stale bytes or a hang, by
+// NCCL 2.28's sources). An out-of-place broadcast copies that part anyway.
 Result enqueuePlaced(PlacedMethod method, const void *send, char *base,
                      uint64_t bytes, uint64_t stride, int size, Comm comm,
                      int rank, CUstream stream) {
   const Library &lib = getLibrary();
   auto at = [&](int r) { return base + static_cast<uint64_t>(r) * stride; };
+  if (send != at(rank) && cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(at(rank)),
+                                        reinterpret_cast<CUdeviceptr>(send),
+                                        bytes, stream) != CUDA_SUCCESS)
+    return nccl::UnhandledCudaError;
   if (Result result = lib.groupStart())
     return result;
   Result result = nccl::Success;
   for (int peer = 0; peer < size && result == nccl::Success; ++peer) {
     if (method == PlacedMethod::broadcast) {
-      result = lib.broadcast(peer == rank ? send : at(peer), at(peer), bytes,
-                             nccl::Uint8, peer, comm, stream);
+      result = lib.broadcast(at(peer), at(peer), bytes, nccl::Uint8, peer, comm,
+                             stream);
       continue;
     }
-    if (peer == rank && send == at(rank))
+    if (peer == rank)
       continue; // In place: nothing to move.
-    result = lib.send(send, bytes, nccl::Uint8, peer, comm, stream);
+    result = lib.send(at(rank), bytes, nccl::Uint8, peer, comm, stream);
     if (result == nccl::Success)
       result = lib.recv(at(peer), bytes, nccl::Uint8, peer, comm, stream);
   }

@@ -17,6 +17,7 @@ static_assert(sizeof(ncclRedOp_t) == sizeof(int));
 static_assert(sizeof(ncclUniqueId) == sizeof(nccl::UniqueId));
 static_assert(NCCL_UNIQUE_ID_BYTES == MXRT_UNIQUE_ID_BYTES);
 static_assert(int(ncclSuccess) == int(nccl::Success));
+static_assert(int(ncclUnhandledCudaError) == int(nccl::UnhandledCudaError));
 static_assert(int(ncclInProgress) == int(nccl::InProgress));
 static_assert(int(ncclUint8) == int(nccl::Uint8));
 static_assert(int(ncclUint32) == int(nccl::Uint32));

@@ -17,7 +17,7 @@ namespace mxrt::nccl {
 
 using Comm = struct OpaqueComm *;
 using Result = int;
-enum : Result { Success = 0, InProgress = 7 };
+enum : Result { Success = 0, UnhandledCudaError = 1, InProgress = 7 };
 enum DataType : int {
   Uint8 = 1,
   Uint32 = 3,
