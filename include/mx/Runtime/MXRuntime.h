@@ -428,18 +428,19 @@ MXRT_API int32_t mxrtReduceScatter(const void *send, void *recv,
  * its quantize writes each chunk there. A `send` elsewhere is first copied
  * to that place on the side stream, so that NCCL sees every rank's buffers
  * alike (registered or not; mxrtCollectiveAlloc). The chunk must lie within
- * a rank's stride. Called with C chunks at offsets c * chunkBytes it gives the
- * bytes of mxrtAllGather of the whole parts. It runs as one NCCL group of
- * ncclBroadcast, one per root ($MX_NCCL_PLACED _GATHER=sendrecv:
- * ncclSend/ncclRecv with every peer instead), on the side stream, which first
- * waits for the work enqueued on `stream` (NULL: the call stream in call-stream
- * mode, else the legacy default stream) before the call (an event); it returns
- * once enqueued, in either mode, and the watchdog follows it. Inside
- * mxrtGroupStart/End it joins the group (the side stream then waits for
- * `stream` at mxrtGroupEnd). Nothing may read `recv`, or free or reuse `send`
- * or `recv`, before mxrtCollectivesJoin: the stream-ordered pool frees buffers
- * on the call stream, which only the join orders after the side stream. Errors
- * are those of the collectives above. */
+ * a rank's stride. Called with C chunks at offsets c * chunkBytes it gives
+ * the bytes of mxrtAllGather of the whole parts.
+ * It runs as one NCCL group of ncclBroadcast, one per root
+ * ($MX_NCCL_PLACED_GATHER=sendrecv: ncclSend/ncclRecv with every peer
+ * instead), on the side stream, which first waits for the work enqueued on
+ * `stream` (NULL: the call stream in call-stream mode, else the legacy
+ * default stream) before the call (an event); it returns once enqueued, in
+ * either mode, and the watchdog follows it. Inside mxrtGroupStart/End it
+ * joins the group (the side stream then waits for `stream` at
+ * mxrtGroupEnd). Nothing may read `recv`, or free or reuse `send` or
+ * `recv`, before mxrtCollectivesJoin: the stream-ordered pool frees buffers
+ * on the call stream, which only the join orders after the side stream.
+ * Errors are those of the collectives above. */
 MXRT_API int32_t mxrtAllGatherPlaced(const void *send, void *recv,
                                      uint64_t chunkBytes,
                                      uint64_t rankStrideBytes,
