@@ -127,6 +127,15 @@ int32_t ensureRegistered(Block &block) {
   });
 }
 
+// The stream of mxrtCollectiveAlloc/Free's `stream`: NULL is the call
+// stream in call-stream mode, else the legacy default stream (NULL).
+CUstream resolveStream(void *stream) {
+  auto resolved = static_cast<CUstream>(stream);
+  if (!resolved)
+    getCallStream(&resolved);
+  return resolved;
+}
+
 // Puts `block` back among the idle ones.
 void keepIdle(Block block) {
   Pool &pool = getPool();
@@ -244,19 +253,14 @@ int32_t trimRegistered() {
 extern "C" {
 
 MXRT_API void *mxrtCollectiveAlloc(uint64_t bytes, void *stream) {
-  auto cuStream = static_cast<CUstream>(stream);
-  if (!stream)
-    getCallStream(&cuStream);
+  CUstream cuStream = resolveStream(stream);
   if (bytes >= kRegisteredMinBytes && getLibrary().canRegister())
     return allocateRegistered(bytes, cuStream);
   return mgpuMemAlloc(bytes, cuStream, /*isHostShared=*/false);
 }
 
 MXRT_API void mxrtCollectiveFree(void *ptr, void *stream) {
-  auto cuStream = static_cast<CUstream>(stream);
-  if (!stream)
-    getCallStream(&cuStream);
-  mgpuMemFree(ptr, cuStream);
+  mgpuMemFree(ptr, resolveStream(stream));
 }
 
 } // extern "C"
