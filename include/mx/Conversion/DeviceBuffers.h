@@ -105,8 +105,8 @@ constexpr llvm::StringLiteral kCollectivesJoinFn = "mxrtCollectivesJoin";
 /// gathered buffer, which its producers may fill in place): its memory is
 /// the runtime's, registered with NCCL where that pays, from
 /// `kCollectiveAllocFn` and freed by `kCollectiveFreeFn` (MXRuntime.h).
-/// convert-shard-to-mxrt sets it; convert-collective-buffers, after the
-/// frees are placed, turns the allocation and its frees into those calls.
+/// convert-shard-to-mxrt sets it; convert-collective-buffers-to-mxrt, after
+/// the frees are placed, turns the allocation and its frees into those calls.
 /// Elsewhere the buffer is an ordinary allocation.
 constexpr llvm::StringLiteral kCollectiveBufferAttr = "mx.collective_buffer";
 constexpr llvm::StringLiteral kCollectiveAllocFn = "mxrtCollectiveAlloc";

@@ -28,7 +28,7 @@
 // no local part (findOwnSlotAllocation; docs/distributed.md). What a gather
 // writes is allocated for the runtime's memory registered with NCCL, into
 // which the peers write without NCCL's staging copies (kCollectiveBufferAttr;
-// convert-collective-buffers lowers it).
+// convert-collective-buffers-to-mxrt lowers it).
 //
 //===----------------------------------------------------------------------===//
 
