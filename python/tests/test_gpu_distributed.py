@@ -505,10 +505,8 @@ def check_registered_buffers(libraries, rank, rng, name=None):
         try:
             calls = []
             for _ in range(3):
-                shards = [[rng.integers(0, 256, shape, dtype=np.uint8) for shape in OOM_GATHER]
-                          for _ in range(DEVICES)]
-                buffers = [runtime.DeviceBuffer.from_numpy(shard.view(dtype))
-                           for shard, dtype in zip(shards[rank], OOM_TYPES)]
+                shards = _pair_shards(rng)
+                buffers = _pair_inputs(shards, rank)
                 results = runtime.call_mlir_function(libraries["gather_pair"], "gather_pair", buffers,
                                                      result_ranks=[2, 2])
                 for b in buffers:
@@ -523,8 +521,8 @@ def check_registered_buffers(libraries, rank, rng, name=None):
             assert pointers[2] == pointers[0], f"freed buffers not reused: {pointers}"
             for shards, results in calls[1:]:
                 for index, (result, dtype) in enumerate(zip(results, OOM_TYPES)):
-                    want = np.concatenate([rank_shards[index] for rank_shards in shards])
-                    assert np.array_equal(result.to_numpy(dtype).view(np.uint8), want), \
+                    assert np.array_equal(result.to_numpy(dtype).view(np.uint8),
+                                          _pair_gathered(shards, index)), \
                         f"mode {mode}: gathered result {index} is wrong"
                     result.free()
         finally:
@@ -605,6 +603,23 @@ def run_timeout(rank, directory, out, seed):
     os._exit(0)  # the communicator of rank 1 still waits for its aborted peer: do not tear it down
 
 
+def _pair_shards(rng):
+    """Random shards of gather_pair's data and scales for every rank, [rank][part] (the same on both
+    ranks from the same generator)."""
+    return [[rng.integers(0, 256, shape, dtype=np.uint8) for shape in OOM_GATHER] for _ in range(DEVICES)]
+
+
+def _pair_inputs(shards, rank):
+    """This rank's shards as gather_pair's device buffers."""
+    return [runtime.DeviceBuffer.from_numpy(shard.view(dtype))
+            for shard, dtype in zip(shards[rank], OOM_TYPES)]
+
+
+def _pair_gathered(shards, index):
+    """The bytes gather_pair's result `index` must hold: every rank's part, in rank order."""
+    return np.concatenate([rank_shards[index] for rank_shards in shards])
+
+
 def _gather_pair(libraries, buffers):
     """`gather_pair` on device buffers: its gathered data and scales as host bytes."""
     results = runtime.call_mlir_function(libraries["gather_pair"], "gather_pair", buffers,
@@ -629,8 +644,7 @@ def _out_of_memory_then_recover(libraries, rank, shards):
     """gather_pair on a GPU without room for its results, then with it; None, or what went wrong."""
     import torch
     device = torch.device("cuda", rank)
-    buffers = [runtime.DeviceBuffer.from_numpy(shard.view(dtype))
-               for shard, dtype in zip(shards[rank], OOM_TYPES)]
+    buffers = _pair_inputs(shards, rank)
     try:
         filler = _fill_gpu(torch, device)
         try:
@@ -648,8 +662,7 @@ def _out_of_memory_then_recover(libraries, rank, shards):
             return f"unexpected message: {message}"
         got = _gather_pair(libraries, buffers)
         for index, gathered in enumerate(got):
-            want = np.concatenate([rank_shards[index] for rank_shards in shards])
-            if not np.array_equal(gathered, want):
+            if not np.array_equal(gathered, _pair_gathered(shards, index)):
                 return f"result {index} of the call after the failure is wrong"
         count = 1 << 20
         total = torch.arange(count, device=device, dtype=torch.float64).sum().item()
@@ -671,8 +684,7 @@ def run_out_of_memory(rank, directory, out, seed):
         libraries = _setup(rank, directory)
         runtime.init_process_group(rank, DEVICES, id_file=Path(out) / "nccl.id", timeout=120)
         rng = np.random.default_rng(seed)  # the same shards on both ranks
-        shards = [[rng.integers(0, 256, shape, dtype=np.uint8) for shape in OOM_GATHER]
-                  for _ in range(DEVICES)]
+        shards = _pair_shards(rng)
         lib = runtime.load_library()
         for mode in ("call_stream", "default"):
             assert lib.mxrtSetCallStream(None, int(mode == "call_stream")) == 0
