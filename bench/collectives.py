@@ -5,7 +5,7 @@ Two steps, because the GPU machine has no MLIR:
                                              # here: partition (mx-partition) and compile every program,
                                              # and each pipelined in N chunks (mx-pipeline-gathers)
   torchrun --standalone --nproc-per-node 2 bench/collectives.py run DIR [--iters N] [--only RECIPE,...]
-      [--payloads MIB,...] [--chunks N,...]
+      [--payloads MIB,...] [--chunks N,...] [--timeline RECIPE:MIB,...]
                                              # on the GPU machine: check, time, print one markdown table
   python bench/collectives.py list           # the rows and their bytes; needs neither torch nor MLIR
 
@@ -310,6 +310,43 @@ def run_row(directory, recipe, payload, iterations, rank, chunk_counts):
             "check": check and all(checks.values()), "pipelined": t_pipelined}
 
 
+def timeline(directory, recipe, payload, rank, calls=4):
+    """Device activity (kernels, copies) of `calls` back-to-back calls of the sharded program on this
+    rank (torch.profiler, CUPTI): [(start us from the first, duration us, stream, name)]. Both ranks
+    must call it (the program gathers)."""
+    import torch
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile
+    m = rows_of(payload)
+    x = torch.randn(m // DEVICES, K, device="cuda").bfloat16()
+    sharded = load(directory, recipe, m, "sharded")
+    for _ in range(3):
+        sharded(x)
+    dist.barrier()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            sharded(x)
+        torch.cuda.synchronize()
+    events = sorted((e.time_range.start, e.time_range.elapsed_us(), e.device_resource_id, e.name)
+                    for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    if not events:
+        raise RuntimeError("the profiler saw no device activity")
+    first = events[0][0]
+    return [(start - first, us, stream, name) for start, us, stream, name in events]
+
+
+def print_timeline(recipe, payload, events, device):
+    print(f"\nTimeline of {recipe} {payload} MiB, rank 0 ({device}): each device activity of back-to-back "
+          "calls, its start after the first one's, its duration, its stream\n")
+    print("| start (us) | duration (us) | gap before (us) | stream | activity |\n|---|---|---|---|---|")
+    end = 0.0
+    for start, us, stream, name in events:
+        short = name if len(name) <= 70 else name[:67] + "..."
+        print(f"| {start:.1f} | {us:.1f} | {max(start - end, 0.0):.1f} | {stream} | `{short}` |")
+        end = max(end, start + us)
+
+
 def print_table(rows, device, chunk_counts):
     print(f"\n{DEVICES} x {device}, K = {K}, bf16 [M, K] split along M\n")
     pipelined = "".join(f" pipelined x{c} | x{c} / bf16 |" for c in chunk_counts)
@@ -336,8 +373,11 @@ def run(directory, argv):
                         help="comma-separated bf16 payloads in MiB, of " + ",".join(map(str, PAYLOADS_MIB)))
     parser.add_argument("--chunks", default="1,2,4", help="comma-separated chunk counts of the pipelined "
                         "programs (built with the same --chunks)")
+    parser.add_argument("--timeline", default="", help="comma-separated RECIPE:MIB rows whose device "
+                        "activity of back-to-back calls of the sharded program is printed after the table")
     args = parser.parse_args(argv)
     chunk_counts = parse_chunks(args.chunks)
+    timelines = [(RECIPES[r], int(p)) for r, p in (item.split(":") for item in args.timeline.split(",") if item)]
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     sys.path.insert(0, str(ROOT / "python"))
     import torch
@@ -361,6 +401,10 @@ def run(directory, argv):
                 print(f"measured {recipe.name} {payload} MiB in {time.monotonic() - start:.1f} s", flush=True)
     if rank == 0:
         print_table(rows, torch.cuda.get_device_name(), chunk_counts)
+    for recipe, payload in timelines:
+        events = timeline(directory, recipe, payload, rank)
+        if rank == 0:
+            print_timeline(recipe.name, payload, events, torch.cuda.get_device_name())
     runtime.destroy_process_group()
     dist.destroy_process_group()
     return 0 if all(r["check"] for r in rows) else 1

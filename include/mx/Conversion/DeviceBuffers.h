@@ -112,6 +112,14 @@ constexpr llvm::StringLiteral kCollectiveBufferAttr = "mx.collective_buffer";
 constexpr llvm::StringLiteral kCollectiveAllocFn = "mxrtCollectiveAlloc";
 constexpr llvm::StringLiteral kCollectiveFreeFn = "mxrtCollectiveFree";
 
+/// The unit attribute on a `gpu.alloc` of f32 magnitudes, as the amax
+/// kernels write them: every sign bit clear and every NaN 0x7FC00000, so
+/// that the u32 order of their bits is the order of their values, NaN above
+/// +Inf. convert-mx-to-gpu sets it on mx.amax's result; convert-shard-to-mxrt
+/// then takes a max over them as a u32 max of the bits themselves, with no
+/// kernels to make order keys and none to turn them back.
+constexpr llvm::StringLiteral kMagnitudeBitsAttr = "mx.magnitude_bits";
+
 /// Whether the runtime's C function `name` (MXRuntime.h), as lowered host
 /// code calls it, uses the device buffers it is given only in the work of
 /// the call, in stream order, and keeps none of them past it. What it returns

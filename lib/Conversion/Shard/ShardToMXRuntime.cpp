@@ -9,8 +9,10 @@
 // fmaxf, which drops NaN where the spec wants a NaN amax on any device to
 // reach every device, so a max is taken over order-preserving u32 keys of
 // the floats (NaN above everything), with a kernel before the call and one
-// after. The partitioner's rounding of reduced f32 partial sums,
-// `arith.truncf` on a tensor, is a kernel too.
+// after; an amax's magnitudes are their own keys (kMagnitudeBitsAttr), the
+// 4-byte all-reduce of current scaling without either kernel. The partitioner's
+// rounding of reduced f32 partial sums, `arith.truncf` on a tensor, is a kernel
+// too.
 //
 // Independent collectives that are one call each (the data and scales of a
 // quantized all-gather) run as one NCCL group (mxrtGroupStart/End): NCCL
@@ -180,6 +182,15 @@ Value buildOrderKey(ImplicitLocOpBuilder &b, Value value) {
       arith::XOrIOp::create(b, bits, constantI32(b, 0x80000000u)));
   Value isNaN = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, f32, f32);
   return arith::SelectOp::create(b, isNaN, constantI32(b, ~0u), key);
+}
+
+/// Whether `tensor` is a buffer of f32 magnitudes whose bits are their own
+/// order keys (kMagnitudeBitsAttr): an amax.
+bool holdsMagnitudeBits(Value tensor) {
+  auto view = tensor.getDefiningOp<bufferization::ToTensorOp>();
+  auto alloc = view ? view.getBuffer().getDefiningOp<gpu::AllocOp>() : nullptr;
+  return alloc && alloc->hasAttr(kMagnitudeBitsAttr) &&
+         alloc.getType().getElementType().isF32();
 }
 
 /// The float of type `type` whose key is `key`; the key of a NaN gives the
@@ -627,6 +638,8 @@ private:
     if (*reduceOp == MXRT_REDUCE_SUM) {
       call(toBuffer(b, b.getLoc(), input), recv,
            *getRuntimeElementType(element));
+    } else if (holdsMagnitudeBits(input)) {
+      call(toBuffer(b, b.getLoc(), input), recv, MXRT_TYPE_U32);
     } else {
       // max over keys: keys of the input, reduced (in place for an
       // all-reduce; NCCL's in-place reduce-scatter writes at an offset that

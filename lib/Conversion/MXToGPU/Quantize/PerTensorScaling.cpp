@@ -65,6 +65,7 @@
 #include "FusionPolicy.h"
 #include "KernelBuilder.h"
 
+#include "mx/Conversion/DeviceBuffers.h"
 #include "mx/Conversion/ExportSignatures.h"
 #include "mx/Conversion/MXToGPU/MXToGPU.h"
 #include "mx/Dialect/MX/Utils/Numerics.h"
@@ -575,6 +576,8 @@ struct AmaxToGPU : OpRewritePattern<AmaxOp> {
     Location loc = op.getLoc();
     Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
     Value result = allocDevice(rewriter, loc, op.getType());
+    // +0.0 and buildAtomicMaxMagnitude's bits: magnitudes for a collective.
+    result.getDefiningOp()->setAttr(kMagnitudeBitsAttr, rewriter.getUnitAttr());
     gpu::MemsetOp::create(rewriter, loc, Type(), ValueRange(), result,
                           zeroF32(rewriter, loc));
     buildAmaxKernel(rewriter, loc, input,
