@@ -322,18 +322,22 @@ def timeline(directory, recipe, payload, rank, calls=4):
     sharded = load(directory, recipe, m, "sharded")
     for _ in range(3):
         sharded(x)
-    dist.barrier()
-    torch.cuda.synchronize()
+    # The barrier inside the profiled region: each rank's profiler starts in its own time, and a call
+    # that one rank issues before the other's profiler is up waits for it in the gather.
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        dist.barrier()
+        torch.cuda.synchronize()
         for _ in range(calls):
             sharded(x)
         torch.cuda.synchronize()
     events = sorted((e.time_range.start, e.time_range.elapsed_us(), e.device_resource_id, e.name)
                     for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-    if not events:
-        raise RuntimeError("the profiler saw no device activity")
-    first = events[0][0]
-    return [(start - first, us, stream, name) for start, us, stream, name in events]
+    # From the program's first activity on (the barrier's own kernels come before it).
+    ours = [start for start, _, _, name in events if name.startswith(program_name(recipe, m, "sharded"))]
+    if not ours:
+        raise RuntimeError("the profiler saw no kernel of the program")
+    first = ours[0]
+    return [(start - first, us, stream, name) for start, us, stream, name in events if start >= first]
 
 
 def print_timeline(recipe, payload, events, device):

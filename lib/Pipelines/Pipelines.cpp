@@ -115,6 +115,9 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   if (options.placedGatherBytes >= 0)
     pm.addPass(createPipelineGathers(
         {/*chunks=*/1, /*minBytes=*/options.placedGatherBytes}));
+  // The remaining gathers of scales whose devices hold whole 128x4 tiles
+  // gather the tiles, swizzled inside the quantize kernel.
+  pm.addPass(createSwizzleBeforeGather());
   // cuBLASLt calls replace the matmuls they take before the kernel lowering;
   // convert-mx-to-gpu generates kernels for the rest.
   if (options.gemm != GemmLowering::kernel)

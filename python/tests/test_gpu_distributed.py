@@ -9,7 +9,8 @@ shard of the same inputs (one seed for both) and compares with the whole program
   in one shard reaching both), delayed scaling with its history (all-reduced at the update), MXFP4,
   NVFP4 with a computed tensor scale; also in call-stream mode, where the collectives are asynchronous;
 * a quantized all-gather followed by the swizzle gives the bytes of quantize + swizzle of the whole
-  (its data and scales gathered as one NCCL group), also in call-stream mode; the group API's misuses
+  (its data and scales gathered as one NCCL group; a rank's scales that fill whole 128x4 tiles
+  swizzled before the gather, a partial tile after it), also in call-stream mode; the group API's misuses
   are reported;
 * the placed all-gather (mxrtAllGatherPlaced on the side stream, mxrtCollectivesJoin) of a rank's part
   in chunks gives mxrtAllGather's bytes, by broadcast and by send/recv, in place or not, grouped, in
@@ -73,7 +74,10 @@ MATMUL = {
     "matmul_blockwise_allreduce": (256, 256, 1024, (1, 128), (128, 128), "f32", False),
 }
 DELAYED_SHAPES = ((512, 1024), (1024, 512))  # x split along rows, y along columns
-GATHER = {"gather_swizzle": ((512, 1024), (1, 32), "f8E8M0FNU"),  # shape, block, scale type
+# Shape, block, scale type. 256 rows a rank fill whole 128x4 tiles, so mx-lower-to-nvvm swizzles each
+# rank's scales before the gather (mx-swizzle-before-gather); 192 end in a partial tile, swizzled after.
+GATHER = {"gather_swizzle": ((512, 1024), (1, 32), "f8E8M0FNU"),
+          "gather_swizzle_partial_tile": ((384, 1056), (1, 32), "f8E8M0FNU"),
           "gather_swizzle_blockwise": ((256, 1024), (1, 128), "f32")}
 # Gathers pipelined by mx-pipeline-gathers (quantize + all-gather + swizzle, as bench/collectives.py):
 # shape, block (None: per-tensor), element type, scale type, swizzle layout of the gathered scales (None:

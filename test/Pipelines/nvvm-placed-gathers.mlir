@@ -1,7 +1,9 @@
 // mx-lower-to-nvvm exchanges the all-gathered results of a quantize by the
 // placed broadcast after the whole quantize (mx-pipeline-gathers chunks=1,
 // in place) where they hold at least placed-gather-bytes (64 MiB by
-// default, every device's part together), and by ncclAllGather below it.
+// default, every device's part together), and by ncclAllGather below it,
+// where each device's scales, in whole 128x4 tiles, are swizzled by the
+// quantize kernel before the gather (mx-swizzle-before-gather).
 // RUN: mx-opt %s --mx-partition | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=isa" | FileCheck %s
 // RUN: mx-opt %s --mx-partition | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=isa placed-gather-bytes=-1" | FileCheck %s --check-prefix=NONE
 // RUN: mx-opt %s --mx-partition | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=isa placed-gather-bytes=0" | FileCheck %s --check-prefix=ALL
@@ -44,14 +46,18 @@ func.func @large(%x: tensor<8192x8192xbf16>) -> (tensor<8192x8192xf8E4M3FN>, ten
   return %dw, %tw : tensor<8192x8192xf8E4M3FN>, tensor<64x64x32x4x4xf8E8M0FNU>
 }
 
-// 8 MiB of FP8 data and 256 KiB of scales: one grouped ncclAllGather each.
+// 8 MiB of FP8 data and 256 KiB of scales: one grouped ncclAllGather each,
+// of the data and of the tiles that the quantize kernel swizzled.
 // CHECK-LABEL: llvm.func @small(
 // CHECK-NOT: mxrtAllGatherPlaced
+// CHECK: gpu.launch_func
+// CHECK-NOT: gpu.launch_func
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGather(
 // CHECK: llvm.call @mxrtAllGather(
 // CHECK: llvm.call @mxrtGroupEnd()
 // CHECK-NOT: mxrtAllGatherPlaced
+// CHECK-NOT: gpu.launch_func
 // CHECK: llvm.return
 // ALL-LABEL: llvm.func @small(
 // ALL-NOT: llvm.call @mxrtAllGather(

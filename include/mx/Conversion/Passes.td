@@ -255,6 +255,38 @@ def PipelineGathers : Pass<"mx-pipeline-gathers"> {
   ];
 }
 
+def SwizzleBeforeGather : Pass<"mx-swizzle-before-gather"> {
+  let summary = "Swizzle each device's block scales before their all-gather "
+                "where the gathered tiles are the devices' tiles in order";
+  let description = [{
+    Runs in `mx-lower-to-nvvm`, after `mx-partition`. A partitioned program
+    swizzles the gathered compact scales (the spec's section 12): an
+    `mx.swizzle` (`layout tiles`, rowwise 2-D scales) of a `shard.all_gather`
+    along dimension 0 that has no other user. Where each device's scales
+    have a multiple of 128 rows, the 128x4 tiles of the gathered scales are
+    each device's tiles one after the other, so the swizzle moves before the
+    gather: the same bytes cross the wire and every device gets the same
+    tiles. On the GPU the shard's swizzle is then fused into its quantize
+    kernel rather than a kernel after the gather. Other swizzles (blockwise
+    layout, whose rows are innermost; shards of partial tiles; gathered
+    scales that something else reads) are left alone.
+
+    Example:
+
+    ```mlir
+    // mx-opt --mx-swizzle-before-gather
+    %g = shard.all_gather %s on @grid grid_axes = [0] gather_axis = 0 : tensor<256x8xf8E8M0FNU> -> tensor<512x8xf8E8M0FNU>
+    %t = mx.swizzle %g : tensor<512x8xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+    // becomes
+    %u = mx.swizzle %s : tensor<256x8xf8E8M0FNU> -> tensor<2x2x32x4x4xf8E8M0FNU>
+    %t = shard.all_gather %u on @grid grid_axes = [0] gather_axis = 0 : tensor<2x2x32x4x4xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::shard::ShardDialect",
+  ];
+}
+
 def ShardSingleDevice : Pass<"mx-shard-single-device", "mlir::ModuleOp"> {
   let summary = "Run the collectives of a one-device grid locally (the CPU pipeline)";
   let description = [{

@@ -247,9 +247,10 @@ func.func @unswizzle_blockwise(%t: tensor<2x63x4xf32>) -> tensor<2x250xf32> {
 
 // -----
 
-// mx.amax: one kernel, an atomic max on the bits of the zeroed result.
+// mx.amax: one kernel, an atomic max on the bits of the zeroed result, a
+// buffer of magnitudes (mx.magnitude_bits) for a collective.
 // CHECK-LABEL: func @amax
-// CHECK: %[[RESULT:.*]] = gpu.alloc () : memref<f32>
+// CHECK: %[[RESULT:.*]] = gpu.alloc () {mx.magnitude_bits} : memref<f32>
 // CHECK: gpu.memset %[[RESULT]], %{{.*}} : memref<f32>, f32
 // CHECK: gpu.launch
 // CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<8192xbf16>, vector<16xbf16>
