@@ -5,7 +5,7 @@ Two steps, because the GPU machine has no MLIR:
                                              # here: partition (mx-partition) and compile every program,
                                              # and each pipelined in N chunks (mx-pipeline-gathers)
   torchrun --standalone --nproc-per-node 2 bench/collectives.py run DIR [--iters N] [--only RECIPE,...]
-      [--payloads MIB,...] [--chunks N,...] [--timeline RECIPE:MIB,...]
+      [--payloads MIB,...] [--chunks N,...] [--timeline RECIPE:MIB[:CHUNKS],...]
                                              # on the GPU machine: check, time, print one markdown table
   python bench/collectives.py list           # the rows and their bytes; needs neither torch nor MLIR
 
@@ -310,16 +310,16 @@ def run_row(directory, recipe, payload, iterations, rank, chunk_counts):
             "check": check and all(checks.values()), "pipelined": t_pipelined}
 
 
-def timeline(directory, recipe, payload, rank, calls=4):
+def timeline(directory, recipe, payload, rank, chunks=None, calls=4):
     """Device activity (kernels, copies) of `calls` back-to-back calls of the sharded program on this
-    rank (torch.profiler, CUPTI): [(start us from the first, duration us, stream, name)]. Both ranks
-    must call it (the program gathers)."""
+    rank (pipelined in `chunks` chunks if given; torch.profiler, CUPTI): [(start us from the first,
+    duration us, stream, name)]. Both ranks must call it (the program gathers)."""
     import torch
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile
     m = rows_of(payload)
     x = torch.randn(m // DEVICES, K, device="cuda").bfloat16()
-    sharded = load(directory, recipe, m, "sharded")
+    sharded = load(directory, recipe, m, "sharded", chunks)
     for _ in range(3):
         sharded(x)
     # The barrier inside the profiled region: each rank's profiler starts in its own time, and a call
@@ -333,15 +333,16 @@ def timeline(directory, recipe, payload, rank, calls=4):
     events = sorted((e.time_range.start, e.time_range.elapsed_us(), e.device_resource_id, e.name)
                     for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
     # From the program's first activity on (the barrier's own kernels come before it).
-    ours = [start for start, _, _, name in events if name.startswith(program_name(recipe, m, "sharded"))]
+    ours = [start for start, _, _, name in events if name.startswith(program_name(recipe, m, "sharded", chunks))]
     if not ours:
         raise RuntimeError("the profiler saw no kernel of the program")
     first = ours[0]
     return [(start - first, us, stream, name) for start, us, stream, name in events if start >= first]
 
 
-def print_timeline(recipe, payload, events, device):
-    print(f"\nTimeline of {recipe} {payload} MiB, rank 0 ({device}): each device activity of back-to-back "
+def print_timeline(recipe, payload, chunks, events, device):
+    program = f"{recipe} {payload} MiB" + (f" pipelined x{chunks}" if chunks else "")
+    print(f"\nTimeline of {program}, rank 0 ({device}): each device activity of back-to-back "
           "calls, its start after the first one's, its duration, its stream\n")
     print("| start (us) | duration (us) | gap before (us) | stream | activity |\n|---|---|---|---|---|")
     end = 0.0
@@ -377,11 +378,13 @@ def run(directory, argv):
                         help="comma-separated bf16 payloads in MiB, of " + ",".join(map(str, PAYLOADS_MIB)))
     parser.add_argument("--chunks", default="1,2,4", help="comma-separated chunk counts of the pipelined "
                         "programs (built with the same --chunks)")
-    parser.add_argument("--timeline", default="", help="comma-separated RECIPE:MIB rows whose device "
-                        "activity of back-to-back calls of the sharded program is printed after the table")
+    parser.add_argument("--timeline", default="", help="comma-separated RECIPE:MIB[:CHUNKS] rows whose "
+                        "device activity of back-to-back calls of the sharded program (or of its pipelined "
+                        "build in CHUNKS chunks) is printed after the table")
     args = parser.parse_args(argv)
     chunk_counts = parse_chunks(args.chunks)
-    timelines = [(RECIPES[r], int(p)) for r, p in (item.split(":") for item in args.timeline.split(",") if item)]
+    timelines = [(RECIPES[fields[0]], int(fields[1]), int(fields[2]) if len(fields) > 2 else None)
+                 for fields in (item.split(":") for item in args.timeline.split(",") if item)]
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     sys.path.insert(0, str(ROOT / "python"))
     import torch
@@ -405,10 +408,10 @@ def run(directory, argv):
                 print(f"measured {recipe.name} {payload} MiB in {time.monotonic() - start:.1f} s", flush=True)
     if rank == 0:
         print_table(rows, torch.cuda.get_device_name(), chunk_counts)
-    for recipe, payload in timelines:
-        events = timeline(directory, recipe, payload, rank)
+    for recipe, payload, chunks in timelines:
+        events = timeline(directory, recipe, payload, rank, chunks)
         if rank == 0:
-            print_timeline(recipe.name, payload, events, torch.cuda.get_device_name())
+            print_timeline(recipe.name, payload, chunks, events, torch.cuda.get_device_name())
     runtime.destroy_process_group()
     dist.destroy_process_group()
     return 0 if all(r["check"] for r in rows) else 1

@@ -326,12 +326,22 @@ using Enqueue = std::function<Result(Comm, int rank, CUstream)>;
 
 // Makes the communicator's side stream, once (with c.mutex held and the
 // context current). Non-blocking: it orders after nothing but the events
-// that forkSideStream records.
+// that forkSideStream records. Of the highest priority: a collective there
+// overlaps the call stream's next kernel (a pipelined gather's next chunk
+// quantize) only if its CTAs are placed before that kernel's waiting ones;
+// at the default priority NCCL's kernel waited for the quantize's last wave
+// (2 x H100, docs/distributed.md).
 int32_t makeSideStream(Communicator &c) {
   if (c.side)
     return MXRT_SUCCESS;
-  return checkCu(cuStreamCreate(&c.side, CU_STREAM_NON_BLOCKING),
-                 "cuStreamCreate");
+  int least = 0, greatest = 0;
+  if (int32_t status =
+          checkCu(cuCtxGetStreamPriorityRange(&least, &greatest),
+                  "cuCtxGetStreamPriorityRange"))
+    return status;
+  return checkCu(
+      cuStreamCreateWithPriority(&c.side, CU_STREAM_NON_BLOCKING, greatest),
+      "cuStreamCreateWithPriority");
 }
 
 // Orders the side stream after the work enqueued on `origin` so far.
