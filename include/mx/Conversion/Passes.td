@@ -348,8 +348,8 @@ def ConvertShardToMXRuntime : Pass<"convert-shard-to-mxrt", "mlir::ModuleOp"> {
     the outermost dimension that is not 1; NCCL's float max drops NaN, so a
     max reduces order-preserving integer keys of the floats instead (a
     kernel before and after; an `mx.amax` result, whose buffer carries
-    `mx.magnitude_bits`, is its own keys and needs neither), which keeps the spec's rule that a NaN amax
-    anywhere is NaN everywhere. The `arith.truncf` that rounds reduced f32
+    `mx.magnitude_bits`, is its own keys and needs neither), which keeps
+    the spec's rule that a NaN amax anywhere is NaN everywhere. The `arith.truncf` that rounds reduced f32
     partial sums (a K-split `mx.scaled_matmul`) becomes a kernel. The group
     of a collective must be the whole grid (one communicator per process),
     whose size the runtime checks against the communicator's; the

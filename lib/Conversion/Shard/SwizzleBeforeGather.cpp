@@ -30,9 +30,6 @@ using namespace mx;
 
 namespace {
 
-/// The rows of a 128x4 tile of `layout tiles`.
-constexpr int64_t kTileRows = 128;
-
 /// swizzle(all_gather(s, axis 0)) -> all_gather(swizzle(s), axis 0), for
 /// 2-D rowwise scales whose shard rows are a multiple of the tile rows.
 struct SwizzleShardTiles : OpRewritePattern<SwizzleOp> {
@@ -51,7 +48,7 @@ struct SwizzleShardTiles : OpRewritePattern<SwizzleOp> {
     auto shardType = cast<RankedTensorType>(gather.getInput().getType());
     auto tilesType = cast<RankedTensorType>(swizzle.getType());
     if (shardType.getRank() != 2 || !shardType.hasStaticShape() ||
-        shardType.getDimSize(0) % kTileRows != 0)
+        shardType.getDimSize(0) % SwizzleTiles::kRows != 0)
       return rewriter.notifyMatchFailure(swizzle, "rows not in whole tiles");
     // The shard's tiles: the whole's with the shard's share of tile rows.
     int64_t devices = cast<RankedTensorType>(gather.getType()).getDimSize(0) /
