@@ -108,6 +108,9 @@ void mx::buildMXToCPUPipeline(OpPassManager &pm) {
 
 void mx::buildMXToNVVMPipeline(OpPassManager &pm,
                                const MXToNVVMPipelineOptions &options) {
+  // Gathers of scales whose devices hold whole 128x4 tiles gather the tiles,
+  // swizzled by (or right after) the quantize kernel.
+  pm.addPass(createSwizzleBeforeGather());
   // Large quantized all-gathers of a partitioned program: the whole quantize,
   // then its results exchanged in place by the placed broadcast (faster than
   // ncclAllGather there; kPlacedGatherBytes). Gathers that a user already
@@ -115,9 +118,6 @@ void mx::buildMXToNVVMPipeline(OpPassManager &pm,
   if (options.placedGatherBytes >= 0)
     pm.addPass(createPipelineGathers(
         {/*chunks=*/1, /*minBytes=*/options.placedGatherBytes}));
-  // The remaining gathers of scales whose devices hold whole 128x4 tiles
-  // gather the tiles, swizzled inside the quantize kernel.
-  pm.addPass(createSwizzleBeforeGather());
   // cuBLASLt calls replace the matmuls they take before the kernel lowering;
   // convert-mx-to-gpu generates kernels for the rest.
   if (options.gemm != GemmLowering::kernel)

@@ -17,7 +17,8 @@ shard of the same inputs (one seed for both) and compares with the whole program
   the default and call-stream modes;
 * the gathers pipelined by mx-pipeline-gathers (chunk quantizes overlapped with placed gathers on the
   side stream, the join before the swizzle) give the bytes of quantize + swizzle of the whole tensor:
-  MXFP8, FP8 blockwise, per-tensor current scaling, MXFP4, NVFP4 (also in call-stream mode);
+  MXFP8, FP8 blockwise, per-tensor current scaling, MXFP4, NVFP4 (also in call-stream mode), and
+  MXFP8 whose chunks' scales are swizzled before their gathers (mx-swizzle-before-gather first);
 * K-split scaled_matmuls (all-reduce, reduce-scatter) are within the spec's tolerance of the exact
   product;
 * what must fail does, with a message and without hanging: a rank that never joins a collective
@@ -90,7 +91,11 @@ PIPELINED = {
     "pipelined_per_tensor": ((512, 1024), None, "f8E4M3FN", "f32", None, 4),
     "pipelined_mxfp4": ((512, 1024), (1, 32), "f4E2M1FN", "f8E8M0FNU", "tiles", 1),
     "pipelined_nvfp4": ((512, 1024), (1, 16), "f4E2M1FN", "f8E4M3FN", "tiles", 2),
+    "pipelined_mxfp8_tiles": ((1024, 1024), (1, 32), "f8E4M3FN", "f8E8M0FNU", "tiles", 2),
 }
+# Pipelined after mx-swizzle-before-gather: each chunk's scales swizzled into whole 128-row tiles (256
+# rows a chunk here) before their placed gather.
+SWIZZLED_BEFORE_GATHER = {"pipelined_mxfp8_tiles"}
 MATMUL_TOLERANCE = 4e-3  # bf16 output (spec section 5)
 # The grouped gather of the out-of-memory check: the shard shapes of its FP8 data and E8M0 scales
 # (128 MiB and 4 MiB a rank, so 256 MiB and 8 MiB of results), and the free memory that the check
@@ -260,7 +265,9 @@ def _partition(name, source):
     if name not in PROGRAMS:
         return source
     if name in PIPELINED and PIPELINED[name][-1] is not None:
-        return tools.run_mx_opt(source, "--mx-partition", f"--mx-pipeline-gathers=chunks={PIPELINED[name][-1]}")
+        hoist = ("--mx-swizzle-before-gather",) if name in SWIZZLED_BEFORE_GATHER else ()
+        return tools.run_mx_opt(source, "--mx-partition", *hoist,
+                                f"--mx-pipeline-gathers=chunks={PIPELINED[name][-1]}")
     return tools.run_mx_opt(source, "--mx-partition")
 
 

@@ -1,9 +1,9 @@
 // mx-lower-to-nvvm exchanges the all-gathered results of a quantize by the
 // placed broadcast after the whole quantize (mx-pipeline-gathers chunks=1,
 // in place) where they hold at least placed-gather-bytes (64 MiB by
-// default, every device's part together), and by ncclAllGather below it,
-// where each device's scales, in whole 128x4 tiles, are swizzled by the
-// quantize kernel before the gather (mx-swizzle-before-gather).
+// default, every device's part together), and by ncclAllGather below it.
+// Either way each device's scales, in whole 128x4 tiles, are swizzled by
+// the quantize kernel before the exchange (mx-swizzle-before-gather).
 // RUN: mx-opt %s --mx-partition | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=isa" | FileCheck %s
 // RUN: mx-opt %s --mx-partition | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=isa placed-gather-bytes=-1" | FileCheck %s --check-prefix=NONE
 // RUN: mx-opt %s --mx-partition | mx-opt --mx-lower-to-nvvm="chip=sm_90a format=isa placed-gather-bytes=0" | FileCheck %s --check-prefix=ALL
@@ -12,17 +12,19 @@
 
 shard.grid @grid(shape = 2)
 
-// 64 MiB of FP8 data and 2 MiB of E8M0 scales gathered.
+// 64 MiB of FP8 data and 2 MiB of E8M0 scales gathered: one kernel (the
+// quantize writing the tiles), the placed gathers, nothing after the join.
 // CHECK-LABEL: llvm.func @large(
 // CHECK-NOT: llvm.call @mxrtAllGather(
 // CHECK: llvm.call @mxrtCommRank(
 // CHECK: gpu.launch_func
+// CHECK-NOT: gpu.launch_func
 // CHECK: llvm.call @mxrtGroupStart()
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtAllGatherPlaced(
 // CHECK: llvm.call @mxrtGroupEnd()
 // CHECK-NEXT: llvm.call @mxrtCollectivesJoin(
-// CHECK: gpu.launch_func
+// CHECK-NOT: gpu.launch_func
 // CHECK-NOT: llvm.call @mxrtAllGather(
 // CHECK: llvm.return
 // NONE-LABEL: llvm.func @large(
@@ -75,4 +77,31 @@ func.func @small(%x: tensor<1024x8192xbf16>) -> (tensor<1024x8192xf8E4M3FN>, ten
   %t = mx.swizzle %q#1 : tensor<1024x256xf8E8M0FNU> -> tensor<8x64x32x4x4xf8E8M0FNU>
   %tw = shard.shard %t to %whole : tensor<8x64x32x4x4xf8E8M0FNU>
   return %dw, %tw : tensor<1024x8192xf8E4M3FN>, tensor<8x64x32x4x4xf8E8M0FNU>
+}
+
+// MXFP4, 64 MiB of packed data and 4 MiB of scales gathered: its quantize
+// kernel does not swizzle, so a swizzle kernel of the shard's scales follows
+// it, still before the one group of placed gathers; nothing after the join.
+// CHECK-LABEL: llvm.func @large_fp4(
+// CHECK: gpu.launch_func
+// CHECK: gpu.launch_func
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mxrtGroupStart()
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mxrtAllGatherPlaced(
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mxrtAllGatherPlaced(
+// CHECK-NEXT: llvm.call @mxrtGroupEnd()
+// CHECK-NEXT: llvm.call @mxrtCollectivesJoin(
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.return
+func.func @large_fp4(%x: tensor<16384x8192xbf16>) -> (tensor<16384x8192xf4E2M1FN>, tensor<128x64x32x4x4xf8E8M0FNU>) {
+  %split = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %xs = shard.shard %x to %split : tensor<16384x8192xbf16>
+  %q:2 = mx.quantize %xs block [1, 32] : tensor<16384x8192xbf16> -> tensor<16384x8192xf4E2M1FN>, tensor<16384x256xf8E8M0FNU>
+  %dw = shard.shard %q#0 to %whole annotate_for_users : tensor<16384x8192xf4E2M1FN>
+  %t = mx.swizzle %q#1 : tensor<16384x256xf8E8M0FNU> -> tensor<128x64x32x4x4xf8E8M0FNU>
+  %tw = shard.shard %t to %whole : tensor<128x64x32x4x4xf8E8M0FNU>
+  return %dw, %tw : tensor<16384x8192xf4E2M1FN>, tensor<128x64x32x4x4xf8E8M0FNU>
 }

@@ -200,7 +200,10 @@ def PipelineGathers : Pass<"mx-pipeline-gathers"> {
   let description = [{
     Runs after `mx-partition`, before `mx-lower-to-nvvm`. An `mx.quantize`
     whose row-shaped results (data, block scales) are each all-gathered
-    along dimension 0 (`shard.all_gather`, their only user) becomes
+    along dimension 0 (`shard.all_gather`, their only user, or the only user
+    of the swizzle into 128x4 tiles that `mx-swizzle-before-gather` put
+    between them: each chunk then swizzles its scales, whose tile rows must
+    not straddle chunks) becomes
     `chunks` quantizes of consecutive, block-aligned chunks of its input's
     rows (`tensor.extract_slice`), each followed by an `mx.gather_chunk`
     per gathered result that places every device's chunk at its final rows

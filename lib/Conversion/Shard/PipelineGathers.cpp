@@ -13,6 +13,8 @@
 // `amax` operand that mx-partition gives it, so every chunk computes the
 // bytes that the whole quantize computes at those rows. The gathered values
 // are read only after mx.gather_join, placed before their first reader.
+// Scales that mx-swizzle-before-gather swizzles before their gather are
+// swizzled per chunk, each chunk's tiles gathered at their tile rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,19 +38,30 @@ namespace {
 
 /// A quantize to pipeline: for each result, the all-gather that is its only
 /// user (null for a result that every device holds whole, taken from the
-/// first chunk), and the devices of the gathers.
+/// first chunk) and the swizzle between them (null for none), and the
+/// devices of the gathers.
 struct Candidate {
   QuantizeOp quantize;
   SmallVector<shard::AllGatherOp> gathers;
+  SmallVector<SwizzleOp> swizzles;
   int64_t devices = 0;
 };
 
 /// The all-gather along dimension 0 over more than one device that is the
-/// only user of `value`, or null.
+/// only user of `value`, or of the swizzle into 128x4 tiles of rows that is
+/// its only user (mx-swizzle-before-gather's, returned in `swizzle`), or
+/// null.
 shard::AllGatherOp getOnlyGather(Value value, SymbolTableCollection &symbols,
-                                 int64_t &devices) {
+                                 int64_t &devices, SwizzleOp &swizzle) {
   if (!value.hasOneUse())
     return nullptr;
+  swizzle = dyn_cast<SwizzleOp>(*value.getUsers().begin());
+  if (swizzle) {
+    if (swizzle.getLayout() != SwizzleLayout::tiles ||
+        swizzle.getUnscaledDim() != 0 || !swizzle->hasOneUse())
+      return nullptr;
+    value = swizzle.getResult();
+  }
   auto gather = dyn_cast<shard::AllGatherOp>(*value.getUsers().begin());
   if (!gather || gather.getGatherAxis() != 0)
     return nullptr;
@@ -66,10 +79,12 @@ std::optional<Candidate> match(QuantizeOp quantize,
   if (quantize.getTransposed())
     return std::nullopt;
   int64_t rows = quantize.getInput().getType().getDimSize(0);
-  Candidate candidate{quantize, {}, 0};
+  Candidate candidate{quantize, {}, {}, 0};
   for (Value result : quantize->getResults()) {
     int64_t devices = 0;
-    shard::AllGatherOp gather = getOnlyGather(result, symbols, devices);
+    SwizzleOp swizzle;
+    shard::AllGatherOp gather =
+        getOnlyGather(result, symbols, devices, swizzle);
     auto type = cast<RankedTensorType>(result.getType());
     bool rowShaped = type.getRank() >= 2 && type.getNumElements() > 1;
     if (rowShaped != bool(gather))
@@ -81,6 +96,7 @@ std::optional<Candidate> match(QuantizeOp quantize,
     if (gather)
       candidate.devices = devices;
     candidate.gathers.push_back(gather);
+    candidate.swizzles.push_back(gather ? swizzle : SwizzleOp());
   }
   if (!candidate.devices)
     return std::nullopt;
@@ -99,12 +115,24 @@ int64_t getGatheredBytes(const Candidate &candidate) {
 }
 
 /// Checks that chunks of `rows` rows of the input of `quantize` compute the
-/// bytes of its whole quantize: its blocks do not straddle chunks, and what
-/// spans the whole input (one block over it, NVFP4's computed tensor scale)
-/// comes from the given amax. One chunk is the whole quantize.
-LogicalResult checkChunks(QuantizeOp quantize, int64_t chunks) {
+/// bytes of its whole quantize: its blocks do not straddle chunks, nor do
+/// the 128x4 tiles of scales swizzled before their gather, and what spans
+/// the whole input (one block over it, NVFP4's computed tensor scale) comes
+/// from the given amax. One chunk is the whole quantize.
+LogicalResult checkChunks(const Candidate &candidate, int64_t chunks) {
+  QuantizeOp quantize = candidate.quantize;
   if (chunks == 1)
     return success();
+  for (SwizzleOp swizzle : candidate.swizzles) {
+    int64_t scaleRows =
+        swizzle ? swizzle.getInput().getType().getDimSize(0) : 0;
+    if (swizzle && scaleRows % (chunks * SwizzleTiles::kRows))
+      return quantize.emitOpError("cannot be pipelined in ")
+             << chunks << " chunks: its " << scaleRows
+             << " rows of scales, swizzled before their gather, do not "
+                "split into chunks of whole "
+             << SwizzleTiles::kRows << "-row tiles (mx-pipeline-gathers)";
+  }
   int64_t total = quantize.getInput().getType().getDimSize(0);
   int64_t rows = total / chunks;
   int64_t blockRows = quantize.getBlock().front();
@@ -138,6 +166,14 @@ Operation *findFirstReader(ArrayRef<shard::AllGatherOp> gathers,
     }
   }
   return first;
+}
+
+/// `type` with a `chunks`-th of its rows (dimension 0).
+RankedTensorType getChunkType(Type type, int64_t chunks) {
+  auto ranked = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(ranked.getShape());
+  shape[0] /= chunks;
+  return ranked.clone(shape);
 }
 
 /// Rewrites `candidate` into `chunks` chunk quantizes, each followed by the
@@ -175,17 +211,27 @@ void pipeline(RewriterBase &rewriter, const Candidate &candidate,
                                                   offsets, sizes, strides);
     Operation *chunk = rewriter.clone(*quantize);
     chunk->setOperand(0, chunkInput);
-    for (auto [result, gather, chain] :
-         llvm::zip(chunk->getResults(), candidate.gathers, chains)) {
-      if (!gather)
+    // The parts first, then their gathers next to each other: a swizzle
+    // kernel (FP4's, which its quantize does not absorb) between two gathers
+    // would split the chunk's NCCL group.
+    SmallVector<Value> parts;
+    for (auto [result, gather, swizzle] : llvm::zip(
+             chunk->getResults(), candidate.gathers, candidate.swizzles)) {
+      if (gather)
+        result.setType(getChunkType(result.getType(), chunks));
+      Value part = gather ? result : Value();
+      if (SwizzleOp whole = swizzle)
+        part = SwizzleOp::create(rewriter, whole.getLoc(),
+                                 getChunkType(whole.getType(), chunks), result,
+                                 whole.getUnscaledDim(), whole.getLayout());
+      parts.push_back(part);
+    }
+    for (auto [part, chain] : llvm::zip(parts, chains)) {
+      if (!part)
         continue;
-      auto type = cast<RankedTensorType>(result.getType());
-      int64_t chunkRows = type.getDimSize(0) / chunks;
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = chunkRows;
-      result.setType(type.clone(shape));
-      chain = GatherChunkOp::create(rewriter, loc, chain.getType(), result,
-                                    chain, c * chunkRows, candidate.devices);
+      int64_t chunkRows = cast<RankedTensorType>(part.getType()).getDimSize(0);
+      chain = GatherChunkOp::create(rewriter, loc, chain.getType(), part, chain,
+                                    c * chunkRows, candidate.devices);
     }
     if (c == 0)
       firstChunk = llvm::to_vector_of<Value>(chunk->getResults());
@@ -198,12 +244,15 @@ void pipeline(RewriterBase &rewriter, const Candidate &candidate,
     rewriter.setInsertionPoint(reader);
   auto join = GatherJoinOp::create(rewriter, loc, gathered);
   auto joined = join.getResults().begin();
-  for (auto [result, gather, first] :
-       llvm::zip(quantize->getResults(), candidate.gathers, firstChunk)) {
+  for (auto [result, gather, swizzle, first] :
+       llvm::zip(quantize->getResults(), candidate.gathers, candidate.swizzles,
+                 firstChunk)) {
     if (gather)
       rewriter.replaceOp(gather, *joined++);
     else
       rewriter.replaceAllUsesWith(result, first);
+    if (swizzle)
+      rewriter.eraseOp(swizzle);
   }
   rewriter.eraseOp(quantize);
 }
@@ -229,7 +278,7 @@ struct PipelineGathersPass
     });
     bool rejected = false;
     for (const Candidate &candidate : candidates)
-      rejected |= failed(checkChunks(candidate.quantize, chunks));
+      rejected |= failed(checkChunks(candidate, chunks));
     if (rejected)
       return signalPassFailure();
     IRRewriter rewriter(&getContext());

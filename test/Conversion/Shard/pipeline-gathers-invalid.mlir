@@ -7,7 +7,7 @@
 // NEGATIVE: error: mx-pipeline-gathers: min-bytes must not be negative, got -1
 // One chunk is the whole quantize, which is always right: each is pipelined.
 // RUN: mx-opt %s --mx-pipeline-gathers=chunks=1 -split-input-file | FileCheck %s --check-prefix=ONE
-// ONE-COUNT-4: mx.gather_join
+// ONE-COUNT-5: mx.gather_join
 
 shard.grid @grid(shape = 2)
 func.func @rows_do_not_split(%x: tensor<96x256xbf16>) -> tensor<192x256xf8E4M3FN> {
@@ -48,4 +48,18 @@ func.func @tensor_scale_without_amax(%x: tensor<128x256xbf16>) -> (tensor<256x25
   %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<128x256xf4E2M1FN> -> tensor<256x256xf4E2M1FN>
   %h = shard.all_gather %s on @grid grid_axes = [0] gather_axis = 0 : tensor<128x16xf8E4M3FN> -> tensor<256x16xf8E4M3FN>
   return %g, %t : tensor<256x256xf4E2M1FN>, tensor<f32>
+}
+
+// -----
+
+// Scales swizzled before their gather: 256 rows of scales in 4 chunks of
+// 64 would split the 128-row tiles.
+shard.grid @grid(shape = 2)
+func.func @tiles_do_not_split(%x: tensor<256x256xbf16>) -> (tensor<512x256xf8E4M3FN>, tensor<4x2x32x4x4xf8E8M0FNU>) {
+  // expected-error @+1 {{'mx.quantize' op cannot be pipelined in 4 chunks: its 256 rows of scales, swizzled before their gather, do not split into chunks of whole 128-row tiles (mx-pipeline-gathers)}}
+  %d, %s = mx.quantize %x block [1, 32] : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<256x8xf8E8M0FNU>
+  %t = mx.swizzle %s : tensor<256x8xf8E8M0FNU> -> tensor<2x2x32x4x4xf8E8M0FNU>
+  %h = shard.all_gather %t on @grid grid_axes = [0] gather_axis = 0 : tensor<2x2x32x4x4xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+  %g = shard.all_gather %d on @grid grid_axes = [0] gather_axis = 0 : tensor<256x256xf8E4M3FN> -> tensor<512x256xf8E4M3FN>
+  return %g, %h : tensor<512x256xf8E4M3FN>, tensor<4x2x32x4x4xf8E8M0FNU>
 }

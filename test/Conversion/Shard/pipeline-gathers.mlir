@@ -127,3 +127,34 @@ func.func @not_pipelined(%arg0: tensor<128x256xbf16>) -> (tensor<256x256xf8E4M3F
   %g1 = shard.all_gather %d1 on @one grid_axes = [0] gather_axis = 0 : tensor<128x256xf8E4M3FN> -> tensor<128x256xf8E4M3FN>
   return %gd, %scales, %g1 : tensor<256x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>, tensor<128x256xf8E4M3FN>
 }
+
+// Scales swizzled before their gather (mx-swizzle-before-gather): each
+// chunk's scales are swizzled into their own tile rows, whose chunk is
+// placed at its tile rows of the gathered tiles; the whole swizzle is gone.
+// The swizzle comes before the chunk's gathers, which stay next to each
+// other (one NCCL group: a kernel between them would split it).
+// CHECK-LABEL: func.func @swizzled_tiles(
+// CHECK-DAG: %[[ET:.*]] = tensor.empty() : tensor<4x2x32x4x4xf8E8M0FNU>
+// CHECK: %[[D0:.*]], %[[S0:.*]] = mx.quantize %{{.*}} block [1, 32] : tensor<128x256xbf16> -> tensor<128x256xf8E4M3FN>, tensor<128x8xf8E8M0FNU>
+// CHECK-NEXT: %[[T0:.*]] = mx.swizzle %[[S0]] : tensor<128x8xf8E8M0FNU> -> tensor<1x2x32x4x4xf8E8M0FNU>
+// CHECK-NEXT: mx.gather_chunk %[[D0]]
+// CHECK-NEXT: %[[G0:.*]] = mx.gather_chunk %[[T0]] into %[[ET]] at row 0 of 2 devices : tensor<1x2x32x4x4xf8E8M0FNU> into tensor<4x2x32x4x4xf8E8M0FNU>
+// CHECK: %[[D1:.*]], %[[S1:.*]] = mx.quantize
+// CHECK: %[[T1:.*]] = mx.swizzle %[[S1]] : tensor<128x8xf8E8M0FNU> -> tensor<1x2x32x4x4xf8E8M0FNU>
+// CHECK: mx.gather_chunk %[[T1]] into %[[G0]] at row 1 of 2 devices
+// CHECK: mx.gather_join
+// CHECK-NOT: mx.swizzle
+// CHECK: return
+// ONE-LABEL: func.func @swizzled_tiles(
+// ONE: %{{.*}}, %[[S:.*]] = mx.quantize %{{.*}} : tensor<256x256xbf16>
+// ONE: %[[T:.*]] = mx.swizzle %[[S]] : tensor<256x8xf8E8M0FNU> -> tensor<2x2x32x4x4xf8E8M0FNU>
+// ONE: mx.gather_chunk %[[T]] into %{{.*}} at row 0 of 2 devices
+// ONE-NOT: mx.swizzle
+// ONE: return
+func.func @swizzled_tiles(%arg0: tensor<256x256xbf16>) -> (tensor<512x256xf8E4M3FN>, tensor<4x2x32x4x4xf8E8M0FNU>) {
+  %data, %scales = mx.quantize %arg0 block [1, 32] : tensor<256x256xbf16> -> tensor<256x256xf8E4M3FN>, tensor<256x8xf8E8M0FNU>
+  %t = mx.swizzle %scales : tensor<256x8xf8E8M0FNU> -> tensor<2x2x32x4x4xf8E8M0FNU>
+  %gt = shard.all_gather %t on @grid grid_axes = [0] gather_axis = 0 : tensor<2x2x32x4x4xf8E8M0FNU> -> tensor<4x2x32x4x4xf8E8M0FNU>
+  %gd = shard.all_gather %data on @grid grid_axes = [0] gather_axis = 0 : tensor<256x256xf8E4M3FN> -> tensor<512x256xf8E4M3FN>
+  return %gd, %gt : tensor<512x256xf8E4M3FN>, tensor<4x2x32x4x4xf8E8M0FNU>
+}
