@@ -83,9 +83,11 @@ GATHER = {"gather_swizzle": ((512, 1024), (1, 32), "f8E8M0FNU"),
 # Gathers pipelined by mx-pipeline-gathers (quantize + all-gather + swizzle, as bench/collectives.py):
 # shape, block (None: per-tensor), element type, scale type, swizzle layout of the gathered scales (None:
 # the scale is not gathered), chunks (None: mx-partition alone, and mx-lower-to-nvvm exchanges the
-# results by the placed gather because they hold at least its placed-gather-bytes, 64 MiB: 66 MiB here).
+# results by the placed gather because they hold at least its placed-gather-bytes, 64 MiB: 66 MiB for
+# MXFP8 here, 68 MiB for MXFP4, whose scales a swizzle kernel lays out before the gathers).
 PIPELINED = {
     "placed_by_default_mxfp8": ((8192, 8192), (1, 32), "f8E4M3FN", "f8E8M0FNU", "tiles", None),
+    "placed_by_default_mxfp4": ((16384, 8192), (1, 32), "f4E2M1FN", "f8E8M0FNU", "tiles", None),
     "pipelined_mxfp8": ((512, 1024), (1, 32), "f8E4M3FN", "f8E8M0FNU", "tiles", 4),
     "pipelined_blockwise": ((512, 1024), (1, 128), "f8E4M3FN", "f32", "blockwise", 8),
     "pipelined_per_tensor": ((512, 1024), None, "f8E4M3FN", "f32", None, 4),
