@@ -333,7 +333,8 @@ def timeline(directory, recipe, payload, rank, chunks=None, calls=4):
     events = sorted((e.time_range.start, e.time_range.elapsed_us(), e.device_resource_id, e.name)
                     for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
     # From the program's first activity on (the barrier's own kernels come before it).
-    ours = [start for start, _, _, name in events if name.startswith(program_name(recipe, m, "sharded", chunks))]
+    prefix = program_name(recipe, m, "sharded", chunks)
+    ours = [start for start, _, _, name in events if name.startswith(prefix)]
     if not ours:
         raise RuntimeError("the profiler saw no kernel of the program")
     first = ours[0]
@@ -370,6 +371,21 @@ def print_table(rows, device, chunk_counts):
               f"{'ok' if r['check'] else 'FAILED'} |")
 
 
+def parse_timelines(text, chunk_counts):
+    """[(recipe, payload MiB, chunks or None)] of --timeline's RECIPE:MIB[:CHUNKS] items; exits with what
+    is wrong with an item that names no program of the build."""
+    timelines = []
+    for item in filter(None, text.split(",")):
+        fields = item.split(":")
+        ok = 2 <= len(fields) <= 3 and fields[0] in RECIPES and all(f.isdigit() for f in fields[1:])
+        ok = ok and int(fields[1]) in PAYLOADS_MIB and (len(fields) == 2 or int(fields[2]) in chunk_counts)
+        if not ok:
+            sys.exit(f"--timeline: {item!r} must be RECIPE:MIB[:CHUNKS], RECIPE one of {', '.join(RECIPES)}, "
+                     f"MIB one of {PAYLOADS_MIB}, CHUNKS one of --chunks ({chunk_counts})")
+        timelines.append((RECIPES[fields[0]], int(fields[1]), int(fields[2]) if len(fields) == 3 else None))
+    return timelines
+
+
 def run(directory, argv):
     parser = argparse.ArgumentParser(prog="bench/collectives.py run")
     parser.add_argument("--iters", type=int, default=20, help="calls per timed loop")
@@ -383,8 +399,7 @@ def run(directory, argv):
                         "build in CHUNKS chunks) is printed after the table")
     args = parser.parse_args(argv)
     chunk_counts = parse_chunks(args.chunks)
-    timelines = [(RECIPES[fields[0]], int(fields[1]), int(fields[2]) if len(fields) > 2 else None)
-                 for fields in (item.split(":") for item in args.timeline.split(",") if item)]
+    timelines = parse_timelines(args.timeline, chunk_counts)
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     sys.path.insert(0, str(ROOT / "python"))
     import torch
