@@ -796,6 +796,91 @@ bool canUpdateInPlace(Value history) {
   return func && func.getArgAttr(argument.getArgNumber(), kUpdatedAttrName);
 }
 
+/// What every kernel of one delayed cast shares: the scale it reads, the
+/// inverse it writes and the history its amax is recorded in.
+struct DelayedCast {
+  /// The cast's entry in the scales and the history (its `index`).
+  int64_t index;
+  ElementConversion conversion;
+  AmaxRecordPlan recordPlan;
+  Value scales, scaleInv, newHistory, partials;
+
+  /// The scale of the cast, loaded in a kernel.
+  Value loadScale(OpBuilder &b, Location l) const {
+    return memref::LoadOp::create(b, l, scales, cIndex(b, l, index))
+        .getResult();
+  }
+
+  /// What every CTA ends with: the scale's inverse from the first thread,
+  /// and its amax recorded in the new history (`buffer`: the CTA's max
+  /// buffer).
+  void finish(OpBuilder &b, Location l, const KernelIds &ids, Value amax,
+              Value leader, Value scale, Value buffer) const {
+    buildIf(b, l, leader, [&](OpBuilder &nb, Location nl) {
+      memref::StoreOp::create(nb, nl, buildDelayedScaleInverse(nb, nl, scale),
+                              scaleInv, cIndex(nb, nl, 0));
+    });
+    buildRecordAmax(b, l, ids, amax, partials, newHistory, index, recordPlan,
+                    buffer);
+  }
+};
+
+/// The flat kernel of a plain delayed cast of `inputTensor` without a
+/// transposed partner.
+void buildFlatDelayedCast(OpBuilder &rewriter, Location loc,
+                          const DelayedCast &delayed, Value inputTensor,
+                          const DataBuffer &data) {
+  Value input = toFoldedBuffer(rewriter, loc, inputTensor, 1);
+  FlatGrid grid(1,
+                cast<RankedTensorType>(inputTensor.getType()).getNumElements());
+  buildBlockLaunch(
+      rewriter, loc, grid.getNumBlocks(),
+      getCTAMaxBufferType(rewriter.getContext()),
+      [&](OpBuilder &b, Location l, const KernelIds &ids) {
+        FlatChunks chunks = loadChunks(b, l, ids, grid, input);
+        Value scale = delayed.loadScale(b, l);
+        SmallVector<Value> bytes =
+            llvm::map_to_vector(chunks.values, [&](Value values) {
+              return castWithScale(b, l, values, scale, delayed.conversion);
+            });
+        storeChunks(b, l, chunks, bytes, data);
+        delayed.finish(b, l, ids, reduceChunks(b, l, chunks, ids),
+                       chunks.sliceLeader, scale, ids.workgroup.front());
+      });
+}
+
+/// The cast+transpose kernel of a transposed delayed cast of `inputTensor`:
+/// `transposed` the data of `transposedOp`, `plain` its plain partner's (or
+/// null), with the column sum that `plan` fuses into it.
+void buildTransposedDelayedCast(PatternRewriter &rewriter, Location loc,
+                                const DelayedCast &delayed, Value inputTensor,
+                                QuantizeDelayedOp transposedOp,
+                                const DataBuffer &transposed,
+                                const DataBuffer *plain,
+                                const QuantizeFusionPlan &plan) {
+  MLIRContext *context = rewriter.getContext();
+  Value input = toFoldedBuffer(rewriter, loc, inputTensor, 2);
+  TileGrid tiles = getCastTransposeGrid(
+      cast<RankedTensorType>(inputTensor.getType()), /*recordsAmax=*/true);
+  FusedColumnSum sum(rewriter, loc,
+                     getFusedColumnSum(transposedOp, inputTensor, plan));
+  buildBlockLaunch(
+      rewriter, loc, tiles.getNumBlocks(),
+      sum.getBuffers(context, tiles, {getCTAMaxBufferType(context)}),
+      [&](OpBuilder &b, Location l, const KernelIds &ids) {
+        Value scale = delayed.loadScale(b, l);
+        TileChunks chunks = buildTileCast(
+            b, l, ids, tiles, input, plain, transposed,
+            [&](OpBuilder &nb, Location nl, Value, Value values) {
+              return castWithScale(nb, nl, values, scale, delayed.conversion);
+            },
+            sum.partials, sum.getStaging(ids, tiles));
+        delayed.finish(b, l, ids, reduceTile(b, l, chunks, ids),
+                       chunks.sliceLeader, scale, ids.workgroup[1]);
+      });
+  sum.finish(rewriter, loc);
+}
+
 /// A plain delayed cast by the flat kernel, a transposed one (with its plain
 /// partner, see getTransposedPartner) by the cast+transpose kernel.
 struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
@@ -822,94 +907,50 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
     int64_t numBlocks = getDelayedNumBlocks(op);
     if (!AmaxRecordPlan::fits(numBlocks))
       return rewriter.notifyMatchFailure(op, "too many CTAs to count");
-    AmaxRecordPlan recordPlan(numBlocks);
     QuantizeDelayedOp partner = getTransposedPartner(op);
     Location loc = op.getLoc();
-    int64_t index = op.getIndex();
-    Value scales = toBuffer(rewriter, loc, op.getScales());
     auto scaleInvType = cast<RankedTensorType>(op.getScaleInv().getType());
-    Value scaleInv = allocFolded(rewriter, loc, scaleInvType, 1);
+    DelayedCast delayed{op.getIndex(),
+                        *conversion,
+                        AmaxRecordPlan(numBlocks),
+                        toBuffer(rewriter, loc, op.getScales()),
+                        allocFolded(rewriter, loc, scaleInvType, 1),
+                        Value(),
+                        Value()};
     // The amax goes into the history's own buffer where it may (the cast's
     // in-place update), else into a copy.
-    Value newHistory;
     if (canUpdateInPlace(op.getHistory())) {
-      newHistory = toUpdatedBuffer(rewriter, loc, op.getHistory());
+      delayed.newHistory = toUpdatedBuffer(rewriter, loc, op.getHistory());
     } else {
-      newHistory = allocDevice(rewriter, loc, op.getNewHistory().getType());
+      delayed.newHistory =
+          allocDevice(rewriter, loc, op.getNewHistory().getType());
       buildHistoryCopy(rewriter, loc, toBuffer(rewriter, loc, op.getHistory()),
-                       newHistory, index);
+                       delayed.newHistory, op.getIndex());
     }
-    Value partials =
-        allocDevice(rewriter, loc, recordPlan.getPartialsType(rewriter));
-
-    // What every CTA ends with: the scale's inverse from the first thread,
-    // and its amax recorded in the new history (`buffer`: the CTA's max
-    // buffer).
-    auto finish = [&](OpBuilder &b, Location l, const KernelIds &ids,
-                      Value amax, Value leader, Value scale, Value buffer) {
-      buildIf(b, l, leader, [&](OpBuilder &nb, Location nl) {
-        memref::StoreOp::create(nb, nl, buildDelayedScaleInverse(nb, nl, scale),
-                                scaleInv, cIndex(nb, nl, 0));
-      });
-      buildRecordAmax(b, l, ids, amax, partials, newHistory, index, recordPlan,
-                      buffer);
-    };
-    auto loadScale = [&](OpBuilder &b, Location l) {
-      return memref::LoadOp::create(b, l, scales, cIndex(b, l, index))
-          .getResult();
-    };
+    delayed.partials = allocDevice(
+        rewriter, loc, delayed.recordPlan.getPartialsType(rewriter));
 
     SmallVector<std::pair<QuantizeDelayedOp, DataBuffer>, 2> outputs;
     if (!op.getTransposed() && !partner) {
-      outputs.push_back({op, DataBuffer(rewriter, loc, op.getData().getType(), 1)});
-      Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 1);
-      FlatGrid grid(1, inputType.getNumElements());
-      buildBlockLaunch(
-          rewriter, loc, grid.getNumBlocks(), getCTAMaxBufferType(getContext()),
-          [&](OpBuilder &b, Location l, const KernelIds &ids) {
-            FlatChunks chunks = loadChunks(b, l, ids, grid, input);
-            Value scale = loadScale(b, l);
-            SmallVector<Value> bytes =
-                llvm::map_to_vector(chunks.values, [&](Value values) {
-                  return castWithScale(b, l, values, scale, *conversion);
-                });
-            storeChunks(b, l, chunks, bytes, outputs.front().second);
-            finish(b, l, ids, reduceChunks(b, l, chunks, ids),
-                   chunks.sliceLeader, scale, ids.workgroup.front());
-          });
+      outputs.push_back(
+          {op, DataBuffer(rewriter, loc, op.getData().getType(), 1)});
+      buildFlatDelayedCast(rewriter, loc, delayed, op.getInput(),
+                           outputs.front().second);
     } else {
       // The transposed output first, then the plain partner's.
       for (QuantizeDelayedOp q : {partner ? partner : op, partner ? op : nullptr})
         if (q)
           outputs.push_back(
               {q, DataBuffer(rewriter, loc, q.getData().getType(), 2)});
-      Value input = toFoldedBuffer(rewriter, loc, op.getInput(), 2);
-      TileGrid tiles = getCastTransposeGrid(inputType, /*recordsAmax=*/true);
-      const DataBuffer *plainData = partner ? &outputs.back().second : nullptr;
-      FusedColumnSum sum(
-          rewriter, loc,
-          getFusedColumnSum(outputs.front().first, op.getInput(), plan));
-      buildBlockLaunch(
-          rewriter, loc, tiles.getNumBlocks(),
-          sum.getBuffers(getContext(), tiles,
-                         {getCTAMaxBufferType(getContext())}),
-          [&](OpBuilder &b, Location l, const KernelIds &ids) {
-            Value scale = loadScale(b, l);
-            TileChunks chunks = buildTileCast(
-                b, l, ids, tiles, input, plainData, outputs.front().second,
-                [&](OpBuilder &nb, Location nl, Value, Value values) {
-                  return castWithScale(nb, nl, values, scale, *conversion);
-                },
-                sum.partials, sum.getStaging(ids, tiles));
-            finish(b, l, ids, reduceTile(b, l, chunks, ids), chunks.sliceLeader,
-                   scale, ids.workgroup[1]);
-          });
-      sum.finish(rewriter, loc);
+      buildTransposedDelayedCast(rewriter, loc, delayed, op.getInput(),
+                                 outputs.front().first, outputs.front().second,
+                                 partner ? &outputs.back().second : nullptr,
+                                 plan);
     }
 
     Value scaleInvTensor =
-        toUnfoldedTensor(rewriter, loc, scaleInv, scaleInvType);
-    Value newHistoryTensor = toTensor(rewriter, loc, newHistory);
+        toUnfoldedTensor(rewriter, loc, delayed.scaleInv, scaleInvType);
+    Value newHistoryTensor = toTensor(rewriter, loc, delayed.newHistory);
     for (auto &[q, data] : outputs)
       rewriter.replaceOp(q, {data.toTensor(rewriter, loc), scaleInvTensor,
                              newHistoryTensor});
