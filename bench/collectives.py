@@ -84,10 +84,8 @@ class Recipe:
         return rows * cols * (4 if self.scale == "f32" else 1)
 
     def swizzled_shape(self, m):
-        rows, cols = self.scales_shape(m)
-        if self.layout == "tiles":
-            return (-(-rows // 128), -(-cols // 4), 32, 4, 4)
-        return (cols, -(-rows // 4), 4)
+        from mx import reference
+        return reference.swizzled_shape(self.scales_shape(m), 0, self.layout)
 
 
 RECIPES = {r.name: r for r in (

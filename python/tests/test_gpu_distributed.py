@@ -176,8 +176,7 @@ def gather_program(name):
     scales_shape = reference.scales_shape(shape, block)
     scales = _type(scales_shape, tools.NUMPY_DTYPES[scale_type])
     blockwise = scale_type == "f32"
-    swizzled_shape = ((scales_shape[1], -(-shape[0] // 4), 4) if blockwise else
-                      (-(-shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4))
+    swizzled_shape = reference.swizzled_shape(scales_shape, 0, "blockwise" if blockwise else "tiles")
     tiles = _type(swizzled_shape, tools.NUMPY_DTYPES[scale_type])
     body = [f"  %d, %s = mx.quantize %xs block [{', '.join(map(str, block))}] : {x} -> {data}, {scales}",
             f"  %t = mx.swizzle %s{' layout blockwise' if blockwise else ''} : {scales} -> {tiles}"]
@@ -205,9 +204,7 @@ def pipelined_program(name):
     if layout is None:  # one scale, the same on every device
         return Program([("x", x)], body, [("%q#0", data), ("%q#1", scales)], {"x": "[[0]]"}, consumers,
                        [("%dw", data), ("%q#1", scales)])
-    swizzled_shape = ((scales_shape[1], -(-shape[0] // 4), 4) if layout == "blockwise" else
-                      (-(-shape[0] // 128), -(-scales_shape[1] // 4), 32, 4, 4))
-    tiles = _type(swizzled_shape, tools.NUMPY_DTYPES[scale_type])
+    tiles = _type(reference.swizzled_shape(scales_shape, 0, layout), tools.NUMPY_DTYPES[scale_type])
     body.append(f"  %t = mx.swizzle %q#1{' layout blockwise' if layout == 'blockwise' else ''} : {scales} -> {tiles}")
     consumers.append(f"  %tw = shard.shard %t to %whole : {tiles}")
     return Program([("x", x)], body, [("%q#0", data), ("%t", tiles)], {"x": "[[0]]"}, consumers,
