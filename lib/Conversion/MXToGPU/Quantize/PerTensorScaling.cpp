@@ -910,15 +910,12 @@ struct QuantizeDelayedToGPU : OpRewritePattern<QuantizeDelayedOp> {
     QuantizeDelayedOp partner = getTransposedPartner(op);
     Location loc = op.getLoc();
     auto scaleInvType = cast<RankedTensorType>(op.getScaleInv().getType());
-    DelayedCast delayed{op.getIndex(),
-                        *conversion,
+    DelayedCast delayed{static_cast<int64_t>(op.getIndex()), *conversion,
                         AmaxRecordPlan(numBlocks),
                         toBuffer(rewriter, loc, op.getScales()),
-                        allocFolded(rewriter, loc, scaleInvType, 1),
-                        Value(),
-                        Value()};
+                        allocFolded(rewriter, loc, scaleInvType, 1)};
     // The amax goes into the history's own buffer where it may (the cast's
-    // in-place update), else into a copy.
+    // in-place update), else into a copy; the partials after it.
     if (canUpdateInPlace(op.getHistory())) {
       delayed.newHistory = toUpdatedBuffer(rewriter, loc, op.getHistory());
     } else {
