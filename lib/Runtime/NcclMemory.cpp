@@ -112,19 +112,17 @@ int32_t createBlock(uint64_t bytes, Block &block) {
   return status;
 }
 
-// Registers `block` with the current communicator unless it already is.
-int32_t ensureRegistered(Block &block) {
-  return withCommunicator("mxrtCollectiveAlloc", [&](CommHandle c) {
-    if (block.registration && block.generation == c.generation)
-      return int32_t(MXRT_SUCCESS);
-    block.registration = nullptr;
-    if (Result result = getLibrary().commRegister(
-            c.comm, block.ptr, block.bytes, &block.registration))
-      return fail(MXRT_ERROR_NCCL,
-                  describeFailure("ncclCommRegister", result, c.comm));
-    block.generation = c.generation;
-    return int32_t(MXRT_SUCCESS);
-  });
+// Registers `block` with the communicator `c` unless it already is.
+int32_t ensureRegistered(CommHandle c, Block &block) {
+  if (block.registration && block.generation == c.generation)
+    return MXRT_SUCCESS;
+  block.registration = nullptr;
+  if (Result result = getLibrary().commRegister(c.comm, block.ptr, block.bytes,
+                                                &block.registration))
+    return fail(MXRT_ERROR_NCCL,
+                describeFailure("ncclCommRegister", result, c.comm));
+  block.generation = c.generation;
+  return MXRT_SUCCESS;
 }
 
 // The stream of mxrtCollectiveAlloc/Free's `stream`: NULL is the call
@@ -150,34 +148,31 @@ namespace mxrt::nccl {
 void *allocateRegistered(uint64_t bytes, CUstream stream) {
   uint64_t rounded =
       (bytes + kBlockGranularity - 1) / kBlockGranularity * kBlockGranularity;
-  // Without a usable communicator the collective that the buffer is for
-  // fails too: say so now, before any memory is taken.
-  if (withCommunicator("mxrtCollectiveAlloc",
-                       [](CommHandle) { return int32_t(MXRT_SUCCESS); }))
-    return nullptr;
-  DeviceScope scope;
-  if (!scope)
-    return nullptr;
-  Block block = takeIdle(rounded);
-  int32_t status = MXRT_SUCCESS;
-  if (block.ptr)
-    status = checkCu(cuStreamWaitEvent(stream, block.released, 0),
-                     "cuStreamWaitEvent");
-  else
-    status = createBlock(rounded, block);
-  // Outside the pool's lock: registering takes the communicator's, which
-  // dropRegistrations holds while it takes the pool's.
-  if (!status)
-    status = ensureRegistered(block);
-  if (status) {
-    if (block.ptr)
-      keepIdle(block);
-    return nullptr;
-  }
-  Pool &pool = getPool();
-  std::lock_guard<std::mutex> lock(pool.mutex);
-  pool.live.emplace(block.ptr, block);
-  return block.ptr;
+  void *ptr = nullptr;
+  // Under the communicator's locks, the context current: without a usable
+  // communicator the collective that the buffer is for fails too, so this
+  // fails before any memory is taken, and registering needs it. The pool's
+  // lock is taken inside them only, the order dropRegistrations takes both.
+  withCommunicator("mxrtCollectiveAlloc", [&](CommHandle c) {
+    Block block = takeIdle(rounded);
+    int32_t status = block.ptr
+                         ? checkCu(cuStreamWaitEvent(stream, block.released, 0),
+                                   "cuStreamWaitEvent")
+                         : createBlock(rounded, block);
+    if (!status)
+      status = ensureRegistered(c, block);
+    if (status) {
+      if (block.ptr)
+        keepIdle(block);
+      return status;
+    }
+    Pool &pool = getPool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    pool.live.emplace(block.ptr, block);
+    ptr = block.ptr;
+    return int32_t(MXRT_SUCCESS);
+  });
+  return ptr;
 }
 
 bool releaseRegistered(void *ptr, CUstream stream, bool synchronous) {
