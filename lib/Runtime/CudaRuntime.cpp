@@ -453,18 +453,26 @@ MGPU_API CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
   return function;
 }
 
+/// Whether a launch of `function` goes ahead: its lookup succeeded (else a
+/// failure that names the `launch` skipped) and no earlier step of the call
+/// failed.
+static bool canLaunch(CUfunction function, const char *launch) {
+  if (!function) {
+    fail(MXRT_ERROR_CUDA, format("%s skipped: its function lookup failed "
+                                 "(see the earlier error)",
+                                 launch));
+    return false;
+  }
+  return !getCallFailure();
+}
+
 // `paramsCount` is part of upstream's ABI; the driver reads `params` itself.
 MGPU_API void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
                                intptr_t gridY, intptr_t gridZ, intptr_t blockX,
                                intptr_t blockY, intptr_t blockZ, int32_t smem,
                                CUstream stream, void **params, void **extra,
                                size_t /*paramsCount*/) {
-  if (!function) {
-    fail(MXRT_ERROR_CUDA, "kernel launch skipped: its function lookup failed "
-                          "(see the earlier error)");
-    return;
-  }
-  if (getCallFailure())
+  if (!canLaunch(function, "kernel launch"))
     return;
   DeviceScope scope;
   if (!scope || !prepareSharedMemory(function, smem))
@@ -486,12 +494,7 @@ MGPU_API void mgpuLaunchClusterKernel(CUfunction function, intptr_t clusterX,
                                       int32_t smem, CUstream stream,
                                       void **params, void **extra,
                                       size_t /*paramsCount*/) {
-  if (!function) {
-    fail(MXRT_ERROR_CUDA, "cluster kernel launch skipped: its function lookup "
-                          "failed (see the earlier error)");
-    return;
-  }
-  if (getCallFailure())
+  if (!canLaunch(function, "cluster kernel launch"))
     return;
   DeviceScope scope;
   if (!scope || !prepareSharedMemory(function, smem))
