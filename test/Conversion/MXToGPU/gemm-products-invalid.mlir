@@ -12,7 +12,7 @@
 
 // REGISTERS: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: a 192x128 tile needs 192 accumulator registers per consumer thread with scale products, more than the 128 that 3 consumers leave; use fewer waves or a narrower tile, or products=off
 // OVERLAP: error: 'mx.scaled_matmul' op has no generated kernel on sm_90a: gemm-config: overlap=on promotes with an FMUL per element; it takes products=off
-// VALUE: error: gemm-config: bad value 'maybe' for 'products' (expected a positive integer, MxN for cluster, tma or registers for epilogue, staged or fused for mx, on or off for overlap and products)
+// VALUE: error: gemm-config: bad value 'maybe' for 'products' (expected a positive integer up to 65535, MxN for cluster, tma or registers for epilogue, staged or fused for mx, on or off for overlap and products)
 // FALLBACK: mx.gemm_plan = "recipe=blockwise chip=sm_90a mnk=256x256x384 tile=192x128x128
 // FALLBACK-NOT: products=tf32
 // FALLBACK-SAME: scales=rows,rows

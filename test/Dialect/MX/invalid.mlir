@@ -360,6 +360,15 @@ func.func @delayed_scale_inv(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: ten
 
 // -----
 
+func.func @delayed_scale_inv_unranked(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x3xf32>) {
+  %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1
+      // expected-error @+1 {{custom op 'mx.quantize_delayed' invalid kind of type specified: expected builtin.tensor, but found 'tensor<*xf32>'}}
+      : tensor<64x128xbf16>, tensor<3xf32>, tensor<16x3xf32> -> tensor<64x128xf8E4M3FN>, tensor<*xf32>, tensor<16x3xf32>
+  return
+}
+
+// -----
+
 func.func @delayed_history_columns(%x: tensor<64x128xbf16>, %s: tensor<3xf32>, %h: tensor<16x2xf32>) {
   // expected-error @+1 {{'mx.quantize_delayed' op history 'tensor<16x2xf32>' must have one column per scale of 'tensor<3xf32>'}}
   %y, %i, %h1 = mx.quantize_delayed %x, %s, %h index 1

@@ -15,9 +15,14 @@ using namespace mx::gemm;
 
 namespace {
 
+/// The largest integer a key takes. Far above what any kernel can build (the
+/// planner says which are), it keeps the planner's tile and register
+/// arithmetic (products of a few of them) inside int64.
+constexpr int64_t kMaxValue = 65535;
+
 bool parsePositive(llvm::StringRef value, std::optional<int64_t> &out) {
   int64_t v;
-  if (value.getAsInteger(10, v) || v < 1)
+  if (value.getAsInteger(10, v) || v < 1 || v > kMaxValue)
     return false;
   out = v;
   return true;
@@ -73,7 +78,8 @@ llvm::FailureOr<GemmConfig> mx::gemm::parseGemmConfig(llvm::StringRef text,
     if (!ok) {
       error =
           ("gemm-config: bad value '" + llvm::Twine(value) + "' for '" + key +
-           "' (expected a positive integer, MxN for cluster, tma or "
+           "' (expected a positive integer up to " + llvm::Twine(kMaxValue) +
+           ", MxN for cluster, tma or "
            "registers for epilogue, staged or fused for mx, on or off for "
            "overlap and products)")
               .str();

@@ -470,7 +470,7 @@ def MX_QuantizeDelayedOp : MX_Op<"quantize_delayed", [Pure]> {
   let arguments = (ins MX_WideTensor:$input, 1DTensorOf<[F32]>:$scales,
                        2DTensorOf<[F32]>:$history, I64Attr:$index,
                        UnitAttr:$transposed);
-  let results = (outs MX_ElementTensor:$data, TensorOf<[F32]>:$scale_inv,
+  let results = (outs MX_ElementTensor:$data, RankedTensorOf<[F32]>:$scale_inv,
                       2DTensorOf<[F32]>:$new_history);
   let assemblyFormat = [{
     $input `,` $scales `,` $history `index` $index (`transposed` $transposed^)?
