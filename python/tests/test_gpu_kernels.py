@@ -89,6 +89,14 @@ QUANTIZE = {
                                         [(ROW128, False), (COL128_T, False)]),
     "blockwise_transposed_both_swizzled": ((2, 272, 392), BF16, "f8E4M3FN", "f32", "ceil",
                                            [(ROW128, True), (COL128_T, True)]),
+    # Columns a multiple of 16: the rowwise codes go out through workgroup memory, whole 16-byte
+    # chunks of a row (rows ending inside a block, a last column block of 16 or 16 x 9 columns).
+    "blockwise_transposed_both_staged_batched": ((2, 144, 400), F32, "f8E4M3FN", "f32", "floor",
+                                                 [(ROW128, False), (COL128_T, False)]),
+    "blockwise_transposed_both_staged_large": ((1040, 528), BF16, "f8E5M2", "f32", "ceil",
+                                               [(ROW128, False), (COL128_T, False)]),
+    "blockwise_transposed_both_staged_swizzled": ((2, 272, 400), F16, "f8E4M3FN", "f32", "ceil",
+                                                  [(ROW128, True), (COL128_T, True)]),
     "blockwise_transposed_e5m2": ((2, 144, 100), F32, "f8E5M2", "f32", "ceil", [(COL128_T, False)]),
     "blockwise_transposed_large": ((1040, 516), BF16, "f8E5M2", "f32", "ceil", [(COL128_T, False)]),
     "blockwise_transposed_exact_f16": ((48, 36), F16, "f8E4M3FN", "f32", "exact", [(COL128_T, False)]),

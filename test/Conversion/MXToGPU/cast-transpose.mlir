@@ -131,11 +131,13 @@ func.func @mx_columns_transposed(%x: tensor<96x192xbf16>) -> (tensor<96x192xf8E4
 // each lane stores its 4 rows' amaxes in workgroup memory; after a barrier
 // 128 threads take a row's max over the 8 warps, store its scale and its
 // factor, and after a second one each lane loads its 16 rows' factors (four
-// 16-byte loads) and stores 4 codes per row. Grid: 3 row blocks (the last one
-// partial) x 64 strips (208 / 4 = 52, rounded up to whole CTAs of 32) x 8
-// groups = 1536 threads, 6 CTAs.
+// 16-byte loads) and stages 4 codes per row in workgroup memory; after a
+// third, each thread copies 4 16-byte chunks of the tile's rows out (208
+// columns: whole chunks). Grid: 3 row blocks (the last one partial) x 64
+// strips (208 / 4 = 52, rounded up to whole CTAs of 32) x 8 groups = 1536
+// threads, 6 CTAs.
 // CHECK-LABEL: func @blockwise_pair
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}}) threads({{.*}}) workgroup(%[[PARTIAL:.*]] : memref<8x128xf32, #gpu.address_space<workgroup>>, %[[FACTORS:.*]] : memref<128xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}}) threads({{.*}}) workgroup(%[[PARTIAL:.*]] : memref<8x128xf32, #gpu.address_space<workgroup>>, %[[FACTORS:.*]] : memref<128xf32, #gpu.address_space<workgroup>>, %[[CODES:.*]] : memref<128x128xi8, #gpu.address_space<workgroup>>)
 // CHECK-COUNT-16: vector.load %{{.*}} {alignment = 8 : i64} : memref<272x208xbf16>, vector<4xbf16>
 // CHECK: gpu.shuffle xor %{{.*}}, %c4_i32, %c32_i32 : i32
 // CHECK: gpu.shuffle xor %{{.*}}, %c8_i32, %c32_i32 : i32
@@ -155,7 +157,9 @@ func.func @mx_columns_transposed(%x: tensor<96x192xbf16>) -> (tensor<96x192xf8E4
 // CHECK: memref.store %{{.*}}, %[[FACTORS]]
 // CHECK: gpu.barrier
 // CHECK-COUNT-4: vector.load %[[FACTORS]][%{{.*}}] {alignment = 16 : i64} : memref<128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK-COUNT-16: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<272x208xf8E4M3FN>, vector<4xf8E4M3FN>
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[CODES]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<128x128xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-4: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<272x208xf8E4M3FN>, vector<16xf8E4M3FN>
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: gpu.launch
 // CHECK: return
@@ -163,6 +167,23 @@ func.func @blockwise_pair(%x: tensor<272x208xbf16>) -> (tensor<272x208xf8E4M3FN>
   %d, %s = mx.quantize %x block [1, 128] rounding ceil : tensor<272x208xbf16> -> tensor<272x208xf8E4M3FN>, tensor<272x2xf32>
   %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<272x208xbf16> -> tensor<208x272xf8E4M3FN>, tensor<208x3xf32>
   return %d, %s, %t, %ts : tensor<272x208xf8E4M3FN>, tensor<272x2xf32>, tensor<208x272xf8E4M3FN>, tensor<208x3xf32>
+}
+
+// -----
+
+// The same pair with 204 columns (a multiple of 4, not of 16): the rows of
+// codes are not whole 16-byte chunks, so each lane stores its 4 codes of a
+// row itself, and the CTA stages nothing.
+// CHECK-LABEL: func @blockwise_pair_narrow
+// CHECK: gpu.launch {{.*}} workgroup(%{{.*}} : memref<8x128xf32, #gpu.address_space<workgroup>>, %[[FACTORS:.*]] : memref<128xf32, #gpu.address_space<workgroup>>) {
+// CHECK-COUNT-4: vector.load %[[FACTORS]][%{{.*}}] {alignment = 16 : i64} : memref<128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-16: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<272x204xf8E4M3FN>, vector<4xf8E4M3FN>
+// CHECK-NOT: gpu.barrier
+// CHECK: return
+func.func @blockwise_pair_narrow(%x: tensor<272x204xbf16>) -> (tensor<272x204xf8E4M3FN>, tensor<272x2xf32>, tensor<204x272xf8E4M3FN>, tensor<204x3xf32>) {
+  %d, %s = mx.quantize %x block [1, 128] rounding ceil : tensor<272x204xbf16> -> tensor<272x204xf8E4M3FN>, tensor<272x2xf32>
+  %t, %ts = mx.quantize %x transposed block [1, 128] rounding ceil : tensor<272x204xbf16> -> tensor<204x272xf8E4M3FN>, tensor<204x3xf32>
+  return %d, %s, %t, %ts : tensor<272x204xf8E4M3FN>, tensor<272x2xf32>, tensor<204x272xf8E4M3FN>, tensor<204x3xf32>
 }
 
 // -----

@@ -625,19 +625,39 @@ namespace mx::gpu_kernels {
 /// The workgroup memory through which the warps of a CTA share their rowwise
 /// blocks (FP8 blockwise's 128 columns span the CTA's 8 warps): each warp's
 /// amaxes of the 128 rows over its 16 columns, then the rows' factors.
+/// With `codes`, the rowwise codes meet there too (stagesRowCodes).
 struct RowExchange {
-  Value partialAmaxes, factors, thread;
+  Value partialAmaxes, factors, thread, codes;
+
+  /// Whether the rowwise codes go through shared memory: each lane's 4 codes
+  /// of a row are 4 bytes, a lane group's 16, so stored from registers every
+  /// row of the tile is 8 partial-sector requests to L2, which with the
+  /// strips' one-sector loads held the kernel at L2's request rate (64-69%
+  /// of copy on an H200, docs/gpu.md); staged, a warp stores 4 whole
+  /// 128-byte rows an instruction. Rows must be whole 16-byte chunks.
+  static bool stagesRowCodes(const StripGrid &grid) {
+    return grid.cols % kCodeChunk == 0;
+  }
 
   static SmallVector<Type> getBufferTypes(MLIRContext *context,
                                           const StripGrid &grid) {
     auto workgroup =
         gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
     Type f32 = Float32Type::get(context);
-    return {MemRefType::get({kWarpsPerBlock, grid.blockRows}, f32,
-                            MemRefLayoutAttrInterface(), workgroup),
-            MemRefType::get({grid.blockRows}, f32, MemRefLayoutAttrInterface(),
-                            workgroup)};
+    SmallVector<Type> types = {
+        MemRefType::get({kWarpsPerBlock, grid.blockRows}, f32,
+                        MemRefLayoutAttrInterface(), workgroup),
+        MemRefType::get({grid.blockRows}, f32, MemRefLayoutAttrInterface(),
+                        workgroup)};
+    if (stagesRowCodes(grid))
+      types.push_back(MemRefType::get({grid.blockRows, grid.blockRows},
+                                      IntegerType::get(context, 8),
+                                      MemRefLayoutAttrInterface(), workgroup));
+    return types;
   }
+
+  /// The codes' 16-byte chunks: the store of the copy out.
+  static constexpr int64_t kCodeChunk = 16;
 };
 
 } // namespace mx::gpu_kernels
@@ -726,6 +746,62 @@ scaleRowsInCTA(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
   return factors;
 }
 
+/// Where a code chunk of tile row `tileRow` (its 16-row lane group g) sits
+/// in the staged codes: chunk c of the row at chunk c ^ g, so that the 8
+/// groups of a warp, which store rows 16 apart, write distinct banks.
+static Value stagedChunk(OpBuilder &b, Location l, Value tileRow, Value chunk) {
+  Value group =
+      arith::DivUIOp::create(b, l, tileRow, cIndex(b, l, kRowsPerLane));
+  return arith::XOrIOp::create(b, l, chunk, group);
+}
+
+/// Stages the codes of the strip's row `i` (4 columns) in `exchange.codes`.
+static void stageRowCodes(OpBuilder &b, Location l, const Strip &s,
+                          const StripGrid &grid, const RowExchange &exchange,
+                          int64_t i, Value codes) {
+  IndexArith index{b, l};
+  Value tileRow = index.rem(s.rowInSlice[i], grid.blockRows);
+  Value colInTile = index.rem(s.col, grid.blockRows);
+  Value chunk = index.div(colInTile, RowExchange::kCodeChunk);
+  Value column =
+      index.fma(stagedChunk(b, l, tileRow, chunk), RowExchange::kCodeChunk,
+                index.rem(colInTile, RowExchange::kCodeChunk));
+  storeVector(b, l, codes, exchange.codes, {tileRow, column});
+}
+
+/// After a barrier, the CTA copies its tile's staged codes out: thread t
+/// stores chunks t + 256 k, row-major, each one 16-byte store of the rows
+/// and columns that exist.
+static void storeStagedRowCodes(OpBuilder &b, Location l, const Strip &s,
+                                const StripGrid &grid, const StripOutput &out,
+                                const RowExchange &exchange) {
+  gpu::BarrierOp::create(b, l);
+  IndexArith index{b, l};
+  constexpr int64_t chunkBytes = RowExchange::kCodeChunk;
+  int64_t rowChunks = grid.blockRows / chunkBytes;
+  Value firstCol =
+      arith::SubIOp::create(b, l, s.col, index.rem(s.col, grid.blockRows));
+  auto type = VectorType::get({chunkBytes}, b.getI8Type());
+  for (int64_t k = 0; k < grid.blockRows * rowChunks; k += kThreadsPerBlock) {
+    Value linear =
+        arith::AddIOp::create(b, l, exchange.thread, cIndex(b, l, k));
+    Value tileRow = index.div(linear, rowChunks);
+    Value staged = index.rem(linear, rowChunks);
+    Value codes =
+        loadVector(b, l, type, exchange.codes,
+                   {tileRow, arith::MulIOp::create(b, l, staged,
+                                                   cIndex(b, l, chunkBytes))});
+    Value col =
+        index.fma(stagedChunk(b, l, tileRow, staged), chunkBytes, firstCol);
+    Value local = index.fma(s.rowBlock, grid.blockRows, tileRow);
+    Value valid = andI(b, l, s.sliceValid,
+                       andI(b, l, cmpLT(b, l, local, cIndex(b, l, grid.rows)),
+                            cmpLT(b, l, col, cIndex(b, l, grid.cols))));
+    out.data.store(b, l, valid, codes,
+                   {inSlice(b, l, s.slice, grid.rows, local), col});
+  }
+}
+
 void gpu_kernels::quantizeRows(OpBuilder &b, Location l, const Strip &s,
                                const StripGrid &grid, const StripOutput &out,
                                const RowExchange *exchange) {
@@ -777,10 +853,15 @@ void gpu_kernels::quantizeRows(OpBuilder &b, Location l, const Strip &s,
                        packStripRow(b, l, out, scaled, nanMask));
       continue;
     }
-    storeStripRow(b, l, s, out, i,
-                  quantizeVector(b, l, values, {Value(), factor, isNaN},
-                                 op.getRounding(), out.conversion));
+    Value codes = quantizeVector(b, l, values, {Value(), factor, isNaN},
+                                 op.getRounding(), out.conversion);
+    if (exchange && exchange->codes)
+      stageRowCodes(b, l, s, grid, *exchange, i, codes);
+    else
+      storeStripRow(b, l, s, out, i, codes);
   }
+  if (exchange && exchange->codes)
+    storeStagedRowCodes(b, l, s, grid, out, *exchange);
 }
 
 /// Whether `op` quantizes its input's columns: block [32, 1], or written
@@ -873,7 +954,9 @@ static void buildRegisterKernel(OpBuilder &builder, Location loc,
           return;
         RowExchange exchange;
         if (exchangesRows)
-          exchange = {ids.workgroup[0], ids.workgroup[1], ids.thread};
+          exchange = {ids.workgroup[0], ids.workgroup[1], ids.thread,
+                      RowExchange::stagesRowCodes(grid) ? ids.workgroup[2]
+                                                        : Value()};
         quantizeRows(b, l, strip, grid, *rowwise,
                      exchangesRows ? &exchange : nullptr);
       });
