@@ -37,10 +37,10 @@ using namespace mx;
 
 namespace {
 
-/// Bytes of one batch slice of a tensor with `batchRank` batch dimensions
-/// (FP4 packed two elements to a byte).
+/// Bytes of one batch slice of a tensor or device buffer with `batchRank`
+/// batch dimensions (FP4 packed two elements to a byte).
 int64_t getSliceBytes(Value value, int64_t batchRank) {
-  auto type = cast<RankedTensorType>(value.getType());
+  auto type = cast<ShapedType>(value.getType());
   int64_t elements = 1;
   for (int64_t size : type.getShape().drop_front(batchRank))
     elements *= size;
