@@ -22,7 +22,8 @@
 // FP8 blockwise's rowwise [1, 128] part, fused with its transposed [1, 128]
 // one, spans the 8 warps of a CTA (a 128 x 128 tile): the 4 lanes of a group
 // reduce-scatter their row amaxes, the warps' partial amaxes meet in shared
-// memory, and the factors return through it (scaleRowsInCTA).
+// memory, the factors return through it (scaleRowsInCTA), and the codes
+// leave through it as whole rows (storeStagedRowCodes).
 // Swizzles consuming either scales are fused as in the rowwise kernel:
 // columnwise scales are tiled with K as the unscaled dimension, and the
 // kernel's grid also covers the zero padding of the tiles. Column blocks never
