@@ -61,7 +61,9 @@ struct GemmConfig {
 };
 
 /// Parses the `gemm-config` text (empty: no choices), or says in `error`
-/// which key or value is wrong and what is expected.
+/// which key or value is wrong and what is expected. Integers are positive
+/// and at most 65535: what a kernel can take is the planner's to say, and
+/// the bound keeps its arithmetic on them inside int64.
 llvm::FailureOr<GemmConfig> parseGemmConfig(llvm::StringRef text,
                                             std::string &error);
 
