@@ -352,8 +352,9 @@ def ConvertShardToMXRuntime : Pass<"convert-shard-to-mxrt", "mlir::ModuleOp"> {
     max reduces order-preserving integer keys of the floats instead (a
     kernel before and after; an `mx.amax` result, whose buffer carries
     `mx.magnitude_bits`, is its own keys and needs neither), which keeps
-    the spec's rule that a NaN amax anywhere is NaN everywhere. The `arith.truncf` that rounds reduced f32
-    partial sums (a K-split `mx.scaled_matmul`) becomes a kernel. The group
+    the spec's rule that a NaN amax anywhere is NaN everywhere. The
+    `arith.truncf` that rounds reduced f32 partial sums (a K-split
+    `mx.scaled_matmul`) becomes a kernel. The group
     of a collective must be the whole grid (one communicator per process),
     whose size the runtime checks against the communicator's; the
     `shard.grid` symbols are erased. Anything else of the `shard` dialect is

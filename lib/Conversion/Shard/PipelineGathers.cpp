@@ -124,9 +124,10 @@ LogicalResult checkChunks(const Candidate &candidate, int64_t chunks) {
   if (chunks == 1)
     return success();
   for (SwizzleOp swizzle : candidate.swizzles) {
-    int64_t scaleRows =
-        swizzle ? swizzle.getInput().getType().getDimSize(0) : 0;
-    if (swizzle && scaleRows % (chunks * SwizzleTiles::kRows))
+    if (!swizzle)
+      continue;
+    int64_t scaleRows = swizzle.getInput().getType().getDimSize(0);
+    if (scaleRows % (chunks * SwizzleTiles::kRows))
       return quantize.emitOpError("cannot be pipelined in ")
              << chunks << " chunks: its " << scaleRows
              << " rows of scales, swizzled before their gather, do not "

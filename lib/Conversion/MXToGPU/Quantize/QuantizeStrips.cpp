@@ -668,8 +668,7 @@ scaleRowsInCTA(OpBuilder &b, Location l, const Strip &s, const StripGrid &grid,
 /// in the staged codes: chunk c of the row at chunk c ^ g, so that the 8
 /// groups of a warp, which store rows 16 apart, write distinct banks.
 static Value stagedChunk(OpBuilder &b, Location l, Value tileRow, Value chunk) {
-  Value group =
-      arith::DivUIOp::create(b, l, tileRow, cIndex(b, l, kRowsPerLane));
+  Value group = IndexArith{b, l}.div(tileRow, kRowsPerLane);
   return arith::XOrIOp::create(b, l, chunk, group);
 }
 
